@@ -1,0 +1,43 @@
+// Tensor storage: 64-byte aligned host memory for the vector units and BLAS.
+#include "core/tensor/tensor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace mpwb {
+
+void Tensor::AlignedFree::operator()(float* p) const { std::free(p); }
+
+Tensor::Tensor(const Tensor& other) { *this = other; }
+
+Tensor& Tensor::operator=(const Tensor& other) {
+    if (this == &other) return *this;
+    resize(other.shape_);
+    if (numel_) std::memcpy(data_.get(), other.data_.get(), static_cast<size_t>(numel_) * sizeof(float));
+    return *this;
+}
+
+void Tensor::resize(Shape shape) {
+    const int64_t n = shape_numel(shape);
+    if (n < 0) throw std::bad_array_new_length();
+    const auto needed = static_cast<size_t>(n);
+    if (needed > capacity_) {
+        const size_t bytes = ((needed * sizeof(float) + 63) / 64) * 64;
+        auto* fresh = static_cast<float*>(std::aligned_alloc(64, bytes));
+        if (!fresh) throw std::bad_alloc();
+        if (numel_) std::memcpy(fresh, data_.get(), static_cast<size_t>(numel_) * sizeof(float));
+        std::memset(fresh + numel_, 0, (needed - static_cast<size_t>(numel_)) * sizeof(float));
+        data_.reset(fresh);
+        capacity_ = needed;
+    } else if (needed > static_cast<size_t>(numel_)) {
+        std::memset(data_.get() + numel_, 0, (needed - static_cast<size_t>(numel_)) * sizeof(float));
+    }
+    shape_ = std::move(shape);
+    numel_ = n;
+}
+
+void Tensor::fill(float value) { std::fill(data_.get(), data_.get() + numel_, value); }
+
+}  // namespace mpwb

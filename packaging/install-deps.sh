@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs everything MP Workbench needs to build, test and run on Debian 12.
+# Idempotent: packages already present are skipped by apt.
+# Usage: packaging/install-deps.sh [--with-torch]   (torch only for the PyTorch comparison bench)
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+packages=(
+  build-essential cmake ninja-build pkg-config
+  qt6-base-dev qt6-base-dev-tools libqt6svg6 qt6-qpa-plugins
+  libqcustomplot-dev libqcustomplot2.1-qt6
+  libsqlite3-dev sqlite3 libopenblas-dev zlib1g-dev
+  nlohmann-json3-dev libcli11-dev
+  dataset-fashion-mnist
+  xvfb xauth fonts-dejavu-core
+)
+if [ "${1:-}" = "--with-torch" ]; then packages+=(python3-torch); fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
