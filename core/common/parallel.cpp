@@ -28,8 +28,12 @@ public:
         wake_.notify_all();
         for (auto& t : workers_) t.join();
         workers_.clear();
+        std::lock_guard lock(mutex_);
         quit_ = false;
-        for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+        // The generation is read here, under the lock: a worker that read it itself could miss
+        // a job posted before it first ran, and the caller would wait for it for ever.
+        for (int i = 1; i < threads; ++i)
+            workers_.emplace_back([this, i, start = generation_] { worker_loop(i, start); });
     }
 
     void run(int64_t n, const std::function<void(int64_t, int64_t)>& body) {
@@ -57,8 +61,7 @@ private:
         if (begin < end) (*body_)(begin, end);
     }
 
-    void worker_loop(int index) {
-        uint64_t seen = generation_;
+    void worker_loop(int index, uint64_t seen) {
         for (;;) {
             {
                 std::unique_lock lock(mutex_);

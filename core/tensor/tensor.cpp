@@ -14,6 +14,11 @@ Tensor::Tensor(const Tensor& other) { *this = other; }
 
 Tensor& Tensor::operator=(const Tensor& other) {
     if (this == &other) return *this;
+    if (other.numel_ == 0 && other.shape_.empty()) {  // default-constructed: stays empty
+        shape_.clear();
+        numel_ = 0;
+        return *this;
+    }
     resize(other.shape_);
     if (numel_) std::memcpy(data_.get(), other.data_.get(), static_cast<size_t>(numel_) * sizeof(float));
     return *this;

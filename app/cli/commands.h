@@ -1,0 +1,10 @@
+// The subcommands of mpwb-cli. Each returns the process exit code and reports errors on stderr.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace mpwb::cli {
+
+void add_train_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+
+}  // namespace mpwb::cli

@@ -1,0 +1,123 @@
+// Shared training options.
+#include "app/cli/training_options.h"
+
+#include <filesystem>
+
+#include "core/common/error.h"
+#include "core/train/dataset_source.h"
+
+namespace mpwb::cli {
+
+std::string default_preset_name() {
+    return std::filesystem::exists(kDefaultFashionMnistPath) ? "fashion-mlp" : "spiral-mlp";
+}
+
+void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
+    app.add_option("--preset", preset, "Preset: spiral-mlp, fashion-mlp, fashion-cnn (default: fashion-mlp, or spiral-mlp without the dataset)");
+    app.add_option("--network", network_file, "Network JSON file (or a preset file)");
+    app.add_option("--dataset", dataset, "spiral, circles, xor, gauss, moons, fashion-mnist, mnist, csv");
+    app.add_option("--data-path", data_path, "Folder of IDX files, or a CSV file");
+    app.add_option("--samples", samples, "Synthetic sets: number of points");
+    app.add_option("--noise", noise, "Synthetic sets: noise 0..1");
+    app.add_option("--test-ratio", test_ratio, "Fraction held out for testing");
+    app.add_flag("--no-normalize", no_normalize, "Do not normalise inputs with the train split's mean and std");
+    app.add_option("--epochs", epochs, "Epochs");
+    app.add_option("--max-steps", max_steps, "Stop after this many steps");
+    app.add_option("--batch", batch, "Batch size");
+    app.add_option("--optimizer", optimizer, "sgd, adam, adamw");
+    app.add_option("--lr", lr, "Learning rate");
+    app.add_option("--momentum", momentum, "SGD momentum");
+    app.add_flag("--nesterov", nesterov, "SGD with Nesterov momentum");
+    app.add_option("--weight-decay", weight_decay, "Weight decay");
+    app.add_option("--schedule", schedule, "constant, step, cosine");
+    app.add_option("--warmup", warmup, "Linear warm-up steps");
+    app.add_option("--step-size", step_size, "Step schedule: steps between decays");
+    app.add_option("--gamma", gamma, "Step schedule: decay factor");
+    app.add_option("--min-lr", min_lr, "Cosine schedule: final learning rate");
+    app.add_option("--clip-norm", clip_norm, "Clip the global gradient norm (after unscaling); 0 = off");
+    app.add_option("--seed", seed, "Seed of initial weights, batch order and dropout");
+    app.add_option("--threads", threads, "CPU threads (0 = all cores)");
+    app.add_option("--eval-every", eval_every, "Evaluate every N steps (default: every epoch)");
+    app.add_option("--stats-every", stats_every, "Gradient exponent statistics every K steps (0 = off)");
+    if (!with_precision) return;
+    app.add_option("--precision", precision, "fp32, tf32, fp16-mixed, bf16-mixed, fp16-pure");
+    app.add_option("--weight-grad-format", weight_grad_format, "Storage of weight gradients: fp32, fp16, bf16");
+    app.add_option("--scaler", scaler_mode, "Loss scaling: none, static, dynamic");
+    app.add_option("--scaler-like", scaler_like, "Start from a known system's rules: pytorch, deepspeed, megatron, nnabla");
+    app.add_option("--init-scale", init_scale, "Initial (or static) loss scale");
+    app.add_option("--growth-factor", growth_factor, "Scale growth factor (> 1)");
+    app.add_option("--backoff-factor", backoff_factor, "Scale backoff factor (0 < f < 1)");
+    app.add_option("--growth-interval", growth_interval, "Clean steps before the scale grows");
+    app.add_option("--hysteresis", hysteresis, "Overflows tolerated before backing off");
+    app.add_option("--hysteresis-refill", hysteresis_refill, "on_growth or every_clean_step");
+    app.add_option("--min-scale", min_scale, "Smallest loss scale");
+    app.add_option("--max-scale", max_scale, "Largest loss scale");
+    app.add_option("--on-overflow", on_overflow, "skip, or retry the same batch at the lower scale");
+    app.add_option("--max-retries", max_retries, "Retries of one batch before it is skipped");
+    app.add_option("--count-skipped", count_skipped, "Skipped steps advance the LR schedule (true/false)");
+    app.add_option("--grow-only-if-finite", grow_only_if_finite, "Refuse a growth that makes the scale infinite (true/false)");
+}
+
+Preset TrainingOptions::resolve() const {
+    Preset p;
+    if (!network_file.empty()) {
+        p = load_preset_file(network_file);
+        if (!preset.empty()) p.training = load_preset(preset).training;
+    } else {
+        p = load_preset(preset.empty() ? default_preset_name() : preset);
+    }
+    TrainConfig& c = p.training;
+    if (dataset) c.dataset.kind = *dataset;
+    if (data_path) c.dataset.path = *data_path;
+    if (samples) c.dataset.samples = *samples;
+    if (noise) c.dataset.noise = *noise;
+    if (test_ratio) c.dataset.test_ratio = *test_ratio;
+    if (no_normalize) c.dataset.normalize = false;
+    if (epochs) c.epochs = *epochs;
+    if (max_steps) c.max_steps = *max_steps;
+    if (batch) c.batch_size = *batch;
+    if (optimizer) c.optimizer.kind = *optimizer;
+    if (lr) c.lr = *lr;
+    if (momentum) c.optimizer.momentum = *momentum;
+    if (nesterov) c.optimizer.nesterov = true;
+    if (weight_decay) c.optimizer.weight_decay = *weight_decay;
+    if (schedule) c.schedule.kind = *schedule;
+    if (warmup) c.schedule.warmup_steps = *warmup;
+    if (step_size) c.schedule.step_size = *step_size;
+    if (gamma) c.schedule.gamma = *gamma;
+    if (min_lr) c.schedule.min_lr = *min_lr;
+    if (clip_norm) c.clip_norm = *clip_norm;
+    if (seed) c.seed = *seed;
+    if (threads) c.threads = *threads;
+    if (eval_every) c.eval_every = *eval_every;
+    if (stats_every) c.stats_every = *stats_every;
+    if (precision) c.precision = parse_precision(*precision);
+    if (weight_grad_format) c.weight_grad_format = parse_format(*weight_grad_format);
+
+    const bool any_scaler = scaler_mode || scaler_like || init_scale || growth_factor || backoff_factor || growth_interval ||
+                            hysteresis || hysteresis_refill || min_scale || max_scale || on_overflow || max_retries ||
+                            count_skipped || grow_only_if_finite;
+    if (any_scaler) {
+        LossScalerConfig s = scaler_like ? loss_scaler_preset(*scaler_like) : c.effective_scaler();
+        if (!scaler_mode && !scaler_like && s.mode == ScalerMode::None) s.mode = ScalerMode::Dynamic;
+        if (scaler_mode) s.mode = parse_scaler_mode(*scaler_mode);
+        if (init_scale) s.initial_scale = *init_scale;
+        if (growth_factor) s.growth_factor = *growth_factor;
+        if (backoff_factor) s.backoff_factor = *backoff_factor;
+        if (growth_interval) s.growth_interval = *growth_interval;
+        if (hysteresis) s.hysteresis = *hysteresis;
+        if (hysteresis_refill) s.refill = parse_hysteresis_refill(*hysteresis_refill);
+        if (min_scale) s.min_scale = *min_scale;
+        if (max_scale) s.max_scale = *max_scale;
+        if (on_overflow) s.on_overflow = parse_overflow_action(*on_overflow);
+        if (max_retries) s.max_retries = *max_retries;
+        if (count_skipped) s.count_skipped_steps = *count_skipped;
+        if (grow_only_if_finite) s.grow_only_if_finite = *grow_only_if_finite;
+        s.validate();
+        c.scaler = s;
+    }
+    c.validate();
+    return p;
+}
+
+}  // namespace mpwb::cli

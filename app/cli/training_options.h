@@ -1,0 +1,44 @@
+// Command-line options that define a training run, shared by train, compare and bench:
+// they start from a preset (or a network file) and override its settings one by one.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "resources/presets.h"
+
+namespace mpwb::cli {
+
+struct TrainingOptions {
+    std::string preset;
+    std::string network_file;
+    std::optional<std::string> dataset, data_path;
+    std::optional<int64_t> samples;
+    std::optional<float> noise;
+    std::optional<double> test_ratio;
+    std::optional<int64_t> epochs, max_steps, batch, eval_every, stats_every;
+    std::optional<std::string> optimizer, schedule;
+    std::optional<float> lr, momentum, weight_decay, min_lr, clip_norm;
+    std::optional<int64_t> warmup, step_size;
+    std::optional<float> gamma;
+    bool nesterov = false;
+    std::optional<uint64_t> seed;
+    std::optional<int> threads;
+    std::optional<std::string> precision, weight_grad_format;
+    // Loss scaler: one option per parameter of DESIGN.md's table.
+    std::optional<std::string> scaler_mode, scaler_like, hysteresis_refill, on_overflow;
+    std::optional<double> init_scale, growth_factor, backoff_factor, min_scale, max_scale;
+    std::optional<int64_t> growth_interval;
+    std::optional<int> hysteresis, max_retries;
+    std::optional<bool> count_skipped, grow_only_if_finite;
+    bool no_normalize = false;
+
+    void add_to(CLI::App& app, bool with_precision = true);
+    // The preset's network and settings with every given option applied; ConfigError on bad values.
+    Preset resolve() const;
+};
+
+// The default experiment: Fashion-MNIST MLP when Debian's dataset is installed, else the spiral.
+std::string default_preset_name();
+
+}  // namespace mpwb::cli

@@ -1,0 +1,536 @@
+// CPU backend implementation. Loops are written so each output element is produced by exactly
+// one chunk of parallel_for, which keeps results independent of the thread count.
+#include "core/backend/cpu/cpu_backend.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <thread>
+
+#include "core/common/parallel.h"
+
+namespace mpwb {
+namespace {
+
+constexpr int64_t kGrain = 1 << 14;
+
+std::string cpu_model_name() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            auto colon = line.find(':');
+            if (colon != std::string::npos) return line.substr(colon + 2);
+        }
+    }
+    return "CPU";
+}
+
+// Rounds a matrix region into scratch when the format asks for it; returns what to multiply.
+const float* rounded_operand(Format f, const float* src, int64_t count, std::vector<float>& scratch) {
+    if (f == Format::FP32) return src;
+    scratch.resize(static_cast<size_t>(count));
+    round_to_format(f, src, scratch.data(), static_cast<size_t>(count));
+    return scratch.data();
+}
+
+// im2col for samples [n0, n0+nb): columns[(c*kh + i)*kw + j][s*ohw + oy*ow + ox].
+void im2col(const ConvGeometry& g, const float* x, int64_t n0, int64_t nb, float* cols) {
+    const int64_t oh = g.out_h(), ow = g.out_w(), ohw = oh * ow, width = nb * ohw;
+    const int64_t rows = g.in_channels * g.kernel_h * g.kernel_w;
+    parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const int64_t c = r / (g.kernel_h * g.kernel_w);
+            const int64_t ki = (r / g.kernel_w) % g.kernel_h;
+            const int64_t kj = r % g.kernel_w;
+            float* out = cols + r * width;
+            for (int64_t s = 0; s < nb; ++s) {
+                const float* plane = x + ((n0 + s) * g.in_channels + c) * g.in_h * g.in_w;
+                for (int64_t oy = 0; oy < oh; ++oy) {
+                    const int64_t iy = oy * g.stride - g.padding + ki;
+                    float* dst = out + s * ohw + oy * ow;
+                    if (iy < 0 || iy >= g.in_h) {
+                        std::fill(dst, dst + ow, 0.0f);
+                        continue;
+                    }
+                    const float* row = plane + iy * g.in_w;
+                    for (int64_t ox = 0; ox < ow; ++ox) {
+                        const int64_t ix = ox * g.stride - g.padding + kj;
+                        dst[ox] = (ix >= 0 && ix < g.in_w) ? row[ix] : 0.0f;
+                    }
+                }
+            }
+        }
+    });
+}
+
+// col2im adds column gradients back into dx; parallel over (sample, channel) planes so no two
+// chunks write the same element.
+void col2im(const ConvGeometry& g, const float* cols, int64_t n0, int64_t nb, float* dx) {
+    const int64_t oh = g.out_h(), ow = g.out_w(), ohw = oh * ow, width = nb * ohw;
+    parallel_for(nb * g.in_channels, 1, [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {
+            const int64_t s = p / g.in_channels, c = p % g.in_channels;
+            float* plane = dx + ((n0 + s) * g.in_channels + c) * g.in_h * g.in_w;
+            std::fill(plane, plane + g.in_h * g.in_w, 0.0f);
+            for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
+                for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
+                    const float* src = cols + ((c * g.kernel_h + ki) * g.kernel_w + kj) * width + s * ohw;
+                    for (int64_t oy = 0; oy < oh; ++oy) {
+                        const int64_t iy = oy * g.stride - g.padding + ki;
+                        if (iy < 0 || iy >= g.in_h) continue;
+                        for (int64_t ox = 0; ox < ow; ++ox) {
+                            const int64_t ix = ox * g.stride - g.padding + kj;
+                            if (ix >= 0 && ix < g.in_w) plane[iy * g.in_w + ix] += src[oy * ow + ox];
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+// Samples per im2col chunk, keeping the column buffer near 32 MB.
+int64_t conv_chunk(const ConvGeometry& g) {
+    const int64_t per_sample = g.in_channels * g.kernel_h * g.kernel_w * g.out_h() * g.out_w();
+    return std::clamp<int64_t>((int64_t{8} << 20) / std::max<int64_t>(per_sample, 1), 1, g.batch);
+}
+
+float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2))); }
+float gelu_grad(float x) {
+    const float cdf = 0.5f * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2)));
+    const float pdf = std::exp(-0.5f * x * x) * static_cast<float>(0.5 * M_2_SQRTPI * M_SQRT1_2);
+    return cdf + x * pdf;
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend() { sync_blas_threads(); }
+
+// The thread count can change between runs (set_thread_count); BLAS follows it.
+void CpuBackend::sync_blas_threads() {
+    if (blas_threads_ != thread_count()) {
+        blas_threads_ = thread_count();
+        openblas_set_num_threads(blas_threads_);
+    }
+}
+
+std::string blas_core_name() { return openblas_get_corename(); }
+
+std::string CpuBackend::device_name() const {
+    return cpu_model_name() + " (" + std::to_string(thread_count()) + " threads, OpenBLAS " + blas_core_name() + ")";
+}
+
+void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                      int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                      Format operand_format) {
+    sync_blas_threads();
+    const int64_t a_count = (trans_a ? k : m) * lda;
+    const int64_t b_count = (trans_b ? n : k) * ldb;
+    const float* ra = rounded_operand(operand_format, a, a_count, round_a_);
+    const float* rb = rounded_operand(operand_format, b, b_count, round_b_);
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, ra,
+                static_cast<blasint>(lda), rb, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+void CpuBackend::round(Format format, const float* in, float* out, int64_t n) {
+    if (format == Format::FP32) {
+        if (in != out) std::copy(in, in + n, out);
+        return;
+    }
+    round_to_format(format, in, out, static_cast<size_t>(n));
+}
+
+void CpuBackend::scale(float factor, float* x, int64_t n) {
+    parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) x[i] *= factor;
+    });
+}
+
+void CpuBackend::add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) {
+    parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1)), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            float* row = y + r * cols;
+            for (int64_t j = 0; j < cols; ++j) row[j] += bias[j];
+        }
+    });
+}
+
+void CpuBackend::bias_grad_rows(const float* dy, float* db, int64_t rows, int64_t cols) {
+    parallel_for(cols, 64, [&](int64_t c0, int64_t c1) {
+        for (int64_t j = c0; j < c1; ++j) db[j] = 0.0f;
+        for (int64_t r = 0; r < rows; ++r) {
+            const float* row = dy + r * cols;
+            for (int64_t j = c0; j < c1; ++j) db[j] += row[j];
+        }
+    });
+}
+
+void CpuBackend::add_bias_channels(float* y, const float* bias, int64_t n, int64_t c, int64_t hw) {
+    parallel_for(n * c, 1, [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {
+            const float b = bias[p % c];
+            float* plane = y + p * hw;
+            for (int64_t i = 0; i < hw; ++i) plane[i] += b;
+        }
+    });
+}
+
+void CpuBackend::bias_grad_channels(const float* dy, float* db, int64_t n, int64_t c, int64_t hw) {
+    parallel_for(c, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t ch = c0; ch < c1; ++ch) {
+            double sum = 0;
+            for (int64_t s = 0; s < n; ++s) {
+                const float* plane = dy + (s * c + ch) * hw;
+                float partial = 0.0f;
+                for (int64_t i = 0; i < hw; ++i) partial += plane[i];
+                sum += partial;
+            }
+            db[ch] = static_cast<float>(sum);
+        }
+    });
+}
+
+void CpuBackend::activation_forward(Activation kind, float slope, const float* x, float* y, int64_t n) {
+    parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) {
+        switch (kind) {
+            case Activation::ReLU:
+                for (int64_t i = i0; i < i1; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+                break;
+            case Activation::LeakyReLU:
+                for (int64_t i = i0; i < i1; ++i) y[i] = x[i] > 0.0f ? x[i] : slope * x[i];
+                break;
+            case Activation::GELU:
+                for (int64_t i = i0; i < i1; ++i) y[i] = gelu(x[i]);
+                break;
+            case Activation::Tanh:
+                for (int64_t i = i0; i < i1; ++i) y[i] = std::tanh(x[i]);
+                break;
+            case Activation::Sigmoid:
+                for (int64_t i = i0; i < i1; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+                break;
+        }
+    });
+}
+
+void CpuBackend::activation_backward(Activation kind, float slope, const float* x, const float* y,
+                                     const float* dy, float* dx, int64_t n) {
+    parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) {
+        switch (kind) {
+            case Activation::ReLU:
+                for (int64_t i = i0; i < i1; ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+                break;
+            case Activation::LeakyReLU:
+                for (int64_t i = i0; i < i1; ++i) dx[i] = x[i] > 0.0f ? dy[i] : slope * dy[i];
+                break;
+            case Activation::GELU:
+                for (int64_t i = i0; i < i1; ++i) dx[i] = dy[i] * gelu_grad(x[i]);
+                break;
+            case Activation::Tanh:
+                for (int64_t i = i0; i < i1; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+                break;
+            case Activation::Sigmoid:
+                for (int64_t i = i0; i < i1; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+                break;
+        }
+    });
+}
+
+void CpuBackend::conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
+                                float* y, Format operand_format) {
+    const int64_t ohw = g.out_h() * g.out_w();
+    const int64_t ckk = g.in_channels * g.kernel_h * g.kernel_w;
+    const int64_t chunk = conv_chunk(g);
+    for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
+        const int64_t nb = std::min(chunk, g.batch - n0);
+        columns_.resize(static_cast<size_t>(ckk * nb * ohw));
+        gathered_.resize(static_cast<size_t>(g.out_channels * nb * ohw));
+        im2col(g, x, n0, nb, columns_.data());
+        gemm(false, false, g.out_channels, nb * ohw, ckk, 1.0f, w, ckk, columns_.data(), nb * ohw, 0.0f,
+             gathered_.data(), nb * ohw, operand_format);
+        // [out_c, nb*ohw] -> NCHW
+        parallel_for(nb * g.out_channels, 1, [&](int64_t p0, int64_t p1) {
+            for (int64_t p = p0; p < p1; ++p) {
+                const int64_t s = p / g.out_channels, oc = p % g.out_channels;
+                const float* src = gathered_.data() + oc * nb * ohw + s * ohw;
+                float* dst = y + ((n0 + s) * g.out_channels + oc) * ohw;
+                const float b = bias ? bias[oc] : 0.0f;
+                for (int64_t i = 0; i < ohw; ++i) dst[i] = src[i] + b;
+            }
+        });
+    }
+}
+
+void CpuBackend::conv2d_backward(const ConvGeometry& g, const float* x, const float* w, const float* dy,
+                                 float* dx, float* dw, float* db, Format operand_format) {
+    const int64_t ohw = g.out_h() * g.out_w();
+    const int64_t ckk = g.in_channels * g.kernel_h * g.kernel_w;
+    const int64_t chunk = conv_chunk(g);
+    if (db) bias_grad_channels(dy, db, g.batch, g.out_channels, ohw);
+    for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
+        const int64_t nb = std::min(chunk, g.batch - n0);
+        columns_.resize(static_cast<size_t>(ckk * nb * ohw));
+        gathered_.resize(static_cast<size_t>(g.out_channels * nb * ohw));
+        // NCHW dy -> [out_c, nb*ohw]
+        parallel_for(nb * g.out_channels, 1, [&](int64_t p0, int64_t p1) {
+            for (int64_t p = p0; p < p1; ++p) {
+                const int64_t s = p / g.out_channels, oc = p % g.out_channels;
+                const float* src = dy + ((n0 + s) * g.out_channels + oc) * ohw;
+                std::copy(src, src + ohw, gathered_.data() + oc * nb * ohw + s * ohw);
+            }
+        });
+        im2col(g, x, n0, nb, columns_.data());
+        gemm(false, true, g.out_channels, ckk, nb * ohw, 1.0f, gathered_.data(), nb * ohw, columns_.data(),
+             nb * ohw, n0 == 0 ? 0.0f : 1.0f, dw, ckk, operand_format);
+        if (dx) {
+            gemm(true, false, ckk, nb * ohw, g.out_channels, 1.0f, w, ckk, gathered_.data(), nb * ohw, 0.0f,
+                 columns_.data(), nb * ohw, operand_format);
+            col2im(g, columns_.data(), n0, nb, dx);
+        }
+    }
+}
+
+void CpuBackend::maxpool_forward(const PoolGeometry& g, const float* x, float* y, int32_t* argmax) {
+    const int64_t oh = g.out_h(), ow = g.out_w();
+    parallel_for(g.batch * g.channels, 1, [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {
+            const int64_t base = p * g.in_h * g.in_w;
+            for (int64_t oy = 0; oy < oh; ++oy) {
+                for (int64_t ox = 0; ox < ow; ++ox) {
+                    float best = -std::numeric_limits<float>::infinity();
+                    int64_t best_index = -1;
+                    for (int64_t ki = 0; ki < g.kernel; ++ki) {
+                        const int64_t iy = oy * g.stride - g.padding + ki;
+                        if (iy < 0 || iy >= g.in_h) continue;
+                        for (int64_t kj = 0; kj < g.kernel; ++kj) {
+                            const int64_t ix = ox * g.stride - g.padding + kj;
+                            if (ix < 0 || ix >= g.in_w) continue;
+                            const float v = x[base + iy * g.in_w + ix];
+                            // NaN propagates, as in PyTorch, so overflow is never hidden by pooling.
+                            if (v > best || std::isnan(v) || best_index < 0) {
+                                best = v;
+                                best_index = base + iy * g.in_w + ix;
+                                if (std::isnan(v)) break;
+                            }
+                        }
+                    }
+                    const int64_t o = p * oh * ow + oy * ow + ox;
+                    y[o] = best;
+                    argmax[o] = static_cast<int32_t>(best_index);
+                }
+            }
+        }
+    });
+}
+
+void CpuBackend::maxpool_backward(const PoolGeometry& g, const float* dy, const int32_t* argmax, float* dx) {
+    const int64_t ohw = g.out_h() * g.out_w(), ihw = g.in_h * g.in_w;
+    parallel_for(g.batch * g.channels, 1, [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {
+            std::fill(dx + p * ihw, dx + (p + 1) * ihw, 0.0f);
+            for (int64_t o = p * ohw; o < (p + 1) * ohw; ++o)
+                if (argmax[o] >= 0) dx[argmax[o]] += dy[o];
+        }
+    });
+}
+
+void CpuBackend::avgpool_forward(const PoolGeometry& g, const float* x, float* y) {
+    const int64_t oh = g.out_h(), ow = g.out_w();
+    const float inv = 1.0f / static_cast<float>(g.kernel * g.kernel);
+    parallel_for(g.batch * g.channels, 1, [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {
+            const float* plane = x + p * g.in_h * g.in_w;
+            for (int64_t oy = 0; oy < oh; ++oy)
+                for (int64_t ox = 0; ox < ow; ++ox) {
+                    float sum = 0.0f;
+                    for (int64_t ki = 0; ki < g.kernel; ++ki) {
+                        const int64_t iy = oy * g.stride - g.padding + ki;
+                        if (iy < 0 || iy >= g.in_h) continue;
+                        for (int64_t kj = 0; kj < g.kernel; ++kj) {
+                            const int64_t ix = ox * g.stride - g.padding + kj;
+                            if (ix >= 0 && ix < g.in_w) sum += plane[iy * g.in_w + ix];
+                        }
+                    }
+                    y[p * oh * ow + oy * ow + ox] = sum * inv;
+                }
+        }
+    });
+}
+
+void CpuBackend::avgpool_backward(const PoolGeometry& g, const float* dy, float* dx) {
+    const int64_t oh = g.out_h(), ow = g.out_w();
+    const float inv = 1.0f / static_cast<float>(g.kernel * g.kernel);
+    parallel_for(g.batch * g.channels, 1, [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {
+            float* plane = dx + p * g.in_h * g.in_w;
+            std::fill(plane, plane + g.in_h * g.in_w, 0.0f);
+            for (int64_t oy = 0; oy < oh; ++oy)
+                for (int64_t ox = 0; ox < ow; ++ox) {
+                    const float d = dy[p * oh * ow + oy * ow + ox] * inv;
+                    for (int64_t ki = 0; ki < g.kernel; ++ki) {
+                        const int64_t iy = oy * g.stride - g.padding + ki;
+                        if (iy < 0 || iy >= g.in_h) continue;
+                        for (int64_t kj = 0; kj < g.kernel; ++kj) {
+                            const int64_t ix = ox * g.stride - g.padding + kj;
+                            if (ix >= 0 && ix < g.in_w) plane[iy * g.in_w + ix] += d;
+                        }
+                    }
+                }
+        }
+    });
+}
+
+void CpuBackend::batchnorm_forward(const float* x, float* y, const float* gamma, const float* beta,
+                                   float* running_mean, float* running_var, float* save_mean, float* save_invstd,
+                                   int64_t n, int64_t c, int64_t hw, float momentum, float eps, bool training) {
+    parallel_for(c, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t ch = c0; ch < c1; ++ch) {
+            float mean, invstd;
+            if (training) {
+                double sum = 0, sum_sq = 0;
+                for (int64_t s = 0; s < n; ++s) {
+                    const float* plane = x + (s * c + ch) * hw;
+                    for (int64_t i = 0; i < hw; ++i) {
+                        sum += plane[i];
+                        sum_sq += static_cast<double>(plane[i]) * plane[i];
+                    }
+                }
+                const double count = static_cast<double>(n * hw);
+                const double m = sum / count;
+                const double var = std::max(0.0, sum_sq / count - m * m);
+                mean = static_cast<float>(m);
+                invstd = static_cast<float>(1.0 / std::sqrt(var + eps));
+                save_mean[ch] = mean;
+                save_invstd[ch] = invstd;
+                const double unbiased = count > 1 ? var * count / (count - 1) : var;
+                running_mean[ch] = (1 - momentum) * running_mean[ch] + momentum * mean;
+                running_var[ch] = (1 - momentum) * running_var[ch] + momentum * static_cast<float>(unbiased);
+            } else {
+                mean = running_mean[ch];
+                invstd = 1.0f / std::sqrt(running_var[ch] + eps);
+            }
+            const float a = gamma[ch] * invstd, b = beta[ch] - mean * a;
+            for (int64_t s = 0; s < n; ++s) {
+                const float* in = x + (s * c + ch) * hw;
+                float* out = y + (s * c + ch) * hw;
+                for (int64_t i = 0; i < hw; ++i) out[i] = in[i] * a + b;
+            }
+        }
+    });
+}
+
+void CpuBackend::batchnorm_backward(const float* x, const float* dy, const float* gamma, const float* save_mean,
+                                    const float* save_invstd, float* dx, float* dgamma, float* dbeta, int64_t n,
+                                    int64_t c, int64_t hw) {
+    parallel_for(c, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t ch = c0; ch < c1; ++ch) {
+            const float mean = save_mean[ch], invstd = save_invstd[ch];
+            double sum_dy = 0, sum_dy_xhat = 0;
+            for (int64_t s = 0; s < n; ++s) {
+                const float* in = x + (s * c + ch) * hw;
+                const float* d = dy + (s * c + ch) * hw;
+                for (int64_t i = 0; i < hw; ++i) {
+                    sum_dy += d[i];
+                    sum_dy_xhat += static_cast<double>(d[i]) * (in[i] - mean) * invstd;
+                }
+            }
+            dgamma[ch] = static_cast<float>(sum_dy_xhat);
+            dbeta[ch] = static_cast<float>(sum_dy);
+            if (!dx) continue;
+            const double count = static_cast<double>(n * hw);
+            const float k = gamma[ch] * invstd;
+            const float mean_dy = static_cast<float>(sum_dy / count);
+            const float mean_dy_xhat = static_cast<float>(sum_dy_xhat / count);
+            for (int64_t s = 0; s < n; ++s) {
+                const float* in = x + (s * c + ch) * hw;
+                const float* d = dy + (s * c + ch) * hw;
+                float* out = dx + (s * c + ch) * hw;
+                for (int64_t i = 0; i < hw; ++i) {
+                    const float xhat = (in[i] - mean) * invstd;
+                    out[i] = k * (d[i] - mean_dy - xhat * mean_dy_xhat);
+                }
+            }
+        }
+    });
+}
+
+void CpuBackend::multiply(const float* x, const float* mask, float* y, int64_t n) {
+    parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) y[i] = x[i] * mask[i];
+    });
+}
+
+Backend::LossResult CpuBackend::softmax_cross_entropy(const float* logits, const float* labels, float* dlogits,
+                                                      int64_t n, int64_t k, float grad_scale) {
+    std::vector<double> row_loss(static_cast<size_t>(n));
+    std::vector<uint8_t> row_correct(static_cast<size_t>(n));
+    const float g = grad_scale / static_cast<float>(n);
+    parallel_for(n, 64, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const float* z = logits + r * k;
+            const auto label = static_cast<int64_t>(labels[r]);
+            float zmax = z[0];
+            int64_t arg = 0;
+            for (int64_t j = 1; j < k; ++j)
+                if (z[j] > zmax || std::isnan(z[j])) {
+                    zmax = z[j];
+                    arg = j;
+                }
+            float sum = 0.0f;
+            for (int64_t j = 0; j < k; ++j) sum += std::exp(z[j] - zmax);
+            const float log_sum = std::log(sum);
+            row_loss[static_cast<size_t>(r)] = static_cast<double>(log_sum + zmax - z[label]);
+            row_correct[static_cast<size_t>(r)] = arg == label;
+            if (dlogits) {
+                float* d = dlogits + r * k;
+                for (int64_t j = 0; j < k; ++j) {
+                    const float p = std::exp(z[j] - zmax - log_sum);
+                    d[j] = g * (p - (j == label ? 1.0f : 0.0f));
+                }
+            }
+        }
+    });
+    LossResult result;
+    for (int64_t r = 0; r < n; ++r) {
+        result.loss += row_loss[static_cast<size_t>(r)];
+        result.correct += row_correct[static_cast<size_t>(r)];
+    }
+    result.loss /= static_cast<double>(n);
+    return result;
+}
+
+Backend::LossResult CpuBackend::mse(const float* pred, const float* target, float* dpred, int64_t n, int64_t k,
+                                    float grad_scale) {
+    const int64_t count = n * k;
+    double sum = 0;
+    const float g = 2.0f * grad_scale / static_cast<float>(count);
+    for (int64_t i = 0; i < count; ++i) {
+        const float diff = pred[i] - target[i];
+        sum += static_cast<double>(diff) * diff;
+        if (dpred) dpred[i] = g * diff;
+    }
+    return {sum / static_cast<double>(count), 0};
+}
+
+bool CpuBackend::scale_and_check_finite(float factor, float* x, int64_t n) {
+    bool finite = true;
+    for (int64_t i = 0; i < n; ++i) {
+        x[i] *= factor;
+        finite &= std::isfinite(x[i]);
+    }
+    return finite;
+}
+
+double CpuBackend::sum_squares(const float* x, int64_t n) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+    return sum;
+}
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace mpwb

@@ -1,0 +1,298 @@
+// CSV reader. The file is read whole and parsed line by line with std::from_chars (locale
+// independent, so "1.5" parses the same under every LC_NUMERIC). Quoted cells may hold the
+// delimiter; a newline inside quotes is not supported (numeric tables never need it).
+#include "core/data/csv_reader.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cfloat>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "core/common/error.h"
+#include "core/common/rng.h"
+
+namespace mpwb {
+namespace {
+
+struct Row {
+    int64_t line;
+    std::vector<std::string> cells;
+};
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    return s;
+}
+
+std::vector<std::string> split_cells(std::string_view line, char delim, const std::string& path,
+                                     int64_t line_no) {
+    std::vector<std::string> cells;
+    std::string cell;
+    bool quoted = false, was_quoted = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (quoted) {
+            if (c == '"') {
+                if (i + 1 < line.size() && line[i + 1] == '"') {
+                    cell += '"';
+                    ++i;
+                } else {
+                    quoted = false;
+                }
+            } else {
+                cell += c;
+            }
+        } else if (c == '"' && trim(cell).empty()) {
+            quoted = was_quoted = true;
+            cell.clear();
+        } else if (c == delim) {
+            cells.emplace_back(was_quoted ? cell : std::string(trim(cell)));
+            cell.clear();
+            was_quoted = false;
+        } else {
+            cell += c;
+        }
+    }
+    if (quoted)
+        throw DataError("CSV file '" + path + "', line " + std::to_string(line_no) +
+                        ": unterminated quoted cell");
+    cells.emplace_back(was_quoted ? cell : std::string(trim(cell)));
+    return cells;
+}
+
+std::optional<double> parse_number(std::string_view s) {
+    s = trim(s);
+    if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+    if (s.empty()) return std::nullopt;
+    double v = 0;
+    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ptr != s.data() + s.size()) return std::nullopt;
+    if (ec == std::errc::result_out_of_range) {
+        // Overflow is reported as non-finite below; underflow is a harmless zero.
+        const bool neg = s.front() == '-';
+        const auto e = s.find_first_of("eE");
+        const bool big_exponent = e != std::string_view::npos && e + 1 < s.size() && s[e + 1] != '-';
+        if (big_exponent) return neg ? -HUGE_VAL : HUGE_VAL;
+        return neg ? -0.0 : 0.0;
+    }
+    if (ec != std::errc()) return std::nullopt;
+    return v;
+}
+
+class CsvError {
+public:
+    CsvError(std::string path, const std::vector<std::string>* header)
+        : path_(std::move(path)), header_(header) {}
+
+    std::string where(int64_t line, size_t col) const {
+        std::string s = "CSV file '" + path_ + "', line " + std::to_string(line) + ", column " +
+                        std::to_string(col + 1);
+        if (header_ && col < header_->size()) s += " ('" + (*header_)[col] + "')";
+        return s;
+    }
+    // A finite float from a cell, or a DataError naming line, column and text.
+    float number(const std::string& cell, int64_t line, size_t col) const {
+        if (trim(cell).empty()) throw DataError(where(line, col) + ": empty cell");
+        const auto v = parse_number(cell);
+        if (!v) throw DataError(where(line, col) + ": '" + cell + "' is not a number");
+        if (std::isnan(*v)) throw DataError(where(line, col) + ": NaN value '" + cell + "'");
+        if (!std::isfinite(*v) || std::fabs(*v) > FLT_MAX)
+            throw DataError(where(line, col) + ": infinite value '" + cell +
+                            "' (out of FP32 range)");
+        return static_cast<float>(*v);
+    }
+
+private:
+    std::string path_;
+    const std::vector<std::string>* header_;
+};
+
+std::string number_name(double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+}
+
+}  // namespace
+
+Dataset load_csv_dataset(const std::string& path, const CsvOptions& opt) {
+    if (!std::isfinite(opt.test_ratio) || opt.test_ratio <= 0.0 || opt.test_ratio >= 1.0)
+        throw ConfigError("CSV test_ratio " + std::to_string(opt.test_ratio) + " out of range (0, 1)");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw DataError("cannot open CSV file '" + path + "'");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.size() >= 3 && static_cast<unsigned char>(text[0]) == 0xEF &&
+        static_cast<unsigned char>(text[1]) == 0xBB && static_cast<unsigned char>(text[2]) == 0xBF)
+        text.erase(0, 3);  // UTF-8 byte order mark from spreadsheet exports
+
+    std::vector<Row> rows;
+    int64_t line_no = 0;
+    for (size_t pos = 0; pos < text.size();) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos) end = text.size();
+        ++line_no;
+        const std::string_view line = trim(std::string_view(text).substr(pos, end - pos));
+        pos = end + 1;
+        if (line.empty() || line.front() == '#') continue;
+        rows.push_back({line_no, split_cells(line, opt.delimiter, path, line_no)});
+    }
+    if (rows.empty()) throw DataError("CSV file '" + path + "' is empty (no rows)");
+
+    bool has_header = opt.header == CsvHeader::Yes;
+    if (opt.header == CsvHeader::Auto) {
+        has_header = std::none_of(rows[0].cells.begin(), rows[0].cells.end(),
+                                  [](const std::string& c) { return parse_number(c).has_value(); });
+    }
+    std::vector<std::string> header;
+    if (has_header) header = rows[0].cells;
+    const size_t first = has_header ? 1 : 0;
+    const size_t ncols = rows[0].cells.size();
+    if (ncols < 2)
+        throw DataError("CSV file '" + path + "' has " + std::to_string(ncols) +
+                        " column; it needs at least one feature column and a label column");
+    if (rows.size() <= first) throw DataError("CSV file '" + path + "' has a header but no data rows");
+
+    // Label column.
+    size_t label_col = 0;
+    if (!opt.label_name.empty()) {
+        if (!has_header)
+            throw ConfigError("CSV label column '" + opt.label_name + "' given by name, but '" +
+                              path + "' has no header row");
+        const auto it = std::find(header.begin(), header.end(), opt.label_name);
+        if (it == header.end()) {
+            std::string names;
+            for (const auto& h : header) names += (names.empty() ? "" : ", ") + h;
+            throw ConfigError("CSV file '" + path + "' has no column '" + opt.label_name +
+                              "' (columns: " + names + ")");
+        }
+        label_col = static_cast<size_t>(it - header.begin());
+    } else {
+        const int64_t idx = opt.label_index < 0 ? static_cast<int64_t>(ncols) + opt.label_index
+                                                : opt.label_index;
+        if (idx < 0 || idx >= static_cast<int64_t>(ncols))
+            throw ConfigError("CSV label column index " + std::to_string(opt.label_index) +
+                              " out of range for '" + path + "' with " + std::to_string(ncols) +
+                              " columns");
+        label_col = static_cast<size_t>(idx);
+    }
+
+    const CsvError err(path, has_header ? &header : nullptr);
+    const auto n = static_cast<int64_t>(rows.size() - first);
+    const auto nf = static_cast<int64_t>(ncols - 1);
+    std::vector<float> features(static_cast<size_t>(n * nf));
+    std::vector<std::string> label_text(static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r) {
+        const Row& row = rows[first + static_cast<size_t>(r)];
+        if (row.cells.size() != ncols)
+            throw DataError("CSV file '" + path + "', line " + std::to_string(row.line) +
+                            ": ragged row with " + std::to_string(row.cells.size()) +
+                            " cells, expected " + std::to_string(ncols) + " (as on line " +
+                            std::to_string(rows[0].line) + ")");
+        float* f = features.data() + r * nf;
+        for (size_t c = 0; c < ncols; ++c) {
+            if (c == label_col) continue;
+            *f++ = err.number(row.cells[c], row.line, c);
+        }
+        label_text[static_cast<size_t>(r)] = row.cells[label_col];
+    }
+
+    Dataset ds;
+    ds.name = std::filesystem::path(path).stem().string();
+    ds.sample_shape = {nf};
+    std::vector<float> targets(static_cast<size_t>(n));
+    if (opt.regression) {
+        for (int64_t r = 0; r < n; ++r)
+            targets[static_cast<size_t>(r)] =
+                err.number(label_text[static_cast<size_t>(r)], rows[first + r].line, label_col);
+        ds.num_classes = 0;
+    } else {
+        // Classes: numbers if every label is one, else strings.
+        bool all_numeric = true;
+        for (const auto& t : label_text)
+            if (!parse_number(t)) {
+                all_numeric = false;
+                break;
+            }
+        std::map<std::string, int> string_class;
+        if (all_numeric) {
+            std::vector<double> values(static_cast<size_t>(n));
+            std::set<double> distinct;
+            for (int64_t r = 0; r < n; ++r) {
+                const size_t i = static_cast<size_t>(r);
+                const double v = err.number(label_text[i], rows[first + i].line, label_col);
+                if (v != std::floor(v))
+                    throw DataError(err.where(rows[first + i].line, label_col) + ": class label '" +
+                                    label_text[i] +
+                                    "' is not an integer (load the file as regression for "
+                                    "continuous targets)");
+                values[i] = v;
+                distinct.insert(v);
+            }
+            // Labels already 0..K-1 keep their meaning; anything else is renumbered in order.
+            const bool identity = *distinct.begin() == 0.0 &&
+                                  *distinct.rbegin() == static_cast<double>(distinct.size() - 1);
+            std::map<double, int> index;
+            for (double v : distinct) {
+                index.emplace(v, static_cast<int>(index.size()));
+                ds.class_names.push_back(number_name(v));
+            }
+            for (int64_t r = 0; r < n; ++r)
+                targets[static_cast<size_t>(r)] =
+                    identity ? static_cast<float>(values[static_cast<size_t>(r)])
+                             : static_cast<float>(index.at(values[static_cast<size_t>(r)]));
+        } else {
+            for (int64_t r = 0; r < n; ++r) {
+                const size_t i = static_cast<size_t>(r);
+                if (trim(label_text[i]).empty())
+                    throw DataError(err.where(rows[first + i].line, label_col) + ": empty label");
+                string_class.emplace(label_text[i], 0);
+            }
+            int k = 0;
+            for (auto& [name, index] : string_class) {
+                index = k++;
+                ds.class_names.push_back(name);
+            }
+            for (int64_t r = 0; r < n; ++r)
+                targets[static_cast<size_t>(r)] =
+                    static_cast<float>(string_class.at(label_text[static_cast<size_t>(r)]));
+        }
+        ds.num_classes = static_cast<int>(ds.class_names.size());
+        if (ds.num_classes < 2)
+            throw DataError("CSV file '" + path + "': label column " + std::to_string(label_col + 1) +
+                            " holds a single class '" + ds.class_names[0] +
+                            "'; classification needs at least 2 (or load it as regression)");
+    }
+
+    if (n < 2) throw DataError("CSV file '" + path + "' has 1 data row; a train/test split needs at least 2");
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+    Rng rng(opt.seed);
+    for (int64_t i = n - 1; i > 0; --i)
+        std::swap(order[static_cast<size_t>(i)],
+                  order[static_cast<size_t>(rng.below(static_cast<uint64_t>(i + 1)))]);
+    const int64_t n_test = std::clamp<int64_t>(std::llround(static_cast<double>(n) * opt.test_ratio), 1, n - 1);
+    const int64_t n_train = n - n_test;
+
+    const Shape ys = ds.is_classification() ? Shape{} : Shape{1};
+    ds.train_x.resize(with_batch(n_train, ds.sample_shape));
+    ds.test_x.resize(with_batch(n_test, ds.sample_shape));
+    ds.train_y.resize(with_batch(n_train, ys));
+    ds.test_y.resize(with_batch(n_test, ys));
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t src = order[static_cast<size_t>(i)];
+        const bool train = i < n_train;
+        const int64_t j = train ? i : i - n_train;
+        std::copy_n(features.data() + src * nf, nf, (train ? ds.train_x : ds.test_x).data() + j * nf);
+        (train ? ds.train_y : ds.test_y)[j] = targets[static_cast<size_t>(src)];
+    }
+    return ds;
+}
+
+}  // namespace mpwb

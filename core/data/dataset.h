@@ -1,0 +1,32 @@
+// Dataset: the train and test splits every data source produces (synthetic 2-D sets, IDX images,
+// CSV tables), in the one layout the training loop consumes, so a source never needs to know
+// about the network or the backend.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tensor/shape.h"
+#include "core/tensor/tensor.h"
+
+namespace mpwb {
+
+struct Dataset {
+    // x: [N, ...sample_shape]. y: [N] class indices stored as float when num_classes > 0,
+    // [N, k] regression targets when num_classes == 0.
+    Tensor train_x, train_y, test_x, test_y;
+    Shape sample_shape;
+    int num_classes = 0;
+    std::string name;
+    std::vector<std::string> class_names;  // num_classes entries (empty for regression)
+
+    bool is_classification() const { return num_classes > 0; }
+    int64_t train_size() const { return train_x.rank() ? train_x.dim(0) : 0; }
+    int64_t test_size() const { return test_x.rank() ? test_x.dim(0) : 0; }
+    // Values per regression target row (1 for classification).
+    int64_t target_width() const {
+        return (num_classes == 0 && train_y.rank() > 1) ? train_y.dim(1) : 1;
+    }
+};
+
+}  // namespace mpwb

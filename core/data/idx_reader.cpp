@@ -1,0 +1,277 @@
+// IDX reader. Files are read whole (gzip through zlib's gzread with a large buffer) and parsed
+// from memory: a 47 MB image file is one read instead of 60000, and the exact-length check needs
+// the full size anyway.
+#include "core/data/idx_reader.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <future>
+#include <memory>
+
+#include "core/common/error.h"
+
+namespace mpwb {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct FileCloser {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+};
+struct GzCloser {
+    void operator()(gzFile_s* f) const { gzclose(f); }
+};
+
+uint32_t read_be32(const uint8_t* p) {
+    return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+std::string hex32(uint32_t v) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08X", v);
+    return buf;
+}
+
+// The length a gzip member says it decompresses to (ISIZE, the last 4 bytes, little-endian,
+// modulo 2^32); used only to size the buffer up front.
+size_t gzip_size_hint(std::FILE* f) {
+    if (std::fseek(f, -4, SEEK_END) != 0) return 0;
+    const long compressed = std::ftell(f) + 4;
+    uint8_t b[4];
+    if (std::fread(b, 1, 4, f) != 4) return 0;
+    const size_t isize = size_t{b[0]} | (size_t{b[1]} << 8) | (size_t{b[2]} << 16) | (size_t{b[3]} << 24);
+    // A truncated file's last bytes are not a trailer; deflate never expands more than ~1032:1,
+    // so a larger claim is garbage and must not become a huge zero-filled allocation.
+    return std::min(isize, static_cast<size_t>(compressed) * 1032);
+}
+
+std::vector<uint8_t> read_gzip(const std::string& path, size_t hint, bool* truncated) {
+    std::unique_ptr<gzFile_s, GzCloser> gz(gzopen(path.c_str(), "rb"));
+    if (!gz) throw DataError("cannot open '" + path + "' for reading");
+    gzbuffer(gz.get(), 1 << 18);
+    std::vector<uint8_t> out;
+    // The hint is a hint: a corrupt trailer must not cause a huge allocation.
+    out.resize(std::clamp<size_t>(hint + 1, size_t{1} << 16, size_t{1} << 31));
+    size_t have = 0;
+    for (;;) {
+        if (have == out.size()) out.resize(out.size() * 2);
+        const size_t want = std::min<size_t>(out.size() - have, size_t{1} << 30);
+        const int got = gzread(gz.get(), out.data() + have, static_cast<unsigned>(want));
+        if (got < 0) {
+            int err = 0;
+            const char* msg = gzerror(gz.get(), &err);
+            throw DataError("corrupt gzip file '" + path + "': " + (msg ? msg : "read error"));
+        }
+        if (got == 0) break;
+        have += static_cast<size_t>(got);
+    }
+    int err = Z_OK;
+    const char* msg = gzerror(gz.get(), &err);
+    if (err == Z_BUF_ERROR) {
+        // The compressed stream stops early: report it with the byte counts the caller knows.
+        if (truncated) *truncated = true;
+        else throw DataError("truncated gzip file '" + path + "': " + (msg ? msg : ""));
+    } else if (err != Z_OK) {
+        throw DataError("corrupt gzip file '" + path + "': " + (msg ? msg : "read error"));
+    }
+    out.resize(have);
+    return out;
+}
+
+std::string size_note(bool truncated_gzip) {
+    return truncated_gzip ? " (the gzip stream ends early)" : "";
+}
+
+// Header bytes available? Otherwise the file is truncated inside the header.
+void need_header(const std::string& path, const std::vector<uint8_t>& bytes, size_t header,
+                 const char* kind, bool truncated_gzip) {
+    if (bytes.size() < header)
+        throw DataError("truncated IDX " + std::string(kind) + " file '" + path + "': expected at least " +
+                        std::to_string(header) + " header bytes, file has " +
+                        std::to_string(bytes.size()) + " bytes" + size_note(truncated_gzip));
+}
+
+void check_magic(const std::string& path, uint32_t magic, uint32_t expected, const char* kind) {
+    if (magic == expected) return;
+    std::string msg = "'" + path + "' is not an IDX " + kind + " file: bad magic number " +
+                      hex32(magic) + " (expected " + hex32(expected) + ")";
+    if (magic == kIdxLabelsMagic) msg += "; it looks like an IDX label file";
+    else if (magic == kIdxImagesMagic) msg += "; it looks like an IDX image file";
+    else if ((magic >> 16) == 0 && (magic & 0xFF) != (expected & 0xFF))
+        msg += "; it has " + std::to_string(magic & 0xFF) + " dimensions instead of " +
+               std::to_string(expected & 0xFF);
+    else if ((magic >> 16) == 0 && ((magic >> 8) & 0xFF) != 0x08)
+        msg += "; only unsigned-byte data (type 0x08) is supported";
+    throw DataError(msg);
+}
+
+void check_length(const std::string& path, size_t actual, unsigned __int128 expected,
+                  const std::string& what, bool truncated_gzip) {
+    if (actual == expected) {
+        if (truncated_gzip)  // the data is all there but the CRC/length trailer is not
+            throw DataError("truncated gzip file '" + path + "': the stream ends before its trailer");
+        return;
+    }
+    const auto exp = static_cast<unsigned long long>(expected);
+    const std::string counts = "header says " + what + ", expected " + std::to_string(exp) +
+                               " bytes, file has " + std::to_string(actual) + " bytes";
+    if (actual < expected)
+        throw DataError("truncated IDX file '" + path + "': " + counts + size_note(truncated_gzip));
+    throw DataError("IDX file '" + path + "' has " + std::to_string(actual - exp) +
+                    " unexpected trailing bytes: " + counts);
+}
+
+// The data file for `base` in folder: raw first, then ".gz".
+std::string find_idx_file(const fs::path& folder, const std::string& base) {
+    const fs::path raw = folder / base;
+    const fs::path gz = folder / (base + ".gz");
+    std::error_code ec;
+    if (fs::is_regular_file(raw, ec)) return raw.string();
+    if (fs::is_regular_file(gz, ec)) return gz.string();
+    throw DataError("missing IDX file '" + raw.string() + "' (also looked for '" + gz.string() + "')");
+}
+
+struct Split {
+    IdxImages images;
+    std::vector<uint8_t> labels;
+    std::string images_path, labels_path;
+};
+
+Split load_split(const fs::path& folder, const std::string& prefix) {
+    Split s;
+    s.images_path = find_idx_file(folder, prefix + "-images-idx3-ubyte");
+    s.labels_path = find_idx_file(folder, prefix + "-labels-idx1-ubyte");
+    s.images = read_idx_images(s.images_path);
+    s.labels = read_idx_labels(s.labels_path, 10);
+    if (static_cast<int64_t>(s.labels.size()) != s.images.count)
+        throw DataError("image/label count mismatch: '" + s.images_path + "' holds " +
+                        std::to_string(s.images.count) + " images but '" + s.labels_path +
+                        "' holds " + std::to_string(s.labels.size()) + " labels");
+    return s;
+}
+
+void to_tensors(const Split& s, Tensor& x, Tensor& y) {
+    const int64_t n = s.images.count, pixels = s.images.rows * s.images.cols;
+    x.resize({n, 1, s.images.rows, s.images.cols});
+    y.resize({n});
+    float lut[256];
+    for (int i = 0; i < 256; ++i) lut[i] = static_cast<float>(i) / 255.0f;
+    const uint8_t* src = s.images.pixels.data();
+    float* dst = x.data();
+    // Serial on purpose: the two splits already convert on two threads (load_idx_dataset).
+    for (int64_t i = 0; i < n * pixels; ++i) dst[i] = lut[src[i]];
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(s.labels[static_cast<size_t>(i)]);
+}
+
+}  // namespace
+
+std::vector<uint8_t> read_file_bytes(const std::string& path, bool* gzip_truncated) {
+    if (gzip_truncated) *gzip_truncated = false;
+    std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
+    if (!f) throw DataError("cannot open '" + path + "' for reading");
+    uint8_t magic[2] = {0, 0};
+    const size_t got = std::fread(magic, 1, 2, f.get());
+    if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+        const size_t hint = gzip_size_hint(f.get());
+        f.reset();
+        return read_gzip(path, hint, gzip_truncated);
+    }
+    if (std::fseek(f.get(), 0, SEEK_END) != 0) throw DataError("cannot seek in '" + path + "'");
+    const long size = std::ftell(f.get());
+    if (size < 0) throw DataError("cannot determine the size of '" + path + "'");
+    std::rewind(f.get());
+    std::vector<uint8_t> out(static_cast<size_t>(size));
+    if (size && std::fread(out.data(), 1, out.size(), f.get()) != out.size())
+        throw DataError("read error in '" + path + "'");
+    return out;
+}
+
+IdxImages read_idx_images(const std::string& path) {
+    bool trunc = false;
+    const std::vector<uint8_t> bytes = read_file_bytes(path, &trunc);
+    need_header(path, bytes, 4, "image", trunc);
+    check_magic(path, read_be32(bytes.data()), kIdxImagesMagic, "image");
+    need_header(path, bytes, 16, "image", trunc);
+    const uint32_t count = read_be32(bytes.data() + 4);
+    const uint32_t rows = read_be32(bytes.data() + 8);
+    const uint32_t cols = read_be32(bytes.data() + 12);
+    if (count == 0) throw DataError("IDX image file '" + path + "' holds no images");
+    if (rows == 0 || cols == 0 || rows > 65536 || cols > 65536)
+        throw DataError("IDX image file '" + path + "' has implausible image dimensions " +
+                        std::to_string(rows) + "x" + std::to_string(cols));
+    const unsigned __int128 payload = static_cast<unsigned __int128>(count) * rows * cols;
+    check_length(path, bytes.size(), payload + 16,
+                 std::to_string(count) + " images of " + std::to_string(rows) + "x" +
+                     std::to_string(cols),
+                 trunc);
+    IdxImages img;
+    img.count = count;
+    img.rows = rows;
+    img.cols = cols;
+    img.pixels.assign(bytes.begin() + 16, bytes.end());
+    return img;
+}
+
+std::vector<uint8_t> read_idx_labels(const std::string& path, int max_label) {
+    bool trunc = false;
+    const std::vector<uint8_t> bytes = read_file_bytes(path, &trunc);
+    need_header(path, bytes, 4, "label", trunc);
+    check_magic(path, read_be32(bytes.data()), kIdxLabelsMagic, "label");
+    need_header(path, bytes, 8, "label", trunc);
+    const uint32_t count = read_be32(bytes.data() + 4);
+    if (count == 0) throw DataError("IDX label file '" + path + "' holds no labels");
+    check_length(path, bytes.size(), static_cast<unsigned __int128>(count) + 8,
+                 std::to_string(count) + " labels", trunc);
+    std::vector<uint8_t> labels(bytes.begin() + 8, bytes.end());
+    for (size_t i = 0; i < labels.size(); ++i)
+        if (labels[i] >= max_label)
+            throw DataError("IDX label file '" + path + "': label " + std::to_string(labels[i]) +
+                            " at index " + std::to_string(i) + " out of range [0, " +
+                            std::to_string(max_label) + ")");
+    return labels;
+}
+
+Dataset load_idx_dataset(const std::string& folder) {
+    std::error_code ec;
+    if (!fs::is_directory(folder, ec))
+        throw DataError("IDX dataset folder '" + folder + "' does not exist or is not a folder");
+    fs::path dir = fs::path(folder);
+    if (!dir.has_filename()) dir = dir.parent_path();  // "…/fashion-mnist/"
+
+    // The two splits decompress and convert in parallel: gunzip is most of the load time.
+    Dataset ds;
+    auto test_future = std::async(std::launch::async, [&] {
+        Split test = load_split(dir, "t10k");
+        to_tensors(test, ds.test_x, ds.test_y);
+        test.images.pixels = {};
+        return test;
+    });
+    Split train = load_split(dir, "train");
+    to_tensors(train, ds.train_x, ds.train_y);
+    const Split test = test_future.get();
+    if (train.images.rows != test.images.rows || train.images.cols != test.images.cols)
+        throw DataError("IDX image size mismatch: '" + train.images_path + "' holds " +
+                        std::to_string(train.images.rows) + "x" + std::to_string(train.images.cols) +
+                        " images but '" + test.images_path + "' holds " +
+                        std::to_string(test.images.rows) + "x" + std::to_string(test.images.cols));
+
+    ds.name = dir.filename().string();
+    ds.sample_shape = {1, train.images.rows, train.images.cols};
+    ds.num_classes = 10;
+
+    std::string lname = ds.name;
+    for (char& c : lname) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lname.find("fashion") != std::string::npos) {
+        ds.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                          "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+    } else {
+        for (int i = 0; i < 10; ++i) ds.class_names.push_back(std::to_string(i));
+    }
+    return ds;
+}
+
+}  // namespace mpwb

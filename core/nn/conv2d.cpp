@@ -1,0 +1,88 @@
+// Conv2d layer; the math is the backend's (im2col + GEMM on the CPU, cuDNN on the GPU).
+#include "core/nn/conv2d.h"
+
+#include <cmath>
+
+namespace mpwb {
+
+Conv2d::Conv2d(int64_t out_channels, int64_t kernel, int64_t stride, int64_t padding, int64_t in_channels,
+               bool bias)
+    : out_c_(out_channels), kernel_(kernel), stride_(stride), padding_(padding), in_c_(in_channels),
+      has_bias_(bias) {
+    if (out_channels <= 0) throw ShapeError("needs a positive out_channels, gets " + std::to_string(out_channels));
+    if (kernel <= 0) throw ShapeError("needs a positive kernel size, gets " + std::to_string(kernel));
+    if (stride <= 0) throw ShapeError("needs a positive stride, gets " + std::to_string(stride));
+    if (padding < 0) throw ShapeError("needs padding >= 0, gets " + std::to_string(padding));
+}
+
+Shape Conv2d::build(const Shape& input) {
+    if (input.size() != 3)
+        throw ShapeError("expects an image input [channels x height x width], gets " + shape_to_string(input));
+    if (in_c_ != 0 && in_c_ != input[0])
+        throw ShapeError("expects " + std::to_string(in_c_) + " input channels, gets " + std::to_string(input[0]));
+    in_c_ = input[0];
+    in_h_ = input[1];
+    in_w_ = input[2];
+    if (in_h_ + 2 * padding_ < kernel_ || in_w_ + 2 * padding_ < kernel_)
+        throw ShapeError("kernel " + std::to_string(kernel_) + " does not fit a " + std::to_string(in_h_) + "x" +
+                         std::to_string(in_w_) + " input with padding " + std::to_string(padding_));
+    weight_.name = "weight";
+    bias_.name = "bias";
+    weight_.value.resize({out_c_, in_c_, kernel_, kernel_});
+    weight_.grad.resize(weight_.value.shape());
+    if (has_bias_) {
+        bias_.value.resize({out_c_});
+        bias_.grad.resize({out_c_});
+        bias_.weight_decay = false;
+    }
+    const auto g = geometry(1);
+    return {out_c_, g.out_h(), g.out_w()};
+}
+
+ConvGeometry Conv2d::geometry(int64_t batch) const {
+    ConvGeometry g;
+    g.batch = batch;
+    g.in_channels = in_c_;
+    g.in_h = in_h_;
+    g.in_w = in_w_;
+    g.out_channels = out_c_;
+    g.kernel_h = g.kernel_w = kernel_;
+    g.stride = stride_;
+    g.padding = padding_;
+    return g;
+}
+
+void Conv2d::init(Rng& rng) {
+    const float bound = 1.0f / std::sqrt(static_cast<float>(in_c_ * kernel_ * kernel_));
+    for (float& w : weight_.value.span()) w = rng.uniform(-bound, bound);
+    if (has_bias_)
+        for (float& b : bias_.value.span()) b = rng.uniform(-bound, bound);
+}
+
+std::vector<Parameter*> Conv2d::parameters() {
+    if (has_bias_) return {&weight_, &bias_};
+    return {&weight_};
+}
+
+void Conv2d::forward(LayerContext& ctx, const Tensor& x, Tensor& y) {
+    const auto g = geometry(x.dim(0));
+    y.resize({g.batch, out_c_, g.out_h(), g.out_w()});
+    ctx.backend.conv2d_forward(g, x.data(), weight_.forward_value().data(),
+                               has_bias_ ? bias_.forward_value().data() : nullptr, y.data(), ctx.gemm_operands);
+}
+
+void Conv2d::backward(LayerContext& ctx, const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx) {
+    const auto g = geometry(x.dim(0));
+    if (dx) dx->resize(x.shape());
+    ctx.backend.conv2d_backward(g, x.data(), weight_.forward_value().data(), dy.data(), dx ? dx->data() : nullptr,
+                                weight_.grad.data(), has_bias_ ? bias_.grad.data() : nullptr, ctx.gemm_operands);
+}
+
+nlohmann::json Conv2d::to_json() const {
+    nlohmann::json j{{"type", "Conv2d"}, {"out_channels", out_c_}, {"kernel", kernel_}, {"stride", stride_},
+                     {"padding", padding_}};
+    if (!has_bias_) j["bias"] = false;
+    return j;
+}
+
+}  // namespace mpwb

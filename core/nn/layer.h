@@ -1,0 +1,54 @@
+// Layer: one step of a sequential network. Layers compute in FP32 on inputs the network has
+// already rounded to the storage format; the network, not the layer, rounds what a layer stores
+// (outputs, input gradients, weight gradients), so the precision policy lives in one place.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/backend/backend.h"
+#include "core/common/rng.h"
+#include "core/tensor/parameter.h"
+#include "core/tensor/tensor.h"
+
+namespace mpwb {
+
+// Thrown by Layer::build with the reason only; Network adds "layer i (Kind): ".
+class ShapeError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct LayerContext {
+    Backend& backend;
+    Format gemm_operands = Format::FP32;  // TF32 rounds GEMM/conv operands; other policies store them rounded
+    bool training = true;
+    Rng* rng = nullptr;  // dropout masks
+};
+
+class Layer {
+public:
+    virtual ~Layer() = default;
+    virtual std::string kind() const = 0;
+    // Checks the per-sample input shape, sizes the parameters and returns the output shape.
+    virtual Shape build(const Shape& input) = 0;
+    virtual void init(Rng&) {}
+    virtual std::vector<Parameter*> parameters() { return {}; }
+    // Buffers that are not trained but belong to the model (BatchNorm running statistics).
+    virtual std::vector<Tensor*> buffers() { return {}; }
+    // GEMM and convolution layers run in the reduced format under mixed policies; the rest
+    // (normalisation) keep FP32 parameters, following the autocast rule.
+    virtual bool runs_in_reduced_precision() const { return false; }
+    virtual void forward(LayerContext& ctx, const Tensor& x, Tensor& y) = 0;
+    // Writes dx (when not null) and overwrites the parameters' grads.
+    virtual void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) = 0;
+    virtual nlohmann::json to_json() const = 0;
+
+    int64_t parameter_count() {
+        int64_t n = 0;
+        for (auto* p : parameters()) n += p->value.numel();
+        return n;
+    }
+};
+
+}  // namespace mpwb

@@ -1,0 +1,70 @@
+// Linear layer. Initialisation follows PyTorch's default (uniform, bound 1/sqrt(fan_in)) so
+// results can be compared with a PyTorch run of the same network.
+#include "core/nn/linear.h"
+
+#include <cmath>
+
+namespace mpwb {
+
+Linear::Linear(int64_t out_features, int64_t in_features, bool bias)
+    : out_(out_features), in_(in_features), has_bias_(bias) {
+    if (out_features <= 0) throw ShapeError("needs a positive number of outputs, gets " + std::to_string(out_features));
+}
+
+Shape Linear::build(const Shape& input) {
+    if (input.size() != 1)
+        throw ShapeError("expects a flat input of features, gets " + shape_to_string(input) + "; add Flatten before it");
+    if (in_ != 0 && in_ != input[0])
+        throw ShapeError("expects " + std::to_string(in_) + " inputs, gets " + std::to_string(input[0]));
+    in_ = input[0];
+    weight_.name = "weight";
+    bias_.name = "bias";
+    weight_.value.resize({out_, in_});
+    weight_.grad.resize({out_, in_});
+    if (has_bias_) {
+        bias_.value.resize({out_});
+        bias_.grad.resize({out_});
+        bias_.weight_decay = false;
+    }
+    return {out_};
+}
+
+void Linear::init(Rng& rng) {
+    const float bound = 1.0f / std::sqrt(static_cast<float>(in_));
+    for (float& w : weight_.value.span()) w = rng.uniform(-bound, bound);
+    if (has_bias_)
+        for (float& b : bias_.value.span()) b = rng.uniform(-bound, bound);
+}
+
+std::vector<Parameter*> Linear::parameters() {
+    if (has_bias_) return {&weight_, &bias_};
+    return {&weight_};
+}
+
+void Linear::forward(LayerContext& ctx, const Tensor& x, Tensor& y) {
+    const int64_t n = x.dim(0);
+    y.resize({n, out_});
+    ctx.backend.gemm(false, true, n, out_, in_, 1.0f, x.data(), in_, weight_.forward_value().data(), in_, 0.0f,
+                     y.data(), out_, ctx.gemm_operands);
+    if (has_bias_) ctx.backend.add_bias_rows(y.data(), bias_.forward_value().data(), n, out_);
+}
+
+void Linear::backward(LayerContext& ctx, const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx) {
+    const int64_t n = x.dim(0);
+    ctx.backend.gemm(true, false, out_, in_, n, 1.0f, dy.data(), out_, x.data(), in_, 0.0f, weight_.grad.data(),
+                     in_, ctx.gemm_operands);
+    if (has_bias_) ctx.backend.bias_grad_rows(dy.data(), bias_.grad.data(), n, out_);
+    if (dx) {
+        dx->resize({n, in_});
+        ctx.backend.gemm(false, false, n, in_, out_, 1.0f, dy.data(), out_, weight_.forward_value().data(), in_,
+                         0.0f, dx->data(), in_, ctx.gemm_operands);
+    }
+}
+
+nlohmann::json Linear::to_json() const {
+    nlohmann::json j{{"type", "Linear"}, {"out", out_}};
+    if (!has_bias_) j["bias"] = false;
+    return j;
+}
+
+}  // namespace mpwb

@@ -1,0 +1,25 @@
+// Linear (fully connected) layer: y = x W^T + b with W [out, in], as PyTorch stores it.
+#pragma once
+#include "core/nn/layer.h"
+
+namespace mpwb {
+
+class Linear final : public Layer {
+public:
+    Linear(int64_t out_features, int64_t in_features = 0, bool bias = true);
+    std::string kind() const override { return "Linear"; }
+    Shape build(const Shape& input) override;
+    void init(Rng& rng) override;
+    std::vector<Parameter*> parameters() override;
+    bool runs_in_reduced_precision() const override { return true; }
+    void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
+    void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
+    nlohmann::json to_json() const override;
+
+private:
+    int64_t out_, in_;
+    bool has_bias_;
+    Parameter weight_, bias_;
+};
+
+}  // namespace mpwb

@@ -1,0 +1,301 @@
+// Network: JSON, shape inference and the precision-aware forward and backward passes.
+#include "core/nn/network.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "core/common/error.h"
+#include "core/nn/batchnorm.h"
+#include "core/nn/conv2d.h"
+#include "core/nn/linear.h"
+#include "core/nn/pool2d.h"
+#include "core/nn/simple_layers.h"
+
+namespace mpwb {
+namespace {
+
+std::string layer_prefix(size_t index, const std::string& kind) {
+    return "layer " + std::to_string(index) + " (" + kind + "): ";
+}
+
+std::string spec_kind(const nlohmann::json& spec) {
+    if (spec.is_object() && spec.contains("type") && spec["type"].is_string()) return spec["type"].get<std::string>();
+    return "?";
+}
+
+// Reads an integer field, with a clear message when it is missing or of the wrong type.
+int64_t int_field(const nlohmann::json& spec, const char* key, std::optional<int64_t> fallback = {}) {
+    if (!spec.contains(key)) {
+        if (fallback) return *fallback;
+        throw ShapeError(std::string("needs \"") + key + "\"");
+    }
+    const auto& v = spec[key];
+    if (!v.is_number_integer()) throw ShapeError(std::string("\"") + key + "\" must be an integer, gets " + v.dump());
+    return v.get<int64_t>();
+}
+
+float float_field(const nlohmann::json& spec, const char* key, float fallback) {
+    if (!spec.contains(key)) return fallback;
+    const auto& v = spec[key];
+    if (!v.is_number()) throw ShapeError(std::string("\"") + key + "\" must be a number, gets " + v.dump());
+    return v.get<float>();
+}
+
+bool bool_field(const nlohmann::json& spec, const char* key, bool fallback) {
+    if (!spec.contains(key)) return fallback;
+    if (!spec[key].is_boolean()) throw ShapeError(std::string("\"") + key + "\" must be true or false");
+    return spec[key].get<bool>();
+}
+
+void check_keys(const nlohmann::json& spec, std::initializer_list<const char*> allowed) {
+    for (const auto& [key, value] : spec.items()) {
+        if (key == "type") continue;
+        bool known = false;
+        for (const char* a : allowed) known |= key == a;
+        if (!known) {
+            std::string list;
+            for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+            throw ShapeError("unknown setting \"" + key + "\"" + (list.empty() ? "" : " (known: " + list + ")"));
+        }
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> layer_kinds() {
+    return {"Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "ReLU", "LeakyReLU", "GELU", "Tanh",
+            "Sigmoid", "Flatten", "Dropout", "BatchNorm"};
+}
+
+std::unique_ptr<Layer> make_layer(const nlohmann::json& spec) {
+    if (!spec.is_object()) throw ShapeError("must be a JSON object, gets " + spec.dump());
+    if (!spec.contains("type") || !spec["type"].is_string()) throw ShapeError("needs a \"type\" string");
+    const std::string type = spec["type"];
+    if (type == "Linear") {
+        check_keys(spec, {"out", "in", "bias"});
+        return std::make_unique<Linear>(int_field(spec, "out"), int_field(spec, "in", 0), bool_field(spec, "bias", true));
+    }
+    if (type == "Conv2d") {
+        check_keys(spec, {"out_channels", "kernel", "stride", "padding", "in_channels", "bias"});
+        return std::make_unique<Conv2d>(int_field(spec, "out_channels"), int_field(spec, "kernel"),
+                                        int_field(spec, "stride", 1), int_field(spec, "padding", 0),
+                                        int_field(spec, "in_channels", 0), bool_field(spec, "bias", true));
+    }
+    if (type == "MaxPool2d" || type == "AvgPool2d") {
+        check_keys(spec, {"kernel", "stride", "padding"});
+        const int64_t kernel = int_field(spec, "kernel", 2);
+        return std::make_unique<Pool2d>(type == "MaxPool2d" ? Pool2d::Mode::Max : Pool2d::Mode::Average, kernel,
+                                        int_field(spec, "stride", kernel), int_field(spec, "padding", 0));
+    }
+    if (type == "ReLU" || type == "GELU" || type == "Tanh" || type == "Sigmoid") {
+        check_keys(spec, {});
+        const Activation a = type == "ReLU" ? Activation::ReLU
+                             : type == "GELU" ? Activation::GELU
+                             : type == "Tanh" ? Activation::Tanh
+                                              : Activation::Sigmoid;
+        return std::make_unique<ActivationLayer>(a);
+    }
+    if (type == "LeakyReLU") {
+        check_keys(spec, {"slope"});
+        return std::make_unique<ActivationLayer>(Activation::LeakyReLU, float_field(spec, "slope", 0.01f));
+    }
+    if (type == "Flatten") {
+        check_keys(spec, {});
+        return std::make_unique<Flatten>();
+    }
+    if (type == "Dropout") {
+        check_keys(spec, {"p"});
+        return std::make_unique<Dropout>(float_field(spec, "p", 0.5f));
+    }
+    if (type == "BatchNorm") {
+        check_keys(spec, {"momentum", "eps"});
+        return std::make_unique<BatchNorm>(float_field(spec, "momentum", 0.1f), float_field(spec, "eps", 1e-5f));
+    }
+    std::string known;
+    for (const auto& k : layer_kinds()) known += (known.empty() ? "" : ", ") + k;
+    throw ShapeError("unknown layer type \"" + type + "\" (known: " + known + ")");
+}
+
+Network Network::from_json(const nlohmann::json& description) {
+    if (!description.is_object()) throw NetworkError("network description must be a JSON object");
+    if (!description.contains("layers") || !description["layers"].is_array())
+        throw NetworkError("network description needs a \"layers\" array");
+    Network net;
+    net.name_ = description.value("name", std::string("network"));
+    if (description.contains("loss")) {
+        if (!description["loss"].is_string()) throw NetworkError("\"loss\" must be \"cross_entropy\" or \"mse\"");
+        net.loss_ = description["loss"].get<std::string>();
+        if (net.loss_ != "cross_entropy" && net.loss_ != "mse")
+            throw NetworkError("unknown loss \"" + net.loss_ + "\"; choose cross_entropy or mse");
+    }
+    const auto& layers = description["layers"];
+    if (layers.empty()) throw NetworkError("network has no layers");
+    for (size_t i = 0; i < layers.size(); ++i) {
+        try {
+            net.layers_.push_back(make_layer(layers[i]));
+        } catch (const ShapeError& e) {
+            throw NetworkError(layer_prefix(i, spec_kind(layers[i])) + e.what());
+        }
+    }
+    return net;
+}
+
+Network Network::load_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw NetworkError("cannot open network file " + path);
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw NetworkError("network file " + path + " is not valid JSON: " + e.what());
+    }
+    try {
+        return from_json(j);
+    } catch (const NetworkError& e) {
+        throw NetworkError(path + ": " + e.what());
+    }
+}
+
+nlohmann::json Network::to_json() const {
+    nlohmann::json layers = nlohmann::json::array();
+    for (const auto& l : layers_) layers.push_back(l->to_json());
+    return {{"name", name_}, {"loss", loss_}, {"layers", layers}};
+}
+
+void Network::save_file(const std::string& path) const {
+    std::ofstream out(path);
+    if (!out) throw NetworkError("cannot write network file " + path);
+    out << to_json().dump(2) << "\n";
+}
+
+std::vector<LayerReport> Network::inspect(const nlohmann::json& description, const Shape& input) {
+    std::vector<LayerReport> reports;
+    if (!description.is_object() || !description.contains("layers") || !description["layers"].is_array()) return reports;
+    Shape shape = input;
+    bool shape_known = true;
+    const auto& layers = description["layers"];
+    for (size_t i = 0; i < layers.size(); ++i) {
+        LayerReport r;
+        r.index = i;
+        r.kind = spec_kind(layers[i]);
+        try {
+            auto layer = make_layer(layers[i]);
+            if (shape_known) {
+                shape = layer->build(shape);
+                r.output = shape;
+                r.parameters = layer->parameter_count();
+            }
+        } catch (const std::exception& e) {
+            r.error = e.what();
+            shape_known = false;
+        }
+        reports.push_back(std::move(r));
+    }
+    return reports;
+}
+
+void Network::build(const Shape& input) {
+    input_shape_ = input;
+    Shape shape = input;
+    parameter_layer_.clear();
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        try {
+            shape = layers_[i]->build(shape);
+        } catch (const ShapeError& e) {
+            throw NetworkError(layer_prefix(i, layers_[i]->kind()) + e.what());
+        }
+        for (size_t p = 0; p < layers_[i]->parameters().size(); ++p) parameter_layer_.push_back(i);
+    }
+    output_shape_ = shape;
+    activations_.assign(layers_.size() + 1, Tensor());
+    gradients_.assign(layers_.size() + 1, Tensor());
+    built_ = true;
+}
+
+void Network::init(uint64_t seed) {
+    if (!built_) throw NetworkError("network must be built before it is initialised");
+    Rng rng(seed);
+    for (auto& l : layers_) l->init(rng);
+}
+
+void Network::prepare_weights(const PrecisionPolicy& policy) {
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        for (Parameter* p : layers_[i]->parameters()) {
+            if (policy.master != Format::FP32) round_to_format(policy.master, p->value.data(), p->value.data(), p->value.numel());
+            if (policy.weight_copy != Format::FP32 && layers_[i]->runs_in_reduced_precision()) {
+                p->compute.resize(p->value.shape());
+                round_to_format(policy.weight_copy, p->value.data(), p->compute.data(), p->value.numel());
+            } else {
+                p->compute = Tensor();
+            }
+        }
+    }
+}
+
+int64_t Network::parameter_count() const {
+    int64_t n = 0;
+    for (const auto& l : layers_) n += l->parameter_count();
+    return n;
+}
+
+std::vector<Parameter*> Network::parameters() const {
+    std::vector<Parameter*> all;
+    for (const auto& l : layers_)
+        for (Parameter* p : l->parameters()) all.push_back(p);
+    return all;
+}
+
+std::vector<Tensor*> Network::buffers() const {
+    std::vector<Tensor*> all;
+    for (const auto& l : layers_)
+        for (Tensor* b : l->buffers()) all.push_back(b);
+    return all;
+}
+
+std::string Network::layer_label(size_t layer) const { return std::to_string(layer) + " " + layers_.at(layer)->kind(); }
+
+std::string Network::parameter_owner(size_t parameter_index) const {
+    return layer_label(parameter_layer_.at(parameter_index));
+}
+
+const Tensor& Network::forward(LayerContext& ctx, const Tensor& input, const PrecisionPolicy& policy) {
+    if (!built_) throw NetworkError("network must be built before it runs");
+    Tensor& x0 = activations_[0];
+    x0.resize(input.shape());
+    ctx.backend.round(policy.activations, input.data(), x0.data(), input.numel());
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        Tensor& y = activations_[i + 1];
+        layers_[i]->forward(ctx, activations_[i], y);
+        ctx.backend.round(policy.activations, y.data(), y.data(), y.numel());
+    }
+    return activations_.back();
+}
+
+void Network::backward(LayerContext& ctx, const Tensor& output_grad, const PrecisionPolicy& policy,
+                       GradientProbe* probe) {
+    const size_t n = layers_.size();
+    Tensor& top = gradients_[n];
+    top = output_grad;
+    if (probe) probe->observe(n - 1, GradientKind::Activation, {}, top.data(), top.numel());
+    ctx.backend.round(policy.activations, top.data(), top.data(), top.numel());
+    for (size_t i = n; i-- > 0;) {
+        Tensor* dx = i > 0 ? &gradients_[i] : nullptr;
+        Layer& layer = *layers_[i];
+        layer.backward(ctx, activations_[i], activations_[i + 1], gradients_[i + 1], dx);
+        const Format grad_format = layer.runs_in_reduced_precision() ? policy.weight_grads
+                                   : policy.master != Format::FP32 ? policy.master
+                                                                   : Format::FP32;
+        const auto params = layer.parameters();
+        for (size_t p = 0; p < params.size(); ++p) {
+            Tensor& g = params[p]->grad;
+            if (probe) probe->observe(i, GradientKind::Weight, params[p]->name, g.data(), g.numel());
+            ctx.backend.round(grad_format, g.data(), g.data(), g.numel());
+        }
+        if (dx) {
+            if (probe) probe->observe(i - 1, GradientKind::Activation, {}, dx->data(), dx->numel());
+            ctx.backend.round(policy.activations, dx->data(), dx->data(), dx->numel());
+        }
+    }
+}
+
+}  // namespace mpwb

@@ -1,0 +1,90 @@
+// Network: a JSON-describable sequence of layers with shape inference, parameter counts and
+// errors that name the layer ("layer 3 (Linear): expects 784 inputs, gets 1152"). It owns the
+// activations and gradients of a step and applies the precision policy's storage rounding to
+// every value a layer stores.
+#pragma once
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/nn/layer.h"
+#include "core/precision/precision_policy.h"
+
+namespace mpwb {
+
+enum class GradientKind : uint8_t { Activation, Weight };
+
+// Sees gradients as the scaled FP32 values, before they are rounded to their storage format.
+class GradientProbe {
+public:
+    virtual ~GradientProbe() = default;
+    // layer: index of the layer whose output (Activation) or parameter (Weight) the gradient is of.
+    virtual void observe(size_t layer, GradientKind kind, const std::string& parameter, const float* values,
+                         int64_t count) = 0;
+};
+
+struct LayerReport {
+    size_t index = 0;
+    std::string kind;
+    Shape output;
+    int64_t parameters = 0;
+    std::string error;  // empty when the layer fits
+};
+
+class Network {
+public:
+    Network() = default;
+    Network(Network&&) = default;
+    Network& operator=(Network&&) = default;
+
+    // Layers from {"layers": [{"type": "Linear", "out": 10}, ...], "loss": "cross_entropy"}.
+    static Network from_json(const nlohmann::json& description);
+    static Network load_file(const std::string& path);
+    nlohmann::json to_json() const;
+    void save_file(const std::string& path) const;
+    // Checks every layer, going on after an error so an editor can mark each one.
+    static std::vector<LayerReport> inspect(const nlohmann::json& description, const Shape& input);
+
+    // Shape inference from the per-sample input shape; NetworkError on the first layer that does not fit.
+    void build(const Shape& input);
+    void init(uint64_t seed);
+    // Applies the policy to the freshly initialised weights: rounds masters under fp16-pure and
+    // writes the reduced copies the forward pass reads.
+    void prepare_weights(const PrecisionPolicy& policy);
+
+    size_t size() const { return layers_.size(); }
+    Layer& layer(size_t i) { return *layers_.at(i); }
+    const std::string& name() const { return name_; }
+    const std::string& loss() const { return loss_; }
+    const Shape& input_shape() const { return input_shape_; }
+    const Shape& output_shape() const { return output_shape_; }
+    int64_t parameter_count() const;
+    std::vector<Parameter*> parameters() const;
+    std::vector<Tensor*> buffers() const;
+    // "3 Linear" for the layer that owns parameters()[i].
+    std::string parameter_owner(size_t parameter_index) const;
+    std::string layer_label(size_t layer) const;
+
+    // Forward pass; the input is rounded to the activation format first. Returns the output.
+    const Tensor& forward(LayerContext& ctx, const Tensor& input, const PrecisionPolicy& policy);
+    // Backward from the loss gradient (scaled FP32). Leaves every parameter's grad in its
+    // storage format. probe may be null.
+    void backward(LayerContext& ctx, const Tensor& output_grad, const PrecisionPolicy& policy, GradientProbe* probe);
+
+private:
+    std::string name_;
+    std::string loss_ = "cross_entropy";
+    std::vector<std::unique_ptr<Layer>> layers_;
+    std::vector<size_t> parameter_layer_;  // layer index of each parameter, in parameters() order
+    Shape input_shape_, output_shape_;
+    bool built_ = false;
+    std::vector<Tensor> activations_;  // activations_[i] is layer i's input; the last is the output
+    std::vector<Tensor> gradients_;    // gradients_[i] is the gradient of activations_[i]
+};
+
+// Makes one layer from its JSON object; ShapeError/NetworkError with the reason.
+std::unique_ptr<Layer> make_layer(const nlohmann::json& spec);
+std::vector<std::string> layer_kinds();
+
+}  // namespace mpwb

@@ -1,0 +1,64 @@
+// Pooling layers.
+#include "core/nn/pool2d.h"
+
+namespace mpwb {
+
+Pool2d::Pool2d(Mode mode, int64_t kernel, int64_t stride, int64_t padding)
+    : mode_(mode), kernel_(kernel), stride_(stride), padding_(padding) {
+    if (kernel <= 0) throw ShapeError("needs a positive kernel size, gets " + std::to_string(kernel));
+    if (stride <= 0) throw ShapeError("needs a positive stride, gets " + std::to_string(stride));
+    if (padding < 0 || padding * 2 > kernel)
+        throw ShapeError("needs 0 <= padding <= kernel/2, gets padding " + std::to_string(padding));
+}
+
+Shape Pool2d::build(const Shape& input) {
+    if (input.size() != 3)
+        throw ShapeError("expects an image input [channels x height x width], gets " + shape_to_string(input));
+    channels_ = input[0];
+    in_h_ = input[1];
+    in_w_ = input[2];
+    if (in_h_ + 2 * padding_ < kernel_ || in_w_ + 2 * padding_ < kernel_)
+        throw ShapeError("window " + std::to_string(kernel_) + " does not fit a " + std::to_string(in_h_) + "x" +
+                         std::to_string(in_w_) + " input");
+    const auto g = geometry(1);
+    return {channels_, g.out_h(), g.out_w()};
+}
+
+PoolGeometry Pool2d::geometry(int64_t batch) const {
+    PoolGeometry g;
+    g.batch = batch;
+    g.channels = channels_;
+    g.in_h = in_h_;
+    g.in_w = in_w_;
+    g.kernel = kernel_;
+    g.stride = stride_;
+    g.padding = padding_;
+    return g;
+}
+
+void Pool2d::forward(LayerContext& ctx, const Tensor& x, Tensor& y) {
+    const auto g = geometry(x.dim(0));
+    y.resize({g.batch, channels_, g.out_h(), g.out_w()});
+    if (mode_ == Mode::Max) {
+        argmax_.resize(static_cast<size_t>(y.numel()));
+        ctx.backend.maxpool_forward(g, x.data(), y.data(), argmax_.data());
+    } else {
+        ctx.backend.avgpool_forward(g, x.data(), y.data());
+    }
+}
+
+void Pool2d::backward(LayerContext& ctx, const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx) {
+    if (!dx) return;
+    const auto g = geometry(x.dim(0));
+    dx->resize(x.shape());
+    if (mode_ == Mode::Max)
+        ctx.backend.maxpool_backward(g, dy.data(), argmax_.data(), dx->data());
+    else
+        ctx.backend.avgpool_backward(g, dy.data(), dx->data());
+}
+
+nlohmann::json Pool2d::to_json() const {
+    return {{"type", kind()}, {"kernel", kernel_}, {"stride", stride_}, {"padding", padding_}};
+}
+
+}  // namespace mpwb

@@ -1,0 +1,78 @@
+// Activations, Flatten and Dropout.
+#include "core/nn/simple_layers.h"
+
+#include <cmath>
+
+namespace mpwb {
+
+ActivationLayer::ActivationLayer(Activation kind, float slope) : activation_(kind), slope_(slope) {
+    if (!std::isfinite(slope)) throw ShapeError("needs a finite slope");
+}
+
+std::string ActivationLayer::kind() const {
+    switch (activation_) {
+        case Activation::ReLU: return "ReLU";
+        case Activation::LeakyReLU: return "LeakyReLU";
+        case Activation::GELU: return "GELU";
+        case Activation::Tanh: return "Tanh";
+        case Activation::Sigmoid: return "Sigmoid";
+    }
+    return "?";
+}
+
+void ActivationLayer::forward(LayerContext& ctx, const Tensor& x, Tensor& y) {
+    y.resize(x.shape());
+    ctx.backend.activation_forward(activation_, slope_, x.data(), y.data(), x.numel());
+}
+
+void ActivationLayer::backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) {
+    if (!dx) return;
+    dx->resize(x.shape());
+    ctx.backend.activation_backward(activation_, slope_, x.data(), y.data(), dy.data(), dx->data(), x.numel());
+}
+
+nlohmann::json ActivationLayer::to_json() const {
+    nlohmann::json j{{"type", kind()}};
+    if (activation_ == Activation::LeakyReLU) j["slope"] = slope_;
+    return j;
+}
+
+void Flatten::forward(LayerContext&, const Tensor& x, Tensor& y) {
+    y = x;
+    y.resize({x.dim(0), x.numel() / x.dim(0)});
+}
+
+void Flatten::backward(LayerContext&, const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx) {
+    if (!dx) return;
+    *dx = dy;
+    dx->resize(x.shape());
+}
+
+Dropout::Dropout(float p) : p_(p) {
+    if (!(p >= 0.0f && p < 1.0f)) throw ShapeError("needs a drop probability in [0, 1), gets " + std::to_string(p));
+}
+
+void Dropout::forward(LayerContext& ctx, const Tensor& x, Tensor& y) {
+    mask_active_ = ctx.training && p_ > 0.0f && ctx.rng;
+    if (!mask_active_) {
+        y = x;
+        return;
+    }
+    mask_.resize(x.shape());
+    const float keep_scale = 1.0f / (1.0f - p_);
+    for (float& m : mask_.span()) m = ctx.rng->uniform() < p_ ? 0.0f : keep_scale;
+    y.resize(x.shape());
+    ctx.backend.multiply(x.data(), mask_.data(), y.data(), x.numel());
+}
+
+void Dropout::backward(LayerContext& ctx, const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx) {
+    if (!dx) return;
+    if (!mask_active_) {
+        *dx = dy;
+        return;
+    }
+    dx->resize(x.shape());
+    ctx.backend.multiply(dy.data(), mask_.data(), dx->data(), x.numel());
+}
+
+}  // namespace mpwb

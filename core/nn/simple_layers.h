@@ -1,0 +1,45 @@
+// Layers without weights of their own: activations, Flatten and Dropout.
+#pragma once
+#include "core/nn/layer.h"
+
+namespace mpwb {
+
+class ActivationLayer final : public Layer {
+public:
+    explicit ActivationLayer(Activation kind, float slope = 0.01f);
+    std::string kind() const override;
+    Shape build(const Shape& input) override { return input; }
+    void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
+    void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
+    nlohmann::json to_json() const override;
+
+private:
+    Activation activation_;
+    float slope_;
+};
+
+class Flatten final : public Layer {
+public:
+    std::string kind() const override { return "Flatten"; }
+    Shape build(const Shape& input) override { return {shape_numel(input)}; }
+    void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
+    void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
+    nlohmann::json to_json() const override { return {{"type", "Flatten"}}; }
+};
+
+class Dropout final : public Layer {
+public:
+    explicit Dropout(float p);
+    std::string kind() const override { return "Dropout"; }
+    Shape build(const Shape& input) override { return input; }
+    void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
+    void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
+    nlohmann::json to_json() const override { return {{"type", "Dropout"}, {"p", p_}}; }
+
+private:
+    float p_;
+    Tensor mask_;
+    bool mask_active_ = false;
+};
+
+}  // namespace mpwb

@@ -1,0 +1,357 @@
+// SGD, Adam and AdamW with PyTorch's update rules, the fused master/copy write, the config's
+// validation and JSON, and the state checkpoint. Arithmetic is FP32 per element as in PyTorch's
+// CPU kernels; per-step scalars (bias corrections) are computed in double as PyTorch does in
+// Python. Elementwise work splits over threads, so the result never depends on the thread count.
+#include "core/optim/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/common/error.h"
+#include "core/common/parallel.h"
+#include "core/optim/config_json.h"
+
+namespace mpwb {
+
+using optim_detail::float_json;
+using optim_detail::float_text;
+
+namespace {
+
+constexpr const char* kWhat = "optimizer config";
+
+void check_finite(const char* key, float v) {
+    if (!std::isfinite(v))
+        throw ConfigError(std::string("optimizer ") + key + " = " + float_text(v) +
+                          " is not a finite number");
+}
+
+// [0, 1): momentum and betas of 1 would never forget, and would divide by zero in Adam's
+// bias correction.
+void check_unit(const char* key, float v) {
+    check_finite(key, v);
+    if (v < 0.0f || v >= 1.0f)
+        throw ConfigError(std::string("optimizer ") + key + " = " + float_text(v) +
+                          " is outside [0, 1)");
+}
+
+}  // namespace
+
+const std::vector<std::string>& optimizer_kinds() {
+    static const std::vector<std::string> kinds{"sgd", "adam", "adamw"};
+    return kinds;
+}
+
+void OptimizerConfig::validate() const {
+    const auto& kinds = optimizer_kinds();
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
+        std::string valid;
+        for (const auto& k : kinds) valid += (valid.empty() ? "" : ", ") + k;
+        throw ConfigError("optimizer kind '" + kind + "' is unknown (valid kinds: " + valid + ")");
+    }
+    check_unit("momentum", momentum);
+    check_finite("weight_decay", weight_decay);
+    if (weight_decay < 0.0f)
+        throw ConfigError("optimizer weight_decay = " + float_text(weight_decay) +
+                          " is negative");
+    check_unit("beta1", beta1);
+    check_unit("beta2", beta2);
+    check_finite("eps", eps);
+    if (eps <= 0.0f)
+        throw ConfigError("optimizer eps = " + float_text(eps) + " must be > 0");
+    if (kind == "sgd" && nesterov && momentum == 0.0f)
+        throw ConfigError("optimizer nesterov = true needs momentum > 0 (momentum = 0)");
+}
+
+void to_json(nlohmann::json& j, const OptimizerConfig& c) {
+    j = nlohmann::json{{"kind", c.kind},
+                       {"momentum", float_json(c.momentum)},
+                       {"nesterov", c.nesterov},
+                       {"weight_decay", float_json(c.weight_decay)},
+                       {"beta1", float_json(c.beta1)},
+                       {"beta2", float_json(c.beta2)},
+                       {"eps", float_json(c.eps)}};
+}
+
+void from_json(const nlohmann::json& j, OptimizerConfig& c) {
+    using optim_detail::read_key;
+    optim_detail::check_keys(
+        j, kWhat, {"kind", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "eps"});
+    OptimizerConfig out;
+    read_key(j, kWhat, "kind", out.kind);
+    read_key(j, kWhat, "momentum", out.momentum);
+    read_key(j, kWhat, "nesterov", out.nesterov);
+    read_key(j, kWhat, "weight_decay", out.weight_decay);
+    read_key(j, kWhat, "beta1", out.beta1);
+    read_key(j, kWhat, "beta2", out.beta2);
+    read_key(j, kWhat, "eps", out.eps);
+    out.validate();
+    c = std::move(out);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Optimizer::Optimizer(OptimizerConfig config) : config_(std::move(config)) { config_.validate(); }
+
+void Optimizer::set_config(const OptimizerConfig& config) {
+    config.validate();
+    if (config.kind != config_.kind)
+        throw ConfigError("optimizer kind cannot change from '" + config_.kind + "' to '" +
+                          config.kind + "' during a run; make a new optimizer");
+    config_ = config;
+}
+
+void Optimizer::step(std::span<Parameter* const> params, float lr, StepFormats formats) {
+    if (!std::isfinite(lr) || lr < 0.0f)
+        throw ConfigError("learning rate = " + float_text(lr) + " must be finite and >= 0");
+    // Check everything before touching anything, so a bad list leaves the weights as they were.
+    for (size_t i = 0; i < params.size(); ++i) {
+        const Parameter* p = params[i];
+        if (!p) throw Error("optimizer step: parameter " + std::to_string(i) + " is null");
+        if (p->grad.empty()) continue;
+        if (p->grad.numel() != p->value.numel())
+            throw Error("optimizer step: parameter " + std::to_string(i) + " ('" + p->name +
+                        "') has " + std::to_string(p->value.numel()) + " values but its gradient has " +
+                        std::to_string(p->grad.numel()));
+        if (i < state_.size()) {
+            const State& s = state_[i];
+            const auto n = static_cast<size_t>(p->value.numel());
+            if ((!s.a.empty() && s.a.size() != n) || (!s.b.empty() && s.b.size() != n))
+                throw Error("optimizer state for parameter " + std::to_string(i) + " ('" + p->name +
+                            "') holds " + std::to_string(std::max(s.a.size(), s.b.size())) +
+                            " values but the parameter has " + std::to_string(n) +
+                            "; call reset() after changing the network");
+        }
+    }
+    if (state_.size() < params.size()) state_.resize(params.size());
+
+    // Chunks of whole blocks: each block is updated, then rounded and copied while it is still
+    // in cache, which is the CPU form of the fused update-and-copy kernel.
+    constexpr int64_t kGrain = int64_t{1} << 14;
+    constexpr int64_t kBlock = 2048;
+    for (size_t i = 0; i < params.size(); ++i) {
+        Parameter& p = *params[i];
+        if (p.grad.empty()) continue;
+        const int64_t n = p.value.numel();
+        State& s = state_[i];
+        const bool fresh = prepare_state(s, n);
+        ++s.step;
+        const bool write_copy = formats.copy != Format::FP32;
+        if (write_copy) {
+            p.compute.resize(p.value.shape());
+        } else if (!p.compute.empty()) {
+            // A stale copy would be read by forward instead of the updated value.
+            p.compute = Tensor();
+        }
+        const Update u{p.value.data(),
+                       p.grad.data(),
+                       s.a.empty() ? nullptr : s.a.data(),
+                       s.b.empty() ? nullptr : s.b.data(),
+                       p.weight_decay,
+                       fresh,
+                       lr,
+                       s.step};
+        float* value = p.value.data();
+        float* copy = write_copy ? p.compute.data() : nullptr;
+        const Format master = formats.master;
+        const Format copy_format = formats.copy;
+        parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+            for (int64_t b = begin; b < end; b += kBlock) {
+                const int64_t e = std::min(end, b + kBlock);
+                update_range(u, b, e);
+                const auto count = static_cast<size_t>(e - b);
+                if (master != Format::FP32) round_to_format(master, value + b, value + b, count);
+                if (copy) round_to_format(copy_format, value + b, copy + b, count);
+            }
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// State checkpoint
+
+namespace {
+
+constexpr char kMagic[8] = {'M', 'P', 'W', 'B', 'O', 'P', 'T', '1'};
+
+template <class T>
+void put(std::vector<uint8_t>& out, const T& v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    out.insert(out.end(), p, p + sizeof(T));
+}
+
+class Reader {
+public:
+    explicit Reader(std::span<const uint8_t> blob) : blob_(blob) {}
+    void read(void* dst, size_t bytes) {
+        if (bytes > blob_.size() - pos_)
+            throw DataError("optimizer state blob is truncated at byte " + std::to_string(pos_) +
+                            " of " + std::to_string(blob_.size()));
+        std::memcpy(dst, blob_.data() + pos_, bytes);
+        pos_ += bytes;
+    }
+    template <class T>
+    T get() {
+        T v;
+        read(&v, sizeof(T));
+        return v;
+    }
+    size_t remaining() const { return blob_.size() - pos_; }
+
+private:
+    std::span<const uint8_t> blob_;
+    size_t pos_ = 0;
+};
+
+void put_floats(std::vector<uint8_t>& out, const std::vector<float>& v) {
+    put(out, static_cast<uint64_t>(v.size()));
+    const auto* p = reinterpret_cast<const uint8_t*>(v.data());
+    out.insert(out.end(), p, p + v.size() * sizeof(float));
+}
+
+std::vector<float> get_floats(Reader& r) {
+    const auto n = r.get<uint64_t>();
+    if (n > r.remaining() / sizeof(float))
+        throw DataError("optimizer state blob is corrupt: a buffer of " + std::to_string(n) +
+                        " values is longer than the rest of the blob");
+    std::vector<float> v(static_cast<size_t>(n));
+    r.read(v.data(), v.size() * sizeof(float));
+    return v;
+}
+
+}  // namespace
+
+std::vector<uint8_t> Optimizer::save_state() const {
+    std::vector<uint8_t> out(kMagic, kMagic + sizeof kMagic);
+    put(out, static_cast<uint32_t>(config_.kind.size()));
+    out.insert(out.end(), config_.kind.begin(), config_.kind.end());
+    put(out, static_cast<uint64_t>(state_.size()));
+    for (const State& s : state_) {
+        put(out, s.step);
+        put_floats(out, s.a);
+        put_floats(out, s.b);
+    }
+    return out;
+}
+
+void Optimizer::load_state(std::span<const uint8_t> blob) {
+    Reader r(blob);
+    char magic[sizeof kMagic];
+    r.read(magic, sizeof magic);
+    if (std::memcmp(magic, kMagic, sizeof kMagic) != 0)
+        throw DataError("optimizer state blob does not start with the MPWBOPT1 signature");
+    const auto kind_len = r.get<uint32_t>();
+    if (kind_len > 64) throw DataError("optimizer state blob is corrupt: kind name too long");
+    std::string kind(kind_len, '\0');
+    r.read(kind.data(), kind_len);
+    if (kind != config_.kind)
+        throw DataError("optimizer state blob is for '" + kind + "', this optimizer is '" +
+                        config_.kind + "'");
+    const auto count = r.get<uint64_t>();
+    // Each state holds at least a step and two lengths.
+    if (count > r.remaining() / (3 * sizeof(uint64_t)))
+        throw DataError("optimizer state blob is corrupt: " + std::to_string(count) +
+                        " parameters cannot fit in the rest of the blob");
+    std::vector<State> states(static_cast<size_t>(count));
+    for (State& s : states) {
+        s.step = r.get<int64_t>();
+        if (s.step < 0) throw DataError("optimizer state blob is corrupt: negative step count");
+        s.a = get_floats(r);
+        s.b = get_floats(r);
+    }
+    if (r.remaining() != 0)
+        throw DataError("optimizer state blob has " + std::to_string(r.remaining()) +
+                        " unexpected bytes at the end");
+    state_ = std::move(states);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kinds
+
+namespace {
+
+class Sgd final : public Optimizer {
+public:
+    using Optimizer::Optimizer;
+
+protected:
+    bool prepare_state(State& s, int64_t n) const override {
+        if (config_.momentum == 0.0f || !s.a.empty()) return false;
+        s.a.assign(static_cast<size_t>(n), 0.0f);
+        return true;
+    }
+
+    void update_range(const Update& u, int64_t begin, int64_t end) const override {
+        const float wd = u.decay ? config_.weight_decay : 0.0f;
+        const float mu = config_.momentum;
+        const bool nesterov = config_.nesterov;
+        const float lr = u.lr;
+        for (int64_t i = begin; i < end; ++i) {
+            const float w = u.value[i];
+            float d = u.grad[i];
+            if (wd != 0.0f) d = d + wd * w;
+            if (mu != 0.0f) {
+                const float buf = u.fresh ? d : mu * u.a[i] + d;
+                u.a[i] = buf;
+                d = nesterov ? d + mu * buf : buf;
+            }
+            u.value[i] = w - lr * d;
+        }
+    }
+};
+
+class Adam final : public Optimizer {
+public:
+    Adam(OptimizerConfig config, bool decoupled)
+        : Optimizer(std::move(config)), decoupled_(decoupled) {}
+
+protected:
+    bool prepare_state(State& s, int64_t n) const override {
+        if (!s.a.empty()) return false;
+        s.a.assign(static_cast<size_t>(n), 0.0f);
+        s.b.assign(static_cast<size_t>(n), 0.0f);
+        return true;
+    }
+
+    void update_range(const Update& u, int64_t begin, int64_t end) const override {
+        const double b1 = config_.beta1, b2 = config_.beta2;
+        const double bc1 = 1.0 - std::pow(b1, static_cast<double>(u.step));
+        const double bc2 = 1.0 - std::pow(b2, static_cast<double>(u.step));
+        const auto step_size = static_cast<float>(u.lr / bc1);
+        const auto bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+        const float beta1 = config_.beta1, beta2 = config_.beta2, eps = config_.eps;
+        const auto one_minus_b1 = static_cast<float>(1.0 - b1);
+        const auto one_minus_b2 = static_cast<float>(1.0 - b2);
+        const float wd = u.decay ? config_.weight_decay : 0.0f;
+        const bool l2 = wd != 0.0f && !decoupled_;
+        const bool decay = wd != 0.0f && decoupled_;
+        const auto shrink = static_cast<float>(1.0 - static_cast<double>(u.lr) * wd);
+        for (int64_t i = begin; i < end; ++i) {
+            float w = u.value[i];
+            float g = u.grad[i];
+            if (decay) w = w * shrink;
+            if (l2) g = g + wd * w;
+            const float m = beta1 * u.a[i] + one_minus_b1 * g;
+            const float v = beta2 * u.b[i] + one_minus_b2 * (g * g);
+            u.a[i] = m;
+            u.b[i] = v;
+            const float denom = std::sqrt(v) / bc2_sqrt + eps;
+            u.value[i] = w - step_size * (m / denom);
+        }
+    }
+
+private:
+    bool decoupled_;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config) {
+    config.validate();
+    if (config.kind == "sgd") return std::make_unique<Sgd>(config);
+    if (config.kind == "adam") return std::make_unique<Adam>(config, false);
+    return std::make_unique<Adam>(config, true);
+}
+
+}  // namespace mpwb

@@ -1,0 +1,39 @@
+// Precision policies, like Apex's opt levels: which format each stored value has.
+// The autocast rule: GEMM and convolution read and write the reduced format; softmax, losses,
+// reductions and normalisation statistics are FP32; mixed policies keep FP32 master weights and
+// update in FP32. fp16-pure keeps no master copy, the failure the mixed-precision paper shows.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/numeric/format.h"
+
+namespace mpwb {
+
+enum class PrecisionKind { FP32, TF32, FP16Mixed, BF16Mixed, FP16Pure };
+
+struct PrecisionPolicy {
+    PrecisionKind kind = PrecisionKind::FP32;
+    Format gemm_operands = Format::FP32;  // rounding applied inside GEMM/conv (TF32 only)
+    Format activations = Format::FP32;    // activations and activation gradients as stored
+    Format weight_copy = Format::FP32;    // the weight copy forward reads (FP32 = none)
+    Format weight_grads = Format::FP32;   // weight gradients as stored
+    Format master = Format::FP32;         // master weights (FP16 under fp16-pure)
+    bool loss_scaling_by_default = false; // FP16 policies need a loss scale; BF16 has FP32's range
+
+    bool reduced() const { return activations != Format::FP32; }
+    std::string name() const;
+
+    // weight_grads defaults to the activation format, as PyTorch AMP stores them; FP32 is the
+    // option that trades memory for range.
+    static PrecisionPolicy make(PrecisionKind kind);
+    static PrecisionPolicy make(PrecisionKind kind, Format weight_grads);
+};
+
+// "fp32", "tf32", "fp16-mixed", "bf16-mixed", "fp16-pure"; ConfigError names a bad value.
+PrecisionKind parse_precision(std::string_view name);
+std::string precision_name(PrecisionKind kind);
+std::vector<std::string> precision_names();
+
+}  // namespace mpwb

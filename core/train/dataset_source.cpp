@@ -1,0 +1,52 @@
+// Dataset loading by spec.
+#include "core/train/dataset_source.h"
+
+#include "core/common/error.h"
+#include "core/data/csv_reader.h"
+#include "core/data/idx_reader.h"
+#include "core/data/normalize.h"
+
+namespace mpwb {
+
+Dataset load_dataset(const DatasetSpec& spec) {
+    Dataset data;
+    if (spec.is_synthetic()) {
+        SyntheticConfig c;
+        c.kind = parse_synthetic_kind(spec.kind);
+        c.samples = spec.samples;
+        c.noise = spec.noise;
+        c.test_ratio = spec.test_ratio;
+        c.seed = spec.seed;
+        c.classes = spec.classes;
+        data = make_synthetic(c);
+    } else if (spec.kind == "fashion-mnist" || spec.kind == "mnist") {
+        std::string path = spec.path;
+        if (path.empty()) {
+            if (spec.kind == "mnist") throw DataError("mnist needs a folder with the IDX files (--data-path)");
+            path = kDefaultFashionMnistPath;
+        }
+        data = load_idx_dataset(path);
+    } else if (spec.kind == "csv") {
+        if (spec.path.empty()) throw DataError("csv dataset needs a file path (--data-path)");
+        CsvOptions options;
+        options.test_ratio = spec.test_ratio;
+        options.seed = spec.seed;
+        if (!spec.label_column.empty()) {
+            const bool numeric = spec.label_column.find_first_not_of("-0123456789") == std::string::npos;
+            if (numeric)
+                options.label_index = std::stoi(spec.label_column);
+            else
+                options.label_name = spec.label_column;
+        }
+        data = load_csv_dataset(spec.path, options);
+    } else {
+        throw ConfigError("unknown dataset '" + spec.kind +
+                          "'; choose spiral, circles, xor, gauss, moons, fashion-mnist, mnist or csv");
+    }
+    check_dataset_finite(data);
+    if (spec.normalize && !spec.is_synthetic())
+        normalize_dataset(data, data.sample_shape.size() == 3 ? NormalizeMode::PerChannel : NormalizeMode::PerFeature);
+    return data;
+}
+
+}  // namespace mpwb

@@ -1,0 +1,64 @@
+// Everything that defines a training run besides the network: data, precision, scaler,
+// optimizer, schedule, batching and seed. It is stored with every run as JSON, so two runs can
+// be compared setting by setting.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "core/data/synthetic.h"
+#include "core/optim/lr_schedule.h"
+#include "core/optim/optimizer.h"
+#include "core/precision/loss_scaler.h"
+#include "core/precision/precision_policy.h"
+
+namespace mpwb {
+
+struct DatasetSpec {
+    // "spiral", "circles", "xor", "gauss", "moons", "fashion-mnist", "mnist", "csv"
+    std::string kind = "spiral";
+    std::string path;  // folder for IDX sets (default: Debian's), file for CSV
+    int64_t samples = 1000;
+    float noise = 0.0f;
+    double test_ratio = 0.2;
+    int classes = 2;
+    uint64_t seed = 1;
+    bool normalize = true;  // per-channel mean/std from the train split
+    std::string label_column;  // CSV: name or index; empty = last column
+
+    bool is_synthetic() const;
+};
+
+struct TrainConfig {
+    DatasetSpec dataset;
+    int64_t epochs = 5;
+    int64_t max_steps = 0;  // stop after this many steps; 0 = run all epochs
+    int64_t batch_size = 128;
+    float lr = 1e-3f;
+    OptimizerConfig optimizer{.kind = "adam"};
+    ScheduleConfig schedule;
+    float clip_norm = 0.0f;  // global gradient-norm clip after unscaling; 0 = off
+    uint64_t seed = 42;
+    int threads = 0;  // 0 = all cores
+    PrecisionKind precision = PrecisionKind::FP32;
+    std::optional<Format> weight_grad_format;  // default: the policy's
+    // Empty: dynamic scaling for FP16 policies, none otherwise.
+    std::optional<LossScalerConfig> scaler;
+    int64_t stats_every = 0;      // gradient statistics every K steps; 0 = off
+    int64_t eval_every = 0;       // evaluate every N steps; 0 = at the end of every epoch
+    int64_t eval_batch = 1000;
+
+    PrecisionPolicy policy() const;
+    LossScalerConfig effective_scaler() const;
+    // Throws ConfigError naming the setting.
+    void validate() const;
+};
+
+nlohmann::json to_json(const TrainConfig& config);
+// Reads a partial object over `base`: missing keys keep base's values; unknown keys and bad
+// values are a ConfigError naming the key.
+TrainConfig train_config_from_json(const nlohmann::json& j, TrainConfig base = {});
+nlohmann::json to_json(const DatasetSpec& spec);
+
+}  // namespace mpwb

@@ -1,0 +1,363 @@
+// The step loop.
+#include "core/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/common/error.h"
+#include "core/common/parallel.h"
+#include "core/data/batcher.h"
+#include "core/optim/grad_clip.h"
+
+namespace mpwb {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Collects exponent histograms for a statistics step.
+class StatsProbe final : public GradientProbe {
+public:
+    StatsProbe(const Network& net, int64_t step, Format format, float scale) : net_(net), step_(step), format_(format), scale_(scale) {}
+    void observe(size_t layer, GradientKind kind, const std::string& parameter, const float* values,
+                 int64_t count) override {
+        GradientStatsRecord r;
+        r.step = step_;
+        r.layer = layer;
+        r.layer_label = net_.layer_label(layer);
+        r.kind = kind;
+        r.parameter = parameter;
+        r.histogram = ExponentHistogram::compute(values, static_cast<size_t>(count));
+        r.format = format_;
+        r.stats = range_stats(r.histogram, format_);
+        r.loss_scale = scale_;
+        records.push_back(std::move(r));
+    }
+    std::vector<GradientStatsRecord> records;
+
+private:
+    const Network& net_;
+    int64_t step_;
+    Format format_;
+    float scale_;
+};
+
+}  // namespace
+
+const char* run_status_name(RunStatus status) {
+    switch (status) {
+        case RunStatus::Running: return "RUNNING";
+        case RunStatus::Finished: return "FINISHED";
+        case RunStatus::Stopped: return "STOPPED";
+        case RunStatus::Failed: return "FAILED";
+    }
+    return "?";
+}
+
+nlohmann::json RunSummary::to_json() const {
+    return {{"status", run_status_name(status)},
+            {"error", error},
+            {"steps", steps},
+            {"epochs_completed", epochs_completed},
+            {"wall_seconds", wall_seconds},
+            {"train_seconds", train_seconds},
+            {"samples_per_second", samples_per_second},
+            {"train_loss", train_loss},
+            {"test_loss", test_loss},
+            {"test_accuracy", test_accuracy},
+            {"best_test_accuracy", best_test_accuracy},
+            {"skipped_steps", skipped_steps},
+            {"overflow_count", overflow_count},
+            {"min_scale", min_scale},
+            {"max_scale", max_scale},
+            {"mean_activation_underflow", mean_activation_underflow}};
+}
+
+Trainer::Trainer(Network& network, const Dataset& data, TrainConfig config, Backend& backend)
+    : network_(network), data_(data), config_(std::move(config)), backend_(backend), policy_(config_.policy()),
+      scaler_(config_.effective_scaler()) {
+    config_.validate();
+    if (data_.train_size() == 0) throw DataError("dataset '" + data_.name + "' has no training samples");
+    network_.build(data_.sample_shape);
+    if (data_.is_classification()) {
+        if (network_.loss() != "cross_entropy")
+            throw NetworkError("dataset '" + data_.name + "' is a classification set; the network's loss must be cross_entropy");
+        if (network_.output_shape() != Shape{data_.num_classes})
+            throw NetworkError("the network's output " + shape_to_string(network_.output_shape()) + " does not match the " +
+                               std::to_string(data_.num_classes) + " classes of '" + data_.name +
+                               "'; the last Linear layer needs \"out\": " + std::to_string(data_.num_classes));
+    } else if (network_.output_shape() != Shape{data_.target_width()}) {
+        throw NetworkError("the network's output " + shape_to_string(network_.output_shape()) + " does not match the " +
+                           std::to_string(data_.target_width()) + " regression targets of '" + data_.name + "'");
+    }
+    network_.init(config_.seed);
+    network_.prepare_weights(policy_);
+    optimizer_ = make_optimizer(config_.optimizer);
+    ScheduleConfig schedule = config_.schedule;
+    const int64_t total = config_.max_steps > 0 ? config_.max_steps : config_.epochs * steps_per_epoch();
+    if (schedule.kind == "cosine" && schedule.total_steps == 0) schedule.total_steps = total;
+    schedule_ = std::make_unique<LrSchedule>(schedule, config_.lr);
+}
+
+Trainer::~Trainer() = default;
+
+int64_t Trainer::steps_per_epoch() const {
+    return (data_.train_size() + config_.batch_size - 1) / config_.batch_size;
+}
+
+void Trainer::add_observer(TrainingObserver* observer) { observers_.push_back(observer); }
+
+void Trainer::pause() { paused_ = true; }
+
+void Trainer::resume() {
+    {
+        std::lock_guard lock(pause_mutex_);
+        paused_ = false;
+    }
+    pause_cv_.notify_all();
+}
+
+void Trainer::stop() {
+    stop_ = true;
+    resume();
+}
+
+void Trainer::request_scaler_config(const LossScalerConfig& config) { scaler_.request_config(config); }
+void Trainer::request_loss_scale(double scale) { scaler_.request_scale(scale); }
+
+void Trainer::request_learning_rate(float lr) {
+    if (!(lr > 0.0f) || !std::isfinite(lr))
+        throw ConfigError("learning rate must be positive and finite, gets " + std::to_string(lr));
+    std::lock_guard lock(request_mutex_);
+    pending_lr_ = lr;
+}
+
+void Trainer::wait_while_paused() {
+    std::unique_lock lock(pause_mutex_);
+    pause_cv_.wait(lock, [this] { return !paused_ || stop_; });
+}
+
+void Trainer::emit(const TrainingEvent& event) {
+    for (auto* o : observers_) o->on_event(event);
+}
+
+void Trainer::drain_scaler_events(double wall) {
+    for (auto& e : scaler_.take_events()) emit({e.step, wall, e.kind, e.source, e.detail});
+}
+
+Backend::LossResult Trainer::evaluate() {
+    LayerContext ctx{backend_, policy_.gemm_operands, false, nullptr};
+    BatchIterator batches(data_.test_x, data_.test_y, config_.eval_batch, 0, false, false);
+    batches.start_epoch(0);
+    Tensor bx, by;
+    Backend::LossResult total;
+    int64_t seen = 0;
+    while (batches.next(bx, by)) {
+        const Tensor& out = network_.forward(ctx, bx, policy_);
+        const int64_t n = bx.dim(0);
+        const auto r = data_.is_classification()
+                           ? backend_.softmax_cross_entropy(out.data(), by.data(), nullptr, n, out.numel() / n, 1.0f)
+                           : backend_.mse(out.data(), by.data(), nullptr, n, out.numel() / n, 1.0f);
+        total.loss += r.loss * static_cast<double>(n);
+        total.correct += r.correct;
+        seen += n;
+    }
+    if (seen) total.loss /= static_cast<double>(seen);
+    return total;
+}
+
+RunSummary Trainer::run() {
+    set_thread_count(config_.threads);
+    const auto t0 = Clock::now();
+    RunSummary summary;
+    summary.min_scale = summary.max_scale = scaler_.scale();
+
+    RunStartInfo info;
+    info.config = to_json(config_);
+    info.network = network_.to_json();
+    info.dataset = data_.name;
+    info.precision = policy_.name();
+    info.backend = backend_.name();
+    info.device = backend_.device_name();
+    info.parameters = network_.parameter_count();
+    info.steps_per_epoch = steps_per_epoch();
+    info.total_steps = config_.max_steps > 0 ? config_.max_steps : config_.epochs * steps_per_epoch();
+    info.train_samples = data_.train_size();
+    info.test_samples = data_.test_size();
+    for (size_t i = 0; i < network_.size(); ++i) info.layer_labels.push_back(network_.layer_label(i));
+    for (auto* o : observers_) o->on_run_start(info);
+
+    const Format stats_format = policy_.reduced() ? policy_.activations : Format::FP16;
+    const auto params = network_.parameters();
+    Rng dropout_rng(config_.seed ^ 0xD50Full);
+    LayerContext ctx{backend_, policy_.gemm_operands, true, &dropout_rng};
+    BatchIterator batches(data_.train_x, data_.train_y, config_.batch_size, config_.seed, true, false);
+    Tensor bx, by, dout;
+    int64_t step = 0;
+    double since_eval_loss = 0, since_eval_correct = 0;
+    int64_t since_eval_steps = 0, since_eval_samples = 0;
+    double underflow_sum = 0;
+    int64_t underflow_count = 0;
+    double epoch_loss = 0;
+    int64_t epoch_steps = 0;
+    int64_t trained_samples = 0;
+
+    auto run_eval = [&](int64_t epoch) {
+        const auto r = evaluate();
+        EvalMetrics m;
+        m.step = step;
+        m.epoch = epoch;
+        m.wall_time = seconds_since(t0);
+        m.test_loss = r.loss;
+        m.test_accuracy = data_.test_size() ? static_cast<double>(r.correct) / static_cast<double>(data_.test_size()) : 0;
+        m.train_loss = since_eval_steps ? since_eval_loss / static_cast<double>(since_eval_steps) : 0;
+        m.train_accuracy = since_eval_samples ? since_eval_correct / static_cast<double>(since_eval_samples) : 0;
+        since_eval_loss = since_eval_correct = 0;
+        since_eval_steps = since_eval_samples = 0;
+        summary.test_loss = m.test_loss;
+        summary.test_accuracy = m.test_accuracy;
+        summary.best_test_accuracy = std::max(summary.best_test_accuracy, m.test_accuracy);
+        for (auto* o : observers_) o->on_eval(m);
+    };
+
+    try {
+        for (int64_t epoch = 0; epoch < config_.epochs || config_.max_steps > 0; ++epoch) {
+            batches.start_epoch(epoch);
+            epoch_loss = 0;
+            epoch_steps = 0;
+            bool evaluated_at_end = false;
+            while (!stop_ && (config_.max_steps == 0 || step < config_.max_steps)) {
+                if (paused_) {
+                    emit({step, seconds_since(t0), "paused", "user", {}});
+                    wait_while_paused();
+                    emit({step, seconds_since(t0), "resumed", "user", {}});
+                    if (stop_) break;
+                }
+                if (!batches.next(bx, by)) break;
+                ++step;
+                const auto step_start = Clock::now();
+                scaler_.begin_step(step);
+                {
+                    std::lock_guard lock(request_mutex_);
+                    if (pending_lr_) {
+                        const float base = schedule_->lr_at(scaler_.optimizer_iteration());
+                        const float old_lr = base * lr_scale_;
+                        lr_scale_ = *pending_lr_ / base;
+                        emit({step, seconds_since(t0), "lr_changed", "user", {{"from", old_lr}, {"to", *pending_lr_}}});
+                        pending_lr_.reset();
+                    }
+                }
+                const int64_t n = bx.dim(0);
+                StepMetrics m;
+                m.step = step;
+                m.epoch = epoch;
+                StepOutcome outcome;
+                Backend::LossResult loss;
+                const bool stats_step = config_.stats_every > 0 && (step % config_.stats_every == 0 || step == 1);
+                std::optional<StatsProbe> probe;
+                for (;;) {
+                    const float scale = scaler_.scale();
+                    const Tensor& out = network_.forward(ctx, bx, policy_);
+                    dout.resize(out.shape());
+                    const int64_t k = out.numel() / n;
+                    loss = data_.is_classification()
+                               ? backend_.softmax_cross_entropy(out.data(), by.data(), dout.data(), n, k, scale)
+                               : backend_.mse(out.data(), by.data(), dout.data(), n, k, scale);
+                    if (stats_step) probe.emplace(network_, step, stats_format, scale);
+                    network_.backward(ctx, dout, policy_, probe ? &*probe : nullptr);
+                    // Unscale from the loss backwards so the first non-finite layer is the one
+                    // nearest the loss, where an overflow starts.
+                    bool finite = true;
+                    std::string first_bad;
+                    const float inverse = 1.0f / scale;
+                    for (size_t p = params.size(); p-- > 0;) {
+                        Tensor& g = params[p]->grad;
+                        if (!backend_.scale_and_check_finite(inverse, g.data(), g.numel()) && finite) {
+                            finite = false;
+                            first_bad = network_.parameter_owner(p) + " " + params[p]->name;
+                        }
+                    }
+                    if (!std::isfinite(loss.loss) && finite) {
+                        finite = false;
+                        first_bad = "loss";
+                    }
+                    outcome = scaler_.on_step_result(step, !finite, first_bad);
+                    if (outcome.action != StepAction::Retry) break;
+                    ++m.retries;
+                }
+                if (outcome.action == StepAction::Apply) {
+                    if (config_.clip_norm > 0)
+                        m.grad_norm = clip_grad_norm(params, config_.clip_norm);
+                    const float lr = schedule_->lr_at(outcome.optimizer_iteration - 1) * lr_scale_;
+                    m.lr = lr;
+                    optimizer_->step(params, lr, {policy_.master, policy_.weight_copy});
+                } else {
+                    m.skipped = true;
+                    m.skip_reason = outcome.reason;
+                    m.first_nonfinite_layer = outcome.first_nonfinite_layer;
+                    m.lr = schedule_->lr_at(std::max<int64_t>(0, outcome.optimizer_iteration - 1)) * lr_scale_;
+                }
+                m.step_seconds = seconds_since(step_start);
+                summary.train_seconds += m.step_seconds;
+                m.wall_time = seconds_since(t0);
+                m.loss = loss.loss;
+                m.accuracy = data_.is_classification() ? static_cast<double>(loss.correct) / static_cast<double>(n) : 0;
+                m.samples_per_second = static_cast<double>(n) / std::max(m.step_seconds, 1e-9);
+                m.loss_scale = outcome.scale_used;
+                m.overflow_count = scaler_.overflow_count();
+                m.skipped_count = scaler_.skipped_steps();
+                summary.min_scale = std::min(summary.min_scale, outcome.next_scale);
+                summary.max_scale = std::max(summary.max_scale, outcome.next_scale);
+                summary.steps = step;
+                if (std::isfinite(loss.loss)) {
+                    since_eval_loss += loss.loss;
+                    epoch_loss += loss.loss;
+                }
+                since_eval_correct += static_cast<double>(loss.correct);
+                ++since_eval_steps;
+                ++epoch_steps;
+                since_eval_samples += n;
+                trained_samples += n;
+                for (auto* o : observers_) o->on_step(m);
+                if (probe) {
+                    for (auto& r : probe->records) {
+                        if (r.kind == GradientKind::Activation) {
+                            underflow_sum += r.stats.underflow_fraction;
+                            ++underflow_count;
+                        }
+                        for (auto* o : observers_) o->on_gradient_stats(r);
+                    }
+                }
+                drain_scaler_events(m.wall_time);
+                evaluated_at_end = false;
+                if (config_.eval_every > 0 && step % config_.eval_every == 0) {
+                    run_eval(epoch);
+                    evaluated_at_end = true;
+                }
+            }
+            summary.train_loss = epoch_steps ? epoch_loss / static_cast<double>(epoch_steps) : summary.train_loss;
+            if (stop_) break;
+            if (batches.batch_index() >= batches.batches_per_epoch()) summary.epochs_completed = epoch + 1;
+            if (!evaluated_at_end && (config_.eval_every == 0 || config_.max_steps > 0)) run_eval(epoch);
+            if (config_.max_steps > 0 && step >= config_.max_steps) break;
+        }
+        summary.status = stop_ ? RunStatus::Stopped : RunStatus::Finished;
+        if (stop_) emit({step, seconds_since(t0), "stopped", "user", {}});
+    } catch (const std::exception& e) {
+        summary.status = RunStatus::Failed;
+        summary.error = e.what();
+        emit({step, seconds_since(t0), "failed", "trainer", {{"error", e.what()}}});
+    }
+    summary.skipped_steps = scaler_.skipped_steps();
+    summary.overflow_count = scaler_.overflow_count();
+    summary.wall_seconds = seconds_since(t0);
+    summary.samples_per_second =
+        summary.train_seconds > 0 ? static_cast<double>(trained_samples) / summary.train_seconds : 0;
+    summary.mean_activation_underflow = underflow_count ? underflow_sum / static_cast<double>(underflow_count) : 0;
+    for (auto* o : observers_) o->on_run_end(summary);
+    return summary;
+}
+
+}  // namespace mpwb

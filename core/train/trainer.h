@@ -1,0 +1,80 @@
+// Trainer: the step loop. Forward in the policy's formats, FP32 loss with the loss scale folded
+// into its gradient, backward, a fused unscale + non-finite check that names the first layer
+// (from the loss backwards) holding a non-finite value, the scaler's verdict (apply, skip,
+// retry), clipping after unscaling, and the optimizer's FP32 master update that rewrites the
+// reduced weight copy. Pause, resume and stop act between steps; live setting changes (scaler,
+// learning rate) apply at the next step boundary and are recorded as events.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "core/backend/backend.h"
+#include "core/data/dataset.h"
+#include "core/nn/network.h"
+#include "core/optim/lr_schedule.h"
+#include "core/optim/optimizer.h"
+#include "core/precision/loss_scaler.h"
+#include "core/train/observer.h"
+#include "core/train/train_config.h"
+
+namespace mpwb {
+
+class Trainer {
+public:
+    // The network is built for the dataset's sample shape and initialised from config.seed, so
+    // runs with the same seed start from the same weights whatever the precision.
+    Trainer(Network& network, const Dataset& data, TrainConfig config, Backend& backend);
+    ~Trainer();
+
+    void add_observer(TrainingObserver* observer);
+    // Runs to the end, a stop, or an error (reported in the summary with status Failed; the
+    // observers still get on_run_end). Call from the thread that trains.
+    RunSummary run();
+
+    // Any thread.
+    void pause();
+    void resume();
+    void stop();
+    bool paused() const { return paused_; }
+    // Validated now (ConfigError to the caller), applied at the next step boundary.
+    void request_scaler_config(const LossScalerConfig& config);
+    void request_loss_scale(double scale);
+    void request_learning_rate(float lr);
+
+    const TrainConfig& config() const { return config_; }
+    const PrecisionPolicy& policy() const { return policy_; }
+    LossScaler& scaler() { return scaler_; }
+    // Test loss and accuracy on the test split with the current weights.
+    Backend::LossResult evaluate();
+    int64_t steps_per_epoch() const;
+
+private:
+    struct AttemptResult;
+    void wait_while_paused();
+    void emit(const TrainingEvent& event);
+    void drain_scaler_events(double wall);
+
+    Network& network_;
+    const Dataset& data_;
+    TrainConfig config_;
+    Backend& backend_;
+    PrecisionPolicy policy_;
+    LossScaler scaler_;
+    std::unique_ptr<Optimizer> optimizer_;
+    std::unique_ptr<LrSchedule> schedule_;
+    std::vector<TrainingObserver*> observers_;
+
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> paused_{false};
+    std::mutex pause_mutex_;
+    std::condition_variable pause_cv_;
+    std::mutex request_mutex_;
+    std::optional<float> pending_lr_;
+    float lr_scale_ = 1.0f;  // user's live learning-rate change, relative to the schedule's base
+};
+
+}  // namespace mpwb

@@ -1,0 +1,11 @@
+# Writes every preset JSON file into a C++ table of (name, text) pairs.
+string(REPLACE " " ";" inputs "${INPUTS}")
+set(body "// Generated from resources/presets/*.json by embed_presets.cmake; do not edit.\n#include <string_view>\n#include <utility>\n#include <vector>\nnamespace mpwb {\nconst std::vector<std::pair<std::string_view, std::string_view>>& embedded_presets() {\n  static const std::vector<std::pair<std::string_view, std::string_view>> presets = {\n")
+list(SORT inputs)
+foreach(file ${inputs})
+  get_filename_component(name ${file} NAME_WE)
+  file(READ ${file} text)
+  set(body "${body}    {\"${name}\", R\"mpwb_preset(${text})mpwb_preset\"},\n")
+endforeach()
+set(body "${body}  };\n  return presets;\n}\n}  // namespace mpwb\n")
+file(WRITE ${OUTPUT} "${body}")

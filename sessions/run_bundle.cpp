@@ -1,0 +1,404 @@
+// Bundle export/import through ATTACH, so rows move inside SQLite without a round trip through
+// C++; column lists come from PRAGMA table_info so an older bundle (fewer columns) still imports.
+#include "sessions/run_bundle.h"
+
+#include "sessions/store_schema.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace mpwb {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kBundleFormat = "mpwb-run-bundle";
+constexpr int kBundleFormatVersion = 1;
+
+// Tables owned by a run, keyed by run_id.
+const std::vector<std::string> kRunTables = {"metrics",    "latest_metrics", "metric_blocks",
+                                             "histograms", "events",         "tags",
+                                             "notes"};
+
+std::vector<std::string> columns(sqlite::Db& db, const std::string& schema, const std::string& table) {
+    sqlite::Stmt s(db, "PRAGMA " + schema + ".table_info(" + table + ")");
+    std::vector<std::string> out;
+    while (s.step("reading table columns")) {
+        out.push_back(s.col_text(1));
+    }
+    return out;
+}
+
+// Columns present in both, in `a`'s order, minus `skip`.
+std::vector<std::string> common_columns(sqlite::Db& db, const std::string& a, const std::string& b,
+                                        const std::string& table, const std::set<std::string>& skip) {
+    const auto cb = columns(db, b, table);
+    std::vector<std::string> out;
+    for (const auto& c : columns(db, a, table)) {
+        if (!skip.count(c) && std::find(cb.begin(), cb.end(), c) != cb.end()) {
+            out.push_back(c);
+        }
+    }
+    return out;
+}
+
+std::string join(const std::vector<std::string>& cols, const std::string& prefix = {}) {
+    std::string s;
+    for (const auto& c : cols) {
+        s += (s.empty() ? "" : ", ") + prefix + "\"" + c + "\"";
+    }
+    return s;
+}
+
+std::string csv_field(const std::string& v) {
+    if (v.find_first_of(",\"\n\r") == std::string::npos) {
+        return v;
+    }
+    std::string q = "\"";
+    for (char c : v) {
+        q += c;
+        if (c == '"') {
+            q += '"';
+        }
+    }
+    return q + "\"";
+}
+
+std::string num(double v) {
+    if (std::isnan(v)) {
+        return "NaN";
+    }
+    if (std::isinf(v)) {
+        return v > 0 ? "inf" : "-inf";
+    }
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return buf;
+}
+
+void remove_db_files(const std::string& path) {
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+        fs::remove(path + suffix, ec);
+    }
+}
+
+StoreError not_a_bundle(const std::string& path, const std::string& why) {
+    return StoreError(StoreError::Kind::NotABundle,
+                      path + " is not an MP Workbench run bundle (" + why + ")");
+}
+
+// Opens the file read-only and checks the marker; throws the import errors.
+void validate_bundle(const std::string& path) {
+    if (!fs::exists(path)) {
+        throw StoreError(StoreError::Kind::NotFound, "bundle " + path + " does not exist");
+    }
+    if (fs::is_directory(path)) {
+        throw not_a_bundle(path, "it is a folder");
+    }
+    sqlite::Db db;
+    try {
+        db = sqlite::Db(path, SQLITE_OPEN_READONLY);
+        db.query_int("SELECT count(*) FROM sqlite_master");
+    } catch (const StoreError& e) {
+        if (e.kind() == StoreError::Kind::Corrupt) {
+            throw not_a_bundle(path, "not an SQLite database");
+        }
+        throw;
+    }
+    if (db.query_int("SELECT count(*) FROM sqlite_master WHERE type='table' AND "
+                     "name='bundle_info'") == 0) {
+        throw not_a_bundle(path, "no bundle marker");
+    }
+    sqlite::Stmt s(db, "SELECT value FROM bundle_info WHERE key='format'");
+    if (!s.step() || s.col_text(0) != kBundleFormat) {
+        throw not_a_bundle(path, "wrong bundle marker");
+    }
+    const int version = static_cast<int>(db.query_int("PRAGMA user_version"));
+    if (version > schema_version()) {
+        throw StoreError(StoreError::Kind::NewerSchema,
+                         "bundle " + path + ": database schema version " + std::to_string(version) +
+                             " is newer than this build supports (" +
+                             std::to_string(schema_version()) + "); upgrade MP Workbench");
+    }
+    if (version < 2) {
+        throw not_a_bundle(path, "schema version " + std::to_string(version) + " is too old");
+    }
+}
+
+// ATTACH for the lifetime of the object (DETACH cannot run inside a transaction, so the
+// transaction must be closed before this goes out of scope).
+class Attached {
+public:
+    Attached(sqlite::Db& db, const std::string& path, const std::string& name) : db_(db), name_(name) {
+        sqlite::Stmt s(db, "ATTACH DATABASE ? AS " + name);
+        s.bind(1, path).run("attaching " + path);
+    }
+    ~Attached() {
+        sqlite3_exec(db_.handle(), ("DETACH DATABASE " + name_).c_str(), nullptr, nullptr, nullptr);
+    }
+
+private:
+    sqlite::Db& db_;
+    std::string name_;
+};
+
+void write_csv(RunStore& store, const std::vector<std::int64_t>& ids, const std::string& dir,
+               BundleExportResult& result) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+        throw StoreError(StoreError::Kind::Other,
+                         "cannot create CSV folder " + dir + ": " + ec.message());
+    }
+    auto open = [&](const std::string& name) {
+        const std::string p = (fs::path(dir) / name).string();
+        std::ofstream f(p, std::ios::binary | std::ios::trunc);
+        if (!f) {
+            throw StoreError(StoreError::Kind::Other, "cannot write CSV file " + p);
+        }
+        result.csv_files.push_back(p);
+        return f;
+    };
+    auto index = open("runs.csv");
+    index << "id,uuid,name,status,dataset,precision,backend,device,seed,created,ended\n";
+    for (auto id : ids) {
+        const Run r = store.get_run(id);
+        index << r.id << ',' << r.uuid << ',' << csv_field(r.name) << ',' << to_string(r.status)
+              << ',' << csv_field(r.dataset) << ',' << csv_field(r.precision) << ','
+              << csv_field(r.backend) << ',' << csv_field(r.device) << ','
+              << (r.seed ? std::to_string(*r.seed) : "") << ',' << num(r.created) << ','
+              << (r.ended ? num(*r.ended) : "") << '\n';
+        auto f = open("run_" + std::to_string(id) + ".csv");
+        f << "key,step,wall_time,value\n";
+        for (const auto& key : store.metric_keys(id)) {
+            const std::string k = csv_field(key);
+            for (const auto& p : store.series(id, key)) {
+                f << k << ',' << p.step << ',' << num(p.wall_time) << ',' << num(p.value) << '\n';
+            }
+        }
+        if (!f) {
+            throw StoreError(StoreError::Kind::Other, "writing CSV for run " + std::to_string(id) +
+                                                          " in " + dir + " failed");
+        }
+    }
+}
+
+}  // namespace
+
+bool is_run_bundle(const std::string& path) {
+    try {
+        validate_bundle(path);
+        return true;
+    } catch (const StoreError&) {
+        return false;
+    }
+}
+
+BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t>& run_ids,
+                                 const std::string& bundle_path,
+                                 const BundleExportOptions& options) {
+    if (run_ids.empty()) {
+        throw StoreError(StoreError::Kind::Invalid, "export of " + bundle_path + ": no runs given");
+    }
+    const std::set<std::int64_t> ids(run_ids.begin(), run_ids.end());
+    for (auto id : ids) {
+        store.get_run(id);  // NotFound names the run
+    }
+    if (fs::exists(bundle_path)) {
+        if (!options.overwrite) {
+            throw StoreError(StoreError::Kind::Invalid,
+                             "bundle " + bundle_path + " already exists");
+        }
+        remove_db_files(bundle_path);
+    }
+    BundleExportResult result;
+    try {
+        RunStore::Options bo;
+        bo.detect_interrupted = false;
+        RunStore bundle(bundle_path, bo);
+        auto& db = bundle.db();
+        db.exec("CREATE TEMP TABLE sel(id INTEGER PRIMARY KEY)");
+        {
+            sqlite::Stmt ins(db, "INSERT INTO temp.sel(id) VALUES(?)");
+            for (auto id : ids) {
+                ins.bind(1, id).run();
+                ins.reset();
+            }
+        }
+        {
+            Attached src(db, store.path(), "src");
+            {
+                sqlite::Transaction tx(db, "writing bundle");
+                auto copy = [&](const std::string& table, const std::string& where) {
+                    const auto cols = join(common_columns(db, "main", "src", table, {}));
+                    db.exec("INSERT INTO main." + table + "(" + cols + ") SELECT " + cols +
+                                " FROM src." + table + " WHERE " + where,
+                            "copying " + table + " into the bundle");
+                };
+                copy("runs", "id IN (SELECT id FROM temp.sel)");
+                for (const auto& t : kRunTables) {
+                    copy(t, "run_id IN (SELECT id FROM temp.sel)");
+                }
+                copy("comparison_groups",
+                     "id IN (SELECT group_id FROM src.comparison_members WHERE run_id IN "
+                     "(SELECT id FROM temp.sel))");
+                copy("comparison_members", "run_id IN (SELECT id FROM temp.sel)");
+                db.exec("CREATE TABLE bundle_info(key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+                sqlite::Stmt info(db, "INSERT INTO bundle_info(key, value) VALUES(?,?)");
+                const std::vector<std::pair<std::string, std::string>> rows = {
+                    {"format", kBundleFormat},
+                    {"format_version", std::to_string(kBundleFormatVersion)},
+                    {"created", num(store_now())},
+                    {"source", store.path()},
+                    {"runs", std::to_string(ids.size())}};
+                for (const auto& [k, v] : rows) {
+                    info.bind(1, k).bind(2, v).run("writing bundle marker");
+                    info.reset();
+                }
+                tx.commit();
+            }
+        }
+        // One self-contained file: no -wal/-shm companions to forget when it is copied.
+        db.query_text("PRAGMA journal_mode=DELETE");
+        result.runs = ids.size();
+    } catch (...) {
+        remove_db_files(bundle_path);  // a half-written bundle is worse than none
+        throw;
+    }
+    if (!options.csv_dir.empty()) {
+        write_csv(store, std::vector<std::int64_t>(ids.begin(), ids.end()), options.csv_dir, result);
+    }
+    return result;
+}
+
+ImportReport import_bundle(RunStore& store, const std::string& bundle_path) {
+    validate_bundle(bundle_path);
+    auto& db = store.db();
+    ImportReport report;
+    Attached b(db, bundle_path, "bundle");
+    sqlite::Transaction tx(db, "importing bundle");
+
+    std::set<std::string> bundle_tables;
+    {
+        sqlite::Stmt s(db, "SELECT name FROM bundle.sqlite_master WHERE type='table'");
+        while (s.step("reading bundle tables")) {
+            bundle_tables.insert(s.col_text(0));
+        }
+    }
+    const auto run_cols = common_columns(db, "main", "bundle", "runs", {"id"});
+    std::map<std::int64_t, std::int64_t> id_map;  // bundle id -> store id (imported or existing)
+    std::vector<std::pair<std::int64_t, std::string>> bundle_runs;
+    {
+        sqlite::Stmt s(db, "SELECT id, uuid FROM bundle.runs ORDER BY id");
+        while (s.step("reading bundle runs")) {
+            bundle_runs.emplace_back(s.col_int(0), s.col_text(1));
+        }
+    }
+    sqlite::Stmt insert_run(db, "INSERT INTO main.runs(" + join(run_cols) + ") SELECT " +
+                                    join(run_cols) + " FROM bundle.runs WHERE id=?");
+    sqlite::Stmt orphan(db, "UPDATE main.runs SET status='INTERRUPTED', ended=coalesce(ended, "
+                            "(SELECT max(wall_time) FROM main.latest_metrics WHERE run_id=?1), "
+                            "started, created), owner_pid=NULL, owner_host=NULL "
+                            "WHERE id=?1 AND status='RUNNING'");
+    struct ChildCopy {
+        std::string table;
+        std::unique_ptr<sqlite::Stmt> stmt;
+    };
+    std::vector<ChildCopy> children;
+    for (const auto& t : kRunTables) {
+        if (!bundle_tables.count(t)) {
+            continue;
+        }
+        const auto cols = common_columns(db, "main", "bundle", t, {"id", "run_id"});
+        children.push_back({t, std::make_unique<sqlite::Stmt>(
+                                   db, "INSERT INTO main." + t + "(run_id, " + join(cols) +
+                                           ") SELECT ?1, " + join(cols) + " FROM bundle." + t +
+                                           " WHERE run_id=?2")});
+    }
+    for (const auto& [bundle_id, uuid] : bundle_runs) {
+        if (const auto existing = store.find_run_by_uuid(uuid)) {
+            report.skipped.push_back({uuid, *existing});
+            id_map[bundle_id] = *existing;
+            continue;
+        }
+        insert_run.bind(1, bundle_id).run("importing run " + uuid);
+        insert_run.reset();
+        const auto new_id = db.last_insert_rowid();
+        id_map[bundle_id] = new_id;
+        for (auto& c : children) {
+            c.stmt->bind(1, new_id).bind(2, bundle_id).run("importing " + c.table + " of run " + uuid);
+            c.stmt->reset();
+        }
+        if (!bundle_tables.count("metric_blocks")) {
+            // A bundle from before the downsampling summary: rebuild it for this run.
+            sqlite::Stmt rb(db, "INSERT INTO main.metric_blocks(run_id, key, block, first_step, "
+                                "last_step, min, max, count) SELECT run_id, key, step >> " +
+                                    std::to_string(kMetricBlockShift) +
+                                    ", min(step), max(step), min(value), max(value), count(*) "
+                                    "FROM main.metrics WHERE run_id=?1 GROUP BY key, step >> " +
+                                    std::to_string(kMetricBlockShift));
+            rb.bind(1, new_id).run("rebuilding metric blocks");
+            sqlite::Stmt fv(db, "UPDATE main.metric_blocks SET first_value=(SELECT value FROM "
+                                "main.metrics m WHERE m.run_id=?1 AND m.key=metric_blocks.key AND "
+                                "m.step=metric_blocks.first_step LIMIT 1), last_value=(SELECT "
+                                "value FROM main.metrics m WHERE m.run_id=?1 AND "
+                                "m.key=metric_blocks.key AND m.step=metric_blocks.last_step LIMIT "
+                                "1) WHERE run_id=?1");
+            fv.bind(1, new_id).run("rebuilding metric blocks");
+        }
+        orphan.bind(1, new_id).run("importing run " + uuid);
+        orphan.reset();
+        report.imported.push_back({bundle_id, new_id, uuid});
+    }
+
+    // Comparison groups come along when at least one of their runs was imported.
+    if (bundle_tables.count("comparison_groups") && !report.imported.empty()) {
+        std::set<std::int64_t> imported_ids;
+        for (const auto& r : report.imported) {
+            imported_ids.insert(r.bundle_id);
+        }
+        sqlite::Stmt groups(db, "SELECT id, name, created FROM bundle.comparison_groups ORDER BY id");
+        sqlite::Stmt members(db, "SELECT run_id FROM bundle.comparison_members WHERE group_id=?");
+        sqlite::Stmt new_group(db, "INSERT INTO main.comparison_groups(name, created) VALUES(?,?)");
+        sqlite::Stmt new_member(db, "INSERT OR IGNORE INTO main.comparison_members(group_id, "
+                                    "run_id) VALUES(?,?)");
+        while (groups.step("reading bundle groups")) {
+            std::vector<std::int64_t> mem;
+            bool any_imported = false;
+            members.bind(1, groups.col_int(0));
+            while (members.step("reading bundle group members")) {
+                const auto old_id = members.col_int(0);
+                if (id_map.count(old_id)) {
+                    mem.push_back(id_map[old_id]);
+                    any_imported = any_imported || imported_ids.count(old_id) > 0;
+                }
+            }
+            members.reset();
+            if (!any_imported) {
+                continue;
+            }
+            new_group.bind(1, groups.col_text(1)).bind(2, groups.col_double(2)).run("importing group");
+            new_group.reset();
+            const auto gid = db.last_insert_rowid();
+            for (auto m : mem) {
+                new_member.bind(1, gid).bind(2, m).run("importing group member");
+                new_member.reset();
+            }
+            report.groups.push_back(gid);
+        }
+    }
+    insert_run = sqlite::Stmt();
+    orphan = sqlite::Stmt();
+    children.clear();
+    tx.commit();
+    return report;
+}
+
+}  // namespace mpwb

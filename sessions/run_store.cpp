@@ -1,0 +1,451 @@
+// RunStore: opening (create, migrate, refuse what it cannot handle without touching the file),
+// crash detection, and the mutations of runs and comparison groups.
+#include "sessions/run_store.h"
+
+#include "sessions/store_schema.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <signal.h>
+#include <unistd.h>
+
+namespace mpwb {
+
+namespace fs = std::filesystem;
+
+const char* to_string(RunStatus status) {
+    switch (status) {
+        case RunStatus::Running: return "RUNNING";
+        case RunStatus::Finished: return "FINISHED";
+        case RunStatus::Failed: return "FAILED";
+        case RunStatus::Stopped: return "STOPPED";
+        case RunStatus::Interrupted: return "INTERRUPTED";
+    }
+    return "RUNNING";
+}
+
+RunStatus parse_run_status(const std::string& text) {
+    std::string up;
+    for (char c : text) {
+        up += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    for (RunStatus s : {RunStatus::Running, RunStatus::Finished, RunStatus::Failed,
+                        RunStatus::Stopped, RunStatus::Interrupted}) {
+        if (up == to_string(s)) {
+            return s;
+        }
+    }
+    throw StoreError(StoreError::Kind::Invalid,
+                     "unknown run status '" + text +
+                         "' (expected RUNNING, FINISHED, FAILED, STOPPED or INTERRUPTED)");
+}
+
+void set_tag_filter(RunFilter& filter, const std::string& expression) {
+    const auto eq = expression.find('=');
+    if (eq == std::string::npos) {
+        filter.tag_key = expression;
+        filter.tag_value.reset();
+    } else {
+        filter.tag_key = expression.substr(0, eq);
+        filter.tag_value = expression.substr(eq + 1);
+    }
+    if (filter.tag_key->empty()) {
+        throw StoreError(StoreError::Kind::Invalid,
+                         "tag filter '" + expression + "' has an empty key");
+    }
+}
+
+double store_now() {
+    using namespace std::chrono;
+    return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string default_database_path() {
+    fs::path base;
+    const char* xdg = std::getenv("XDG_DATA_HOME");
+    // The XDG spec says relative values are invalid and must be ignored.
+    if (xdg && *xdg && fs::path(xdg).is_absolute()) {
+        base = xdg;
+    } else {
+        const char* home = std::getenv("HOME");
+        if (!home || !*home) {
+            throw StoreError(StoreError::Kind::NotFound,
+                             "cannot find the default database location: neither XDG_DATA_HOME "
+                             "nor HOME is set");
+        }
+        base = fs::path(home) / ".local" / "share";
+    }
+    const fs::path dir = base / "mpwb";
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+        throw StoreError(StoreError::Kind::Other,
+                         "cannot create the data folder " + dir.string() + ": " + ec.message());
+    }
+    return (dir / "runs.sqlite").string();
+}
+
+namespace {
+
+std::string make_uuid() {
+    // Identity, not reproducibility: this must differ between runs with the same seed, so it
+    // comes from the OS entropy source rather than the training RNG.
+    static thread_local std::mt19937_64 gen{[] {
+        std::random_device rd;
+        return (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
+               static_cast<std::uint64_t>(
+                   std::chrono::steady_clock::now().time_since_epoch().count());
+    }()};
+    std::uint64_t hi = gen(), lo = gen();
+    hi = (hi & ~0xF000ull) | 0x4000ull;                 // version 4
+    lo = (lo & ~(3ull << 62)) | (2ull << 62);           // RFC 4122 variant
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx",
+                  static_cast<unsigned>(hi >> 32), static_cast<unsigned>((hi >> 16) & 0xffff),
+                  static_cast<unsigned>(hi & 0xffff), static_cast<unsigned>(lo >> 48),
+                  static_cast<unsigned long long>(lo & 0xffffffffffffull));
+    return buf;
+}
+
+std::string host_name() {
+    char buf[256] = {};
+    if (gethostname(buf, sizeof buf - 1) != 0) {
+        return "unknown";
+    }
+    return buf;
+}
+
+bool process_is_dead(std::int64_t pid) {
+    if (pid <= 0) {
+        return false;  // unknown owner: never guess
+    }
+    return kill(static_cast<pid_t>(pid), 0) == -1 && errno == ESRCH;
+}
+
+}  // namespace
+
+RunStore::RunStore(const std::string& path) : RunStore(path, Options{}) {}
+
+RunStore::RunStore(const std::string& path, const Options& options) : options_(options) {
+    open(path);
+}
+
+void RunStore::open(const std::string& path) {
+    if (path.empty()) {
+        throw StoreError(StoreError::Kind::Invalid, "database path is empty");
+    }
+    const bool exists = fs::exists(path);
+    if (options_.read_only || !options_.create) {
+        if (!exists) {
+            throw StoreError(StoreError::Kind::NotFound, "database " + path + " does not exist");
+        }
+    }
+    int flags = SQLITE_OPEN_NOMUTEX;
+    flags |= options_.read_only ? SQLITE_OPEN_READONLY
+                                : (SQLITE_OPEN_READWRITE | (options_.create ? SQLITE_OPEN_CREATE : 0));
+    db_ = sqlite::Db(path, flags);
+    sqlite3_busy_timeout(db_.handle(), options_.busy_timeout_ms);
+    // The default 2 MiB page cache cannot hold the index pages of a long series, and
+    // downsampling re-reads them on every zoom; 64 MiB is a cap, not an allocation.
+    db_.exec("PRAGMA cache_size=-65536");
+
+    // SQLite silently falls back to read-only when the file is not writable (permissions, a
+    // read-only mount); a writer must hear that now, not at its first commit.
+    if (!options_.read_only && sqlite3_db_readonly(db_.handle(), "main") == 1) {
+        throw StoreError(StoreError::Kind::ReadOnly, "database " + path + " is read-only");
+    }
+
+    // Reading the header and the schema is what detects a file that is not a database (or a
+    // damaged schema) before anything is written to it.
+    opened_version_ = static_cast<int>(db_.query_int("PRAGMA user_version", 0));
+    const auto objects = db_.query_int("SELECT count(*) FROM sqlite_master", 0);
+    const int current = schema_version();
+    if (opened_version_ > current) {
+        throw StoreError(StoreError::Kind::NewerSchema,
+                         "database schema version " + std::to_string(opened_version_) +
+                             " is newer than this build supports (" + std::to_string(current) +
+                             "); upgrade MP Workbench");
+    }
+    if (opened_version_ == 0 && objects > 0) {
+        throw StoreError(StoreError::Kind::Invalid,
+                         "database " + path +
+                             " is not an MP Workbench run store (it has tables but no schema "
+                             "version)");
+    }
+    if (options_.read_only) {
+        if (opened_version_ < current) {
+            throw StoreError(StoreError::Kind::ReadOnly,
+                             "database " + path + " has schema version " +
+                                 std::to_string(opened_version_) + ", older than this build's " +
+                                 std::to_string(current) +
+                                 "; open it once for writing to upgrade it");
+        }
+        db_.exec("PRAGMA foreign_keys=ON");
+        return;
+    }
+
+    const std::string mode = db_.query_text("PRAGMA journal_mode=WAL");
+    if (mode != "wal") {
+        throw StoreError(StoreError::Kind::Other,
+                         "database " + path + ": cannot switch to WAL mode (got '" + mode + "')");
+    }
+    db_.exec("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON");
+    migrate();
+    if (options_.detect_interrupted) {
+        try {
+            interrupted_ = mark_interrupted_runs();
+        } catch (const StoreError& e) {
+            // Another process is writing right now: detection waits for the next open.
+            if (e.kind() != StoreError::Kind::Locked) {
+                throw;
+            }
+        }
+    }
+}
+
+void RunStore::migrate() {
+    const auto& steps = schema_migrations();
+    int version = opened_version_;
+    while (version < static_cast<int>(steps.size())) {
+        sqlite::Transaction tx(db_, "migrate schema");
+        // Re-read under the write lock: another process may have migrated meanwhile.
+        version = static_cast<int>(db_.query_int("PRAGMA user_version", 0));
+        if (version >= static_cast<int>(steps.size())) {
+            break;
+        }
+        db_.exec(steps[static_cast<std::size_t>(version)],
+                 "migrating schema to version " + std::to_string(version + 1));
+        db_.exec("PRAGMA user_version=" + std::to_string(version + 1));
+        tx.commit();
+        ++version;
+    }
+}
+
+std::vector<std::int64_t> RunStore::mark_interrupted_runs() {
+    std::vector<std::int64_t> dead;
+    {
+        sqlite::Stmt s(db_, "SELECT id, owner_pid FROM runs WHERE status='RUNNING' AND owner_host=?");
+        s.bind(1, host_name());
+        while (s.step("finding running runs")) {
+            if (!s.col_null(1) && process_is_dead(s.col_int(1))) {
+                dead.push_back(s.col_int(0));
+            }
+        }
+    }
+    if (dead.empty()) {
+        return dead;
+    }
+    sqlite::Transaction tx(db_, "marking interrupted runs");
+    sqlite::Stmt up(db_,
+                    "UPDATE runs SET status='INTERRUPTED', ended=coalesce("
+                    "(SELECT max(wall_time) FROM latest_metrics WHERE run_id=?1),"
+                    "(SELECT max(time) FROM events WHERE run_id=?1), started, created) "
+                    "WHERE id=?1 AND status='RUNNING'");
+    for (auto id : dead) {
+        up.bind(1, id);
+        up.run("marking run interrupted");
+        up.reset();
+    }
+    tx.commit();
+    return dead;
+}
+
+void RunStore::require_run(std::int64_t run_id) {
+    sqlite::Stmt s(db_, "SELECT 1 FROM runs WHERE id=?");
+    s.bind(1, run_id);
+    if (!s.step()) {
+        throw StoreError(StoreError::Kind::NotFound,
+                         "run " + std::to_string(run_id) + " does not exist in " + path());
+    }
+}
+
+std::int64_t RunStore::create_run(const RunInfo& info) {
+    const std::string uuid = info.uuid.empty() ? make_uuid() : info.uuid;
+    sqlite::Stmt s(db_,
+                   "INSERT INTO runs(uuid, name, status, config_json, network_json, dataset, "
+                   "precision, backend, device, versions_json, machine, seed, created, started, "
+                   "owner_pid, owner_host) VALUES(?,?,'RUNNING',?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    const double now = store_now();
+    s.bind(1, uuid).bind(2, info.name);
+    s.bind(3, info.config_json.empty() ? std::string("{}") : info.config_json);
+    s.bind(4, info.network_json.empty() ? std::string("{}") : info.network_json);
+    s.bind(5, info.dataset).bind(6, info.precision).bind(7, info.backend).bind(8, info.device);
+    s.bind(9, info.versions_json.empty() ? std::string("{}") : info.versions_json);
+    s.bind(10, info.machine).bind(11, info.seed).bind(12, now).bind(13, now);
+    s.bind(14, static_cast<std::int64_t>(getpid())).bind(15, host_name());
+    try {
+        s.run("creating run");
+    } catch (const StoreError& e) {
+        if (e.kind() == StoreError::Kind::Other &&
+            sqlite3_extended_errcode(db_.handle()) == SQLITE_CONSTRAINT_UNIQUE) {
+            throw StoreError(StoreError::Kind::Invalid,
+                             "a run with uuid " + uuid + " already exists in " + path());
+        }
+        throw;
+    }
+    return db_.last_insert_rowid();
+}
+
+namespace {
+void expect_changed(sqlite::Db& db, std::int64_t run_id) {
+    if (db.changes() == 0) {
+        throw StoreError(StoreError::Kind::NotFound,
+                         "run " + std::to_string(run_id) + " does not exist in " + db.path());
+    }
+}
+}  // namespace
+
+void RunStore::set_status(std::int64_t run_id, RunStatus status, std::optional<double> ended) {
+    sqlite::Stmt s(db_, "UPDATE runs SET status=?, ended=? WHERE id=?");
+    s.bind(1, to_string(status));
+    if (status == RunStatus::Running) {
+        s.bind_null(2);
+    } else {
+        s.bind(2, ended.value_or(store_now()));
+    }
+    s.bind(3, run_id).run("setting run status");
+    expect_changed(db_, run_id);
+}
+
+void RunStore::rename(std::int64_t run_id, const std::string& name) {
+    sqlite::Stmt s(db_, "UPDATE runs SET name=? WHERE id=?");
+    s.bind(1, name).bind(2, run_id).run("renaming run");
+    expect_changed(db_, run_id);
+}
+
+void RunStore::set_tag(std::int64_t run_id, const std::string& key, const std::string& value) {
+    if (key.empty()) {
+        throw StoreError(StoreError::Kind::Invalid, "tag key is empty");
+    }
+    require_run(run_id);
+    sqlite::Stmt s(db_, "INSERT INTO tags(run_id, key, value) VALUES(?,?,?) "
+                        "ON CONFLICT(run_id, key) DO UPDATE SET value=excluded.value");
+    s.bind(1, run_id).bind(2, key).bind(3, value).run("setting tag");
+}
+
+void RunStore::remove_tag(std::int64_t run_id, const std::string& key) {
+    sqlite::Stmt s(db_, "DELETE FROM tags WHERE run_id=? AND key=?");
+    s.bind(1, run_id).bind(2, key).run("removing tag");
+}
+
+void RunStore::set_note(std::int64_t run_id, const std::string& text) {
+    require_run(run_id);
+    if (text.empty()) {
+        sqlite::Stmt s(db_, "DELETE FROM notes WHERE run_id=?");
+        s.bind(1, run_id).run("clearing note");
+        return;
+    }
+    sqlite::Stmt s(db_, "INSERT INTO notes(run_id, text, updated) VALUES(?,?,?) "
+                        "ON CONFLICT(run_id) DO UPDATE SET text=excluded.text, "
+                        "updated=excluded.updated");
+    s.bind(1, run_id).bind(2, text).bind(3, store_now()).run("setting note");
+}
+
+void RunStore::soft_delete(std::int64_t run_id) {
+    sqlite::Stmt s(db_, "UPDATE runs SET deleted=1 WHERE id=?");
+    s.bind(1, run_id).run("deleting run");
+    expect_changed(db_, run_id);
+}
+
+void RunStore::restore(std::int64_t run_id) {
+    sqlite::Stmt s(db_, "UPDATE runs SET deleted=0 WHERE id=?");
+    s.bind(1, run_id).run("restoring run");
+    expect_changed(db_, run_id);
+}
+
+int RunStore::purge() {
+    sqlite::Transaction tx(db_, "purging deleted runs");
+    // Child rows go through ON DELETE CASCADE (foreign_keys is on for every connection).
+    db_.exec("DELETE FROM runs WHERE deleted=1", "purging deleted runs");
+    const int n = db_.changes();
+    tx.commit();
+    return n;
+}
+
+std::int64_t RunStore::create_group(const std::string& name,
+                                    const std::vector<std::int64_t>& run_ids) {
+    if (name.empty()) {
+        throw StoreError(StoreError::Kind::Invalid, "comparison group name is empty");
+    }
+    sqlite::Transaction tx(db_, "creating comparison group");
+    sqlite::Stmt s(db_, "INSERT INTO comparison_groups(name, created) VALUES(?,?)");
+    s.bind(1, name).bind(2, store_now()).run("creating comparison group");
+    const auto id = db_.last_insert_rowid();
+    for (auto run : run_ids) {
+        require_run(run);
+    }
+    sqlite::Stmt m(db_, "INSERT OR IGNORE INTO comparison_members(group_id, run_id) VALUES(?,?)");
+    for (auto run : run_ids) {
+        m.bind(1, id).bind(2, run).run("adding run to group");
+        m.reset();
+    }
+    tx.commit();
+    return id;
+}
+
+void RunStore::add_to_group(std::int64_t group_id, const std::vector<std::int64_t>& run_ids) {
+    sqlite::Transaction tx(db_, "adding runs to comparison group");
+    {
+        sqlite::Stmt g(db_, "SELECT 1 FROM comparison_groups WHERE id=?");
+        g.bind(1, group_id);
+        if (!g.step()) {
+            throw StoreError(StoreError::Kind::NotFound,
+                             "comparison group " + std::to_string(group_id) + " does not exist");
+        }
+    }
+    for (auto run : run_ids) {
+        require_run(run);
+    }
+    sqlite::Stmt m(db_, "INSERT OR IGNORE INTO comparison_members(group_id, run_id) VALUES(?,?)");
+    for (auto run : run_ids) {
+        m.bind(1, group_id).bind(2, run).run("adding run to group");
+        m.reset();
+    }
+    tx.commit();
+}
+
+std::vector<ComparisonGroup> RunStore::list_groups() {
+    std::vector<ComparisonGroup> out;
+    sqlite::Stmt s(db_, "SELECT id, name, created FROM comparison_groups ORDER BY created, id");
+    while (s.step("listing comparison groups")) {
+        out.push_back({s.col_int(0), s.col_text(1), s.col_double(2), {}});
+    }
+    sqlite::Stmt m(db_, "SELECT run_id FROM comparison_members WHERE group_id=? ORDER BY run_id");
+    for (auto& g : out) {
+        m.bind(1, g.id);
+        while (m.step("listing group members")) {
+            g.run_ids.push_back(m.col_int(0));
+        }
+        m.reset();
+    }
+    return out;
+}
+
+void RunStore::delete_group(std::int64_t group_id) {
+    sqlite::Stmt s(db_, "DELETE FROM comparison_groups WHERE id=?");
+    s.bind(1, group_id).run("deleting comparison group");
+    if (db_.changes() == 0) {
+        throw StoreError(StoreError::Kind::NotFound,
+                         "comparison group " + std::to_string(group_id) + " does not exist");
+    }
+}
+
+void RunStore::check_integrity() {
+    sqlite::Stmt s(db_, "PRAGMA quick_check");
+    std::string findings;
+    while (s.step("integrity check")) {
+        const auto line = s.col_text(0);
+        if (line != "ok") {
+            findings += (findings.empty() ? "" : "; ") + line;
+        }
+    }
+    if (!findings.empty()) {
+        throw StoreError(StoreError::Kind::Corrupt,
+                         "database " + path() + " is corrupt: " + findings);
+    }
+}
+
+}  // namespace mpwb

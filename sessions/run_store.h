@@ -1,0 +1,105 @@
+// RunStore: the SQLite database every run lands in (the tracking store of MP Workbench).
+// Opening it creates or migrates the schema, switches to WAL so the GUI can read while a
+// writer appends, and marks runs whose owning process died as INTERRUPTED. All the queries the
+// run browser, the comparison view and the reports need live here too (run_query.cpp).
+// A RunStore is one connection: use it from one thread at a time. Training writes go through
+// RunWriter, which has its own connection and thread.
+#pragma once
+#include "sessions/run_types.h"
+#include "sessions/sqlite_db.h"
+#include "sessions/store_error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpwb {
+
+// $XDG_DATA_HOME/mpwb/runs.sqlite, else ~/.local/share/mpwb/runs.sqlite; creates the folder.
+std::string default_database_path();
+
+// Seconds since the Unix epoch, the time unit of every timestamp in the store.
+double store_now();
+
+class RunStore {
+public:
+    struct Options {
+        bool read_only = false;  // SQLITE_OPEN_READONLY: every write fails with a clear error
+        bool create = true;      // create the file when it does not exist (read-write only)
+        int busy_timeout_ms = 2000;
+        bool detect_interrupted = true;
+    };
+
+    explicit RunStore(const std::string& path);
+    RunStore(const std::string& path, const Options& options);
+
+    const std::string& path() const { return db_.path(); }
+    bool read_only() const { return options_.read_only; }
+    int busy_timeout_ms() const { return options_.busy_timeout_ms; }
+    // The PRAGMA user_version found on open, before migrating.
+    int opened_schema_version() const { return opened_version_; }
+    // Runs marked INTERRUPTED by this open.
+    const std::vector<std::int64_t>& interrupted_on_open() const { return interrupted_; }
+
+    // --- runs ---------------------------------------------------------------------------
+    // Inserts a RUNNING run owned by this process (pid + hostname) and returns its id.
+    std::int64_t create_run(const RunInfo& info);
+    void set_status(std::int64_t run_id, RunStatus status, std::optional<double> ended = {});
+    void rename(std::int64_t run_id, const std::string& name);
+    void set_tag(std::int64_t run_id, const std::string& key, const std::string& value = {});
+    void remove_tag(std::int64_t run_id, const std::string& key);
+    void set_note(std::int64_t run_id, const std::string& text);
+    void soft_delete(std::int64_t run_id);
+    void restore(std::int64_t run_id);
+    // Removes soft-deleted runs and every row they own; returns how many runs went.
+    int purge();
+    // Marks RUNNING runs owned by a dead process on this host as INTERRUPTED; returns their ids.
+    std::vector<std::int64_t> mark_interrupted_runs();
+
+    // --- queries (run_query.cpp) ---------------------------------------------------------
+    std::vector<Run> list_runs(const RunFilter& filter = {});
+    Run get_run(std::int64_t run_id);
+    std::optional<std::int64_t> find_run_by_uuid(const std::string& uuid);
+    std::vector<std::string> metric_keys(std::int64_t run_id);
+    std::vector<MetricPoint> series(std::int64_t run_id, const std::string& key,
+                                    std::optional<std::int64_t> step_lo = {},
+                                    std::optional<std::int64_t> step_hi = {});
+    // At most `buckets` buckets over [step_lo, step_hi] (default: the series' own range), each
+    // with min/max/first/last/count. Reads per-block summaries and only the raw points of blocks
+    // that straddle a bucket border, so 1M points cost about the same as 100k.
+    std::vector<Bucket> downsample(std::int64_t run_id, const std::string& key, int buckets,
+                                   std::optional<std::int64_t> step_lo = {},
+                                   std::optional<std::int64_t> step_hi = {});
+    std::vector<Event> events(std::int64_t run_id, const std::string& kind = {});
+    std::vector<Histogram> histograms(std::int64_t run_id, std::optional<std::int64_t> step_lo = {},
+                                      std::optional<std::int64_t> step_hi = {},
+                                      const std::string& layer = {}, const std::string& kind = {});
+    // Configuration keys whose values differ across the runs (missing counts as different).
+    std::vector<ConfigDiffEntry> config_diff(const std::vector<std::int64_t>& run_ids);
+
+    // --- comparison groups ----------------------------------------------------------------
+    std::int64_t create_group(const std::string& name, const std::vector<std::int64_t>& run_ids);
+    void add_to_group(std::int64_t group_id, const std::vector<std::int64_t>& run_ids);
+    std::vector<ComparisonGroup> list_groups();
+    void delete_group(std::int64_t group_id);
+
+    // PRAGMA quick_check over the whole file (slow on big stores; not done on open).
+    // Throws StoreError(Corrupt) with SQLite's findings.
+    void check_integrity();
+
+    // The connection, for the bundle exporter and tests.
+    sqlite::Db& db() { return db_; }
+
+private:
+    void open(const std::string& path);
+    void migrate();
+    void require_run(std::int64_t run_id);
+
+    Options options_;
+    sqlite::Db db_;
+    int opened_version_ = 0;
+    std::vector<std::int64_t> interrupted_;
+};
+
+}  // namespace mpwb

@@ -1,0 +1,112 @@
+// Thin RAII layer over the SQLite C API used by every part of the run store: a connection that
+// knows its file path, prepared statements with typed bind/column helpers, and the single place
+// that turns SQLite result codes into StoreError messages ("database X is locked by another
+// process", "... is read-only", "... is corrupt: ..."), so every caller reports them the same way.
+#pragma once
+#include "sessions/store_error.h"
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mpwb::sqlite {
+
+// Builds the StoreError for a failed SQLite call on the database at `path`. `what` names the
+// operation ("commit", "reading run 3") for the generic case.
+StoreError make_error(int rc, const std::string& path, std::string_view sqlite_message,
+                      std::string_view what);
+
+class Db {
+public:
+    Db() = default;
+    // Opens `path` with sqlite3_open_v2 flags; throws StoreError when the file cannot be opened.
+    Db(const std::string& path, int flags);
+    ~Db();
+    Db(Db&& other) noexcept;
+    Db& operator=(Db&& other) noexcept;
+    Db(const Db&) = delete;
+    Db& operator=(const Db&) = delete;
+
+    sqlite3* handle() const { return db_; }
+    const std::string& path() const { return path_; }
+    bool is_open() const { return db_ != nullptr; }
+
+    // Runs one or more statements without results; throws StoreError on failure.
+    void exec(const std::string& sql, std::string_view what = {});
+    // Returns the first column of the first row as an integer (or `fallback` for no row).
+    std::int64_t query_int(const std::string& sql, std::int64_t fallback = 0);
+    std::string query_text(const std::string& sql);
+
+    [[noreturn]] void fail(int rc, std::string_view what) const;
+    std::int64_t last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
+    int changes() const { return sqlite3_changes(db_); }
+    void close() noexcept;
+
+private:
+    sqlite3* db_ = nullptr;
+    std::string path_;
+};
+
+class Stmt {
+public:
+    Stmt() = default;
+    Stmt(Db& db, std::string_view sql);
+    ~Stmt();
+    Stmt(Stmt&& other) noexcept;
+    Stmt& operator=(Stmt&& other) noexcept;
+    Stmt(const Stmt&) = delete;
+    Stmt& operator=(const Stmt&) = delete;
+
+    Stmt& bind(int index, std::int64_t v);
+    Stmt& bind(int index, int v) { return bind(index, static_cast<std::int64_t>(v)); }
+    Stmt& bind(int index, double v);  // NaN is stored as NULL by SQLite; read back as NaN
+    Stmt& bind(int index, std::string_view v);
+    Stmt& bind(int index, const char* v) { return bind(index, std::string_view(v)); }
+    Stmt& bind(int index, const std::string& v) { return bind(index, std::string_view(v)); }
+    Stmt& bind_blob(int index, const void* data, std::size_t size);
+    Stmt& bind_null(int index);
+    Stmt& bind(int index, const std::optional<std::int64_t>& v);
+
+    // Advances: true for a row, false when done; throws StoreError on failure.
+    bool step(std::string_view what = {});
+    // Runs to completion (for statements without rows).
+    void run(std::string_view what = {}) {
+        while (step(what)) {
+        }
+    }
+    // Resets for re-execution and clears bindings, so no read transaction stays open.
+    void reset();
+
+    std::int64_t col_int(int i) const { return sqlite3_column_int64(stmt_, i); }
+    double col_double(int i) const;  // NULL -> NaN
+    std::string col_text(int i) const;
+    std::vector<std::uint8_t> col_blob(int i) const;
+    bool col_null(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
+    std::optional<double> col_opt_double(int i) const;
+    std::optional<std::int64_t> col_opt_int(int i) const;
+
+    sqlite3_stmt* handle() const { return stmt_; }
+
+private:
+    sqlite3_stmt* stmt_ = nullptr;
+    Db* db_ = nullptr;
+};
+
+// RAII transaction: BEGIN IMMEDIATE on construction (so a lock conflict shows up at once,
+// not half-way through), ROLLBACK unless commit() was called.
+class Transaction {
+public:
+    explicit Transaction(Db& db, std::string_view what = "begin transaction");
+    ~Transaction();
+    void commit();
+
+private:
+    Db& db_;
+    bool done_ = false;
+};
+
+}  // namespace mpwb::sqlite

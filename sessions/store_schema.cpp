@@ -1,0 +1,128 @@
+// Migration history of the run store (see store_schema.h). Never edit a released step: append.
+//   1: runs, metrics, events, tags, notes
+//   2: owner pid/host (crash detection), latest_metrics summary, histograms, comparison groups
+//   3: metric_blocks (per-32-step min/max/first/last so downsampling never scans a whole series)
+//      and a covering (run_id, key, step, value) series index
+#include "sessions/store_schema.h"
+
+namespace mpwb {
+
+const std::vector<std::string>& schema_migrations() {
+    static const std::vector<std::string> steps = {
+        // 1
+        R"sql(
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  uuid TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL DEFAULT 'RUNNING'
+    CHECK(status IN ('RUNNING','FINISHED','FAILED','STOPPED','INTERRUPTED')),
+  config_json TEXT NOT NULL DEFAULT '{}',
+  network_json TEXT NOT NULL DEFAULT '{}',
+  dataset TEXT NOT NULL DEFAULT '',
+  precision TEXT NOT NULL DEFAULT '',
+  backend TEXT NOT NULL DEFAULT '',
+  device TEXT NOT NULL DEFAULT '',
+  versions_json TEXT NOT NULL DEFAULT '{}',
+  machine TEXT NOT NULL DEFAULT '',
+  seed INTEGER,
+  created REAL NOT NULL,
+  started REAL,
+  ended REAL,
+  deleted INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE metrics(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  wall_time REAL NOT NULL,
+  value REAL);
+CREATE INDEX metrics_run_key_step ON metrics(run_id, key, step);
+CREATE TABLE events(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  time REAL NOT NULL,
+  kind TEXT NOT NULL,
+  json TEXT NOT NULL DEFAULT '{}');
+CREATE INDEX events_run_step ON events(run_id, step);
+CREATE TABLE tags(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY(run_id, key)) WITHOUT ROWID;
+CREATE TABLE notes(
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  text TEXT NOT NULL,
+  updated REAL NOT NULL);
+)sql",
+        // 2
+        R"sql(
+ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+ALTER TABLE runs ADD COLUMN owner_host TEXT;
+CREATE INDEX runs_status ON runs(status);
+CREATE TABLE latest_metrics(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  wall_time REAL NOT NULL,
+  value REAL,
+  min REAL,
+  max REAL,
+  count INTEGER NOT NULL,
+  PRIMARY KEY(run_id, key)) WITHOUT ROWID;
+INSERT INTO latest_metrics(run_id, key, step, wall_time, value, min, max, count)
+  SELECT m.run_id, m.key, m.step, m.wall_time, m.value, a.mn, a.mx, a.n
+  FROM (SELECT run_id, key, max(step) AS ms, min(value) AS mn, max(value) AS mx, count(*) AS n
+        FROM metrics GROUP BY run_id, key) AS a
+  JOIN metrics AS m ON m.run_id = a.run_id AND m.key = a.key AND m.step = a.ms
+  GROUP BY m.run_id, m.key;
+CREATE TABLE histograms(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  layer TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  blob BLOB NOT NULL);
+CREATE INDEX histograms_run_step ON histograms(run_id, step, layer);
+CREATE TABLE comparison_groups(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  created REAL NOT NULL);
+CREATE TABLE comparison_members(
+  group_id INTEGER NOT NULL REFERENCES comparison_groups(id) ON DELETE CASCADE,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  PRIMARY KEY(group_id, run_id)) WITHOUT ROWID;
+CREATE INDEX comparison_members_run ON comparison_members(run_id);
+)sql",
+        // 3
+        R"sql(
+DROP INDEX metrics_run_key_step;
+CREATE INDEX metrics_series ON metrics(run_id, key, step, value);
+CREATE TABLE metric_blocks(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  block INTEGER NOT NULL,
+  first_step INTEGER NOT NULL,
+  first_value REAL,
+  last_step INTEGER NOT NULL,
+  last_value REAL,
+  min REAL,
+  max REAL,
+  count INTEGER NOT NULL,
+  PRIMARY KEY(run_id, key, block)) WITHOUT ROWID;
+INSERT INTO metric_blocks(run_id, key, block, first_step, last_step, min, max, count)
+  SELECT run_id, key, step >> 5, min(step), max(step), min(value), max(value), count(*)
+  FROM metrics GROUP BY run_id, key, step >> 5;
+UPDATE metric_blocks SET
+  first_value = (SELECT value FROM metrics AS m WHERE m.run_id = metric_blocks.run_id
+                 AND m.key = metric_blocks.key AND m.step = metric_blocks.first_step LIMIT 1),
+  last_value = (SELECT value FROM metrics AS m WHERE m.run_id = metric_blocks.run_id
+                AND m.key = metric_blocks.key AND m.step = metric_blocks.last_step LIMIT 1);
+)sql",
+    };
+    return steps;
+}
+
+int schema_version() { return static_cast<int>(schema_migrations().size()); }
+
+}  // namespace mpwb

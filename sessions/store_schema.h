@@ -1,0 +1,19 @@
+// The run store's schema as an ordered list of forward migrations. Step i (0-based) takes a
+// database from PRAGMA user_version i to i+1; a new build only ever appends steps, so any older
+// file can be brought forward and a file newer than kSchemaVersion is refused untouched.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace mpwb {
+
+// Steps are SQL scripts run inside one transaction each, together with the user_version bump.
+const std::vector<std::string>& schema_migrations();
+
+// The schema version this build writes: the number of migration steps.
+int schema_version();
+
+// Steps of 2^kMetricBlockShift consecutive step numbers are summarised in metric_blocks.
+constexpr int kMetricBlockShift = 5;
+
+}  // namespace mpwb

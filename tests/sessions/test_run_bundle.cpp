@@ -1,0 +1,194 @@
+// Tests of run bundles: export of chosen runs to a self-contained file plus CSV, import into a
+// store whose ids clash (rows remapped, uuids kept, everything equal to the source), a second
+// import skipped and reported, RUNNING runs arriving as INTERRUPTED, and refusal of files that
+// are not bundles with a message naming the file.
+#include "sessions/run_bundle.h"
+#include "sessions/run_store.h"
+#include "sessions/run_writer.h"
+#include "core/common/rng.h"
+#include "test_support.h"
+
+#include <filesystem>
+#include <fstream>
+
+using namespace mpwb;
+using testsupport::Raw;
+using Kind = StoreError::Kind;
+
+namespace {
+std::int64_t make_run(const std::string& path, const std::string& name, int points, std::uint64_t seed,
+                      bool finish = true) {
+    std::int64_t id;
+    {
+        RunStore store(path);
+        RunInfo info;
+        info.name = name;
+        info.precision = "fp16-mixed";
+        info.config_json = R"({"lr":)" + std::to_string(seed) + "}";
+        id = store.create_run(info);
+        store.set_tag(id, "origin", name);
+        store.set_note(id, "note of " + name);
+    }
+    RunWriter w(path, id);
+    Rng rng(seed);
+    for (int i = 0; i < points; ++i) {
+        w.log_metric("loss", i, 1000 + i, rng.normal());
+        w.log_metric("acc", i, 1000 + i, rng.uniform());
+    }
+    w.log_histogram(5, "fc1", "weight_grad", {1, 2, 3, static_cast<std::uint8_t>(seed)});
+    w.log_event(7, 1007, "scaler", R"({"scale":1024})");
+    if (finish) {
+        w.finish(RunStatus::Finished);
+    } else {
+        w.flush();
+    }
+    return id;
+}
+
+std::size_t lines(const std::string& path) {
+    std::ifstream f(path);
+    std::size_t n = 0;
+    std::string s;
+    while (std::getline(f, s)) ++n;
+    return n;
+}
+}  // namespace
+
+class TestRunBundle : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir dir_;
+    std::string p(const char* name) { return dir_.filePath(name).toStdString(); }
+
+private slots:
+    void roundTrip() {
+        const auto src_path = p("src.sqlite");
+        const auto a = make_run(src_path, "a", 500, 1);
+        const auto b = make_run(src_path, "b", 300, 2);
+        const auto c = make_run(src_path, "c", 400, 3);
+        RunStore src(src_path);
+        src.create_group("a vs c", {a, c});
+        src.create_group("b only", {b});
+
+        const auto bundle = p("export.mpwb");
+        const auto csv = p("csv");
+        const auto res = export_bundle(src, {a, c}, bundle, {csv, false});
+        QCOMPARE(res.runs, std::size_t(2));
+        QVERIFY(is_run_bundle(bundle));
+        QVERIFY(!std::filesystem::exists(bundle + "-wal"));
+        QCOMPARE(lines(csv + "/runs.csv"), std::size_t(3));
+        QCOMPARE(lines(csv + "/run_" + std::to_string(a) + ".csv"), std::size_t(1 + 2 * 500));
+        QCOMPARE(lines(csv + "/run_" + std::to_string(c) + ".csv"), std::size_t(1 + 2 * 400));
+        {
+            Raw raw(bundle);
+            QCOMPARE(raw.integer("SELECT count(*) FROM runs"), 2LL);
+            QCOMPARE(raw.integer("SELECT count(*) FROM comparison_groups"), 1LL);
+            QCOMPARE(raw.text("SELECT value FROM bundle_info WHERE key='format'"), std::string("mpwb-run-bundle"));
+        }
+        EXPECT_STORE_ERROR(export_bundle(src, {a}, bundle), Kind::Invalid, "already exists");
+        EXPECT_STORE_ERROR(export_bundle(src, {a, 999}, p("never.mpwb")), Kind::NotFound, "run 999");
+        QVERIFY(!std::filesystem::exists(p("never.mpwb")));
+
+        // The destination already has runs 1..2 (different uuids), so every id must move.
+        const auto dst_path = p("dst.sqlite");
+        make_run(dst_path, "x", 10, 9);
+        make_run(dst_path, "y", 10, 8);
+        RunStore dst(dst_path);
+        const auto rep = import_bundle(dst, bundle);
+        QCOMPARE(rep.imported.size(), std::size_t(2));
+        QVERIFY(rep.skipped.empty());
+        QCOMPARE(dst.list_runs().size(), std::size_t(4));
+        for (const auto& imp : rep.imported) {
+            QVERIFY(imp.store_id > 2);
+            const Run s = src.get_run(imp.bundle_id);
+            const Run d = dst.get_run(imp.store_id);
+            QCOMPARE(d.uuid, s.uuid);
+            QCOMPARE(imp.uuid, s.uuid);
+            QCOMPARE(d.name, s.name);
+            QCOMPARE(d.status, s.status);
+            QCOMPARE(d.config_json, s.config_json);
+            QCOMPARE(d.note, s.note);
+            QCOMPARE(d.tags, s.tags);
+            QCOMPARE(d.latest.at("loss").count, s.latest.at("loss").count);
+            QCOMPARE(d.latest.at("loss").min, s.latest.at("loss").min);
+            for (const char* key : {"loss", "acc"}) {
+                const auto ss = src.series(imp.bundle_id, key), ds = dst.series(imp.store_id, key);
+                QCOMPARE(ds.size(), ss.size());
+                for (std::size_t i = 0; i < ss.size(); ++i) {
+                    QCOMPARE(ds[i].step, ss[i].step);
+                    QCOMPARE(ds[i].value, ss[i].value);
+                }
+                const auto sb = src.downsample(imp.bundle_id, key, 37), db = dst.downsample(imp.store_id, key, 37);
+                QCOMPARE(db.size(), sb.size());
+                for (std::size_t i = 0; i < sb.size(); ++i) {
+                    QCOMPARE(db[i].min, sb[i].min);
+                    QCOMPARE(db[i].last, sb[i].last);
+                    QCOMPARE(db[i].count, sb[i].count);
+                }
+            }
+            QCOMPARE(dst.histograms(imp.store_id).front().blob, src.histograms(imp.bundle_id).front().blob);
+            QCOMPARE(dst.events(imp.store_id).front().json, src.events(imp.bundle_id).front().json);
+        }
+        const auto groups = dst.list_groups();
+        QCOMPARE(groups.size(), std::size_t(1));
+        QCOMPARE(groups[0].name, std::string("a vs c"));
+        std::vector<std::int64_t> expect_members;
+        for (const auto& imp : rep.imported) expect_members.push_back(imp.store_id);
+        std::sort(expect_members.begin(), expect_members.end());
+        QCOMPARE(groups[0].run_ids, expect_members);
+
+        // Again: nothing new, both reported as skipped with the run they match.
+        Raw raw(dst_path);
+        const auto metrics_before = raw.integer("SELECT count(*) FROM metrics");
+        const auto again = import_bundle(dst, bundle);
+        QVERIFY(again.imported.empty());
+        QCOMPARE(again.skipped.size(), std::size_t(2));
+        QCOMPARE(again.skipped[0].uuid, rep.imported[0].uuid);
+        QCOMPARE(again.skipped[0].existing_id, rep.imported[0].store_id);
+        QCOMPARE(raw.integer("SELECT count(*) FROM metrics"), metrics_before);
+        QCOMPARE(dst.list_runs().size(), std::size_t(4));
+        QCOMPARE(dst.list_groups().size(), std::size_t(1));
+    }
+
+    void runningArrivesInterrupted() {
+        const auto src_path = p("running_src.sqlite");
+        const auto id = make_run(src_path, "live", 50, 4, false);
+        RunStore src(src_path);
+        QCOMPARE(src.get_run(id).status, RunStatus::Running);
+        export_bundle(src, {id}, p("running.mpwb"));
+        RunStore dst(p("running_dst.sqlite"));
+        const auto rep = import_bundle(dst, p("running.mpwb"));
+        const Run r = dst.get_run(rep.imported.at(0).store_id);
+        QCOMPARE(r.status, RunStatus::Interrupted);
+        QCOMPARE(*r.ended, 1049.0);  // the last metric's wall time
+        QVERIFY(!r.owner_pid.has_value());
+    }
+
+    void notABundle() {
+        RunStore dst(p("bad_dst.sqlite"));
+        const auto id = dst.create_run(RunInfo{});
+        const auto garbage = p("garbage.mpwb");
+        testsupport::write_bytes(garbage, std::vector<char>(5000, 'x'));
+        EXPECT_STORE_ERROR(import_bundle(dst, garbage), Kind::NotABundle,
+                           garbage + " is not an MP Workbench run bundle");
+        const auto text = p("notes.txt");
+        testsupport::write_bytes(text, {'h', 'i', '\n'});
+        EXPECT_STORE_ERROR(import_bundle(dst, text), Kind::NotABundle, "is not an MP Workbench run bundle");
+        // A perfectly good run store is still not a bundle: it lacks the marker.
+        const auto store_file = p("plain_store.sqlite");
+        make_run(store_file, "z", 5, 6);
+        EXPECT_STORE_ERROR(import_bundle(dst, store_file), Kind::NotABundle,
+                           store_file + " is not an MP Workbench run bundle (no bundle marker)");
+        EXPECT_STORE_ERROR(import_bundle(dst, p("absent.mpwb")), Kind::NotFound, "does not exist");
+        EXPECT_STORE_ERROR(import_bundle(dst, dir_.path().toStdString()), Kind::NotABundle, "folder");
+        QVERIFY(!is_run_bundle(garbage));
+        QVERIFY(!is_run_bundle(store_file));
+        const auto runs = dst.list_runs();
+        QCOMPARE(runs.size(), std::size_t(1));
+        QCOMPARE(runs[0].id, id);
+        QCOMPARE(testsupport::file_bytes(garbage), std::vector<char>(5000, 'x'));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestRunBundle)
+#include "test_run_bundle.moc"

@@ -1,0 +1,429 @@
+// Tests of RunStore opening and mutations: schema creation and version, forward migration from a
+// hand-made version-1 file, refusal of newer, locked, read-only and corrupt files (with the file
+// left byte-for-byte untouched), crash detection, tags/notes/rename/delete/purge and groups.
+#include "sessions/run_store.h"
+#include "sessions/run_writer.h"
+#include "sessions/store_schema.h"
+#include "core/common/rng.h"
+#include "test_support.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+using namespace mpwb;
+using testsupport::Raw;
+using Kind = StoreError::Kind;
+
+class TestRunStore : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir dir_;
+    int n_ = 0;
+    std::string fresh(const char* stem) {
+        return dir_.filePath(QString("%1_%2.sqlite").arg(stem).arg(++n_)).toStdString();
+    }
+
+private slots:
+    void schemaCreated() {
+        const auto path = fresh("schema");
+        { RunStore store(path); }
+        QVERIFY(std::filesystem::exists(path));
+        Raw raw(path);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 3LL);
+        QCOMPARE(schema_version(), 3);
+        QCOMPARE(raw.text("PRAGMA journal_mode"), std::string("wal"));
+        for (const char* t : {"runs", "metrics", "latest_metrics", "metric_blocks", "histograms",
+                              "events", "tags", "notes", "comparison_groups", "comparison_members"}) {
+            QVERIFY2(raw.integer(std::string("SELECT count(*) FROM sqlite_master WHERE type='table' "
+                                             "AND name='") + t + "'") == 1, t);
+        }
+        QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_master WHERE type='index' AND "
+                             "name='metrics_series'"), 1LL);
+        // Reopening an up-to-date file changes nothing.
+        RunStore again(path);
+        QCOMPARE(again.opened_schema_version(), 3);
+    }
+
+    void defaultPathFollowsXdg() {
+        const std::string xdg = dir_.filePath("xdg").toStdString();
+        const std::string home = dir_.filePath("home").toStdString();
+        const char* old_xdg = std::getenv("XDG_DATA_HOME");
+        const char* old_home = std::getenv("HOME");
+        const std::string saved_xdg = old_xdg ? old_xdg : "", saved_home = old_home ? old_home : "";
+        setenv("XDG_DATA_HOME", xdg.c_str(), 1);
+        QCOMPARE(default_database_path(), xdg + "/mpwb/runs.sqlite");
+        QVERIFY(std::filesystem::is_directory(xdg + "/mpwb"));
+        setenv("HOME", home.c_str(), 1);
+        setenv("XDG_DATA_HOME", "relative/not/allowed", 1);
+        QCOMPARE(default_database_path(), home + "/.local/share/mpwb/runs.sqlite");
+        unsetenv("XDG_DATA_HOME");
+        QCOMPARE(default_database_path(), home + "/.local/share/mpwb/runs.sqlite");
+        QVERIFY(std::filesystem::is_directory(home + "/.local/share/mpwb"));
+        if (old_xdg) setenv("XDG_DATA_HOME", saved_xdg.c_str(), 1);
+        if (old_home) setenv("HOME", saved_home.c_str(), 1);
+    }
+
+    void migrationFromVersion1() {
+        const auto path = fresh("v1");
+        std::vector<double> values;
+        {
+            // The version-1 schema as released, written by hand (not through the migration list).
+            Raw raw(path);
+            QCOMPARE(raw.exec(R"(
+CREATE TABLE runs(id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, name TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL DEFAULT 'RUNNING' CHECK(status IN ('RUNNING','FINISHED','FAILED','STOPPED','INTERRUPTED')),
+  config_json TEXT NOT NULL DEFAULT '{}', network_json TEXT NOT NULL DEFAULT '{}', dataset TEXT NOT NULL DEFAULT '',
+  precision TEXT NOT NULL DEFAULT '', backend TEXT NOT NULL DEFAULT '', device TEXT NOT NULL DEFAULT '',
+  versions_json TEXT NOT NULL DEFAULT '{}', machine TEXT NOT NULL DEFAULT '', seed INTEGER, created REAL NOT NULL,
+  started REAL, ended REAL, deleted INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE metrics(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, key TEXT NOT NULL,
+  step INTEGER NOT NULL, wall_time REAL NOT NULL, value REAL);
+CREATE INDEX metrics_run_key_step ON metrics(run_id, key, step);
+CREATE TABLE events(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL, time REAL NOT NULL, kind TEXT NOT NULL, json TEXT NOT NULL DEFAULT '{}');
+CREATE INDEX events_run_step ON events(run_id, step);
+CREATE TABLE tags(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, key TEXT NOT NULL,
+  value TEXT NOT NULL DEFAULT '', PRIMARY KEY(run_id, key)) WITHOUT ROWID;
+CREATE TABLE notes(run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE, text TEXT NOT NULL,
+  updated REAL NOT NULL);
+INSERT INTO runs(id, uuid, name, status, precision, created) VALUES(7, 'old-uuid', 'old run', 'FINISHED', 'fp16-mixed', 1000);
+INSERT INTO tags VALUES(7, 'paper', 'fig3');
+PRAGMA user_version=1;
+)"), SQLITE_OK);
+            Rng rng(11);
+            QCOMPARE(raw.exec("BEGIN"), SQLITE_OK);
+            for (int step = 0; step < 300; ++step) {
+                const double v = rng.uniform(-5.f, 5.f);
+                values.push_back(v);
+                raw.exec("INSERT INTO metrics VALUES(7,'loss'," + std::to_string(step) + "," +
+                         std::to_string(1000 + step) + "," + QString::number(v, 'g', 17).toStdString() + ")");
+            }
+            QCOMPARE(raw.exec("COMMIT"), SQLITE_OK);
+        }
+        RunStore store(path);
+        QCOMPARE(store.opened_schema_version(), 1);
+        { Raw raw(path); QCOMPARE(raw.integer("PRAGMA user_version"), 3LL); }
+        const Run r = store.get_run(7);
+        QCOMPARE(r.name, std::string("old run"));
+        QCOMPARE(r.status, RunStatus::Finished);
+        QCOMPARE(r.tags.at("paper"), std::string("fig3"));
+        QVERIFY(!r.owner_pid.has_value());
+        // latest_metrics was backfilled from the series.
+        const auto& lm = r.latest.at("loss");
+        QCOMPARE(lm.count, 300LL);
+        QCOMPARE(lm.step, 299LL);
+        QCOMPARE(lm.value, values.back());
+        QCOMPARE(lm.min, *std::min_element(values.begin(), values.end()));
+        QCOMPARE(lm.max, *std::max_element(values.begin(), values.end()));
+        // metric_blocks was backfilled: one bucket per 10 steps matches a direct computation.
+        const auto b = store.downsample(7, "loss", 30);
+        QCOMPARE(b.size(), std::size_t(30));
+        for (int i = 0; i < 30; ++i) {
+            const auto first = values.begin() + i * 10, last = first + 10;
+            QCOMPARE(b[i].count, 10LL);
+            QCOMPARE(b[i].first, *first);
+            QCOMPARE(b[i].last, *(last - 1));
+            QCOMPARE(b[i].min, *std::min_element(first, last));
+            QCOMPARE(b[i].max, *std::max_element(first, last));
+        }
+    }
+
+    void newerSchemaRefusedUntouched() {
+        const auto path = fresh("newer");
+        {
+            Raw raw(path);
+            QCOMPARE(raw.exec("CREATE TABLE runs(id INTEGER PRIMARY KEY, future_column BLOB); "
+                              "INSERT INTO runs VALUES(1, x'0102'); PRAGMA user_version=9"), SQLITE_OK);
+        }
+        const auto before = testsupport::file_bytes(path);
+        EXPECT_STORE_ERROR(RunStore store(path), Kind::NewerSchema,
+                           "database schema version 9 is newer than this build supports (3); "
+                           "upgrade MP Workbench");
+        RunStore::Options ro;
+        ro.read_only = true;
+        EXPECT_STORE_ERROR(RunStore store(path, ro), Kind::NewerSchema, "version 9 is newer");
+        QCOMPARE(testsupport::file_bytes(path), before);
+        QVERIFY(!std::filesystem::exists(path + "-wal") ||
+                std::filesystem::file_size(path + "-wal") == 0);
+    }
+
+    void foreignDatabaseRefused() {
+        const auto path = fresh("foreign");
+        { Raw raw(path); raw.exec("CREATE TABLE photos(id INTEGER)"); }
+        const auto before = testsupport::file_bytes(path);
+        EXPECT_STORE_ERROR(RunStore store(path), Kind::Invalid, "is not an MP Workbench run store");
+        QCOMPARE(testsupport::file_bytes(path), before);
+    }
+
+    void lockedByWriterInWal() {
+        const auto path = fresh("locked");
+        std::int64_t id;
+        {
+            RunStore store(path);
+            id = store.create_run(RunInfo{});
+            store.set_status(id, RunStatus::Finished);
+        }
+        Raw other(path);
+        QCOMPARE(other.exec("BEGIN EXCLUSIVE; INSERT INTO tags VALUES(" + std::to_string(id) +
+                            ", 'theirs', '1')"), SQLITE_OK);
+        RunStore::Options o;
+        o.busy_timeout_ms = 150;
+        RunStore store(path, o);  // readers are not blocked in WAL mode
+        QCOMPARE(store.get_run(id).status, RunStatus::Finished);
+        EXPECT_STORE_ERROR(store.set_tag(id, "mine", "2"), Kind::Locked,
+                           "database " + path + " is locked by another process");
+        QCOMPARE(other.exec("COMMIT"), SQLITE_OK);
+        store.set_tag(id, "mine", "2");
+        const auto tags = store.get_run(id).tags;
+        QCOMPARE(tags.size(), std::size_t(2));
+        QCOMPARE(tags.at("theirs"), std::string("1"));
+        QCOMPARE(tags.at("mine"), std::string("2"));
+    }
+
+    void lockedOnOpen() {
+        // A rollback-journal file whose exclusive lock also blocks readers: the open itself fails.
+        const auto path = fresh("locked_open");
+        std::int64_t id;
+        {
+            RunStore store(path);
+            id = store.create_run(RunInfo{});
+        }
+        Raw other(path);
+        QCOMPARE(other.text("PRAGMA journal_mode=DELETE"), std::string("delete"));
+        QCOMPARE(other.exec("BEGIN EXCLUSIVE; UPDATE runs SET name='renamed by other'"), SQLITE_OK);
+        RunStore::Options o;
+        o.busy_timeout_ms = 150;
+        EXPECT_STORE_ERROR(RunStore store(path, o), Kind::Locked,
+                           "database " + path + " is locked by another process");
+        QCOMPARE(other.exec("COMMIT"), SQLITE_OK);
+        RunStore store(path, o);
+        QCOMPARE(store.get_run(id).name, std::string("renamed by other"));
+    }
+
+    void readOnlyMode() {
+        const auto path = fresh("ro");
+        std::int64_t id;
+        {
+            RunStore store(path);
+            RunInfo info;
+            info.name = "keep me";
+            id = store.create_run(info);
+            store.set_status(id, RunStatus::Finished);
+        }
+        const auto before = testsupport::file_bytes(path);
+        RunStore::Options ro;
+        ro.read_only = true;
+        RunStore store(path, ro);
+        QVERIFY(store.read_only());
+        QCOMPARE(store.list_runs().size(), std::size_t(1));
+        QCOMPARE(store.get_run(id).name, std::string("keep me"));
+        const std::string msg = "database " + path + " is read-only";
+        EXPECT_STORE_ERROR(store.rename(id, "x"), Kind::ReadOnly, msg);
+        EXPECT_STORE_ERROR(store.set_tag(id, "k", "v"), Kind::ReadOnly, msg);
+        EXPECT_STORE_ERROR(store.create_run(RunInfo{}), Kind::ReadOnly, msg);
+        EXPECT_STORE_ERROR(store.purge(), Kind::ReadOnly, msg);
+        QCOMPARE(store.get_run(id).name, std::string("keep me"));
+        QCOMPARE(testsupport::file_bytes(path), before);
+
+        RunStore::Options ro2 = ro;
+        EXPECT_STORE_ERROR(RunStore missing(fresh("missing"), ro2), Kind::NotFound, "does not exist");
+
+        // File permissions: only meaningful when not root (root writes through 0444).
+        if (geteuid() != 0) {
+            const auto p2 = fresh("ro_perm");
+            { RunStore s(p2); }
+            std::filesystem::permissions(p2, std::filesystem::perms::owner_read |
+                                                 std::filesystem::perms::group_read |
+                                                 std::filesystem::perms::others_read);
+            EXPECT_STORE_ERROR(RunStore s(p2), Kind::ReadOnly, "database " + p2 + " is read-only");
+            RunStore s(p2, ro);
+            QCOMPARE(s.list_runs().size(), std::size_t(0));
+        }
+    }
+
+    void corruptGarbage() {
+        const auto path = fresh("garbage");
+        std::vector<char> junk(10000);
+        Rng rng(3);
+        for (auto& c : junk) c = static_cast<char>(rng.below(256));
+        testsupport::write_bytes(path, junk);
+        EXPECT_STORE_ERROR(RunStore store(path), Kind::Corrupt, "database " + path + " is corrupt: ");
+        RunStore::Options ro;
+        ro.read_only = true;
+        EXPECT_STORE_ERROR(RunStore store(path, ro), Kind::Corrupt, "is corrupt");
+        QCOMPARE(testsupport::file_bytes(path), junk);
+    }
+
+    void corruptTruncated() {
+        const auto path = fresh("truncated");
+        {
+            RunStore store(path);
+            const auto id = store.create_run(RunInfo{});
+            RunWriter w(path, id);
+            for (int i = 0; i < 20000; ++i) w.log_metric("loss", i, i, i * 0.5);
+            QVERIFY(w.finish(RunStatus::Finished));
+        }
+        auto bytes = testsupport::file_bytes(path);
+        QVERIFY(bytes.size() > 100000);
+        bytes.resize(bytes.size() / 3);
+        testsupport::write_bytes(path, bytes);
+        bool corrupt = false;
+        try {
+            RunStore store(path);
+            store.list_runs();
+            store.series(1, "loss");
+            store.downsample(1, "loss", 100);
+            store.check_integrity();
+        } catch (const StoreError& e) {
+            corrupt = true;
+            QVERIFY2(e.kind() == Kind::Corrupt, e.what());
+            QVERIFY2(std::string(e.what()).find("database " + path + " is corrupt: ") == 0, e.what());
+        }
+        QVERIFY(corrupt);
+        QCOMPARE(testsupport::file_bytes(path), bytes);
+    }
+
+    void interruptedOnReopen() {
+        const auto path = fresh("crash");
+        std::int64_t crashed, alive, elsewhere, finished;
+        double last_wall = 0;
+        {
+            RunStore store(path);
+            crashed = store.create_run(RunInfo{});
+            alive = store.create_run(RunInfo{});
+            elsewhere = store.create_run(RunInfo{});
+            finished = store.create_run(RunInfo{});
+            store.set_status(finished, RunStatus::Finished, 5.0);
+            RunWriter w(path, crashed);
+            for (int i = 0; i < 100; ++i) {
+                const double wall = 2000.0 + i * 0.25 + (i % 7);  // not monotone in step
+                w.log_metric(i % 2 ? "loss" : "acc", i, wall, i);
+            }
+            // The newest wall time of each key's latest step is the last sign of life.
+            last_wall = std::max(2000.0 + 99 * 0.25 + (99 % 7), 2000.0 + 98 * 0.25 + (98 % 7));
+            QVERIFY(w.flush());
+        }
+        const auto dead = testsupport::dead_pid();
+        {
+            Raw raw(path);
+            raw.exec("UPDATE runs SET owner_pid=" + std::to_string(dead) + " WHERE id IN (" +
+                     std::to_string(crashed) + "," + std::to_string(elsewhere) + "," +
+                     std::to_string(finished) + ")");
+            raw.exec("UPDATE runs SET owner_host='another-machine' WHERE id=" + std::to_string(elsewhere));
+        }
+        RunStore store(path);
+        QCOMPARE(store.interrupted_on_open(), std::vector<std::int64_t>{crashed});
+        const Run r = store.get_run(crashed);
+        QCOMPARE(r.status, RunStatus::Interrupted);
+        QVERIFY(r.ended.has_value());
+        QCOMPARE(*r.ended, last_wall);
+        QCOMPARE(store.series(crashed, "loss").size(), std::size_t(50));
+        QCOMPARE(store.get_run(alive).status, RunStatus::Running);      // our own pid lives
+        QCOMPARE(store.get_run(elsewhere).status, RunStatus::Running);  // cannot judge other hosts
+        QCOMPARE(store.get_run(finished).status, RunStatus::Finished);
+        QCOMPARE(*store.get_run(finished).ended, 5.0);
+    }
+
+    void mutations() {
+        const auto path = fresh("mut");
+        RunStore store(path);
+        RunInfo info;
+        info.name = "first";
+        info.seed = 42;
+        const auto a = store.create_run(info);
+        const auto b = store.create_run(RunInfo{});
+        QVERIFY(a != b);
+        QVERIFY(store.get_run(a).uuid != store.get_run(b).uuid);
+        QCOMPARE(store.get_run(a).uuid.size(), std::size_t(36));
+        QCOMPARE(*store.get_run(a).seed, 42LL);
+        QCOMPARE(store.get_run(a).owner_pid.value_or(0), static_cast<std::int64_t>(getpid()));
+
+        store.rename(a, "renamed");
+        QCOMPARE(store.get_run(a).name, std::string("renamed"));
+        store.set_tag(a, "k", "1");
+        store.set_tag(a, "k", "2");
+        store.set_tag(a, "flag");
+        auto tags = store.get_run(a).tags;
+        QCOMPARE(tags.size(), std::size_t(2));
+        QCOMPARE(tags.at("k"), std::string("2"));
+        store.remove_tag(a, "k");
+        QCOMPARE(store.get_run(a).tags.count("k"), std::size_t(0));
+        store.set_note(a, "diverged at step 900");
+        QCOMPARE(store.get_run(a).note, std::string("diverged at step 900"));
+        store.set_note(a, "");
+        QCOMPARE(store.get_run(a).note, std::string());
+
+        EXPECT_STORE_ERROR(store.rename(999, "x"), Kind::NotFound, "run 999 does not exist");
+        EXPECT_STORE_ERROR(store.set_tag(999, "k", "v"), Kind::NotFound, "run 999 does not exist");
+        EXPECT_STORE_ERROR(store.get_run(999), Kind::NotFound, "run 999 does not exist");
+        EXPECT_STORE_ERROR(store.set_tag(a, "", "v"), Kind::Invalid, "tag key is empty");
+        RunInfo dup;
+        dup.uuid = store.get_run(a).uuid;
+        EXPECT_STORE_ERROR(store.create_run(dup), Kind::Invalid, "already exists");
+
+        {
+            RunWriter w(path, b);
+            for (int i = 0; i < 100; ++i) w.log_metric("loss", i, i, i);
+            w.log_event(1, 1, "scaler", "{}");
+            w.log_histogram(1, "fc1", "grad", {1, 2, 3});
+            QVERIFY(w.flush());
+        }
+        store.set_tag(b, "t");
+        store.set_note(b, "bye");
+        const auto g = store.create_group("fp32 vs fp16", {a, b});
+        store.soft_delete(b);
+        QCOMPARE(store.list_runs().size(), std::size_t(1));
+        RunFilter trash;
+        trash.deleted_only = true;
+        QCOMPARE(store.list_runs(trash).size(), std::size_t(1));
+        QVERIFY(store.get_run(b).deleted);
+        store.restore(b);
+        QCOMPARE(store.list_runs().size(), std::size_t(2));
+        store.soft_delete(b);
+        QCOMPARE(store.purge(), 1);
+        EXPECT_STORE_ERROR(store.get_run(b), Kind::NotFound, "does not exist");
+        Raw raw(path);
+        for (const char* t : {"metrics", "latest_metrics", "metric_blocks", "events", "histograms",
+                              "tags", "notes", "comparison_members"}) {
+            QVERIFY2(raw.integer(std::string("SELECT count(*) FROM ") + t + " WHERE run_id=" +
+                                 std::to_string(b)) == 0, t);
+        }
+        QCOMPARE(store.list_groups().front().run_ids, std::vector<std::int64_t>{a});
+        QCOMPARE(store.purge(), 0);
+        store.delete_group(g);
+        QVERIFY(store.list_groups().empty());
+    }
+
+    void groups() {
+        RunStore store(fresh("groups"));
+        const auto a = store.create_run(RunInfo{}), b = store.create_run(RunInfo{}),
+                   c = store.create_run(RunInfo{});
+        const auto g1 = store.create_group("one", {a, b});
+        const auto g2 = store.create_group("two", {c});
+        store.add_to_group(g2, {a, c});
+        const auto groups = store.list_groups();
+        QCOMPARE(groups.size(), std::size_t(2));
+        QCOMPARE(groups[0].id, g1);
+        QCOMPARE(groups[0].name, std::string("one"));
+        QCOMPARE(groups[0].run_ids, (std::vector<std::int64_t>{a, b}));
+        QCOMPARE(groups[1].run_ids, (std::vector<std::int64_t>{a, c}));
+        EXPECT_STORE_ERROR(store.create_group("bad", {a, 77}), Kind::NotFound, "run 77 does not exist");
+        QCOMPARE(store.list_groups().size(), std::size_t(2));  // nothing half-created
+        EXPECT_STORE_ERROR(store.create_group("", {a}), Kind::Invalid, "name is empty");
+        EXPECT_STORE_ERROR(store.add_to_group(99, {a}), Kind::NotFound, "comparison group 99");
+        EXPECT_STORE_ERROR(store.delete_group(99), Kind::NotFound, "comparison group 99");
+    }
+
+    void statusText() {
+        QCOMPARE(parse_run_status("finished"), RunStatus::Finished);
+        QCOMPARE(std::string(to_string(RunStatus::Interrupted)), std::string("INTERRUPTED"));
+        EXPECT_STORE_ERROR(parse_run_status("DONE"), Kind::Invalid, "unknown run status 'DONE'");
+        RunFilter f;
+        EXPECT_STORE_ERROR(set_tag_filter(f, "=x"), Kind::Invalid, "empty key");
+    }
+};
+
+QTEST_APPLESS_MAIN(TestRunStore)
+#include "test_run_store.moc"
