@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
-namespace mpwb {
+// The status enum is shared with the engine (one type for trainer and store); header only.
+#include "core/train/run_status.h"
 
-enum class RunStatus { Running, Finished, Failed, Stopped, Interrupted };
+namespace mpwb {
 
 // "RUNNING", "FINISHED", ... as stored in the runs table.
 const char* to_string(RunStatus status);

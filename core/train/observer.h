@@ -9,6 +9,7 @@
 
 #include "core/nn/network.h"
 #include "core/numeric/exponent_histogram.h"
+#include "core/train/run_status.h"
 
 namespace mpwb {
 
@@ -72,9 +73,6 @@ struct TrainingEvent {
     std::string source;  // "user", "scaler", "trainer"
     nlohmann::json detail = nlohmann::json::object();
 };
-
-enum class RunStatus { Running, Finished, Stopped, Failed };
-const char* run_status_name(RunStatus status);
 
 struct RunSummary {
     RunStatus status = RunStatus::Running;

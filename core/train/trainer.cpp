@@ -52,6 +52,7 @@ const char* run_status_name(RunStatus status) {
         case RunStatus::Finished: return "FINISHED";
         case RunStatus::Stopped: return "STOPPED";
         case RunStatus::Failed: return "FAILED";
+        case RunStatus::Interrupted: return "INTERRUPTED";
     }
     return "?";
 }

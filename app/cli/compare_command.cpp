@@ -1,0 +1,348 @@
+// mpwb-cli compare: the same preset/network, seed, initial weights and batch order trained once
+// per precision policy, one run after the other so the throughput figures never compete for the
+// cores, then a side-by-side table (final and best test accuracy, wall time, samples/s, speed-up
+// over FP32, skipped steps, loss-scale range, activation-gradient underflow) or JSON with --json.
+//
+// Same initial weights: Trainer initialises the network from config.seed before it applies the
+// policy, and every run here gets the same TrainConfig except the precision. That is checked, not
+// assumed: each run's master weights, right after the Trainer is built and before the first step,
+// are compared bit for bit with an independently built network initialised from the same seed
+// (rounded to the policy's master format, which is FP32 for every policy but fp16-pure). A
+// mismatch is an engine bug and aborts the comparison.
+//
+// A precision may carry a loss-scaling mode, "fp16-mixed@none" or "fp16-mixed@dynamic", so one
+// command shows a failure next to its cure (docs/FAILURES.md).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "app/cli/commands.h"
+#include "app/cli/progress_printer.h"
+#include "app/cli/run_context.h"
+#include "app/cli/training_options.h"
+#include "core/common/error.h"
+#include "core/common/parallel.h"
+#include "core/numeric/format.h"
+#include "core/train/dataset_source.h"
+
+namespace mpwb::cli {
+namespace {
+
+// Gradient statistics every this many steps unless --stats-every says otherwise, so the
+// underflow column measures something; the cost is one histogram pass per 50 steps.
+constexpr int64_t kDefaultCompareStatsEvery = 50;
+
+struct CompareArgs {
+    TrainingOptions training;
+    std::string precisions = "fp32,fp16-mixed,bf16-mixed";
+    std::string backend = "auto";
+    bool json = false;
+    bool quiet = false;
+};
+
+struct RunSpec {
+    std::string label;  // as the user wrote it: "fp16-mixed@dynamic"
+    PrecisionKind precision = PrecisionKind::FP32;
+    std::optional<ScalerMode> scaler_mode;
+};
+
+std::string trim(const std::string& s) {
+    const auto b = s.find_first_not_of(" \t");
+    if (b == std::string::npos) return {};
+    return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+std::vector<RunSpec> parse_run_specs(const std::string& text) {
+    std::vector<RunSpec> specs;
+    std::stringstream in(text);
+    std::string part;
+    while (std::getline(in, part, ',')) {
+        part = trim(part);
+        if (part.empty()) continue;
+        RunSpec spec;
+        spec.label = part;
+        const auto at = part.find('@');
+        try {
+            spec.precision = parse_precision(part.substr(0, at));
+            if (at != std::string::npos) spec.scaler_mode = parse_scaler_mode(part.substr(at + 1));
+        } catch (const ConfigError& e) {
+            throw ConfigError("--precisions: '" + part + "': " + e.what());
+        }
+        specs.push_back(spec);
+    }
+    if (specs.empty())
+        throw ConfigError("--precisions needs at least one precision (fp32, tf32, fp16-mixed, bf16-mixed, fp16-pure), "
+                          "optionally with a loss-scaling mode: fp16-mixed@none");
+    return specs;
+}
+
+// FNV-1a over the bit patterns of every parameter value: a short name for "these weights".
+std::string weights_fingerprint(const Network& net) {
+    uint64_t h = 1469598103934665603ull;
+    for (const Parameter* p : net.parameters()) {
+        for (float v : p->value.span()) {
+            uint32_t bits;
+            std::memcpy(&bits, &v, sizeof bits);
+            for (int b = 0; b < 4; ++b) {
+                h ^= (bits >> (8 * b)) & 0xFFu;
+                h *= 1099511628211ull;
+            }
+        }
+    }
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+    return buf;
+}
+
+// Index of the first parameter whose start value differs from the reference's (rounded to the
+// policy's master format); -1 when all agree bit for bit.
+int first_mismatch(const Network& net, const Network& reference, Format master) {
+    const auto mine = net.parameters();
+    const auto ref = reference.parameters();
+    if (mine.size() != ref.size()) return 0;
+    std::vector<float> expected;
+    for (size_t i = 0; i < mine.size(); ++i) {
+        const Tensor& a = mine[i]->value;
+        const Tensor& b = ref[i]->value;
+        if (a.numel() != b.numel()) return static_cast<int>(i);
+        expected.resize(static_cast<size_t>(b.numel()));
+        round_to_format(master, b.data(), expected.data(), expected.size());
+        if (std::memcmp(a.data(), expected.data(), expected.size() * sizeof(float)) != 0) return static_cast<int>(i);
+    }
+    return -1;
+}
+
+// "2^16" for powers of two (what a dynamic scaler produces), else the value.
+std::string scale_text(double s) {
+    char buf[32];
+    if (s > 0 && std::isfinite(s)) {
+        const double e = std::log2(s);
+        if (e == std::floor(e)) {
+            std::snprintf(buf, sizeof buf, "2^%d", static_cast<int>(e));
+            return buf;
+        }
+    }
+    std::snprintf(buf, sizeof buf, "%.3g", s);
+    return buf;
+}
+
+std::string scale_range_text(ScalerMode mode, float lo, float hi) {
+    if (mode == ScalerMode::None) return "off";
+    if (lo == hi) return scale_text(lo);
+    return scale_text(lo) + ".." + scale_text(hi);
+}
+
+// Records what the table needs beyond RunSummary.
+class RunProbe final : public TrainingObserver {
+public:
+    void on_step(const StepMetrics& m) override {
+        if (m.step == 1) first_step_loss = m.loss;
+    }
+    void on_gradient_stats(const GradientStatsRecord&) override { ++stats_records; }
+    double first_step_loss = NAN;
+    int64_t stats_records = 0;
+};
+
+struct RunResult {
+    RunSpec spec;
+    std::string policy_name;
+    LossScalerConfig scaler;
+    RunSummary summary;
+    double first_step_loss = NAN;
+    int64_t stats_records = 0;
+    std::string fingerprint;
+    double speedup = 0;
+};
+
+nlohmann::json json_number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+int run_compare(const CompareArgs& args) {
+    const auto specs = parse_run_specs(args.precisions);
+    Preset preset = args.training.resolve();
+    if (!args.training.stats_every) preset.training.stats_every = kDefaultCompareStatsEvery;
+
+    // Every run's configuration is settled before any trains, so a bad combination (say a
+    // weight-gradient format with fp32) stops the command before minutes of training.
+    std::vector<TrainConfig> configs;
+    for (const auto& spec : specs) {
+        TrainConfig c = preset.training;
+        c.precision = spec.precision;
+        if (spec.scaler_mode) {
+            LossScalerConfig s = c.effective_scaler();
+            s.mode = *spec.scaler_mode;
+            c.scaler = s;
+        }
+        try {
+            c.validate();
+            (void)c.policy();
+        } catch (const ConfigError& e) {
+            throw ConfigError("--precisions: '" + spec.label + "': " + e.what());
+        }
+        configs.push_back(c);
+    }
+
+    Dataset data = load_dataset(preset.training.dataset);
+    auto backend = make_backend(args.backend);
+
+    // The reference start: built and initialised exactly as the Trainer says it does, from the
+    // network description and the seed only.
+    Network reference = Network::from_json(preset.network);
+    reference.build(data.sample_shape);
+    reference.init(preset.training.seed);
+
+    std::vector<RunResult> results;
+    bool stopped = false;
+    for (size_t i = 0; i < specs.size() && !stopped; ++i) {
+        Network net = Network::from_json(preset.network);
+        Trainer trainer(net, data, configs[i], *backend);
+        const int bad = first_mismatch(net, reference, trainer.policy().master);
+        if (bad >= 0)
+            throw Error("run '" + specs[i].label + "' does not start from the seed's initial weights (parameter " +
+                        std::to_string(bad) + ", " + net.parameter_owner(static_cast<size_t>(bad)) +
+                        "): the comparison would not be fair; this is an engine bug");
+        RunResult r;
+        r.spec = specs[i];
+        r.policy_name = trainer.policy().name();
+        r.scaler = trainer.config().effective_scaler();
+        r.fingerprint = weights_fingerprint(net);
+        char label[128];
+        std::snprintf(label, sizeof label, "[%zu/%zu] %s", i + 1, specs.size(), specs[i].label.c_str());
+        ProgressPrinter progress(label, args.quiet);
+        RunProbe probe;
+        trainer.add_observer(&progress);
+        trainer.add_observer(&probe);
+        {
+            InterruptGuard guard(trainer);
+            r.summary = trainer.run();
+        }
+        r.first_step_loss = probe.first_step_loss;
+        r.stats_records = probe.stats_records;
+        stopped = r.summary.status == RunStatus::Stopped;
+        results.push_back(std::move(r));
+    }
+
+    // Speed-up over the first plain fp32 run, else the first run.
+    const RunResult* base = &results.front();
+    for (const auto& r : results)
+        if (r.spec.precision == PrecisionKind::FP32 && r.summary.status != RunStatus::Failed) {
+            base = &r;
+            break;
+        }
+    for (auto& r : results)
+        r.speedup = base->summary.samples_per_second > 0 ? r.summary.samples_per_second / base->summary.samples_per_second : 0;
+
+    nlohmann::json table = nlohmann::json::array();
+    nlohmann::json runs = nlohmann::json::array();
+    for (const auto& r : results) {
+        const bool stats = r.stats_records > 0;
+        table.push_back({{"run", r.spec.label},
+                         {"precision", r.policy_name},
+                         {"status", run_status_name(r.summary.status)},
+                         {"final_test_accuracy", r.summary.test_accuracy},
+                         {"best_test_accuracy", r.summary.best_test_accuracy},
+                         {"wall_seconds", r.summary.wall_seconds},
+                         {"samples_per_second", r.summary.samples_per_second},
+                         {"speedup", r.speedup},
+                         {"skipped_steps", r.summary.skipped_steps},
+                         {"loss_scale_range", scale_range_text(r.scaler.mode, r.summary.min_scale, r.summary.max_scale)},
+                         {"min_scale", r.summary.min_scale},
+                         {"max_scale", r.summary.max_scale},
+                         {"mean_activation_underflow", stats ? nlohmann::json(r.summary.mean_activation_underflow)
+                                                             : nlohmann::json(nullptr)}});
+        runs.push_back({{"label", r.spec.label},
+                        {"precision", r.policy_name},
+                        {"scaler", loss_scaler_config_to_json(r.scaler)},
+                        {"initial_weights_fingerprint", r.fingerprint},
+                        {"initial_weights_match_seed", true},
+                        {"first_step_loss", json_number(r.first_step_loss)},
+                        {"speedup", r.speedup},
+                        {"summary", r.summary.to_json()}});
+    }
+
+    if (args.json) {
+        nlohmann::json out{{"preset", preset.name},
+                           {"dataset", data.name},
+                           {"backend", backend->name()},
+                           {"device", backend->device_name()},
+                           {"threads", thread_count()},
+                           {"seed", preset.training.seed},
+                           {"parameters", reference.parameter_count()},
+                           {"stats_every", preset.training.stats_every},
+                           {"initial_weights_fingerprint", weights_fingerprint(reference)},
+                           {"config", to_json(preset.training)},
+                           {"network", preset.network},
+                           {"baseline", base->spec.label},
+                           {"runs", runs},
+                           {"table", table}};
+        std::printf("%s\n", out.dump(2).c_str());
+    } else {
+        // Reaching this line means every run passed the bit-for-bit check above.
+        std::printf("\n%s on %s, seed %llu, backend %s (%s), %d threads; every run started from the seed's initial "
+                    "weights (checked bit for bit, fingerprint %s)\n",
+                    preset.name.c_str(), data.name.c_str(), static_cast<unsigned long long>(preset.training.seed),
+                    backend->name().c_str(), backend->device_name().c_str(), thread_count(),
+                    weights_fingerprint(reference).c_str());
+        std::printf("%-22s %9s %9s %8s %11s %8s %8s %-14s %10s\n", "precision", "final acc", "best acc", "wall s",
+                    "samples/s", "speed-up", "skipped", "loss scale", "underflow");
+        for (size_t i = 0; i < results.size(); ++i) {
+            const auto& r = results[i];
+            const auto& row = table[i];
+            char underflow[32];
+            if (r.stats_records > 0)
+                std::snprintf(underflow, sizeof underflow, "%.3f%%", 100.0 * r.summary.mean_activation_underflow);
+            else
+                std::snprintf(underflow, sizeof underflow, "-");
+            std::string name = r.spec.label;
+            if (r.summary.status != RunStatus::Finished) name += std::string(" (") + run_status_name(r.summary.status) + ")";
+            std::printf("%-22s %8.2f%% %8.2f%% %8.1f %11.0f %7.2fx %8lld %-14s %10s\n", name.c_str(),
+                        100.0 * r.summary.test_accuracy, 100.0 * r.summary.best_test_accuracy, r.summary.wall_seconds,
+                        r.summary.samples_per_second, r.speedup, static_cast<long long>(r.summary.skipped_steps),
+                        row["loss_scale_range"].get<std::string>().c_str(), underflow);
+        }
+        std::printf("speed-up relative to %s; underflow: mean fraction of activation-gradient values below the "
+                    "smallest subnormal of the run's format (FP16 for FP32 runs), every %lld steps\n",
+                    base->spec.label.c_str(), static_cast<long long>(preset.training.stats_every));
+    }
+    std::fflush(stdout);
+
+    int code = 0;
+    for (const auto& r : results)
+        if (r.summary.status == RunStatus::Failed) {
+            std::fprintf(stderr, "mpwb-cli: error: run '%s' failed: %s\n", r.spec.label.c_str(), r.summary.error.c_str());
+            code = 1;
+        }
+    if (stopped) {
+        std::fprintf(stderr, "mpwb-cli: compare stopped after %zu of %zu runs\n", results.size(), specs.size());
+        code = code ? code : 130;
+    }
+    return code;
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app) {
+    auto args = std::make_shared<CompareArgs>();
+    auto* cmd = app.add_subcommand(
+        "compare",
+        "Train the same network, seed, initial weights and batch order once per precision, one after the other, "
+        "and print a side-by-side table");
+    args->training.add_to(*cmd);
+    // One precision per run comes from --precisions; a single --precision would be ambiguous.
+    cmd->remove_option(cmd->get_option("--precision"));
+    cmd->add_option("--precisions", args->precisions,
+                    "Comma-separated precisions, each optionally with a loss-scaling mode for that run: "
+                    "fp32,fp16-mixed@none,fp16-mixed@dynamic (default fp32,fp16-mixed,bf16-mixed)");
+    cmd->add_option("--backend", args->backend, "cpu, cuda or auto");
+    cmd->add_flag("--json", args->json, "Print one JSON object (runs and table) on stdout");
+    cmd->add_flag("--quiet", args->quiet, "No progress output");
+    cmd->callback([args] {
+        const int code = run_compare(*args);
+        if (code != 0) throw CLI::RuntimeError(code);
+    });
+}
+
+}  // namespace mpwb::cli

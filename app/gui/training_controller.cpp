@@ -1,0 +1,558 @@
+// TrainingController, TrainingWorker, the live observer that feeds the GUI buffer, and the
+// ChunkGate that makes a comparison's two runs take turns.
+#include "app/gui/training_controller.h"
+
+#include <QThread>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/backend/backend.h"
+#include "core/common/error.h"
+#include "core/nn/layer.h"
+#include "core/nn/network.h"
+#include "core/train/dataset_source.h"
+#include "core/train/trainer.h"
+#include "sessions/run_recorder.h"
+#include "sessions/run_store.h"
+
+namespace mpwb {
+
+using Clock = std::chrono::steady_clock;
+
+// ---- ChunkGate ---------------------------------------------------------------------------------
+
+ChunkGate::ChunkGate(int runs, double chunk_seconds)
+    : active_(static_cast<size_t>(runs), true), chunk_seconds_(chunk_seconds), turn_start_(Clock::now()) {}
+
+void ChunkGate::acquire(int slot) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return open_ || turn_ == slot; });
+    if (turn_ == slot) turn_start_ = Clock::now();
+}
+
+void ChunkGate::step_done(int slot) {
+    std::unique_lock lock(mu_);
+    if (open_ || turn_ != slot) return;
+    const double held = std::chrono::duration<double>(Clock::now() - turn_start_).count();
+    if (held < chunk_seconds_) return;
+    pass_turn_locked(slot);
+    cv_.wait(lock, [&] { return open_ || turn_ == slot; });
+    turn_start_ = Clock::now();
+}
+
+void ChunkGate::finish(int slot) {
+    std::lock_guard lock(mu_);
+    active_[static_cast<size_t>(slot)] = false;
+    if (turn_ == slot) pass_turn_locked(slot);
+    cv_.notify_all();
+}
+
+void ChunkGate::open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+}
+
+int64_t ChunkGate::handovers() const {
+    std::lock_guard lock(mu_);
+    return handovers_;
+}
+
+void ChunkGate::pass_turn_locked(int slot) {
+    const int n = static_cast<int>(active_.size());
+    for (int i = 1; i <= n; ++i) {
+        const int next = (slot + i) % n;
+        if (active_[static_cast<size_t>(next)]) {
+            if (next != slot) ++handovers_;
+            turn_ = next;
+            turn_start_ = Clock::now();
+            cv_.notify_all();
+            return;
+        }
+    }
+    // Nobody else is active: the turn stays (a finished run leaves it to no one).
+}
+
+// ---- shared state between the GUI thread and the workers ----------------------------------------
+
+struct TrainingController::Shared {
+    Options options;
+    std::mutex mu;                  // guards pending
+    std::vector<RunUpdate> pending;  // one per slot
+    std::unique_ptr<ChunkGate> gate;  // comparisons only
+    std::optional<int64_t> group_id;
+
+    // One dataset for every run of a launch (a comparison must not load Fashion-MNIST twice),
+    // kept for the next launch with the same spec.
+    std::mutex data_mu;
+    std::string data_key;
+    std::shared_ptr<const Dataset> data;
+
+    RunUpdate& slot(int s) { return pending.at(static_cast<size_t>(s)); }
+
+    std::shared_ptr<const Dataset> dataset(const DatasetSpec& spec) {
+        std::lock_guard lock(data_mu);  // the second run waits here for the first's load
+        const std::string key = to_json(spec).dump();
+        if (data && data_key == key) return data;
+        data.reset();
+        auto loaded = std::make_shared<Dataset>(load_dataset(spec));
+        data = loaded;
+        data_key = key;
+        return data;
+    }
+};
+
+// ---- the observer on the training thread ---------------------------------------------------------
+
+// Buffers everything for the GUI; computes the decision boundary on 2-D classification sets.
+class LiveObserver final : public TrainingObserver {
+public:
+    LiveObserver(int slot, std::shared_ptr<TrainingController::Shared> shared, std::shared_ptr<const Dataset> data,
+                 Network& network, Backend& backend, const PrecisionPolicy& policy, const RunRecorder* recorder)
+        : slot_(slot), shared_(std::move(shared)), data_(std::move(data)), network_(network), backend_(backend),
+          policy_(policy), recorder_(recorder) {
+        boundary_ = data_->is_classification() && data_->sample_shape == Shape{2} && data_->train_size() > 0;
+    }
+
+    void on_run_start(const RunStartInfo& info) override {
+        const int64_t id = recorder_ ? recorder_->run_id() : 0;
+        std::lock_guard lock(shared_->mu);
+        auto& u = shared_->slot(slot_);
+        u.start = info;
+        u.dataset = data_;
+        u.run_id = id;
+        last_boundary_ = Clock::now() - std::chrono::hours(1);
+    }
+    void on_step(const StepMetrics& m) override {
+        {
+            std::lock_guard lock(shared_->mu);
+            shared_->slot(slot_).steps.push_back(m);
+        }
+        if (boundary_ && std::chrono::duration<double>(Clock::now() - last_boundary_).count() >=
+                             shared_->options.boundary_interval) {
+            compute_boundary(m.step);
+            last_boundary_ = Clock::now();
+        }
+    }
+    void on_eval(const EvalMetrics& m) override {
+        std::lock_guard lock(shared_->mu);
+        shared_->slot(slot_).evals.push_back(m);
+    }
+    void on_gradient_stats(const GradientStatsRecord& r) override {
+        std::lock_guard lock(shared_->mu);
+        shared_->slot(slot_).stats.push_back(r);
+    }
+    void on_event(const TrainingEvent& e) override {
+        std::lock_guard lock(shared_->mu);
+        shared_->slot(slot_).events.push_back(e);
+    }
+    void on_run_end(const RunSummary& s) override {
+        if (boundary_) compute_boundary(s.steps);  // the final weights' boundary
+        std::lock_guard lock(shared_->mu);
+        shared_->slot(slot_).end = s;
+    }
+
+private:
+    // Forward over a grid of the input plane with the current weights, between two steps (the
+    // trainer's evaluate() uses the network the same way).
+    void compute_boundary(int64_t step) {
+        const int n = std::max(8, shared_->options.boundary_resolution);
+        if (grid_x_.empty()) {
+            const auto xs = data_->train_x.span();
+            double x0 = xs[0], x1 = xs[0], y0 = xs[1], y1 = xs[1];
+            for (size_t i = 0; i + 1 < xs.size(); i += 2) {
+                x0 = std::min<double>(x0, xs[i]);
+                x1 = std::max<double>(x1, xs[i]);
+                y0 = std::min<double>(y0, xs[i + 1]);
+                y1 = std::max<double>(y1, xs[i + 1]);
+            }
+            const double mx = 0.08 * (x1 - x0) + 1e-3, my = 0.08 * (y1 - y0) + 1e-3;
+            grid_.x_min = x0 - mx;
+            grid_.x_max = x1 + mx;
+            grid_.y_min = y0 - my;
+            grid_.y_max = y1 + my;
+            grid_.nx = grid_.ny = n;
+            grid_.classes = data_->num_classes;
+            grid_x_.resize({static_cast<int64_t>(n) * n, 2});
+            for (int iy = 0; iy < n; ++iy)
+                for (int ix = 0; ix < n; ++ix) {
+                    const int64_t c = static_cast<int64_t>(iy) * n + ix;
+                    grid_x_[2 * c] = static_cast<float>(grid_.x_min + ix * (grid_.x_max - grid_.x_min) / (n - 1));
+                    grid_x_[2 * c + 1] = static_cast<float>(grid_.y_min + iy * (grid_.y_max - grid_.y_min) / (n - 1));
+                }
+        }
+        try {
+            LayerContext ctx{backend_, policy_.gemm_operands, false, nullptr};
+            const Tensor& out = network_.forward(ctx, grid_x_, policy_);
+            const int64_t cells = grid_x_.dim(0);
+            const int64_t k = out.numel() / cells;
+            BoundaryGrid g = grid_;
+            g.step = step;
+            g.predicted.resize(static_cast<size_t>(cells));
+            g.confidence.resize(static_cast<size_t>(cells));
+            const float* o = out.data();
+            for (int64_t c = 0; c < cells; ++c) {
+                const float* row = o + c * k;
+                int64_t best = 0;
+                for (int64_t j = 1; j < k; ++j)
+                    if (row[j] > row[best]) best = j;
+                double z = 0;
+                for (int64_t j = 0; j < k; ++j) z += std::exp(static_cast<double>(row[j] - row[best]));
+                g.predicted[static_cast<size_t>(c)] = static_cast<int>(best);
+                g.confidence[static_cast<size_t>(c)] = std::isfinite(z) && z > 0 ? static_cast<float>(1.0 / z) : 0.0f;
+            }
+            std::lock_guard lock(shared_->mu);
+            shared_->slot(slot_).boundary = std::move(g);
+        } catch (const std::exception&) {
+            boundary_ = false;  // a network the grid cannot go through: no boundary, training goes on
+        }
+    }
+
+    int slot_;
+    std::shared_ptr<TrainingController::Shared> shared_;
+    std::shared_ptr<const Dataset> data_;
+    Network& network_;
+    Backend& backend_;
+    const PrecisionPolicy& policy_;
+    const RunRecorder* recorder_;
+    bool boundary_ = false;
+    BoundaryGrid grid_;
+    Tensor grid_x_;
+    Clock::time_point last_boundary_;
+};
+
+// Puts the run into the comparison's rotation. Added last, so the other observers have the step
+// before this one blocks.
+class GateObserver final : public TrainingObserver {
+public:
+    GateObserver(ChunkGate& gate, int slot) : gate_(gate), slot_(slot) {}
+    void on_run_start(const RunStartInfo&) override { gate_.acquire(slot_); }
+    void on_step(const StepMetrics&) override { gate_.step_done(slot_); }
+    void on_run_end(const RunSummary&) override { gate_.finish(slot_); }
+
+private:
+    ChunkGate& gate_;
+    int slot_;
+};
+
+// ---- TrainingWorker ----------------------------------------------------------------------------
+
+TrainingWorker::TrainingWorker(int slot, nlohmann::json network, TrainConfig config, std::string name,
+                               std::shared_ptr<TrainingController::Shared> shared)
+    : slot_(slot), network_(std::move(network)), config_(std::move(config)), name_(std::move(name)),
+      shared_(std::move(shared)) {}
+
+TrainingWorker::~TrainingWorker() = default;
+
+bool TrainingWorker::reduced() const { return config_.policy().reduced(); }
+
+void TrainingWorker::run() {
+    auto fail = [&](const std::string& what) {
+        std::lock_guard lock(shared_->mu);
+        shared_->slot(slot_).errors.push_back(what);
+    };
+    try {
+        auto data = shared_->dataset(config_.dataset);
+        {
+            std::lock_guard lock(mu_);
+            if (stop_requested_) throw Error("stopped before training started");
+        }
+        Network net = Network::from_json(network_);
+        auto backend = make_cpu_backend();
+        std::unique_ptr<RunRecorder> recorder;
+        if (shared_->options.record) {
+            RunRecorder::Options ro;
+            ro.db_path = shared_->options.db_path;
+            ro.name = name_;
+            ro.tags = {{"source", "mpwb"}};
+            if (shared_->gate) ro.tags["comparison"] = "fp32-vs-mixed";
+            ro.group_id = shared_->group_id;
+            ro.on_failure = [this, fail](const std::string& m) {
+                fail("recording failed: " + m);
+                (void)this;
+            };
+            recorder = std::make_unique<RunRecorder>(ro);
+        }
+        Trainer trainer(net, *data, config_, *backend);
+        if (recorder) trainer.add_observer(recorder.get());
+        LiveObserver live(slot_, shared_, data, net, *backend, trainer.policy(), recorder.get());
+        trainer.add_observer(&live);
+        std::optional<GateObserver> gate;
+        if (shared_->gate) {
+            gate.emplace(*shared_->gate, slot_);
+            trainer.add_observer(&*gate);
+        }
+        {
+            std::lock_guard lock(mu_);
+            trainer_ = &trainer;
+            if (pause_requested_) trainer.pause();
+            if (stop_requested_) trainer.stop();
+        }
+        const RunSummary summary = trainer.run();
+        {
+            std::lock_guard lock(mu_);
+            trainer_ = nullptr;
+        }
+        if (recorder && !recorder->error().empty()) fail("recording: " + recorder->error());
+        if (summary.status == RunStatus::Failed) fail("training failed: " + summary.error);
+    } catch (const std::exception& e) {
+        {
+            std::lock_guard lock(mu_);
+            trainer_ = nullptr;
+        }
+        if (shared_->gate) shared_->gate->finish(slot_);  // never leave the other run waiting
+        fail(e.what());
+    }
+    {
+        std::lock_guard lock(shared_->mu);
+        shared_->slot(slot_).finished = true;
+    }
+    emit done(slot_);
+}
+
+void TrainingWorker::pause() {
+    std::lock_guard lock(mu_);
+    pause_requested_ = true;
+    if (trainer_) trainer_->pause();
+}
+
+void TrainingWorker::resume() {
+    std::lock_guard lock(mu_);
+    pause_requested_ = false;
+    if (trainer_) trainer_->resume();
+}
+
+void TrainingWorker::stop() {
+    std::lock_guard lock(mu_);
+    stop_requested_ = true;
+    if (trainer_) trainer_->stop();
+}
+
+void TrainingWorker::request_scaler_config(const LossScalerConfig& config) {
+    config.validate();
+    std::lock_guard lock(mu_);
+    if (trainer_) trainer_->request_scaler_config(config);
+    else config_.scaler = config;  // not started yet: it starts with these settings
+}
+
+void TrainingWorker::request_loss_scale(double scale) {
+    std::lock_guard lock(mu_);
+    if (trainer_) trainer_->request_loss_scale(scale);
+}
+
+void TrainingWorker::request_learning_rate(float lr) {
+    std::lock_guard lock(mu_);
+    if (trainer_) trainer_->request_learning_rate(lr);
+    else config_.lr = lr;
+}
+
+// ---- TrainingController -------------------------------------------------------------------------
+
+TrainingController::TrainingController(Options options, QObject* parent)
+    : QObject(parent), options_(std::move(options)) {
+    if (options_.db_path.empty()) options_.db_path = default_database_path();
+    qRegisterMetaType<mpwb::RunUpdate>();
+    drain_timer_.setInterval(std::max(1, 1000 / std::max(1, options_.drain_hz)));
+    connect(&drain_timer_, &QTimer::timeout, this, &TrainingController::drain);
+}
+
+TrainingController::~TrainingController() {
+    stop();
+    release_threads();
+}
+
+// The workers are deleted only here, once their threads ended, so pause/stop never reach a
+// deleted worker however the GUI's calls and the threads' ends interleave.
+void TrainingController::release_threads() {
+    for (auto* t : threads_) t->wait();
+    for (auto* w : workers_) delete w;
+    for (auto* t : threads_) delete t;
+    workers_.clear();
+    threads_.clear();
+}
+
+bool TrainingController::start(const nlohmann::json& network, const TrainConfig& config, const std::string& name) {
+    const std::string n = name.empty() ? config.dataset.kind + " " + precision_name(config.precision) : name;
+    return launch(network, {config}, {n}, false);
+}
+
+bool TrainingController::start_comparison(const nlohmann::json& network, const TrainConfig& config,
+                                          PrecisionKind mixed, const std::string& name) {
+    if (mixed == PrecisionKind::FP32) mixed = PrecisionKind::FP16Mixed;
+    TrainConfig fp32 = config;
+    fp32.precision = PrecisionKind::FP32;
+    fp32.scaler.reset();  // FP32 has nothing to scale
+    TrainConfig low = config;
+    low.precision = mixed;
+    const std::string base = name.empty() ? config.dataset.kind : name;
+    return launch(network, {fp32, low}, {base + " fp32", base + " " + precision_name(mixed)}, true);
+}
+
+bool TrainingController::launch(const nlohmann::json& network, const std::vector<TrainConfig>& configs,
+                                const std::vector<std::string>& names, bool comparison) {
+    if (busy()) {
+        emit message(tr("A run is going: stop it first."));
+        return false;
+    }
+    for (const auto& c : configs) c.validate();  // ConfigError to the caller before any thread starts
+    auto previous = shared_;
+    shared_ = std::make_shared<Shared>();
+    shared_->options = options_;
+    if (previous) {  // keep the loaded dataset for the next run
+        std::lock_guard lock(previous->data_mu);
+        shared_->data = previous->data;
+        shared_->data_key = previous->data_key;
+    }
+    shared_->pending.resize(configs.size());
+    for (size_t i = 0; i < configs.size(); ++i) shared_->pending[i].slot = static_cast<int>(i);
+    if (comparison) {
+        shared_->gate = std::make_unique<ChunkGate>(static_cast<int>(configs.size()), options_.chunk_seconds);
+        if (options_.record) {
+            try {
+                shared_->group_id = RunRecorder::create_group(
+                    options_.db_path,
+                    names.front().substr(0, names.front().rfind(' ')) + " fp32 vs mixed");
+            } catch (const std::exception& e) {
+                emit message(tr("Could not create the comparison group: %1").arg(QString::fromStdString(e.what())));
+            }
+        }
+    }
+    release_threads();
+    run_ids_.assign(configs.size(), 0);
+    total_steps_.assign(configs.size(), 0);
+    done_steps_.assign(configs.size(), 0);
+    slot_done_.assign(configs.size(), false);
+    for (size_t i = 0; i < configs.size(); ++i) {
+        auto* thread = new QThread();
+        thread->setObjectName(QStringLiteral("training-%1").arg(i));
+        auto* worker = new TrainingWorker(static_cast<int>(i), network, configs[i], names[i], shared_);
+        worker->moveToThread(thread);
+        connect(worker, &TrainingWorker::done, this, &TrainingController::worker_done, Qt::QueuedConnection);
+        threads_.push_back(thread);
+        workers_.push_back(worker);
+    }
+    started_ = Clock::now();
+    set_state(State::Starting);
+    for (size_t i = 0; i < threads_.size(); ++i) {
+        threads_[i]->start();
+        QMetaObject::invokeMethod(workers_[i], &TrainingWorker::run, Qt::QueuedConnection);
+    }
+    drain_timer_.start();
+    return true;
+}
+
+void TrainingController::worker_done(int slot) {
+    if (slot < 0 || slot >= static_cast<int>(threads_.size())) return;
+    threads_[static_cast<size_t>(slot)]->quit();
+}
+
+void TrainingController::pause() {
+    if (state_ != State::Running && state_ != State::Starting) return;
+    for (auto* w : workers_) w->pause();
+    set_state(State::Paused);
+}
+
+void TrainingController::resume() {
+    if (state_ != State::Paused) return;
+    for (auto* w : workers_) w->resume();
+    set_state(State::Running);
+}
+
+void TrainingController::stop() {
+    if (state_ == State::Idle) return;
+    for (auto* w : workers_) w->stop();
+    for (auto* w : workers_) w->resume();  // a paused trainer must wake up to see the stop
+    if (shared_ && shared_->gate) shared_->gate->open();
+    set_state(State::Stopping);
+}
+
+void TrainingController::wait() {
+    for (auto* t : threads_) t->wait();
+    drain();
+}
+
+void TrainingController::request_scaler_config(const LossScalerConfig& config) {
+    config.validate();
+    const bool all = workers_.size() == 1;
+    for (auto* w : workers_)
+        if (all || w->reduced()) w->request_scaler_config(config);
+}
+
+void TrainingController::request_loss_scale(double scale) {
+    if (!(scale > 0) || !std::isfinite(scale))
+        throw ConfigError("loss scale must be a positive finite number, got " + std::to_string(scale));
+    const bool all = workers_.size() == 1;
+    for (auto* w : workers_)
+        if (all || w->reduced()) w->request_loss_scale(scale);
+}
+
+void TrainingController::request_learning_rate(float lr) {
+    if (!(lr > 0) || !std::isfinite(lr))
+        throw ConfigError("learning rate must be a positive finite number, got " + std::to_string(lr));
+    for (auto* w : workers_) w->request_learning_rate(lr);
+}
+
+int64_t TrainingController::gate_handovers() const {
+    return shared_ && shared_->gate ? shared_->gate->handovers() : 0;
+}
+
+void TrainingController::set_state(State state) {
+    if (state_ == state) return;
+    state_ = state;
+    emit stateChanged(state);
+}
+
+void TrainingController::drain() {
+    if (!shared_) return;
+    std::vector<RunUpdate> out;
+    {
+        std::lock_guard lock(shared_->mu);
+        for (auto& u : shared_->pending) {
+            RunUpdate taken;
+            taken.slot = u.slot;
+            taken.run_id = u.run_id;
+            std::swap(taken, u);
+            u.run_id = taken.run_id;
+            out.push_back(std::move(taken));
+        }
+    }
+    bool all_done = !out.empty();
+    bool any_news = false;
+    for (auto& u : out) {
+        const auto s = static_cast<size_t>(u.slot);
+        if (u.run_id) run_ids_[s] = u.run_id;
+        if (u.start) total_steps_[s] = u.start->total_steps;
+        if (!u.steps.empty()) done_steps_[s] = u.steps.back().step;
+        if (u.finished) slot_done_[s] = true;
+        all_done = all_done && slot_done_[s];
+        any_news = any_news || u.start || !u.steps.empty() || !u.evals.empty() || !u.stats.empty() ||
+                   !u.events.empty() || u.boundary || u.end || !u.errors.empty() || u.finished;
+    }
+    if (state_ == State::Starting) {
+        for (auto& u : out)
+            if (u.start) {
+                set_state(State::Running);
+                break;
+            }
+    }
+    if (any_news) emit updates(out);
+    int64_t total = 0, done = 0;
+    for (size_t i = 0; i < total_steps_.size(); ++i) {
+        total += total_steps_[i];
+        done += slot_done_[i] ? total_steps_[i] : done_steps_[i];
+    }
+    if (total > 0 && state_ != State::Idle) {
+        const double f = std::clamp(static_cast<double>(done) / static_cast<double>(total), 0.0, 1.0);
+        const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
+        emit progress(f, f > 0.01 ? elapsed * (1 - f) / f : -1);
+    }
+    if (all_done && state_ != State::Idle) {
+        for (auto* t : threads_) t->wait();
+        drain_timer_.stop();
+        set_state(State::Idle);
+        emit progress(1.0, 0);
+    }
+}
+
+}  // namespace mpwb

@@ -1,0 +1,232 @@
+// RunRecorder: training callbacks turned into run-store rows (see run_recorder.h for what is
+// stored under which key). Everything after on_run_start only appends to the RunWriter buffer.
+#include "sessions/run_recorder.h"
+
+#include "core/backend/cpu/blas_kernel.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+namespace mpwb {
+
+namespace {
+
+std::string host_name() {
+    char buf[256] = {};
+    if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+    return buf;
+}
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            const auto colon = line.find(':');
+            if (colon != std::string::npos) {
+                auto v = line.substr(colon + 1);
+                const auto b = v.find_first_not_of(" \t");
+                return b == std::string::npos ? std::string() : v.substr(b);
+            }
+        }
+    }
+    return "unknown CPU";
+}
+
+std::string compiler_version() {
+#if defined(__clang__)
+    return std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+    return std::string("gcc ") + __VERSION__;
+#else
+    return "unknown";
+#endif
+}
+
+const char* kind_name(const GradientStatsRecord& r, std::string& buffer) {
+    if (r.kind == GradientKind::Activation) return "activation_grad";
+    buffer = "weight_grad:" + r.parameter;
+    return buffer.c_str();
+}
+
+}  // namespace
+
+nlohmann::json RunRecorder::versions() {
+    return {{"compiler", compiler_version()},
+            {"sqlite", sqlite3_libversion()},
+            {"openblas_core", blas_core_name()},
+            {"json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
+                         std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
+                         std::to_string(NLOHMANN_JSON_VERSION_PATCH)},
+            {"machine",
+             {{"hostname", host_name()},
+              {"cpu", cpu_model()},
+              {"cores", std::thread::hardware_concurrency()}}}};
+}
+
+std::string RunRecorder::machine_description() {
+    return host_name() + " / " + cpu_model() + " (" +
+           std::to_string(std::thread::hardware_concurrency()) + " cores)";
+}
+
+RunRecorder::RunRecorder(Options options) : options_(std::move(options)) {
+    path_ = options_.db_path.empty() ? default_database_path() : options_.db_path;
+    RunStore::Options so;
+    so.busy_timeout_ms = options_.writer.busy_timeout_ms;
+    store_ = std::make_unique<RunStore>(path_, so);
+    // Opening only reads unless a migration was due; take the write lock once so that a file
+    // another process keeps locked is reported now, not after the first epoch.
+    {
+        sqlite::Transaction probe(store_->db(), "checking that the database can be written");
+    }
+    if (options_.group_id) {
+        // Fail before training, not at on_run_start, when the group does not exist.
+        bool found = false;
+        for (const auto& g : store_->list_groups()) found = found || g.id == *options_.group_id;
+        if (!found)
+            throw StoreError(StoreError::Kind::NotFound,
+                             "comparison group " + std::to_string(*options_.group_id) +
+                                 " does not exist in " + path_);
+    }
+}
+
+RunRecorder::~RunRecorder() = default;
+
+std::int64_t RunRecorder::create_group(const std::string& db_path, const std::string& name) {
+    RunStore store(db_path.empty() ? default_database_path() : db_path);
+    return store.create_group(name, {});
+}
+
+std::string RunRecorder::error() const {
+    std::lock_guard lock(error_mu_);
+    return error_;
+}
+
+std::uint64_t RunRecorder::pending_rows() const { return writer_ ? writer_->pending_rows() : 0; }
+
+void RunRecorder::fail(const std::string& message) {
+    {
+        std::lock_guard lock(error_mu_);
+        if (error_.empty()) error_ = message;
+    }
+    if (options_.on_failure) options_.on_failure(message);
+}
+
+void RunRecorder::on_run_start(const RunStartInfo& info) {
+    // The trainer does not expect observers to throw: a store failure here is reported through
+    // error()/on_failure and training goes on unrecorded unless the caller stops it.
+    try {
+        t0_ = store_now();
+        RunInfo run;
+        run.name = options_.name.empty() ? info.dataset + " " + info.precision : options_.name;
+        run.config_json = info.config.dump();
+        run.network_json = info.network.dump();
+        run.dataset = info.dataset;
+        run.precision = info.precision;
+        run.backend = info.backend;
+        run.device = info.device;
+        nlohmann::json v = versions();
+        v["parameters"] = info.parameters;
+        v["steps_per_epoch"] = info.steps_per_epoch;
+        v["total_steps"] = info.total_steps;
+        v["train_samples"] = info.train_samples;
+        v["test_samples"] = info.test_samples;
+        run.versions_json = v.dump();
+        run.machine = machine_description();
+        if (info.config.contains("seed") && info.config["seed"].is_number())
+            run.seed = info.config["seed"].get<std::int64_t>();
+        run_id_ = store_->create_run(run);
+        for (const auto& [k, val] : options_.tags) store_->set_tag(run_id_, k, val);
+        if (!options_.note.empty()) store_->set_note(run_id_, options_.note);
+        if (options_.group_id) store_->add_to_group(*options_.group_id, {run_id_});
+        writer_ = std::make_unique<RunWriter>(path_, run_id_, options_.writer);
+        writer_->log_event(0, t0_, "run_start",
+                           nlohmann::json{{"source", "trainer"},
+                                          {"layers", info.layer_labels},
+                                          {"parameters", info.parameters},
+                                          {"total_steps", info.total_steps}}
+                               .dump());
+    } catch (const std::exception& e) {
+        writer_.reset();
+        if (run_id_ != 0) {
+            // A half-made run should not sit as RUNNING until this process exits.
+            try {
+                store_->set_status(run_id_, RunStatus::Failed);
+            } catch (const std::exception&) {
+            }
+        }
+        run_id_ = 0;
+        fail(std::string("cannot record the run in ") + path_ + ": " + e.what());
+        return;
+    }
+    if (options_.on_created) options_.on_created(run_id_);
+}
+
+void RunRecorder::on_step(const StepMetrics& m) {
+    if (!writer_) return;
+    const double t = t0_ + m.wall_time;
+    const auto s = m.step;
+    last_step_ = s;
+    RunWriter& w = *writer_;
+    w.log_metric("train_loss", s, t, m.loss);
+    w.log_metric("train_accuracy", s, t, m.accuracy);
+    w.log_metric("samples_per_second", s, t, m.samples_per_second);
+    w.log_metric("step_seconds", s, t, m.step_seconds);
+    w.log_metric("lr", s, t, m.lr);
+    w.log_metric("loss_scale", s, t, m.loss_scale);
+    w.log_metric("skipped", s, t, m.skipped ? 1.0 : 0.0);
+    w.log_metric("overflow_count", s, t, static_cast<double>(m.overflow_count));
+    w.log_metric("skipped_count", s, t, static_cast<double>(m.skipped_count));
+    if (m.retries != 0) w.log_metric("retries", s, t, m.retries);
+    if (m.grad_norm != 0) w.log_metric("grad_norm", s, t, m.grad_norm);
+}
+
+void RunRecorder::on_eval(const EvalMetrics& m) {
+    if (!writer_) return;
+    const double t = t0_ + m.wall_time;
+    writer_->log_metric("test_loss", m.step, t, m.test_loss);
+    writer_->log_metric("test_accuracy", m.step, t, m.test_accuracy);
+    writer_->log_metric("epoch_train_loss", m.step, t, m.train_loss);
+    writer_->log_metric("epoch_train_accuracy", m.step, t, m.train_accuracy);
+}
+
+void RunRecorder::on_gradient_stats(const GradientStatsRecord& r) {
+    if (!writer_) return;
+    // Statistics come right after on_step of the same step, whose wall time is the best we have.
+    std::string buffer;
+    const std::string kind = kind_name(r, buffer);
+    const double t = store_now();
+    writer_->log_histogram(r.step, r.layer_label, kind, r.histogram.to_blob());
+    const std::string suffix = "/" + r.layer_label + "/" + kind;
+    writer_->log_metric("underflow" + suffix, r.step, t, r.stats.underflow_fraction);
+    writer_->log_metric("subnormal" + suffix, r.step, t, r.stats.subnormal_fraction);
+    writer_->log_metric("overflow" + suffix, r.step, t, r.stats.overflow_fraction);
+    writer_->log_metric("max_abs" + suffix, r.step, t, r.stats.max_abs);
+    if (std::isfinite(r.stats.headroom_log2))
+        writer_->log_metric("headroom_log2" + suffix, r.step, t, r.stats.headroom_log2);
+}
+
+void RunRecorder::on_event(const TrainingEvent& e) {
+    if (!writer_) return;
+    nlohmann::json j = e.detail.is_object() ? e.detail : nlohmann::json{{"detail", e.detail}};
+    j["source"] = e.source;
+    writer_->log_event(e.step, t0_ + e.wall_time, e.kind, j.dump());
+}
+
+void RunRecorder::on_run_end(const RunSummary& summary) {
+    if (!writer_) return;
+    const RunStatus status = summary.status == RunStatus::Running ? RunStatus::Finished : summary.status;
+    writer_->log_event(summary.steps, t0_ + summary.wall_seconds, "summary", summary.to_json().dump());
+    if (!writer_->finish(status)) {
+        fail("run " + std::to_string(run_id_) + ": the last rows could not be written to " + path_ +
+             ": " + writer_->last_error().value_or("timed out"));
+        return;
+    }
+    complete_ = true;
+}
+
+}  // namespace mpwb

@@ -1,0 +1,103 @@
+// RunRecorder: the training observer that writes a run into the run store. Constructing it opens
+// the database and proves it can be written (so a locked, read-only, corrupt or newer-schema file
+// is an error before training starts); on_run_start creates the run row, and from then on every
+// callback only appends to a RunWriter's in-memory buffer, so the training thread never waits for
+// SQLite. on_run_end stores the summary and the final status and waits for the last commit.
+//
+// Stored per run (keys are what the run browser, `mpwb-cli runs` and the reports read):
+//   metrics  train_loss, train_accuracy, samples_per_second, step_seconds, lr, loss_scale,
+//            skipped (0/1), overflow_count, skipped_count, retries (when nonzero),
+//            grad_norm (when nonzero); test_loss, test_accuracy, epoch_train_loss,
+//            epoch_train_accuracy at each evaluation; per gradient statistic
+//            "<stat>/<layer label>/<kind>" with stat in underflow, subnormal, overflow, max_abs,
+//            headroom_log2 (infinite headroom, from an all-zero tensor, is not stored).
+//   histograms  layer label, kind "activation_grad" or "weight_grad:<parameter>", the exponent
+//            histogram blob (ExponentHistogram::to_blob).
+//   events   every TrainingEvent: its kind, and its detail object with "source" added (a
+//            non-object detail goes under "detail"); "summary" at the end holds
+//            RunSummary::to_json().
+// All times are seconds since the Unix epoch (store_now()), so started + metric offsets and
+// the crash detector's "ended" agree.
+#pragma once
+#include "core/train/observer.h"
+#include "sessions/run_store.h"
+#include "sessions/run_writer.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace mpwb {
+
+class RunRecorder final : public TrainingObserver {
+public:
+    struct Options {
+        std::string db_path;  // empty: default_database_path()
+        std::string name;     // empty: "<dataset> <precision>"
+        std::map<std::string, std::string> tags;  // set when the run is created
+        std::string note;
+        // Adds the run to this comparison group (RunRecorder::create_group, or RunStore's).
+        std::optional<std::int64_t> group_id;
+        RunWriter::Options writer;
+        // Training thread, after the run row exists: e.g. to print "recording run 12 in ...".
+        std::function<void(std::int64_t run_id)> on_created;
+        // Training thread, when recording cannot go on (the run could not be created); the
+        // caller decides whether to stop training. Later commit failures are retried by the
+        // writer and show up in error() after the run.
+        std::function<void(const std::string& message)> on_failure;
+    };
+
+    // Opens (creating or migrating) the database and checks that it takes a write lock.
+    // Throws StoreError (Locked, ReadOnly, Corrupt, NewerSchema, ...) naming the file.
+    explicit RunRecorder(Options options);
+    ~RunRecorder() override;
+    RunRecorder(const RunRecorder&) = delete;
+    RunRecorder& operator=(const RunRecorder&) = delete;
+
+    const std::string& db_path() const { return path_; }
+    // 0 until on_run_start created the run.
+    std::int64_t run_id() const { return run_id_; }
+    // Why recording failed or rows were lost; empty when every row was committed.
+    std::string error() const;
+    // True once on_run_end committed everything including the final status.
+    bool complete() const { return complete_; }
+    // Rows waiting in the writer (0 when not recording).
+    std::uint64_t pending_rows() const;
+
+    // A comparison group for runs started together (e.g. `mpwb-cli compare`): pass its id in
+    // Options::group_id of each recorder.
+    static std::int64_t create_group(const std::string& db_path, const std::string& name);
+
+    // Machine and library facts stored with every run: {"compiler", "sqlite", "openblas_core",
+    // "json", "machine": {"hostname", "cpu", "cores"}}.
+    static nlohmann::json versions();
+    // "host / CPU model (N cores)".
+    static std::string machine_description();
+
+    void on_run_start(const RunStartInfo& info) override;
+    void on_step(const StepMetrics& m) override;
+    void on_eval(const EvalMetrics& m) override;
+    void on_gradient_stats(const GradientStatsRecord& r) override;
+    void on_event(const TrainingEvent& e) override;
+    void on_run_end(const RunSummary& summary) override;
+
+private:
+    void fail(const std::string& message);
+
+    Options options_;
+    std::string path_;
+    std::unique_ptr<RunStore> store_;  // used on open and on_run_start only
+    std::unique_ptr<RunWriter> writer_;
+    std::int64_t run_id_ = 0;
+    double t0_ = 0;  // epoch seconds at on_run_start: the trainer's wall_time origin
+    std::int64_t last_step_ = 0;
+    bool complete_ = false;
+    mutable std::mutex error_mu_;
+    std::string error_;
+};
+
+}  // namespace mpwb

@@ -1,0 +1,752 @@
+// NetworkEditor: palette, layer table model with drag-and-drop, settings form, undo commands,
+// shape inference through Network::inspect, JSON and preset loading.
+#include "widgets/network_editor.h"
+
+#include <QAbstractTableModel>
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QListWidget>
+#include <QLocale>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableView>
+#include <QToolButton>
+#include <QUndoCommand>
+#include <QUndoStack>
+#include <QVBoxLayout>
+
+#include "core/common/error.h"
+#include "resources/presets.h"
+
+namespace mpwb {
+
+namespace {
+
+const char* kKindMime = "application/x-mpwb-layer-kind";
+const char* kRowMime = "application/x-mpwb-layer-row";
+
+// One editable setting of a layer kind, with the default the core applies when it is absent.
+struct Field {
+    const char* key;
+    const char* label;
+    enum Type { Int, Double, Bool } type;
+    double lo, hi, fallback;
+    int decimals = 0;
+    const char* tip = "";
+};
+
+std::vector<Field> fields_of(const std::string& kind) {
+    if (kind == "Linear")
+        return {{"out", "Outputs", Field::Int, 1, 1 << 20, 10},
+                {"bias", "Bias", Field::Bool, 0, 1, 1},
+                {"in", "Inputs (0 = infer)", Field::Int, 0, 1 << 20, 0, 0,
+                 "Fixes the expected input width; 0 takes it from the previous layer"}};
+    if (kind == "Conv2d")
+        return {{"out_channels", "Output channels", Field::Int, 1, 4096, 8},
+                {"kernel", "Kernel", Field::Int, 1, 63, 3},
+                {"stride", "Stride", Field::Int, 1, 32, 1},
+                {"padding", "Padding", Field::Int, 0, 32, 0},
+                {"bias", "Bias", Field::Bool, 0, 1, 1},
+                {"in_channels", "Input channels (0 = infer)", Field::Int, 0, 4096, 0}};
+    if (kind == "MaxPool2d" || kind == "AvgPool2d")
+        return {{"kernel", "Kernel", Field::Int, 1, 63, 2},
+                {"stride", "Stride (0 = kernel)", Field::Int, 0, 63, 0, 0, "0 uses the kernel size"},
+                {"padding", "Padding", Field::Int, 0, 32, 0}};
+    if (kind == "LeakyReLU") return {{"slope", "Negative slope", Field::Double, 0, 1, 0.01, 4}};
+    if (kind == "Dropout") return {{"p", "Drop probability", Field::Double, 0, 0.99, 0.5, 3}};
+    if (kind == "BatchNorm")
+        return {{"momentum", "Momentum", Field::Double, 0, 1, 0.1, 4},
+                {"eps", "Epsilon", Field::Double, 1e-12, 1, 1e-5, 8}};
+    return {};
+}
+
+QString settings_text(const nlohmann::json& spec) {
+    QStringList parts;
+    if (!spec.is_object()) return QString::fromStdString(spec.dump());
+    for (const auto& [key, value] : spec.items()) {
+        if (key == "type") continue;
+        if (value.is_boolean())
+            parts << (value.get<bool>() ? QString::fromStdString(key) : "no " + QString::fromStdString(key));
+        else if (value.is_number_float())
+            parts << QString::fromStdString(key) + "=" + QString::number(value.get<double>(), 'g', 6);
+        else
+            parts << QString::fromStdString(key) + "=" + QString::fromStdString(value.dump());
+    }
+    return parts.join(", ");
+}
+
+QString shape_text(const Shape& s) {
+    QStringList d;
+    for (int64_t v : s) d << QString::number(v);
+    return d.join(QStringLiteral(" × "));
+}
+
+QString layer_kind_of(const nlohmann::json& spec) {
+    if (spec.is_object() && spec.contains("type") && spec["type"].is_string())
+        return QString::fromStdString(spec["type"].get<std::string>());
+    return QStringLiteral("?");
+}
+
+// Line and column of a byte offset, for JSON parse errors a person can find in an editor.
+QString position_text(const QByteArray& bytes, size_t byte) {
+    int line = 1, col = 1;
+    for (size_t i = 0; i + 1 < byte && i < size_t(bytes.size()); ++i) {
+        if (bytes[qsizetype(i)] == '\n') {
+            ++line;
+            col = 1;
+        } else {
+            ++col;
+        }
+    }
+    return QStringLiteral("line %1, column %2").arg(line).arg(col);
+}
+
+// The palette: a list of layer kinds that drags its kind name into the layer table.
+class PaletteList : public QListWidget {
+public:
+    using QListWidget::QListWidget;
+
+protected:
+    QStringList mimeTypes() const override { return {QString::fromLatin1(kKindMime)}; }
+    QMimeData* mimeData(const QList<QListWidgetItem*>& items) const override {
+        auto* m = new QMimeData;
+        if (!items.isEmpty()) m->setData(kKindMime, items.first()->text().toUtf8());
+        return m;
+    }
+};
+
+}  // namespace
+
+// Table of the network's layers: #, layer, settings, output shape, parameters. Rows are dragged
+// to reorder and palette entries dropped to insert; both go through the editor's commands so
+// they can be undone.
+class LayerTableModel : public QAbstractTableModel {
+public:
+    explicit LayerTableModel(NetworkEditor* editor) : QAbstractTableModel(editor), editor_(editor) {}
+
+    int rowCount(const QModelIndex& parent = {}) const override {
+        return parent.isValid() ? 0 : editor_->layerCount();
+    }
+    int columnCount(const QModelIndex& parent = {}) const override { return parent.isValid() ? 0 : 5; }
+
+    QVariant headerData(int section, Qt::Orientation o, int role) const override {
+        if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
+        static const char* names[] = {"#", "Layer", "Settings", "Output shape", "Parameters"};
+        return QString::fromLatin1(names[section]);
+    }
+
+    QVariant data(const QModelIndex& index, int role) const override {
+        if (!index.isValid()) return {};
+        const int row = index.row();
+        const auto& layers = editor_->network_["layers"];
+        if (row >= int(layers.size())) return {};
+        const auto& spec = layers[size_t(row)];
+        const LayerReport* rep = row < int(editor_->reports_.size()) ? &editor_->reports_[size_t(row)] : nullptr;
+        const std::string& err = row < int(editor_->row_errors_.size()) ? editor_->row_errors_[size_t(row)] : std::string();
+        const bool shape_known = rep && rep->error.empty() && !rep->output.empty();
+        if (role == Qt::DisplayRole) {
+            switch (index.column()) {
+            case 0: return row;
+            case 1: return layer_kind_of(spec);
+            case 2: return settings_text(spec);
+            case 3:
+                if (!err.empty() && rep && !rep->error.empty()) return QStringLiteral("error");
+                return shape_known ? shape_text(rep->output) : QStringLiteral("?");
+            case 4: return shape_known ? QLocale().toString(qlonglong(rep->parameters)) : QString();
+            }
+        }
+        if (role == Qt::TextAlignmentRole && (index.column() == 0 || index.column() == 4))
+            return int(Qt::AlignRight | Qt::AlignVCenter);
+        if (role == Qt::ToolTipRole && !err.empty()) return QString::fromStdString(err);
+        if (role == Qt::BackgroundRole && !err.empty()) return QColor(255, 205, 205);
+        if (role == Qt::ForegroundRole && !err.empty()) return QColor(150, 0, 0);
+        return {};
+    }
+
+    Qt::ItemFlags flags(const QModelIndex& index) const override {
+        Qt::ItemFlags f = Qt::ItemIsDropEnabled;
+        if (index.isValid()) f |= Qt::ItemIsSelectable | Qt::ItemIsEnabled | Qt::ItemIsDragEnabled;
+        return f;
+    }
+    Qt::DropActions supportedDropActions() const override { return Qt::CopyAction | Qt::MoveAction; }
+    Qt::DropActions supportedDragActions() const override { return Qt::MoveAction; }
+    QStringList mimeTypes() const override { return {QString::fromLatin1(kKindMime), QString::fromLatin1(kRowMime)}; }
+
+    QMimeData* mimeData(const QModelIndexList& indexes) const override {
+        auto* m = new QMimeData;
+        if (!indexes.isEmpty()) m->setData(kRowMime, QByteArray::number(indexes.first().row()));
+        return m;
+    }
+
+    bool canDropMimeData(const QMimeData* data, Qt::DropAction, int, int, const QModelIndex&) const override {
+        return data->hasFormat(kKindMime) || data->hasFormat(kRowMime);
+    }
+
+    bool dropMimeData(const QMimeData* data, Qt::DropAction action, int row, int, const QModelIndex& parent) override {
+        if (action == Qt::IgnoreAction) return true;
+        // Dropped onto a row: insert before it; onto the empty area: append.
+        int target = row >= 0 ? row : (parent.isValid() ? parent.row() : editor_->layerCount());
+        if (data->hasFormat(kKindMime)) {
+            editor_->addLayer(QString::fromUtf8(data->data(kKindMime)), target);
+            return true;
+        }
+        if (data->hasFormat(kRowMime)) {
+            const int from = data->data(kRowMime).toInt();
+            int to = target > from ? target - 1 : target;
+            to = std::clamp(to, 0, editor_->layerCount() - 1);
+            if (to != from) editor_->moveLayer(from, to);
+            // false: the view must not remove the source row; the command already moved it.
+            return false;
+        }
+        return false;
+    }
+
+    void reset() {
+        beginResetModel();
+        endResetModel();
+    }
+    void refreshAll() {
+        if (rowCount() > 0) emit dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1));
+    }
+
+private:
+    NetworkEditor* editor_;
+};
+
+// Every edit is one of these: the network before and after, and the row to select after.
+// Consecutive edits of the same field of the same layer merge (typing "128" is one step).
+class NetworkEditCommand : public QUndoCommand {
+public:
+    NetworkEditCommand(NetworkEditor* editor, nlohmann::json before, nlohmann::json after, int select_before,
+                       int select_after, const QString& text, int merge_id = -1, QString merge_key = {})
+        : QUndoCommand(text), editor_(editor), before_(std::move(before)), after_(std::move(after)),
+          select_before_(select_before), select_after_(select_after), merge_id_(merge_id),
+          merge_key_(std::move(merge_key)) {}
+
+    void redo() override { editor_->applyState(after_, select_after_); }
+    void undo() override { editor_->applyState(before_, select_before_); }
+    int id() const override { return merge_id_; }
+    bool mergeWith(const QUndoCommand* other) override {
+        auto* o = static_cast<const NetworkEditCommand*>(other);
+        if (o->merge_key_ != merge_key_ || merge_key_.isEmpty()) return false;
+        after_ = o->after_;
+        select_after_ = o->select_after_;
+        return true;
+    }
+
+private:
+    NetworkEditor* editor_;
+    nlohmann::json before_, after_;
+    int select_before_, select_after_;
+    int merge_id_;
+    QString merge_key_;
+};
+
+NetworkEditor::NetworkEditor(QWidget* parent) : QWidget(parent) {
+    network_ = {{"name", "network"}, {"loss", "cross_entropy"}, {"layers", nlohmann::json::array()}};
+    undo_ = new QUndoStack(this);
+
+    // --- toolbar: presets, open/save, undo/redo ---
+    auto* bar = new QHBoxLayout;
+    presets_ = new QComboBox;
+    presets_->setObjectName("presetCombo");
+    presets_->addItem(tr("Load preset…"));
+    for (const auto& n : preset_names()) presets_->addItem(QString::fromStdString(n));
+    connect(presets_, &QComboBox::activated, this, [this](int i) {
+        if (i > 0) loadPreset(presets_->itemText(i));
+        presets_->setCurrentIndex(0);
+    });
+    auto* open = new QPushButton(tr("Open…"));
+    open->setObjectName("openButton");
+    auto* save = new QPushButton(tr("Save…"));
+    save->setObjectName("saveButton");
+    connect(open, &QPushButton::clicked, this, &NetworkEditor::onOpenClicked);
+    connect(save, &QPushButton::clicked, this, &NetworkEditor::onSaveClicked);
+    auto* undo = new QToolButton;
+    undo->setObjectName("undoButton");
+    undo->setText(tr("Undo"));
+    undo->setShortcut(QKeySequence::Undo);
+    auto* redo = new QToolButton;
+    redo->setObjectName("redoButton");
+    redo->setText(tr("Redo"));
+    redo->setShortcut(QKeySequence::Redo);
+    connect(undo, &QToolButton::clicked, undo_, &QUndoStack::undo);
+    connect(redo, &QToolButton::clicked, undo_, &QUndoStack::redo);
+    connect(undo_, &QUndoStack::canUndoChanged, undo, &QToolButton::setEnabled);
+    connect(undo_, &QUndoStack::canRedoChanged, redo, &QToolButton::setEnabled);
+    connect(undo_, &QUndoStack::undoTextChanged, undo, [undo](const QString& t) {
+        undo->setToolTip(t.isEmpty() ? QString() : tr("Undo %1").arg(t));
+    });
+    connect(undo_, &QUndoStack::redoTextChanged, redo, [redo](const QString& t) {
+        redo->setToolTip(t.isEmpty() ? QString() : tr("Redo %1").arg(t));
+    });
+    undo->setEnabled(false);
+    redo->setEnabled(false);
+    input_label_ = new QLabel;
+    input_label_->setObjectName("inputLabel");
+    bar->addWidget(presets_);
+    bar->addWidget(open);
+    bar->addWidget(save);
+    bar->addSpacing(8);
+    bar->addWidget(undo);
+    bar->addWidget(redo);
+    bar->addStretch(1);
+    bar->addWidget(input_label_);
+
+    // --- palette ---
+    palette_ = new PaletteList;
+    palette_->setObjectName("palette");
+    for (const auto& k : layer_kinds()) palette_->addItem(QString::fromStdString(k));
+    palette_->setDragEnabled(true);
+    palette_->setDragDropMode(QAbstractItemView::DragOnly);
+    palette_->setCurrentRow(0);
+    palette_->setToolTip(tr("Double-click, press Add, or drag a layer into the network"));
+    connect(palette_, &QListWidget::itemDoubleClicked, this, [this](QListWidgetItem* item) { addLayer(item->text()); });
+    add_ = new QPushButton(tr("Add →"));
+    add_->setObjectName("addButton");
+    connect(add_, &QPushButton::clicked, this, [this] {
+        if (auto* item = palette_->currentItem()) addLayer(item->text());
+    });
+    auto* palette_box = new QVBoxLayout;
+    auto* palette_title = new QLabel(tr("<b>Layers</b>"));
+    palette_box->addWidget(palette_title);
+    palette_box->addWidget(palette_, 1);
+    palette_box->addWidget(add_);
+    auto* palette_host = new QWidget;
+    palette_host->setLayout(palette_box);
+    palette_box->setContentsMargins(0, 0, 0, 0);
+
+    // --- layer table ---
+    model_ = new LayerTableModel(this);
+    table_ = new QTableView;
+    table_->setObjectName("layerTable");
+    table_->setModel(model_);
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setSelectionMode(QAbstractItemView::SingleSelection);
+    table_->setDragEnabled(true);
+    table_->setAcceptDrops(true);
+    table_->setDropIndicatorShown(true);
+    table_->setDragDropMode(QAbstractItemView::DragDrop);
+    table_->setDefaultDropAction(Qt::MoveAction);
+    table_->setDragDropOverwriteMode(false);
+    table_->verticalHeader()->hide();
+    table_->horizontalHeader()->setStretchLastSection(false);
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
+    table_->setAlternatingRowColors(true);
+    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& cur) {
+                const int row = cur.isValid() ? cur.row() : -1;
+                if (row == current_) return;
+                current_ = row;
+                rebuildForm();
+                updateButtons();
+            });
+    remove_ = new QPushButton(tr("Remove"));
+    remove_->setObjectName("removeButton");
+    up_ = new QPushButton(tr("Move up"));
+    up_->setObjectName("upButton");
+    down_ = new QPushButton(tr("Move down"));
+    down_->setObjectName("downButton");
+    connect(remove_, &QPushButton::clicked, this, [this] { removeLayer(current_); });
+    connect(up_, &QPushButton::clicked, this, [this] {
+        if (current_ > 0) moveLayer(current_, current_ - 1);
+    });
+    connect(down_, &QPushButton::clicked, this, [this] {
+        if (current_ >= 0 && current_ + 1 < layerCount()) moveLayer(current_, current_ + 1);
+    });
+    auto* table_buttons = new QHBoxLayout;
+    table_buttons->addWidget(remove_);
+    table_buttons->addWidget(up_);
+    table_buttons->addWidget(down_);
+    table_buttons->addStretch(1);
+    summary_ = new QLabel;
+    summary_->setObjectName("summaryLabel");
+    summary_->setWordWrap(true);
+    summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    auto* table_box = new QVBoxLayout;
+    table_box->setContentsMargins(0, 0, 0, 0);
+    table_box->addWidget(new QLabel(tr("<b>Network</b>")));
+    table_box->addWidget(table_, 1);
+    table_box->addLayout(table_buttons);
+    table_box->addWidget(summary_);
+    auto* table_host = new QWidget;
+    table_host->setLayout(table_box);
+
+    // --- settings form ---
+    form_title_ = new QLabel;
+    form_host_ = new QWidget;
+    form_host_->setObjectName("layerForm");
+    form_ = new QFormLayout(form_host_);
+    form_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    auto* form_box = new QVBoxLayout;
+    form_box->setContentsMargins(0, 0, 0, 0);
+    form_box->addWidget(form_title_);
+    form_box->addWidget(form_host_);
+    form_box->addStretch(1);
+    auto* form_outer = new QWidget;
+    form_outer->setLayout(form_box);
+    form_outer->setMinimumWidth(220);
+
+    auto* split = new QSplitter;
+    split->addWidget(palette_host);
+    split->addWidget(table_host);
+    split->addWidget(form_outer);
+    split->setStretchFactor(0, 0);
+    split->setStretchFactor(1, 3);
+    split->setStretchFactor(2, 1);
+    split->setSizes({140, 520, 240});
+
+    auto* top = new QVBoxLayout(this);
+    top->addLayout(bar);
+    top->addWidget(split, 1);
+
+    reinspect();
+    rebuildForm();
+    updateButtons();
+}
+
+NetworkEditor::~NetworkEditor() = default;
+
+nlohmann::json NetworkEditor::networkJson() const { return network_; }
+
+int NetworkEditor::layerCount() const { return int(network_["layers"].size()); }
+
+int NetworkEditor::currentLayer() const { return current_; }
+
+void NetworkEditor::setCurrentLayer(int row) {
+    if (row < 0 || row >= layerCount()) {
+        table_->selectionModel()->clearSelection();
+        table_->selectionModel()->setCurrentIndex(QModelIndex(), QItemSelectionModel::Clear);
+        return;
+    }
+    table_->selectionModel()->setCurrentIndex(model_->index(row, 0),
+                                              QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+}
+
+nlohmann::json NetworkEditor::defaultLayer(const QString& kind) {
+    const std::string k = kind.toStdString();
+    if (k == "Linear") return {{"type", k}, {"out", 64}};
+    if (k == "Conv2d") return {{"type", k}, {"out_channels", 16}, {"kernel", 3}, {"padding", 1}};
+    if (k == "MaxPool2d" || k == "AvgPool2d") return {{"type", k}, {"kernel", 2}};
+    if (k == "LeakyReLU") return {{"type", k}, {"slope", 0.01}};
+    if (k == "Dropout") return {{"type", k}, {"p", 0.5}};
+    return {{"type", k}};
+}
+
+void NetworkEditor::addLayer(const QString& kind, int position) {
+    const int n = layerCount();
+    int at = position < 0 ? (current_ >= 0 ? current_ + 1 : n) : std::min(position, n);
+    nlohmann::json after = network_;
+    auto& layers = after["layers"];
+    layers.insert(layers.begin() + at, defaultLayer(kind));
+    undo_->push(new NetworkEditCommand(this, network_, after, current_, at, tr("Add %1").arg(kind)));
+}
+
+void NetworkEditor::removeLayer(int row) {
+    if (row < 0 || row >= layerCount()) return;
+    nlohmann::json after = network_;
+    const QString kind = layer_kind_of(after["layers"][size_t(row)]);
+    after["layers"].erase(after["layers"].begin() + row);
+    const int select = std::min(row, int(after["layers"].size()) - 1);
+    undo_->push(new NetworkEditCommand(this, network_, after, row, select, tr("Remove %1").arg(kind)));
+}
+
+void NetworkEditor::moveLayer(int from, int to) {
+    const int n = layerCount();
+    if (from < 0 || from >= n || to < 0 || to >= n || from == to) return;
+    nlohmann::json after = network_;
+    auto& layers = after["layers"];
+    nlohmann::json moved = layers[size_t(from)];
+    layers.erase(layers.begin() + from);
+    layers.insert(layers.begin() + to, moved);
+    undo_->push(new NetworkEditCommand(this, network_, after, from, to,
+                                       tr("Move %1 to %2").arg(layer_kind_of(moved)).arg(to)));
+}
+
+void NetworkEditor::setLayerField(int row, const QString& key, const nlohmann::json& value) {
+    if (row < 0 || row >= layerCount()) return;
+    nlohmann::json after = network_;
+    auto& spec = after["layers"][size_t(row)];
+    if (spec.contains(key.toStdString()) && spec[key.toStdString()] == value) return;
+    spec[key.toStdString()] = value;
+    const QString merge = QStringLiteral("%1/%2").arg(row).arg(key);
+    undo_->push(new NetworkEditCommand(this, network_, after, row, row,
+                                       tr("Set %1 of layer %2").arg(key).arg(row), 1, merge));
+}
+
+void NetworkEditor::setNetworkJson(const nlohmann::json& network, const QString& text) {
+    nlohmann::json next = network;
+    if (!next.contains("layers") || !next["layers"].is_array()) next["layers"] = nlohmann::json::array();
+    if (!next.contains("name")) next["name"] = "network";
+    if (!next.contains("loss")) next["loss"] = "cross_entropy";
+    undo_->push(new NetworkEditCommand(this, network_, next, current_, next["layers"].empty() ? -1 : 0, text));
+}
+
+void NetworkEditor::applyState(const nlohmann::json& network, int select_row) {
+    const int old_rows = layerCount();
+    network_ = network;
+    reinspect();
+    if (layerCount() != old_rows)
+        model_->reset();
+    else
+        model_->refreshAll();
+    select_row = std::min(select_row, layerCount() - 1);
+    if (select_row != current_ || table_->currentIndex().row() != select_row) {
+        // Selecting rebuilds the form through currentRowChanged (unless the row stays the same).
+        const bool keep_form = form_editing_;
+        form_editing_ = true;
+        setCurrentLayer(select_row);
+        form_editing_ = keep_form;
+        current_ = select_row;
+    }
+    if (!form_editing_) rebuildForm();
+    updateButtons();
+    emit networkChanged();
+}
+
+void NetworkEditor::setInputShape(const Shape& shape) {
+    if (shape == input_shape_) return;
+    input_shape_ = shape;
+    reinspect();
+    model_->refreshAll();
+    emit networkChanged();
+}
+
+void NetworkEditor::setClassCount(int classes) {
+    if (classes == classes_) return;
+    classes_ = classes;
+    reinspect();
+    model_->refreshAll();
+}
+
+void NetworkEditor::reinspect() {
+    const int n = layerCount();
+    reports_ = input_shape_.empty() ? std::vector<LayerReport>{} : Network::inspect(network_, input_shape_);
+    row_errors_.assign(size_t(n), std::string());
+    int errors = 0;
+    QString first_error;
+    for (size_t i = 0; i < reports_.size() && i < size_t(n); ++i) {
+        if (!reports_[i].error.empty()) {
+            row_errors_[i] = "layer " + std::to_string(i) + " (" + reports_[i].kind + "): " + reports_[i].error;
+        }
+    }
+    // The output must be one score per class, or the loss cannot be computed.
+    if (n > 0 && classes_ > 0 && size_t(n) == reports_.size() && reports_.back().error.empty()) {
+        const Shape& out = reports_.back().output;
+        if (!(out.size() == 1 && out[0] == classes_)) {
+            row_errors_.back() = "layer " + std::to_string(n - 1) + " (" + reports_.back().kind + "): outputs " +
+                                 shape_to_string(out) + " but the dataset has " + std::to_string(classes_) +
+                                 " classes; the last layer must output [" + std::to_string(classes_) + "]";
+        }
+    }
+    for (const auto& e : row_errors_) {
+        if (e.empty()) continue;
+        if (errors++ == 0) first_error = QString::fromStdString(e);
+    }
+    const bool valid = n > 0 && !input_shape_.empty() && errors == 0;
+
+    input_label_->setText(tr("Input: %1").arg(input_shape_.empty() ? tr("unknown") : shape_text(input_shape_)));
+    if (n == 0) {
+        summary_->setStyleSheet("color: #8a5a00;");
+        summary_->setText(tr("The network is empty: add layers from the palette."));
+    } else if (errors > 0) {
+        summary_->setStyleSheet("color: #b00000;");
+        summary_->setText(errors == 1 ? first_error
+                                      : tr("%1 layers have errors; first: %2").arg(errors).arg(first_error));
+    } else {
+        summary_->setStyleSheet("");
+        summary_->setText(tr("%1 layers · %2 parameters · output %3")
+                              .arg(n)
+                              .arg(QLocale().toString(qlonglong(totalParameters())))
+                              .arg(shape_text(reports_.back().output)));
+    }
+    if (valid != valid_) {
+        valid_ = valid;
+        emit validityChanged(valid_);
+    }
+}
+
+int64_t NetworkEditor::totalParameters() const {
+    int64_t total = 0;
+    for (const auto& r : reports_) total += r.parameters;
+    return total;
+}
+
+QString NetworkEditor::summaryText() const { return summary_->text(); }
+
+void NetworkEditor::updateButtons() {
+    const int n = layerCount();
+    remove_->setEnabled(current_ >= 0 && current_ < n);
+    up_->setEnabled(current_ > 0 && current_ < n);
+    down_->setEnabled(current_ >= 0 && current_ + 1 < n);
+}
+
+void NetworkEditor::rebuildForm() {
+    while (form_->rowCount() > 0) form_->removeRow(0);
+    if (current_ < 0 || current_ >= layerCount()) {
+        form_title_->setText(tr("<b>Settings</b><br><i>Select a layer to edit it.</i>"));
+        return;
+    }
+    const nlohmann::json& spec = network_["layers"][size_t(current_)];
+    const std::string kind = layer_kind_of(spec).toStdString();
+    form_title_->setText(tr("<b>Layer %1: %2</b>").arg(current_).arg(QString::fromStdString(kind)));
+    const auto fields = fields_of(kind);
+    if (fields.empty()) {
+        form_->addRow(new QLabel(tr("No settings.")));
+        return;
+    }
+    const int row = current_;
+    for (const Field& f : fields) {
+        const bool present = spec.contains(f.key);
+        QWidget* w = nullptr;
+        const QString key = QString::fromLatin1(f.key);
+        if (f.type == Field::Int) {
+            auto* sb = new QSpinBox;
+            sb->setRange(int(f.lo), int(f.hi));
+            int64_t v = int64_t(f.fallback);
+            if (present && spec[f.key].is_number_integer()) v = spec[f.key].get<int64_t>();
+            sb->setValue(int(v));
+            sb->setKeyboardTracking(true);
+            connect(sb, &QSpinBox::valueChanged, this, [this, row, key, f](int value) {
+                form_editing_ = true;
+                // 0 means "infer" / "same as kernel": drop the key rather than store a 0.
+                if (value == 0 && f.lo == 0 && (key == "in" || key == "in_channels" || key == "stride")) {
+                    nlohmann::json after = network_;
+                    auto& s = after["layers"][size_t(row)];
+                    if (s.contains(key.toStdString())) {
+                        s.erase(key.toStdString());
+                        undo_->push(new NetworkEditCommand(this, network_, after, row, row,
+                                                           tr("Clear %1 of layer %2").arg(key).arg(row), 1,
+                                                           QStringLiteral("%1/%2").arg(row).arg(key)));
+                    }
+                } else {
+                    setLayerField(row, key, value);
+                }
+                form_editing_ = false;
+            });
+            w = sb;
+        } else if (f.type == Field::Double) {
+            auto* sb = new QDoubleSpinBox;
+            sb->setDecimals(f.decimals);
+            sb->setRange(f.lo, f.hi);
+            sb->setSingleStep(f.decimals >= 6 ? 1e-6 : 0.01);
+            double v = f.fallback;
+            if (present && spec[f.key].is_number()) v = spec[f.key].get<double>();
+            sb->setValue(v);
+            connect(sb, &QDoubleSpinBox::valueChanged, this, [this, row, key](double value) {
+                form_editing_ = true;
+                setLayerField(row, key, value);
+                form_editing_ = false;
+            });
+            w = sb;
+        } else {
+            auto* cb = new QCheckBox;
+            bool v = f.fallback != 0;
+            if (present && spec[f.key].is_boolean()) v = spec[f.key].get<bool>();
+            cb->setChecked(v);
+            connect(cb, &QCheckBox::toggled, this, [this, row, key](bool value) {
+                form_editing_ = true;
+                setLayerField(row, key, value);
+                form_editing_ = false;
+            });
+            w = cb;
+        }
+        w->setObjectName(QStringLiteral("param_") + key);
+        if (*f.tip) w->setToolTip(tr(f.tip));
+        form_->addRow(tr(f.label), w);
+    }
+    if (current_ < int(row_errors_.size()) && !row_errors_[size_t(current_)].empty()) {
+        auto* err = new QLabel(QString::fromStdString(row_errors_[size_t(current_)]));
+        err->setWordWrap(true);
+        err->setStyleSheet("color: #b00000;");
+        form_->addRow(err);
+    }
+}
+
+QString NetworkEditor::loadJson(const QByteArray& bytes) {
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size());
+    } catch (const nlohmann::json::parse_error& e) {
+        QString what = QString::fromUtf8(e.what());
+        // nlohmann's text starts with "[json.exception.parse_error.101] parse error at line ..."
+        const int colon = what.indexOf("] ");
+        if (colon >= 0) what = what.mid(colon + 2);
+        return tr("Not valid JSON (%1): %2").arg(position_text(bytes, e.byte), what);
+    }
+    // A preset file holds the network under "network".
+    if (j.is_object() && j.contains("network") && !j.contains("layers")) j = j["network"];
+    try {
+        Network::from_json(j);  // structure, layer types and settings; shapes are the editor's job
+    } catch (const std::exception& e) {
+        return tr("Not a network description: %1").arg(QString::fromUtf8(e.what()));
+    }
+    setNetworkJson(j, tr("Load network"));
+    return {};
+}
+
+bool NetworkEditor::openFile(const QString& path, bool interactive) {
+    QFile f(path);
+    QString error;
+    if (!f.open(QIODevice::ReadOnly)) {
+        error = tr("Cannot open %1: %2").arg(path, f.errorString());
+    } else {
+        error = loadJson(f.readAll());
+        if (!error.isEmpty()) error = tr("%1: %2").arg(QFileInfo(path).fileName(), error);
+    }
+    if (!error.isEmpty() && interactive) QMessageBox::warning(this, tr("Open network"), error);
+    return error.isEmpty();
+}
+
+bool NetworkEditor::saveFile(const QString& path, bool interactive) {
+    QSaveFile f(path);
+    QString error;
+    if (!f.open(QIODevice::WriteOnly)) {
+        error = tr("Cannot write %1: %2").arg(path, f.errorString());
+    } else {
+        const std::string text = network_.dump(2) + "\n";
+        f.write(text.data(), qint64(text.size()));
+        if (!f.commit()) error = tr("Cannot write %1: %2").arg(path, f.errorString());
+    }
+    if (!error.isEmpty() && interactive) QMessageBox::warning(this, tr("Save network"), error);
+    if (error.isEmpty()) undo_->setClean();
+    return error.isEmpty();
+}
+
+void NetworkEditor::loadPreset(const QString& name) {
+    try {
+        const Preset p = load_preset(name.toStdString());
+        setNetworkJson(p.network, tr("Load preset %1").arg(name));
+        emit presetLoaded(name);
+    } catch (const std::exception& e) {
+        QMessageBox::warning(this, tr("Load preset"), QString::fromUtf8(e.what()));
+    }
+}
+
+void NetworkEditor::onOpenClicked() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open network"), {}, tr("Network JSON (*.json);;All files (*)"));
+    if (!path.isEmpty()) openFile(path);
+}
+
+void NetworkEditor::onSaveClicked() {
+    QString path = QFileDialog::getSaveFileName(this, tr("Save network"), {}, tr("Network JSON (*.json)"));
+    if (path.isEmpty()) return;
+    if (QFileInfo(path).suffix().isEmpty()) path += ".json";
+    saveFile(path);
+}
+
+}  // namespace mpwb

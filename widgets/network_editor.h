@@ -1,0 +1,119 @@
+// NetworkEditor: builds a network with the mouse. A palette of layer kinds, a layer table with
+// live shape inference and parameter counts (Network::inspect), a form for the selected layer's
+// settings, undo/redo of every edit, JSON open/save and presets. Errors are marked on the row
+// they belong to, and isValid()/validityChanged() let the app keep Train disabled until the
+// network fits the dataset. The editor only edits a description; it never builds or trains.
+#pragma once
+#include <QByteArray>
+#include <QString>
+#include <QWidget>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "core/nn/network.h"
+#include "core/tensor/shape.h"
+
+class QComboBox;
+class QFormLayout;
+class QLabel;
+class QListWidget;
+class QPushButton;
+class QTableView;
+class QUndoStack;
+class QToolButton;
+
+namespace mpwb {
+
+class LayerTableModel;
+
+class NetworkEditor : public QWidget {
+    Q_OBJECT
+public:
+    explicit NetworkEditor(QWidget* parent = nullptr);
+    ~NetworkEditor() override;
+
+    // {"name", "loss", "layers": [...]} as Network::from_json reads it.
+    nlohmann::json networkJson() const;
+    // Replaces the whole network as one undoable edit (text names it in the undo history).
+    void setNetworkJson(const nlohmann::json& network, const QString& text = QStringLiteral("Replace network"));
+
+    // Loads a network file's content (a bare network or a preset file with "network"). Returns
+    // an empty string on success, else a message naming the problem; the network is unchanged
+    // on error. No dialogs, so the logic is testable.
+    QString loadJson(const QByteArray& bytes);
+    // File variants: show a message box on error when interactive is true.
+    bool openFile(const QString& path, bool interactive = true);
+    bool saveFile(const QString& path, bool interactive = true);
+    // A built-in preset's network (preset_names()); emits presetLoaded.
+    void loadPreset(const QString& name);
+
+    // The per-sample input shape from the dataset panel ({2}, {1,28,28}, ...).
+    void setInputShape(const Shape& shape);
+    Shape inputShape() const { return input_shape_; }
+    // Classes of the dataset (0 = unknown): the last layer must output exactly this many.
+    void setClassCount(int classes);
+
+    // Layer editing, each an undoable command (the buttons and drag-and-drop call these).
+    void addLayer(const QString& kind, int position = -1);  // -1: after the current layer
+    void removeLayer(int row);
+    void moveLayer(int from, int to);  // to: final index of the moved layer
+    // Replaces one setting of a layer ("out", "kernel", ...); consecutive edits of the same
+    // field merge into one undo step.
+    void setLayerField(int row, const QString& key, const nlohmann::json& value);
+    int layerCount() const;
+    int currentLayer() const;
+    void setCurrentLayer(int row);
+
+    // Shape inference results of the current description, one per layer.
+    const std::vector<LayerReport>& reports() const { return reports_; }
+    // True when there is at least one layer, every layer fits and the output fits the classes.
+    bool isValid() const { return valid_; }
+    int64_t totalParameters() const;
+    QString summaryText() const;
+    QUndoStack* undoStack() const { return undo_; }
+
+    // Default settings for a newly added layer of this kind.
+    static nlohmann::json defaultLayer(const QString& kind);
+
+signals:
+    void networkChanged();
+    void validityChanged(bool valid);
+    void presetLoaded(const QString& name);
+
+private:
+    friend class LayerTableModel;
+    friend class NetworkEditCommand;
+    // Called by undo commands: installs a description and selects a row.
+    void applyState(const nlohmann::json& network, int select_row);
+    void reinspect();
+    void rebuildForm();
+    void updateButtons();
+    void onOpenClicked();
+    void onSaveClicked();
+
+    nlohmann::json network_;
+    std::vector<LayerReport> reports_;
+    std::vector<std::string> row_errors_;  // per row: the layer's error or the output mismatch
+    Shape input_shape_{2};
+    int classes_ = 0;
+    bool valid_ = false;
+    bool form_editing_ = false;  // a form edit is being pushed: keep the form (and its focus)
+    int current_ = -1;
+
+    QUndoStack* undo_ = nullptr;
+    LayerTableModel* model_ = nullptr;
+    QListWidget* palette_ = nullptr;
+    QTableView* table_ = nullptr;
+    QWidget* form_host_ = nullptr;
+    QFormLayout* form_ = nullptr;
+    QLabel* form_title_ = nullptr;
+    QLabel* input_label_ = nullptr;
+    QLabel* summary_ = nullptr;
+    QComboBox* presets_ = nullptr;
+    QPushButton* add_ = nullptr;
+    QPushButton* remove_ = nullptr;
+    QPushButton* up_ = nullptr;
+    QPushButton* down_ = nullptr;
+};
+
+}  // namespace mpwb

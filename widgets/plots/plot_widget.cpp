@@ -1,0 +1,84 @@
+// PlotWidget: shared look, the export context menu and the default CSV of the workbench plots.
+#include "widgets/plots/plot_widget.h"
+
+#include "widgets/plots/plot_export.h"
+
+#include <QContextMenuEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenu>
+#include <QMessageBox>
+
+namespace mpwb {
+
+PlotWidget::PlotWidget(QWidget* parent) : QCustomPlot(parent) {
+    setObjectName(QStringLiteral("plot"));
+    // Our own menu on right click; QCustomPlot's selection interactions stay off so a click on
+    // a dense series never triggers a (slow) selection test over a million points.
+    setContextMenuPolicy(Qt::DefaultContextMenu);
+    setNoAntialiasingOnDrag(true);
+    setPlottingHint(QCP::phCacheLabels, true);
+    setPlottingHint(QCP::phFastPolylines, true);
+    QFont f = font();
+    f.setPointSizeF(9);
+    xAxis->setLabelFont(f);
+    yAxis->setLabelFont(f);
+    xAxis->setTickLabelFont(f);
+    yAxis->setTickLabelFont(f);
+    legend->setFont(f);
+    legend->setBrush(QColor(255, 255, 255, 215));
+    legend->setBorderPen(QPen(QColor(180, 180, 180)));
+    xAxis->grid()->setSubGridVisible(false);
+    yAxis->grid()->setSubGridVisible(false);
+}
+
+void PlotWidget::setExportSize(int width, int height) {
+    export_size_ = QSize(std::max(50, width), std::max(50, height));
+}
+
+QSize PlotWidget::exportSize() const {
+    return export_size_;
+}
+
+QString csv_field(const QString& text) {
+    if (!text.contains(QLatin1Char(',')) && !text.contains(QLatin1Char('"')) &&
+        !text.contains(QLatin1Char('\n')))
+        return text;
+    QString q = text;
+    q.replace(QLatin1String("\""), QLatin1String("\"\""));
+    return QLatin1Char('"') + q + QLatin1Char('"');
+}
+
+QString PlotWidget::csv() const {
+    QString out = QStringLiteral("graph,key,value\n");
+    for (int g = 0; g < graphCount(); ++g) {
+        QCPGraph* gr = graph(g);
+        const QString name = csv_field(gr->name().isEmpty() ? QString::number(g) : gr->name());
+        for (auto it = gr->data()->constBegin(); it != gr->data()->constEnd(); ++it)
+            out += name + QLatin1Char(',') + QString::number(it->key, 'g', 17) + QLatin1Char(',') +
+                   QString::number(it->value, 'g', 17) + QLatin1Char('\n');
+    }
+    return out;
+}
+
+void PlotWidget::contextMenuEvent(QContextMenuEvent* event) {
+    QMenu menu(this);
+    menu.addAction(tr("Export PNG…"), this, [this] { exportInteractive(QStringLiteral("png")); });
+    menu.addAction(tr("Export PDF…"), this, [this] { exportInteractive(QStringLiteral("pdf")); });
+    menu.addAction(tr("Export CSV…"), this, [this] { exportInteractive(QStringLiteral("csv")); });
+    menu.exec(event->globalPos());
+}
+
+void PlotWidget::exportInteractive(const QString& suffix) {
+    const QString filter = suffix.toUpper() + tr(" files (*.") + suffix + QLatin1Char(')');
+    QString path = QFileDialog::getSaveFileName(this, tr("Export plot"),
+                                                QStringLiteral("plot.") + suffix, filter);
+    if (path.isEmpty()) return;
+    if (QFileInfo(path).suffix().isEmpty()) path += QLatin1Char('.') + suffix;
+    QString error;
+    const bool ok = export_plot(this, path, &error);
+    if (!ok) QMessageBox::warning(this, tr("Export failed"), error);
+    emit exported(path, ok, error);
+}
+
+}  // namespace mpwb

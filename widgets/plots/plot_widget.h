@@ -1,0 +1,43 @@
+// PlotWidget: the QCustomPlot base of every workbench plot. It gives each plot the same look
+// (fonts, margins, antialiasing off for big series), a right-click menu "Export PNG/PDF/CSV…"
+// and a CSV view of its data, so exporting works the same everywhere (plot_export.h).
+// Redraws are always queued (rpQueuedReplot): the GUI timer appends a batch and asks once.
+#pragma once
+#include <QString>
+#include <qcustomplot.h>
+
+namespace mpwb {
+
+class PlotWidget : public QCustomPlot {
+    Q_OBJECT
+public:
+    explicit PlotWidget(QWidget* parent = nullptr);
+
+    // The plot's data as CSV text (header line, then one row per point). The default writes
+    // every QCPGraph as "graph,key,value" rows; plots with other data (bars, colour maps)
+    // override it with their own columns.
+    virtual QString csv() const;
+
+    // One queued replot, however often this is called before the event loop runs.
+    void requestReplot() { replot(QCustomPlot::rpQueuedReplot); }
+
+    // Size used for PNG/PDF export when the widget has never been shown (e.g. headless reports).
+    void setExportSize(int width, int height);
+    QSize exportSize() const;
+
+signals:
+    // Emitted after an export from the context menu: the file and whether it worked.
+    void exported(const QString& path, bool ok, const QString& error);
+
+protected:
+    void contextMenuEvent(QContextMenuEvent* event) override;
+
+private:
+    void exportInteractive(const QString& suffix);
+    QSize export_size_{900, 520};
+};
+
+// CSV quoting of one field (quotes when it holds a comma, quote or newline).
+QString csv_field(const QString& text);
+
+}  // namespace mpwb

@@ -1,0 +1,103 @@
+// SeriesPlot: line plots of runs over training steps: loss, accuracy, throughput and the loss
+// scale. Each run gets its own colour (FP32-like runs in cool blues/greens, mixed precision in
+// warm oranges/reds, so the two families stay apart); test curves are dashed; the loss-scale plot
+// uses a log2 axis with ticks at powers of two and draws overflows and skipped steps as markers.
+// Data arrives in batches (appendPoints) from a GUI timer; one requestReplot() per batch.
+// Keys must be appended in ascending order (steps), which keeps QCPGraph's data sorted and its
+// adaptive sampling fast: a 1M-point series redraws in a few milliseconds.
+#pragma once
+#include "widgets/plots/plot_widget.h"
+
+#include <QVector>
+#include <vector>
+
+namespace mpwb {
+
+class SeriesPlot : public PlotWidget {
+    Q_OBJECT
+public:
+    enum class Kind { Loss, Accuracy, Throughput, LossScale };
+    // Train: training metric (smoothed for display when smoothing > 0); Test: evaluation points;
+    // Scale: the loss scale (LossScale plots); Overflow/Skip: markers at the step (value = the
+    // scale at that step; when the values vector is empty the last scale at or before the step).
+    enum class Curve { Train, Test, Scale, Overflow, Skip };
+    static constexpr int kCurveCount = 5;
+
+    explicit SeriesPlot(Kind kind, QWidget* parent = nullptr);
+    Kind kind() const { return kind_; }
+
+    // Adds a run and returns its key. `precision` ("fp32", "fp16-mixed", ...) picks the colour
+    // family; when empty it is guessed from the label.
+    int addRun(const QString& label, const QString& precision = {});
+    void removeRun(int run);
+    void clearRuns();
+    int runCount() const;
+    QList<int> runKeys() const;
+    QString runLabel(int run) const;
+    void setRunLabel(int run, const QString& label);
+    void setRunVisible(int run, bool visible);
+    QColor runColor(int run) const;
+
+    // Appends points (steps ascending, after the points already there). Throws nothing: a
+    // mismatched size appends the common prefix; an unknown run is ignored.
+    void appendPoints(int run, Curve curve, const QVector<double>& steps,
+                      const QVector<double>& values);
+    void appendPoint(int run, Curve curve, double step, double value);
+    // Replaces a curve's points (e.g. a stored run loaded from the database).
+    void setPoints(int run, Curve curve, const QVector<double>& steps,
+                   const QVector<double>& values);
+
+    // EMA display smoothing of Train curves, TensorBoard style: s = alpha*s + (1-alpha)*x,
+    // alpha in [0, 1) (0 = raw). The raw values are kept; CSV export writes both.
+    void setSmoothing(double alpha);
+    double smoothing() const { return smoothing_; }
+    void setLogY(bool log);
+    bool logY() const { return log_y_; }
+    // Autoscale after every append (default on); turned off when the user pans or zooms,
+    // on again with a double click.
+    void setFollow(bool follow);
+    bool follow() const { return follow_; }
+    // Rescales both axes to the visible data now.
+    void rescale();
+
+    // The graph showing a curve (nullptr for an unknown run). For Train it holds the smoothed
+    // values when smoothing is on; rawPoints returns what was appended.
+    QCPGraph* graph(int run, Curve curve) const;
+    int pointCount(int run, Curve curve) const;
+    void rawPoints(int run, Curve curve, QVector<double>* steps, QVector<double>* values) const;
+
+    QString csv() const override;
+
+private:
+    struct RunData {
+        QString label;
+        QColor color;
+        bool visible = true;
+        QCPGraph* graphs[kCurveCount] = {};
+        QVector<double> raw_steps;   // Train curve before smoothing
+        QVector<double> raw_values;
+        double ema = 0;
+        bool ema_started = false;
+        double ema_count = 0;        // for the bias correction of the first points
+    };
+    void setupAxes();
+    QCPGraph* makeGraph(RunData& r, Curve c);
+    void rebuildSmoothed(RunData& r);
+    void appendSmoothed(RunData& r, const QVector<double>& steps, const QVector<double>& values);
+    void afterAppend();
+    void updateLegend();
+    double scaleAt(const RunData& r, double step) const;
+
+    Kind kind_;
+    std::vector<std::pair<int, RunData>> runs_;
+    int next_key_ = 0;
+    int cool_used_ = 0;
+    int warm_used_ = 0;
+    double smoothing_ = 0;
+    bool log_y_ = false;
+    bool follow_ = true;
+    RunData* find(int run);
+    const RunData* find(int run) const;
+};
+
+}  // namespace mpwb

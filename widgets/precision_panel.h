@@ -1,0 +1,131 @@
+// PrecisionPanel: the precision policy, the device, the weight-gradient format and every
+// parameter of the loss scaler (LossScalerConfig), with the reference systems' presets
+// ("like PyTorch", ...). Settings that LossScalerConfig::validate() rejects are shown inline in
+// red with its message and are never emitted. While a run goes on, the scaler settings, the loss
+// scale and the learning rate can be changed: "Apply" emits a request that the app forwards to
+// the trainer, which applies it at the next step boundary. A readout and an event list show what
+// the scaler and the user did, step by step.
+#pragma once
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+#include <optional>
+
+#include "core/numeric/format.h"
+#include "core/precision/loss_scaler.h"
+#include "core/precision/precision_policy.h"
+#include "core/train/train_config.h"
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+class QTableWidget;
+
+namespace mpwb {
+
+class PrecisionPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit PrecisionPanel(QWidget* parent = nullptr);
+
+    PrecisionKind precision() const;
+    void setPrecision(PrecisionKind kind);
+    // "cpu" first, then what setDevices gave ("cuda:0 NVIDIA H100", ...); returns the id part
+    // before the first space ("cpu", "cuda:0").
+    QString device() const;
+    void setDevices(const QStringList& devices);  // CUDA entries; CPU is always offered
+    // Empty: the policy's default.
+    std::optional<Format> weightGradFormat() const;
+    void setWeightGradFormat(std::optional<Format> format);
+
+    // The scaler settings as the fields show them (validate() them before use; see scalerError).
+    LossScalerConfig scalerConfig() const;
+    void setScalerConfig(const LossScalerConfig& config);
+    // loss_scaler_preset(name) into the fields.
+    void applyScalerPreset(const QString& name);
+    // Empty when the fields hold a valid configuration; else the ConfigError message.
+    QString scalerError() const { return scaler_error_; }
+    // Precision, weight-grad format and scaler into a TrainConfig.
+    TrainConfig applyTo(TrainConfig config) const;
+
+    // Live mode: policy and device are locked; Apply / Set scale / Set LR emit requests.
+    void setRunning(bool running);
+    bool isRunning() const { return running_; }
+    void setLearningRate(float lr);
+
+    // Readout of the live scaler state.
+    void setReadout(float scale, int64_t skipped, int64_t overflows, float headroom_log2);
+    void addEvent(int64_t step, const QString& kind, const QString& source, const QString& detail);
+    void clearEvents();
+    int eventCount() const;
+
+signals:
+    // Any field changed (not running): the app may re-read the settings.
+    void settingsChanged();
+    // Live requests, emitted only while running and only with valid values.
+    void scalerConfigRequested(const mpwb::LossScalerConfig& config);
+    void lossScaleRequested(double scale);
+    void learningRateRequested(float lr);
+
+private:
+    void onScalerFieldChanged();
+    void onPolicyChanged();
+    void onApplyClicked();
+    void onSetScaleClicked();
+    void onSetLrClicked();
+    void validateScaler();
+    void updateEnabled();
+    void showScaleValue(QLabel* label, double value);
+
+    bool running_ = false;
+    bool loading_ = false;  // setScalerConfig in progress: no per-field signals
+    QString scaler_error_;
+    // Exact scales: the log2 spin boxes only replace them when the user edits them, so a
+    // preset's non-power-of-two clamp (FLT_MAX) survives a round trip through the panel.
+    double initial_scale_ = 65536.0;
+    double min_scale_ = 0x1p-24;
+    double max_scale_ = 0x1p24;
+
+    QComboBox* policy_ = nullptr;
+    QComboBox* device_ = nullptr;
+    QComboBox* wgrad_ = nullptr;
+    QComboBox* like_ = nullptr;
+    QComboBox* mode_ = nullptr;
+    QDoubleSpinBox* initial_log2_ = nullptr;
+    QLabel* initial_value_ = nullptr;
+    QDoubleSpinBox* growth_ = nullptr;
+    QDoubleSpinBox* backoff_ = nullptr;
+    QSpinBox* interval_ = nullptr;
+    QSpinBox* hysteresis_ = nullptr;
+    QComboBox* refill_ = nullptr;
+    QDoubleSpinBox* min_log2_ = nullptr;
+    QLabel* min_value_ = nullptr;
+    QDoubleSpinBox* max_log2_ = nullptr;
+    QLabel* max_value_ = nullptr;
+    QComboBox* on_overflow_ = nullptr;
+    QSpinBox* retries_ = nullptr;
+    QCheckBox* count_skipped_ = nullptr;
+    QCheckBox* grow_finite_ = nullptr;
+    QComboBox* timing_ = nullptr;
+    QLabel* scaler_error_label_ = nullptr;
+    QPushButton* apply_ = nullptr;
+    QDoubleSpinBox* set_scale_log2_ = nullptr;
+    QPushButton* set_scale_ = nullptr;
+    QLineEdit* lr_ = nullptr;
+    QPushButton* set_lr_ = nullptr;
+    QLabel* live_hint_ = nullptr;
+    QLabel* scale_readout_ = nullptr;
+    QLabel* skipped_readout_ = nullptr;
+    QLabel* overflow_readout_ = nullptr;
+    QLabel* headroom_readout_ = nullptr;
+    QTableWidget* events_ = nullptr;
+};
+
+}  // namespace mpwb
+
+Q_DECLARE_METATYPE(mpwb::LossScalerConfig)
