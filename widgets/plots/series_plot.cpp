@@ -78,6 +78,10 @@ SeriesPlot::SeriesPlot(Kind kind, QWidget* parent) : PlotWidget(parent), kind_(k
     connect(this, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
         if (e->button() == Qt::LeftButton) follow_ = false;
     });
+    connect(this, &QCustomPlot::beforeReplot, this, [this] {
+        if (follow_ && range_dirty_) rescale();
+        range_dirty_ = false;
+    });
     connect(this, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent*) {
         follow_ = true;
         rescale();
@@ -386,7 +390,8 @@ void SeriesPlot::setFollow(bool follow) {
 }
 
 void SeriesPlot::afterAppend() {
-    if (follow_) rescale();
+    // The rescale waits for the replot: several appends in one timer tick cost one range scan.
+    range_dirty_ = true;
     requestReplot();
 }
 

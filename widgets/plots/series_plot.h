@@ -96,6 +96,7 @@ private:
     double smoothing_ = 0;
     bool log_y_ = false;
     bool follow_ = true;
+    bool range_dirty_ = false;
     RunData* find(int run);
     const RunData* find(int run) const;
 };

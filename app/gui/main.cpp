@@ -1,0 +1,125 @@
+// mpwb: the MP Workbench desktop app. `mpwb` opens the workbench with a default experiment ready
+// to train; `mpwb report ...` writes a comparison report headless; `mpwb --benchmark` prints the
+// GUI's performance figures as JSON.
+#include <QApplication>
+#include <QCommandLineOption>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QIcon>
+#include <QTimer>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "app/gui/gui_benchmark.h"
+#include "app/gui/main_window.h"
+#include "app/gui/plot_board.h"
+#include "app/gui/startup_clock.h"
+#include "app/report/report.h"
+#include "core/backend/cpu/blas_kernel.h"
+#include "sessions/run_store.h"
+#include "widgets/run_browser.h"
+#include "widgets/training_settings_panel.h"
+
+namespace {
+void set_identity() {
+    QApplication::setOrganizationName(QStringLiteral("mpwb"));
+    QApplication::setApplicationName(QStringLiteral("MP Workbench"));
+    QApplication::setApplicationVersion(QStringLiteral(MPWB_VERSION));
+    QApplication::setDesktopFileName(QStringLiteral("io.github.mpwb.Workbench"));
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    mpwb::ensure_fast_blas_kernels(argv);
+    if (argc > 1 && std::strcmp(argv[1], "report") == 0) {
+        // Headless: no display needed to render the report's plots.
+        if (!std::getenv("QT_QPA_PLATFORM")) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+        QApplication app(argc, argv);
+        set_identity();
+        return mpwb::run_report_command(argc, argv);
+    }
+    QApplication app(argc, argv);
+    set_identity();
+    QApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("io.github.mpwb.Workbench"),
+                                                 QIcon(QStringLiteral(":/mpwb/icon.svg"))));
+
+    QCommandLineParser cli;
+    cli.setApplicationDescription(QStringLiteral(
+        "MP Workbench: build a network, train it in FP32 and mixed precision side by side, watch "
+        "the loss scale and the gradients' exponents.\n"
+        "  mpwb report --runs 3,4 --out report.html   writes a comparison report (see mpwb report --help)"));
+    cli.addHelpOption();
+    cli.addVersionOption();
+    QCommandLineOption db({QStringLiteral("db")}, QStringLiteral("Run database (default: %1)").arg(QString::fromStdString(mpwb::default_database_path())), QStringLiteral("path"));
+    QCommandLineOption preset({QStringLiteral("preset")}, QStringLiteral("Experiment to open: spiral-mlp, fashion-mlp, fashion-cnn"), QStringLiteral("name"));
+    QCommandLineOption start({QStringLiteral("start")}, QStringLiteral("Start at once: train or compare"), QStringLiteral("what"));
+    QCommandLineOption epochs({QStringLiteral("epochs")}, QStringLiteral("Override the preset's epochs"), QStringLiteral("n"));
+    QCommandLineOption tab({QStringLiteral("tab")}, QStringLiteral("Plot tab to show: Curves, Gradients, Decision boundary"), QStringLiteral("title"));
+    QCommandLineOption open({QStringLiteral("open-runs")}, QStringLiteral("Show stored runs (comma-separated ids)"), QStringLiteral("ids"));
+    QCommandLineOption quit_after({QStringLiteral("quit-after")}, QStringLiteral("Close after this many seconds"), QStringLiteral("seconds"));
+    QCommandLineOption fresh({QStringLiteral("default-layout")}, QStringLiteral("Ignore the saved window layout"));
+    QCommandLineOption bench({QStringLiteral("benchmark")}, QStringLiteral("Measure throughput with live plots vs headless, event-loop stalls and startup; print JSON"));
+    QCommandLineOption bench_steps({QStringLiteral("benchmark-steps")}, QStringLiteral("Step limit of the benchmark runs"), QStringLiteral("n"));
+    for (const auto* o : {&db, &preset, &start, &epochs, &tab, &open, &quit_after, &fresh, &bench, &bench_steps}) cli.addOption(*o);
+    cli.process(app);
+
+    if (cli.isSet(bench)) {
+        mpwb::GuiBenchmarkOptions bo;
+        if (cli.isSet(preset)) bo.preset = cli.value(preset);
+        if (cli.isSet(epochs)) bo.epochs = cli.value(epochs).toLongLong();
+        if (cli.isSet(bench_steps)) bo.max_steps = cli.value(bench_steps).toLongLong();
+        if (cli.isSet(db)) bo.db_path = cli.value(db);
+        try {
+            return mpwb::run_gui_benchmark(bo);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "mpwb: benchmark failed: %s\n", e.what());
+            return 1;
+        }
+    }
+
+    mpwb::MainWindow::Options options;
+    try {
+        options.db_path = cli.isSet(db) ? QDir::current().absoluteFilePath(cli.value(db)).toStdString()
+                                        : mpwb::default_database_path();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "mpwb: %s\n", e.what());
+        return 1;
+    }
+    options.preset = cli.value(preset);
+    options.restore_layout = !cli.isSet(fresh);
+    mpwb::MainWindow window(options);
+    const bool timing = std::getenv("MPWB_STARTUP_TIMING") != nullptr;
+    QObject::connect(&window, &mpwb::MainWindow::firstExposed, &window, [&] {
+        if (timing)
+            std::fprintf(stderr, "mpwb: main window exposed %.3f s after process start\n",
+                         mpwb::seconds_since_process_start());
+        // Scripted starts (screenshots, demos) run once the default experiment is in place.
+        QTimer::singleShot(50, &window, [&] {
+            if (cli.isSet(epochs)) {
+                // Through the panel, so the window shows what runs.
+                auto c = window.currentConfig();
+                c.epochs = cli.value(epochs).toLongLong();
+                window.trainingPanel()->setFromConfig(c);
+            }
+            if (cli.isSet(open)) {
+                QList<qint64> ids;
+                for (const auto& part : cli.value(open).split(QLatin1Char(','), Qt::SkipEmptyParts)) ids << part.toLongLong();
+                window.openStoredRuns(ids);
+                window.runBrowser()->selectRuns(ids);
+            }
+            const QString what = cli.value(start);
+            if (what == QLatin1String("train")) window.startTraining();
+            else if (what == QLatin1String("compare")) window.startComparison();
+            else if (!what.isEmpty()) std::fprintf(stderr, "mpwb: --start takes train or compare, not '%s'\n", qPrintable(what));
+            if (cli.isSet(tab)) window.plots()->showTab(cli.value(tab));
+        });
+    });
+    window.show();
+    if (cli.isSet(quit_after)) {
+        const int ms = static_cast<int>(cli.value(quit_after).toDouble() * 1000);
+        QTimer::singleShot(ms, &window, &QWidget::close);
+    }
+    return app.exec();
+}

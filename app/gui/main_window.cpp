@@ -1,0 +1,565 @@
+// MainWindow: docks, actions, status bar, and the routing of controller updates into the plots,
+// the event list and the precision panel's readout.
+#include "app/gui/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDateTime>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHeaderView>
+#include <QKeySequence>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QScrollArea>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTableWidget>
+#include <QTimer>
+#include <QToolBar>
+#include <QWindow>
+
+#include <cmath>
+
+#include "app/gui/plot_board.h"
+#include "app/report/report.h"
+#include "core/backend/backend.h"
+#include "core/common/error.h"
+#include "core/train/dataset_source.h"
+#include "resources/presets.h"
+#include "sessions/run_store.h"
+#include "widgets/dataset_panel.h"
+#include "widgets/network_editor.h"
+#include "widgets/precision_panel.h"
+#include "widgets/run_browser.h"
+#include "widgets/training_settings_panel.h"
+
+namespace mpwb {
+
+namespace {
+constexpr int kMaxEventRows = 5000;  // the list keeps the newest; the store keeps them all
+
+QString eta_text(double seconds) {
+    if (seconds < 0 || !std::isfinite(seconds)) return QObject::tr("ETA –");
+    const int s = static_cast<int>(std::lround(seconds));
+    if (s >= 3600) return QObject::tr("ETA %1 h %2 min").arg(s / 3600).arg((s % 3600) / 60);
+    if (s >= 60) return QObject::tr("ETA %1 min %2 s").arg(s / 60).arg(s % 60);
+    return QObject::tr("ETA %1 s").arg(s);
+}
+
+QDockWidget* make_dock(QMainWindow* window, const QString& title, const QString& name, QWidget* content,
+                       Qt::DockWidgetArea area, bool scroll) {
+    auto* dock = new QDockWidget(title, window);
+    dock->setObjectName(name);  // saveState/restoreState find docks by name
+    if (scroll) {
+        auto* area_widget = new QScrollArea;
+        area_widget->setWidgetResizable(true);
+        area_widget->setFrameShape(QFrame::NoFrame);
+        area_widget->setWidget(content);
+        dock->setWidget(area_widget);
+    } else {
+        dock->setWidget(content);
+    }
+    window->addDockWidget(area, dock);
+    return dock;
+}
+}  // namespace
+
+MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), options_(std::move(options)) {
+    setWindowTitle(tr("MP Workbench"));
+    setObjectName(QStringLiteral("MainWindow"));
+    setDockOptions(AnimatedDocks | AllowTabbedDocks | AllowNestedDocks);
+
+    TrainingController::Options co;
+    co.db_path = options_.db_path;
+    co.record = options_.record;
+    co.chunk_seconds = options_.chunk_seconds;
+    controller_ = new TrainingController(co, this);
+    options_.db_path = controller_->db_path();
+
+    board_ = new PlotBoard(this);
+    setCentralWidget(board_);
+    buildActions();
+    buildDocks();
+    buildStatusBar();
+
+    connect(controller_, &TrainingController::updates, this, &MainWindow::onUpdates);
+    connect(controller_, &TrainingController::stateChanged, this, &MainWindow::onStateChanged);
+    connect(controller_, &TrainingController::progress, this, &MainWindow::onProgress);
+    connect(controller_, &TrainingController::message, this,
+            [this](const QString& m) { statusBar()->showMessage(m, 8000); });
+
+    connect(editor_, &NetworkEditor::validityChanged, this, &MainWindow::updateActions);
+    connect(editor_, &NetworkEditor::networkChanged, this, &MainWindow::updateActions);
+    connect(editor_, &NetworkEditor::presetLoaded, this, [this](const QString& name) {
+        if (name != preset_name_) loadPreset(name);
+    });
+    connect(dataset_, &DatasetPanel::datasetChanged, this, &MainWindow::onDatasetChanged);
+    connect(training_, &TrainingSettingsPanel::settingsChanged, this, &MainWindow::updateActions);
+    connect(precision_, &PrecisionPanel::settingsChanged, this, &MainWindow::updateActions);
+
+    // Live tuning: the panel emits only valid values; the trainer may still refuse (ConfigError).
+    auto guarded = [this](const QString& what, auto&& call) {
+        try {
+            call();
+            statusBar()->showMessage(tr("%1: applied at the next step").arg(what), 5000);
+        } catch (const std::exception& e) {
+            statusBar()->showMessage(tr("%1 refused: %2").arg(what, QString::fromUtf8(e.what())), 10000);
+            last_error_ = QString::fromUtf8(e.what());
+        }
+    };
+    connect(precision_, &PrecisionPanel::scalerConfigRequested, this, [this, guarded](const LossScalerConfig& c) {
+        guarded(tr("Scaler settings"), [&] { controller_->request_scaler_config(c); });
+    });
+    connect(precision_, &PrecisionPanel::lossScaleRequested, this, [this, guarded](double s) {
+        guarded(tr("Loss scale"), [&] { controller_->request_loss_scale(s); });
+    });
+    connect(precision_, &PrecisionPanel::learningRateRequested, this, [this, guarded](float lr) {
+        guarded(tr("Learning rate"), [&] { controller_->request_learning_rate(lr); });
+    });
+
+    connect(browser_, &RunBrowser::openRunRequested, this, [this](qint64 id) { openStoredRuns({id}); });
+    connect(browser_, &RunBrowser::compareRequested, this, [this](const QList<qint64>& ids) { openStoredRuns(ids); });
+    connect(browser_, &RunBrowser::reportRequested, this, &MainWindow::onReportRequested);
+
+    resize(1500, 940);
+    if (options_.restore_layout) restoreLayout();
+
+    // The slow parts (the default dataset's preview, the database, the device probe) wait until
+    // the window is on screen, so it appears at once.
+    connect(this, &MainWindow::firstExposed, this, [this] {
+        QTimer::singleShot(0, this, [this] {
+            if (preset_name_.isEmpty()) {
+                QString preset = options_.preset;
+                if (preset.isEmpty())
+                    preset = QFileInfo::exists(QString::fromUtf8(kDefaultFashionMnistPath)) ? QStringLiteral("fashion-mlp")
+                                                                                            : QStringLiteral("spiral-mlp");
+                loadPreset(preset);
+            }
+            if (browser_->databasePath().isEmpty()) browser_->setDatabase(QString::fromStdString(options_.db_path));
+            if (device_label_->text().isEmpty()) {
+                auto backend = make_cpu_backend();
+                device_label_->setText(QString::fromStdString(backend->device_name()));
+                backend_label_->setText(tr("backend: %1").arg(QString::fromStdString(backend->name())));
+            }
+        });
+    });
+    updateActions();
+}
+
+MainWindow::~MainWindow() {
+    controller_->stop();
+    controller_->wait();
+}
+
+void MainWindow::buildActions() {
+    auto* bar = addToolBar(tr("Training"));
+    bar->setObjectName(QStringLiteral("trainingToolbar"));
+    bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    auto* style = QApplication::style();
+    train_ = new QAction(style->standardIcon(QStyle::SP_MediaPlay), tr("Train"), this);
+    train_->setObjectName(QStringLiteral("trainAction"));
+    train_->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_T), QKeySequence(Qt::Key_F5)});
+    train_->setToolTip(tr("Train the network in the selected precision (Ctrl+T, F5)"));
+    pause_ = new QAction(style->standardIcon(QStyle::SP_MediaPause), tr("Pause"), this);
+    pause_->setObjectName(QStringLiteral("pauseAction"));
+    pause_->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_P), QKeySequence(Qt::Key_F6)});
+    pause_->setToolTip(tr("Pause or resume between steps (Ctrl+P, F6)"));
+    stop_ = new QAction(style->standardIcon(QStyle::SP_MediaStop), tr("Stop"), this);
+    stop_->setObjectName(QStringLiteral("stopAction"));
+    stop_->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Period), QKeySequence(Qt::SHIFT | Qt::Key_F5)});
+    stop_->setToolTip(tr("Stop after the current step; the run keeps its data (Ctrl+., Shift+F5)"));
+    compare_ = new QAction(style->standardIcon(QStyle::SP_BrowserReload), tr("Compare FP32 vs mixed"), this);
+    compare_->setObjectName(QStringLiteral("compareAction"));
+    compare_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+    compare_->setToolTip(tr("Train FP32 and the selected mixed policy side by side: same network, seed, "
+                            "initial weights and batch order (Ctrl+Shift+C)"));
+    for (auto* a : {train_, pause_, stop_, compare_}) {
+        a->setShortcutContext(Qt::ApplicationShortcut);
+        bar->addAction(a);
+        addAction(a);
+    }
+    connect(train_, &QAction::triggered, this, &MainWindow::startTraining);
+    connect(pause_, &QAction::triggered, this, &MainWindow::togglePause);
+    connect(stop_, &QAction::triggered, this, &MainWindow::stopTraining);
+    connect(compare_, &QAction::triggered, this, &MainWindow::startComparison);
+
+    auto* file = menuBar()->addMenu(tr("&File"));
+    auto* report = file->addAction(tr("Export report of selected runs…"));
+    connect(report, &QAction::triggered, this, [this] { onReportRequested(browser_->selectedRunIds()); });
+    file->addSeparator();
+    auto* quit = file->addAction(tr("Quit"));
+    quit->setShortcut(QKeySequence::Quit);
+    connect(quit, &QAction::triggered, this, &QWidget::close);
+    auto* run = menuBar()->addMenu(tr("&Run"));
+    for (auto* a : {train_, pause_, stop_, compare_}) run->addAction(a);
+}
+
+void MainWindow::buildDocks() {
+    editor_ = new NetworkEditor;
+    dataset_ = new DatasetPanel;
+    precision_ = new PrecisionPanel;
+    training_ = new TrainingSettingsPanel;
+    browser_ = new RunBrowser;
+    events_ = new QTableWidget(0, 5);
+    events_->setObjectName(QStringLiteral("eventList"));
+    events_->setHorizontalHeaderLabels({tr("Run"), tr("Step"), tr("Event"), tr("Source"), tr("Detail")});
+    events_->horizontalHeader()->setStretchLastSection(true);
+    events_->verticalHeader()->hide();
+    events_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    events_->setSelectionBehavior(QAbstractItemView::SelectRows);
+
+    auto* d_net = make_dock(this, tr("Network"), QStringLiteral("dockNetwork"), editor_, Qt::LeftDockWidgetArea, false);
+    auto* d_data = make_dock(this, tr("Dataset"), QStringLiteral("dockDataset"), dataset_, Qt::LeftDockWidgetArea, true);
+    auto* d_prec = make_dock(this, tr("Precision"), QStringLiteral("dockPrecision"), precision_, Qt::RightDockWidgetArea, true);
+    auto* d_train = make_dock(this, tr("Training"), QStringLiteral("dockTraining"), training_, Qt::RightDockWidgetArea, true);
+    auto* d_runs = make_dock(this, tr("Runs"), QStringLiteral("dockRuns"), browser_, Qt::BottomDockWidgetArea, false);
+    auto* d_events = make_dock(this, tr("Events"), QStringLiteral("dockEvents"), events_, Qt::BottomDockWidgetArea, false);
+    tabifyDockWidget(d_net, d_data);
+    d_net->raise();
+    tabifyDockWidget(d_prec, d_train);
+    d_prec->raise();
+    tabifyDockWidget(d_runs, d_events);
+    d_runs->raise();
+    resizeDocks({d_net, d_prec}, {430, 380}, Qt::Horizontal);
+    resizeDocks({d_runs}, {230}, Qt::Vertical);
+
+    auto* view = menuBar()->addMenu(tr("&View"));
+    for (auto* d : {d_net, d_data, d_prec, d_train, d_runs, d_events}) view->addAction(d->toggleViewAction());
+}
+
+void MainWindow::buildStatusBar() {
+    device_label_ = new QLabel;
+    backend_label_ = new QLabel;
+    state_label_ = new QLabel(tr("Idle"));
+    state_label_->setObjectName(QStringLiteral("stateLabel"));
+    state_label_->setMinimumWidth(90);
+    progress_ = new QProgressBar;
+    progress_->setRange(0, 1000);
+    progress_->setValue(0);
+    progress_->setMaximumWidth(220);
+    progress_->setTextVisible(true);
+    progress_->setFormat(QStringLiteral("%p%"));
+    eta_label_ = new QLabel(tr("ETA –"));
+    eta_label_->setMinimumWidth(110);
+    statusBar()->addPermanentWidget(device_label_);
+    statusBar()->addPermanentWidget(backend_label_);
+    statusBar()->addPermanentWidget(state_label_);
+    statusBar()->addPermanentWidget(progress_);
+    statusBar()->addPermanentWidget(eta_label_);
+}
+
+void MainWindow::loadPreset(const QString& name) {
+    Preset preset;
+    try {
+        preset = load_preset(name.toStdString());
+    } catch (const std::exception& e) {
+        showError(tr("Preset"), QString::fromUtf8(e.what()));
+        return;
+    }
+    preset_name_ = name;
+    TrainConfig c = preset.training;
+    // The workbench shows gradient statistics and test curves: give presets that leave them off
+    // a cadence that draws a useful histogram and heatmap without slowing the run.
+    if (c.stats_every == 0) c.stats_every = 25;
+    if (c.eval_every == 0 && !c.dataset.is_synthetic()) c.eval_every = 200;
+    base_config_ = c;
+    dataset_->setDatasetSpec(c.dataset);
+    editor_->setInputShape(dataset_->sampleShape());
+    editor_->setClassCount(dataset_->classCount());
+    editor_->setNetworkJson(preset.network, tr("Load preset %1").arg(name));
+    training_->setFromConfig(c);
+    precision_->setPrecision(c.precision);
+    if (c.scaler) precision_->setScalerConfig(*c.scaler);
+    precision_->setLearningRate(c.lr);
+    statusBar()->showMessage(tr("Preset %1: %2").arg(name, QString::fromStdString(preset.description)), 8000);
+    updateActions();
+}
+
+TrainConfig MainWindow::currentConfig() const {
+    TrainConfig c = base_config_;
+    c.dataset = dataset_->datasetSpec();
+    c = training_->applyTo(c);
+    c = precision_->applyTo(c);
+    return c;
+}
+
+QString MainWindow::blockReason() const {
+    if (controller_->busy()) return tr("a run is going");
+    if (!editor_->isValid()) {
+        const QString s = editor_->summaryText();
+        return tr("the network has errors: %1").arg(s.isEmpty() ? tr("see the Network panel") : s);
+    }
+    if (!dataset_->isValid()) return tr("dataset: %1").arg(dataset_->errorText());
+    if (!training_->errorText().isEmpty()) return tr("training settings: %1").arg(training_->errorText());
+    if (!precision_->scalerError().isEmpty()) return tr("loss scaler: %1").arg(precision_->scalerError());
+    return {};
+}
+
+void MainWindow::updateActions() {
+    const bool busy = controller_->busy();
+    const QString why = blockReason();
+    train_->setEnabled(why.isEmpty());
+    compare_->setEnabled(why.isEmpty());
+    train_->setStatusTip(why.isEmpty() ? QString() : tr("Train is disabled: %1").arg(why));
+    if (!why.isEmpty() && !busy) state_label_->setToolTip(tr("Train is disabled: %1").arg(why));
+    pause_->setEnabled(busy && controller_->state() != TrainingController::State::Stopping);
+    stop_->setEnabled(busy && controller_->state() != TrainingController::State::Stopping);
+    pause_->setText(controller_->state() == TrainingController::State::Paused ? tr("Resume") : tr("Pause"));
+    precision_->setRunning(busy);
+}
+
+void MainWindow::onDatasetChanged() {
+    editor_->setInputShape(dataset_->sampleShape());
+    editor_->setClassCount(dataset_->classCount());
+    updateActions();
+}
+
+void MainWindow::beginLive(const std::vector<std::pair<QString, QString>>& runs) {
+    board_->clear();
+    live_runs_.clear();
+    live_labels_.clear();
+    for (const auto& [label, precision] : runs) {
+        live_runs_.push_back(board_->addRun(label, precision, reference_format_for(precision)));
+        live_labels_.push_back(label);
+    }
+    precision_->clearEvents();
+    events_->setRowCount(0);
+    board_->showTab(tr("Curves"));
+}
+
+bool MainWindow::startTraining() {
+    const QString why = blockReason();
+    if (!why.isEmpty()) {
+        statusBar()->showMessage(tr("Cannot train: %1").arg(why), 8000);
+        return false;
+    }
+    try {
+        const TrainConfig c = currentConfig();
+        const QString precision = QString::fromStdString(precision_name(c.precision));
+        beginLive({{precision, precision}});
+        return controller_->start(editor_->networkJson(), c,
+                                  preset_name_.toStdString() + " " + precision.toStdString());
+    } catch (const std::exception& e) {
+        showError(tr("Cannot train"), QString::fromUtf8(e.what()));
+        return false;
+    }
+}
+
+bool MainWindow::startComparison() {
+    const QString why = blockReason();
+    if (!why.isEmpty()) {
+        statusBar()->showMessage(tr("Cannot compare: %1").arg(why), 8000);
+        return false;
+    }
+    try {
+        const TrainConfig c = currentConfig();
+        // FP32 selected: compare against FP16 mixed, the policy the paper is about.
+        const PrecisionKind mixed = c.precision == PrecisionKind::FP32 ? PrecisionKind::FP16Mixed : c.precision;
+        const QString low = QString::fromStdString(precision_name(mixed));
+        beginLive({{QStringLiteral("fp32"), QStringLiteral("fp32")}, {low, low}});
+        return controller_->start_comparison(editor_->networkJson(), c, mixed, preset_name_.toStdString());
+    } catch (const std::exception& e) {
+        showError(tr("Cannot compare"), QString::fromUtf8(e.what()));
+        return false;
+    }
+}
+
+void MainWindow::togglePause() {
+    if (controller_->state() == TrainingController::State::Paused)
+        controller_->resume();
+    else
+        controller_->pause();
+    updateActions();
+}
+
+void MainWindow::stopTraining() {
+    controller_->stop();
+    updateActions();
+}
+
+void MainWindow::onStateChanged(TrainingController::State state) {
+    static const char* names[] = {"Idle", "Starting", "Running", "Paused", "Stopping"};
+    QString text = tr(names[static_cast<int>(state)]);
+    if (controller_->comparing() && state != TrainingController::State::Idle) text += tr(" (comparison)");
+    state_label_->setText(text);
+    if (state == TrainingController::State::Idle) {
+        browser_->refresh();
+        eta_label_->setText(tr("done"));
+    }
+    updateActions();
+}
+
+void MainWindow::onProgress(double fraction, double eta_seconds) {
+    progress_->setValue(static_cast<int>(std::lround(fraction * 1000)));
+    if (controller_->busy()) eta_label_->setText(eta_text(eta_seconds));
+}
+
+void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
+    for (const auto& u : updates) {
+        if (u.slot < 0 || u.slot >= static_cast<int>(live_runs_.size())) continue;
+        const int run = live_runs_[static_cast<size_t>(u.slot)];
+        const QString label = live_labels_[static_cast<size_t>(u.slot)];
+        if (u.run_id && board_->runId(run) != u.run_id) board_->setRunId(run, u.run_id);
+        if (u.start && u.dataset) board_->setBoundaryPoints(run, *u.dataset);
+        board_->appendSteps(run, u.steps);
+        board_->appendEvals(run, u.evals);
+        board_->appendStats(run, u.stats);
+        if (u.boundary) board_->setBoundary(run, *u.boundary);
+        // The readout follows the run whose scale can be tuned: the mixed side of a comparison.
+        const bool readout_run = updates.size() == 1 || u.slot == 1;
+        if (readout_run && !u.steps.empty()) {
+            const auto& m = u.steps.back();
+            float headroom = std::numeric_limits<float>::quiet_NaN();
+            for (auto it = u.stats.rbegin(); it != u.stats.rend(); ++it)
+                if (it->kind == GradientKind::Activation) {
+                    headroom = it->stats.headroom_log2;
+                    break;
+                }
+            precision_->setReadout(m.loss_scale, m.skipped_count, m.overflow_count, headroom);
+        }
+        for (const auto& e : u.events) {
+            const QString detail = QString::fromStdString(e.detail.dump());
+            addEventRow(label, e.step, QString::fromStdString(e.kind), QString::fromStdString(e.source), detail);
+            if (readout_run)
+                precision_->addEvent(e.step, QString::fromStdString(e.kind), QString::fromStdString(e.source), detail);
+        }
+        if (u.end) {
+            const auto& s = *u.end;
+            QString text = tr("%1: %2 after %3 steps, test accuracy %4, %5 samples/s")
+                               .arg(label, QString::fromUtf8(run_status_name(s.status)))
+                               .arg(s.steps)
+                               .arg(s.test_accuracy, 0, 'f', 4)
+                               .arg(s.samples_per_second, 0, 'f', 0);
+            if (u.run_id) text += tr(" (run #%1)").arg(u.run_id);
+            statusBar()->showMessage(text, 15000);
+        }
+        for (const auto& err : u.errors) {
+            const QString text = tr("%1: %2").arg(label, QString::fromStdString(err));
+            addEventRow(label, u.steps.empty() ? 0 : u.steps.back().step, tr("error"), tr("workbench"),
+                        QString::fromStdString(err));
+            showError(tr("Run failed"), text + tr("\n\nWhat the run recorded so far stays in the plots and in the database."));
+        }
+    }
+    board_->replot();
+}
+
+void MainWindow::addEventRow(const QString& run, int64_t step, const QString& kind, const QString& source,
+                             const QString& detail) {
+    if (events_->rowCount() >= kMaxEventRows) events_->removeRow(0);
+    const int row = events_->rowCount();
+    events_->insertRow(row);
+    const QString cells[] = {run, QString::number(step), kind, source, detail};
+    for (int c = 0; c < 5; ++c) events_->setItem(row, c, new QTableWidgetItem(cells[c]));
+    events_->scrollToBottom();
+}
+
+void MainWindow::showError(const QString& title, const QString& text) {
+    last_error_ = text;
+    statusBar()->showMessage(text, 20000);
+    // Non-blocking, so a failing run never freezes the event loop (or a test).
+    auto* box = new QMessageBox(QMessageBox::Warning, title, text, QMessageBox::Ok, this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setModal(false);
+    box->show();
+}
+
+bool MainWindow::openStoredRuns(const QList<qint64>& ids) {
+    if (controller_->busy()) {
+        statusBar()->showMessage(tr("Stop the run before opening stored runs"), 8000);
+        return false;
+    }
+    if (ids.isEmpty()) return false;
+    try {
+        RunStore::Options o;
+        o.read_only = true;
+        o.detect_interrupted = false;
+        RunStore store(options_.db_path, o);
+        board_->clear();
+        live_runs_.clear();
+        live_labels_.clear();
+        events_->setRowCount(0);
+        for (qint64 id : ids) {
+            board_->addStoredRun(store, id);
+            const Run run = store.get_run(id);
+            const QString label = QStringLiteral("#%1 %2").arg(id).arg(QString::fromStdString(run.name));
+            for (const auto& e : store.events(id))
+                addEventRow(label, e.step, QString::fromStdString(e.kind), QString(), QString::fromStdString(e.json));
+        }
+        board_->replot();
+        board_->showTab(tr("Curves"));
+        statusBar()->showMessage(tr("Showing %n stored run(s)", nullptr, static_cast<int>(ids.size())), 8000);
+        return true;
+    } catch (const std::exception& e) {
+        showError(tr("Open runs"), QString::fromUtf8(e.what()));
+        return false;
+    }
+}
+
+QStringList MainWindow::exportReport(const QList<qint64>& ids, const QString& path) {
+    QStringList written;
+    try {
+        ReportRequest r;
+        r.database = options_.db_path;
+        r.run_ids.assign(ids.begin(), ids.end());
+        r.output = path.toStdString();
+        for (const auto& f : write_report(r)) written << QString::fromStdString(f);
+        statusBar()->showMessage(tr("Report written: %1").arg(written.join(QStringLiteral(", "))), 10000);
+    } catch (const std::exception& e) {
+        showError(tr("Report"), QString::fromUtf8(e.what()));
+    }
+    return written;
+}
+
+void MainWindow::onReportRequested(const QList<qint64>& ids) {
+    if (ids.isEmpty()) {
+        statusBar()->showMessage(tr("Select one or more runs in the run browser first"), 8000);
+        return;
+    }
+    const QString suggested = QDir::home().filePath(
+        QStringLiteral("mpwb-report-%1.html").arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmm"))));
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export report"), suggested,
+                                                      tr("HTML report (*.html);;PDF report (*.pdf)"));
+    if (!path.isEmpty()) exportReport(ids, path);
+}
+
+void MainWindow::saveLayout() {
+    QSettings s;
+    s.setValue(QStringLiteral("mainwindow/geometry"), saveGeometry());
+    s.setValue(QStringLiteral("mainwindow/state"), saveState(1));
+}
+
+void MainWindow::restoreLayout() {
+    QSettings s;
+    restoreGeometry(s.value(QStringLiteral("mainwindow/geometry")).toByteArray());
+    restoreState(s.value(QStringLiteral("mainwindow/state")).toByteArray(), 1);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (controller_->busy()) {
+        controller_->stop();  // the runs end as STOPPED with everything recorded so far
+        controller_->wait();
+    }
+    if (options_.restore_layout) saveLayout();
+    QMainWindow::closeEvent(event);
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    if (auto* w = windowHandle()) w->installEventFilter(this);
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+    if (!exposed_ && event->type() == QEvent::Expose && watched == windowHandle() && windowHandle()->isExposed()) {
+        exposed_ = true;
+        emit firstExposed();
+    }
+    return QMainWindow::eventFilter(watched, event);
+}
+
+}  // namespace mpwb

@@ -1,0 +1,135 @@
+// MainWindow: the workbench. Dockable panels (network editor, dataset, precision, training
+// settings, run browser, event list) around the PlotBoard; a toolbar and shortcuts for Train,
+// Pause, Stop and Compare (FP32 vs the selected mixed policy); a status bar with device, backend,
+// run state, progress and ETA. The window only wires widgets to the TrainingController: it never
+// touches the engine itself. The dock layout is saved and restored with QSettings.
+#pragma once
+#include <QList>
+#include <QMainWindow>
+#include <QString>
+#include <QStringList>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/gui/training_controller.h"
+#include "core/train/train_config.h"
+
+class QAction;
+class QLabel;
+class QProgressBar;
+class QTableWidget;
+
+namespace mpwb {
+
+class DatasetPanel;
+class NetworkEditor;
+class PlotBoard;
+class PrecisionPanel;
+class RunBrowser;
+class TrainingSettingsPanel;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    struct Options {
+        std::string db_path;        // the run store (resolved by main: --db or the default)
+        QString preset;             // empty: fashion-mlp when Fashion-MNIST is installed, else spiral-mlp
+        bool restore_layout = true; // QSettings window geometry and dock state
+        bool record = true;         // record runs into the store
+        double chunk_seconds = 0.1; // comparison turn length
+    };
+
+    explicit MainWindow(Options options, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // The experiment of a built-in preset: network, dataset and training settings.
+    void loadPreset(const QString& name);
+    // Network, dataset, precision and training settings as the panels show them.
+    TrainConfig currentConfig() const;
+    // Why Train is disabled (empty when it is enabled).
+    QString blockReason() const;
+
+    bool startTraining();
+    bool startComparison();
+    void togglePause();
+    void stopTraining();
+    // Shows stored runs (run browser "Open" / "Compare"); refused while training.
+    bool openStoredRuns(const QList<qint64>& ids);
+    // Writes a comparison report without a dialog; returns the files written (empty on error,
+    // with the message in the status bar and lastError()).
+    QStringList exportReport(const QList<qint64>& ids, const QString& path);
+
+    NetworkEditor* networkEditor() const { return editor_; }
+    DatasetPanel* datasetPanel() const { return dataset_; }
+    PrecisionPanel* precisionPanel() const { return precision_; }
+    TrainingSettingsPanel* trainingPanel() const { return training_; }
+    RunBrowser* runBrowser() const { return browser_; }
+    PlotBoard* plots() const { return board_; }
+    TrainingController* controller() const { return controller_; }
+    QTableWidget* eventList() const { return events_; }
+    QAction* trainAction() const { return train_; }
+    QAction* pauseAction() const { return pause_; }
+    QAction* stopAction() const { return stop_; }
+    QAction* compareAction() const { return compare_; }
+    QString lastError() const { return last_error_; }
+    QString presetName() const { return preset_name_; }
+    // Board index of each live run slot (-1 when not on the board).
+    std::vector<int> liveBoardRuns() const { return live_runs_; }
+
+signals:
+    // The first time the window is exposed (startup timing).
+    void firstExposed();
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override;
+    void showEvent(QShowEvent* event) override;
+
+private:
+    void buildActions();
+    void buildDocks();
+    void buildStatusBar();
+    void updateActions();
+    void onUpdates(const std::vector<RunUpdate>& updates);
+    void onStateChanged(TrainingController::State state);
+    void onProgress(double fraction, double eta_seconds);
+    void onDatasetChanged();
+    void onReportRequested(const QList<qint64>& ids);
+    void addEventRow(const QString& run, int64_t step, const QString& kind, const QString& source,
+                     const QString& detail);
+    void showError(const QString& title, const QString& text);
+    void beginLive(const std::vector<std::pair<QString, QString>>& runs);
+    void saveLayout();
+    void restoreLayout();
+
+    Options options_;
+    TrainingController* controller_ = nullptr;
+    PlotBoard* board_ = nullptr;
+    NetworkEditor* editor_ = nullptr;
+    DatasetPanel* dataset_ = nullptr;
+    PrecisionPanel* precision_ = nullptr;
+    TrainingSettingsPanel* training_ = nullptr;
+    RunBrowser* browser_ = nullptr;
+    QTableWidget* events_ = nullptr;
+    QAction* train_ = nullptr;
+    QAction* pause_ = nullptr;
+    QAction* stop_ = nullptr;
+    QAction* compare_ = nullptr;
+    QLabel* device_label_ = nullptr;
+    QLabel* backend_label_ = nullptr;
+    QLabel* state_label_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QLabel* eta_label_ = nullptr;
+
+    TrainConfig base_config_;  // the preset's settings the panels do not show
+    QString preset_name_;
+    std::vector<int> live_runs_;        // slot -> board index
+    std::vector<QString> live_labels_;  // slot -> label
+    bool exposed_ = false;
+    QString last_error_;
+};
+
+}  // namespace mpwb

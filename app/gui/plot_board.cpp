@@ -1,0 +1,546 @@
+// PlotBoard: routes run data (live batches or stored series) into the workbench plots.
+#include "app/gui/plot_board.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSlider>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+#include "app/gui/training_controller.h"
+#include "sessions/run_store.h"
+#include "widgets/plots/decision_boundary_plot.h"
+#include "widgets/plots/heatmap_plot.h"
+#include "widgets/plots/histogram_plot.h"
+#include "widgets/plots/series_plot.h"
+
+namespace mpwb {
+
+QString gradient_kind_key(const GradientStatsRecord& r) {
+    if (r.kind == GradientKind::Activation) return QStringLiteral("activation_grad");
+    return QStringLiteral("weight_grad:") + QString::fromStdString(r.parameter);
+}
+
+Format reference_format_for(const QString& precision) {
+    const QString p = precision.toLower();
+    if (p.startsWith(QLatin1String("bf16"))) return Format::BF16;
+    return Format::FP16;  // FP16 policies, and FP32/TF32: what FP16 storage would lose
+}
+
+namespace {
+QString stat_key(const QString& layer, const QString& kind) { return layer + QLatin1Char('\n') + kind; }
+
+QWidget* with_margins(QLayout* layout) {
+    auto* w = new QWidget;
+    layout->setContentsMargins(4, 4, 4, 4);
+    w->setLayout(layout);
+    return w;
+}
+}  // namespace
+
+PlotBoard::PlotBoard(QWidget* parent) : QWidget(parent) {
+    tabs_ = new QTabWidget(this);
+    tabs_->setDocumentMode(true);
+    tabs_->addTab(makeCurvesTab(), tr("Curves"));
+    tabs_->addTab(makeGradientsTab(), tr("Gradients"));
+    auto* bl = new QVBoxLayout;
+    boundary_hint_ = new QLabel(tr("The decision boundary is drawn for 2-D classification sets "
+                                   "(spiral, circles, xor, gauss, moons) while they train."));
+    boundary_hint_->setWordWrap(true);
+    bl->addWidget(boundary_hint_);
+    boundary_host_ = new QWidget;
+    auto* hl = new QHBoxLayout(boundary_host_);
+    hl->setContentsMargins(0, 0, 0, 0);
+    bl->addWidget(boundary_host_, 1);
+    tabs_->addTab(with_margins(bl), tr("Decision boundary"));
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(tabs_);
+}
+
+PlotBoard::~PlotBoard() = default;
+
+QWidget* PlotBoard::makeCurvesTab() {
+    loss_ = new SeriesPlot(SeriesPlot::Kind::Loss);
+    accuracy_ = new SeriesPlot(SeriesPlot::Kind::Accuracy);
+    throughput_ = new SeriesPlot(SeriesPlot::Kind::Throughput);
+    scale_ = new SeriesPlot(SeriesPlot::Kind::LossScale);
+    for (auto* p : {loss_, accuracy_, throughput_, scale_}) p->setMinimumSize(260, 180);
+
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Smoothing")));
+    smoothing_ = new QSlider(Qt::Horizontal);
+    smoothing_->setObjectName(QStringLiteral("smoothing"));
+    smoothing_->setRange(0, 99);
+    smoothing_->setValue(60);
+    smoothing_->setMaximumWidth(220);
+    smoothing_->setToolTip(tr("Exponential moving average of the training curves (raw values are kept)"));
+    bar->addWidget(smoothing_);
+    smoothing_label_ = new QLabel;
+    smoothing_label_->setMinimumWidth(36);
+    bar->addWidget(smoothing_label_);
+    log_loss_ = new QCheckBox(tr("Log loss axis"));
+    log_loss_->setObjectName(QStringLiteral("logLoss"));
+    bar->addSpacing(16);
+    bar->addWidget(log_loss_);
+    bar->addStretch(1);
+    bar->addWidget(new QLabel(tr("Drag to pan, wheel to zoom, double-click to follow; right-click to export")));
+    connect(smoothing_, &QSlider::valueChanged, this, &PlotBoard::onSmoothingChanged);
+    connect(log_loss_, &QCheckBox::toggled, this, [this](bool on) {
+        loss_->setLogY(on);
+        loss_->requestReplot();
+    });
+    onSmoothingChanged(smoothing_->value());
+
+    auto* grid = new QGridLayout;
+    grid->setSpacing(4);
+    grid->addWidget(loss_, 0, 0);
+    grid->addWidget(accuracy_, 0, 1);
+    grid->addWidget(throughput_, 1, 0);
+    grid->addWidget(scale_, 1, 1);
+    auto* v = new QVBoxLayout;
+    v->addLayout(bar);
+    v->addLayout(grid, 1);
+    return with_margins(v);
+}
+
+QWidget* PlotBoard::makeGradientsTab() {
+    histogram_ = new HistogramPlot;
+    heatmap_ = new HeatmapPlot;
+    heatmap_->setBoundaryFormats({Format::FP16, Format::BF16});
+    run_select_ = new QComboBox;
+    run_select_->setObjectName(QStringLiteral("gradientRun"));
+    layer_ = new QComboBox;
+    layer_->setObjectName(QStringLiteral("gradientLayer"));
+    layer_->setMinimumContentsLength(12);
+    kind_ = new QComboBox;
+    kind_->setObjectName(QStringLiteral("gradientKind"));
+    kind_->setMinimumContentsLength(16);
+    step_ = new QSlider(Qt::Horizontal);
+    step_->setObjectName(QStringLiteral("gradientStep"));
+    step_->setRange(0, 0);
+    step_label_ = new QLabel(tr("no statistics yet"));
+    step_label_->setMinimumWidth(150);
+
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Run")));
+    bar->addWidget(run_select_);
+    bar->addWidget(new QLabel(tr("Layer")));
+    bar->addWidget(layer_);
+    bar->addWidget(new QLabel(tr("Gradient")));
+    bar->addWidget(kind_);
+    bar->addWidget(new QLabel(tr("Step")));
+    bar->addWidget(step_, 1);
+    bar->addWidget(step_label_);
+
+    auto* split = new QSplitter(Qt::Vertical);
+    split->addWidget(histogram_);
+    split->addWidget(heatmap_);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 1);
+    auto* v = new QVBoxLayout;
+    v->addLayout(bar);
+    v->addWidget(split, 1);
+
+    auto reselect = [this] {
+        if (updating_selectors_) return;
+        refreshSelectors();
+        refreshGradientView(true);
+    };
+    connect(run_select_, &QComboBox::currentIndexChanged, this, reselect);
+    connect(layer_, &QComboBox::currentIndexChanged, this, [this] {
+        if (updating_selectors_) return;
+        refreshSelectors();  // kinds differ per layer
+        refreshGradientView(true);
+    });
+    connect(kind_, &QComboBox::currentIndexChanged, this, [this] {
+        if (!updating_selectors_) refreshGradientView(true);
+    });
+    connect(step_, &QSlider::valueChanged, this, [this] {
+        if (!updating_selectors_) refreshGradientView(false);
+    });
+    return with_margins(v);
+}
+
+void PlotBoard::onSmoothingChanged(int value) {
+    const double alpha = value / 100.0;
+    smoothing_label_->setText(QString::number(alpha, 'f', 2));
+    for (auto* p : {loss_, accuracy_, throughput_}) {
+        p->setSmoothing(alpha);
+        p->requestReplot();
+    }
+}
+
+int PlotBoard::addRun(const QString& label, const QString& precision, Format reference, int64_t run_id) {
+    auto r = std::make_unique<RunView>();
+    r->label = label;
+    r->precision = precision;
+    r->reference = reference;
+    r->run_id = run_id;
+    r->key = loss_->addRun(label, precision);
+    accuracy_->addRun(label, precision);
+    throughput_->addRun(label, precision);
+    scale_->addRun(label, precision);
+    runs_.push_back(std::move(r));
+    updating_selectors_ = true;
+    run_select_->addItem(label);
+    updating_selectors_ = false;
+    if (run_select_->count() == 1) run_select_->setCurrentIndex(0);
+    return static_cast<int>(runs_.size()) - 1;
+}
+
+void PlotBoard::clear() {
+    for (auto* p : {loss_, accuracy_, throughput_, scale_}) {
+        p->clearRuns();
+        p->requestReplot();
+    }
+    for (auto& r : runs_)
+        if (r->boundary) r->boundary->deleteLater();
+    runs_.clear();
+    updating_selectors_ = true;
+    run_select_->clear();
+    layer_->clear();
+    kind_->clear();
+    step_->setRange(0, 0);
+    updating_selectors_ = false;
+    step_label_->setText(tr("no statistics yet"));
+    histogram_->clear();
+    heatmap_->clear();
+    heatmap_columns_ = 0;
+    histogram_->requestReplot();
+    heatmap_->requestReplot();
+    boundary_hint_->show();
+}
+
+void PlotBoard::setRunId(int run, int64_t run_id) { runs_.at(static_cast<size_t>(run))->run_id = run_id; }
+int64_t PlotBoard::runId(int run) const { return runs_.at(static_cast<size_t>(run))->run_id; }
+int PlotBoard::seriesKey(int run) const { return runs_.at(static_cast<size_t>(run))->key; }
+
+int PlotBoard::statsCount(int run) const {
+    int n = 0;
+    for (const auto& [k, v] : runs_.at(static_cast<size_t>(run))->stats) n += static_cast<int>(v.size());
+    return n;
+}
+
+DecisionBoundaryPlot* PlotBoard::boundaryPlot(int run) const {
+    if (run < 0 || run >= runCount()) return nullptr;
+    return runs_[static_cast<size_t>(run)]->boundary;
+}
+
+void PlotBoard::appendSteps(int run, const std::vector<StepMetrics>& steps) {
+    if (steps.empty() || run < 0 || run >= runCount()) return;
+    RunView& r = *runs_[static_cast<size_t>(run)];
+    QVector<double> s, loss, acc, sps, scale, over_s, over_v, skip_s, skip_v;
+    s.reserve(static_cast<qsizetype>(steps.size()));
+    for (const auto& m : steps) {
+        const double st = static_cast<double>(m.step);
+        s.push_back(st);
+        loss.push_back(m.loss);
+        acc.push_back(m.accuracy);
+        sps.push_back(m.samples_per_second);
+        scale.push_back(m.loss_scale);
+        if (m.overflow_count > r.last_overflows) {
+            over_s.push_back(st);
+            over_v.push_back(m.loss_scale);
+        }
+        if (m.skipped) {
+            skip_s.push_back(st);
+            skip_v.push_back(m.loss_scale);
+        }
+        r.last_overflows = m.overflow_count;
+        r.last_scale = m.loss_scale;
+    }
+    loss_->appendPoints(r.key, SeriesPlot::Curve::Train, s, loss);
+    accuracy_->appendPoints(r.key, SeriesPlot::Curve::Train, s, acc);
+    throughput_->appendPoints(r.key, SeriesPlot::Curve::Train, s, sps);
+    scale_->appendPoints(r.key, SeriesPlot::Curve::Scale, s, scale);
+    if (!over_s.isEmpty()) scale_->appendPoints(r.key, SeriesPlot::Curve::Overflow, over_s, over_v);
+    if (!skip_s.isEmpty()) scale_->appendPoints(r.key, SeriesPlot::Curve::Skip, skip_s, skip_v);
+    dirty_series_ = true;
+}
+
+void PlotBoard::appendEvals(int run, const std::vector<EvalMetrics>& evals) {
+    if (evals.empty() || run < 0 || run >= runCount()) return;
+    RunView& r = *runs_[static_cast<size_t>(run)];
+    QVector<double> s, loss, acc;
+    for (const auto& m : evals) {
+        s.push_back(static_cast<double>(m.step));
+        loss.push_back(m.test_loss);
+        acc.push_back(m.test_accuracy);
+    }
+    loss_->appendPoints(r.key, SeriesPlot::Curve::Test, s, loss);
+    accuracy_->appendPoints(r.key, SeriesPlot::Curve::Test, s, acc);
+    dirty_series_ = true;
+}
+
+void PlotBoard::addStat(int run, const QString& layer, const QString& kind, StatEntry entry) {
+    RunView& r = *runs_[static_cast<size_t>(run)];
+    auto& list = r.stats[stat_key(layer, kind)];
+    if (list.empty()) selectors_dirty_ = true;
+    list.push_back(std::move(entry));
+}
+
+void PlotBoard::appendStats(int run, const std::vector<GradientStatsRecord>& stats) {
+    if (stats.empty() || run < 0 || run >= runCount()) return;
+    for (const auto& rec : stats)
+        addStat(run, QString::fromStdString(rec.layer_label), gradient_kind_key(rec),
+                StatEntry{rec.step, rec.histogram, rec.loss_scale});
+    dirty_gradients_ = true;
+}
+
+void PlotBoard::setBoundaryPoints(int run, const Dataset& data) {
+    if (run < 0 || run >= runCount()) return;
+    if (!(data.is_classification() && data.sample_shape == Shape{2})) return;
+    RunView& r = *runs_[static_cast<size_t>(run)];
+    if (!r.boundary) {
+        r.boundary = new DecisionBoundaryPlot;
+        r.boundary->setMinimumSize(280, 260);
+        r.boundary->plotLayout()->insertRow(0);
+        r.boundary->plotLayout()->addElement(0, 0, new QCPTextElement(r.boundary, r.label, QFont(font().family(), 10, QFont::Bold)));
+        boundary_host_->layout()->addWidget(r.boundary);
+        boundary_hint_->hide();
+    }
+    auto fill = [&](const Tensor& x, const Tensor& y, bool test) {
+        QVector<double> px, py;
+        QVector<int> lab;
+        const int64_t n = x.rank() ? x.dim(0) : 0;
+        for (int64_t i = 0; i < n; ++i) {
+            px.push_back(x[2 * i]);
+            py.push_back(x[2 * i + 1]);
+            lab.push_back(static_cast<int>(y[i]));
+        }
+        r.boundary->setPoints(px, py, lab, test);
+    };
+    fill(data.train_x, data.train_y, false);
+    fill(data.test_x, data.test_y, true);
+    dirty_boundary_ = true;
+}
+
+void PlotBoard::setBoundary(int run, const BoundaryGrid& g) {
+    if (run < 0 || run >= runCount()) return;
+    RunView& r = *runs_[static_cast<size_t>(run)];
+    if (!r.boundary || g.nx < 2 || g.ny < 2) return;
+    const auto cells = static_cast<qsizetype>(g.predicted.size());
+    if (g.classes == 2) {
+        QVector<double> p1(cells);
+        for (qsizetype i = 0; i < cells; ++i)
+            p1[i] = g.predicted[static_cast<size_t>(i)] == 1 ? g.confidence[static_cast<size_t>(i)]
+                                                              : 1.0 - g.confidence[static_cast<size_t>(i)];
+        r.boundary->setGrid(g.nx, g.ny, g.x_min, g.x_max, g.y_min, g.y_max, p1);
+    } else {
+        QVector<int> pred(g.predicted.begin(), g.predicted.end());
+        QVector<double> conf(g.confidence.begin(), g.confidence.end());
+        r.boundary->setClassGrid(g.nx, g.ny, g.x_min, g.x_max, g.y_min, g.y_max, pred, conf, g.classes);
+    }
+    dirty_boundary_ = true;
+}
+
+void PlotBoard::replot() {
+    if (selectors_dirty_) {
+        selectors_dirty_ = false;
+        refreshSelectors();
+        refreshGradientView(true);
+        dirty_gradients_ = false;
+    } else if (dirty_gradients_) {
+        dirty_gradients_ = false;
+        refreshGradientView(false);
+    }
+    if (dirty_series_) {
+        dirty_series_ = false;
+        for (auto* p : {loss_, accuracy_, throughput_, scale_}) p->requestReplot();
+    }
+    if (dirty_boundary_) {
+        dirty_boundary_ = false;
+        for (auto& r : runs_)
+            if (r->boundary) r->boundary->requestReplot();
+    }
+}
+
+void PlotBoard::refreshSelectors() {
+    updating_selectors_ = true;
+    const int run = run_select_->currentIndex();
+    const QString layer = layer_->currentText();
+    const QString kind = kind_->currentText();
+    QStringList layers;
+    QStringList kinds;
+    if (run >= 0 && run < runCount()) {
+        for (const auto& [key, list] : runs_[static_cast<size_t>(run)]->stats) {
+            const QString l = key.section(QLatin1Char('\n'), 0, 0);
+            if (!layers.contains(l)) layers << l;
+        }
+        // Layer labels start with their index: order numerically ("10 Linear" after "9 ReLU").
+        std::sort(layers.begin(), layers.end(), [](const QString& a, const QString& b) {
+            return a.section(QLatin1Char(' '), 0, 0).toInt() < b.section(QLatin1Char(' '), 0, 0).toInt();
+        });
+        const QString chosen = layers.contains(layer) ? layer : (layers.isEmpty() ? QString() : layers.front());
+        for (const auto& [key, list] : runs_[static_cast<size_t>(run)]->stats)
+            if (key.section(QLatin1Char('\n'), 0, 0) == chosen) kinds << key.section(QLatin1Char('\n'), 1);
+        layer_->clear();
+        layer_->addItems(layers);
+        layer_->setCurrentText(chosen);
+        kind_->clear();
+        kind_->addItems(kinds);
+        kind_->setCurrentText(kinds.contains(kind) ? kind : (kinds.isEmpty() ? QString() : kinds.front()));
+    }
+    updating_selectors_ = false;
+}
+
+const std::vector<PlotBoard::StatEntry>* PlotBoard::selectedStats() const {
+    const int run = run_select_->currentIndex();
+    if (run < 0 || run >= runCount()) return nullptr;
+    const auto& stats = runs_[static_cast<size_t>(run)]->stats;
+    auto it = stats.find(stat_key(layer_->currentText(), kind_->currentText()));
+    return it == stats.end() ? nullptr : &it->second;
+}
+
+void PlotBoard::refreshGradientView(bool rebuild_heatmap) {
+    const auto* list = selectedStats();
+    if (!list || list->empty()) {
+        histogram_->clear();
+        heatmap_->clear();
+        heatmap_columns_ = 0;
+        histogram_->requestReplot();
+        heatmap_->requestReplot();
+        return;
+    }
+    const RunView& r = *runs_[static_cast<size_t>(run_select_->currentIndex())];
+    // The step slider follows the newest statistics while it sits at its end.
+    const bool follow = step_->value() >= step_->maximum();
+    updating_selectors_ = true;
+    step_->setRange(0, static_cast<int>(list->size()) - 1);
+    if (follow) step_->setValue(step_->maximum());
+    updating_selectors_ = false;
+    const auto& e = (*list)[static_cast<size_t>(std::clamp(step_->value(), 0, static_cast<int>(list->size()) - 1))];
+    step_label_->setText(tr("step %1 (%2 of %3)").arg(e.step).arg(step_->value() + 1).arg(list->size()));
+    histogram_->setHistogram(e.histogram,
+                             QStringLiteral("%1 · %2 · %3 · step %4")
+                                 .arg(r.label, layer_->currentText(), kind_->currentText())
+                                 .arg(e.step),
+                             r.reference, e.loss_scale);
+    histogram_->requestReplot();
+    if (rebuild_heatmap) {
+        heatmap_->clear();
+        heatmap_columns_ = 0;
+        heatmap_->setTitle(QStringLiteral("%1 · %2 · %3 over steps").arg(r.label, layer_->currentText(), kind_->currentText()));
+    }
+    for (size_t i = static_cast<size_t>(heatmap_columns_); i < list->size(); ++i)
+        heatmap_->addColumn((*list)[i].step, (*list)[i].histogram);
+    heatmap_columns_ = static_cast<int>(list->size());
+    heatmap_->requestReplot();
+}
+
+void PlotBoard::selectGradient(int run, const QString& layer, const QString& kind) {
+    run_select_->setCurrentIndex(run);
+    layer_->setCurrentText(layer);
+    kind_->setCurrentText(kind);
+    refreshGradientView(true);
+}
+
+void PlotBoard::showTab(const QString& title) {
+    for (int i = 0; i < tabs_->count(); ++i)
+        if (tabs_->tabText(i) == title) tabs_->setCurrentIndex(i);
+}
+
+namespace {
+// A stored series as (step, value), downsampled to about max_points when longer.
+void read_series(RunStore& store, int64_t id, const std::string& key, int64_t count, int max_points,
+                 QVector<double>* steps, QVector<double>* values) {
+    steps->clear();
+    values->clear();
+    if (count <= max_points) {
+        for (const auto& p : store.series(id, key)) {
+            steps->push_back(static_cast<double>(p.step));
+            values->push_back(p.value);
+        }
+        return;
+    }
+    for (const auto& b : store.downsample(id, key, max_points)) {
+        if (b.count == 0) continue;
+        steps->push_back(static_cast<double>(b.last_step));
+        values->push_back(b.last);
+    }
+}
+}  // namespace
+
+int PlotBoard::addStoredRun(RunStore& store, int64_t id, int max_points) {
+    const Run run = store.get_run(id);
+    const QString precision = QString::fromStdString(run.precision);
+    const QString label = QStringLiteral("#%1 %2").arg(id).arg(QString::fromStdString(run.name.empty() ? run.precision : run.name));
+    const int index = addRun(label, precision, reference_format_for(precision), id);
+    RunView& r = *runs_[static_cast<size_t>(index)];
+    auto count = [&](const std::string& key) -> int64_t {
+        auto it = run.latest.find(key);
+        return it == run.latest.end() ? -1 : it->second.count;
+    };
+    QVector<double> s, v;
+    struct Target {
+        const char* key;
+        SeriesPlot* plot;
+        SeriesPlot::Curve curve;
+    };
+    const Target targets[] = {
+        {"train_loss", loss_, SeriesPlot::Curve::Train},
+        {"test_loss", loss_, SeriesPlot::Curve::Test},
+        {"train_accuracy", accuracy_, SeriesPlot::Curve::Train},
+        {"test_accuracy", accuracy_, SeriesPlot::Curve::Test},
+        {"samples_per_second", throughput_, SeriesPlot::Curve::Train},
+        {"loss_scale", scale_, SeriesPlot::Curve::Scale},
+    };
+    for (const auto& t : targets) {
+        const int64_t n = count(t.key);
+        if (n <= 0) continue;
+        read_series(store, id, t.key, n, max_points, &s, &v);
+        t.plot->setPoints(r.key, t.curve, s, v);
+    }
+    // Markers from the full series: a skip or an overflow must not be averaged away.
+    if (count("skipped") > 0) {
+        QVector<double> ks, kv;
+        for (const auto& p : store.series(id, "skipped"))
+            if (p.value > 0.5) {
+                ks.push_back(static_cast<double>(p.step));
+                kv.push_back({});
+            }
+        kv.clear();
+        scale_->setPoints(r.key, SeriesPlot::Curve::Skip, ks, kv);
+    }
+    if (count("overflow_count") > 0) {
+        QVector<double> os, ov;
+        double prev = 0;
+        for (const auto& p : store.series(id, "overflow_count")) {
+            if (p.value > prev) os.push_back(static_cast<double>(p.step));
+            prev = p.value;
+        }
+        scale_->setPoints(r.key, SeriesPlot::Curve::Overflow, os, ov);
+    }
+    for (const auto& h : store.histograms(id)) {
+        try {
+            addStat(index, QString::fromStdString(h.layer), QString::fromStdString(h.kind),
+                    StatEntry{h.step, ExponentHistogram::from_blob(h.blob), 1.0f});
+        } catch (const std::exception&) {
+            // A damaged blob loses that one histogram, not the run.
+        }
+    }
+    // The stored histograms carry no scale; the loss_scale series has it at each step.
+    if (!r.stats.empty() && count("loss_scale") > 0) {
+        const auto scales = store.series(id, "loss_scale");
+        for (auto& [key, list] : r.stats)
+            for (auto& e : list) {
+                auto it = std::lower_bound(scales.begin(), scales.end(), e.step,
+                                           [](const MetricPoint& p, int64_t st) { return p.step < st; });
+                if (it != scales.end() && it->step == e.step) e.loss_scale = static_cast<float>(it->value);
+            }
+    }
+    for (auto* p : {loss_, accuracy_, throughput_, scale_}) p->rescale();
+    dirty_series_ = true;
+    dirty_gradients_ = true;
+    return index;
+}
+
+}  // namespace mpwb

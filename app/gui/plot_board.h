@@ -1,0 +1,139 @@
+// PlotBoard: the central area of the workbench. Tabs of plots for the runs on display, live or
+// loaded from the run store: "Curves" (loss with smoothing and log toggle, accuracy, throughput,
+// loss scale with overflow/skip markers), "Gradients" (the exponent histogram of one layer's
+// gradient against the format zones, chosen by run, layer, kind and step, and the heatmap of the
+// same gradient over the steps) and "Decision boundary" (2-D sets, one plot per live run).
+// Data comes in batches (one call per GUI drain tick); each plot gets one queued replot per batch.
+#pragma once
+#include <QString>
+#include <QVector>
+#include <QWidget>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/data/dataset.h"
+#include "core/numeric/exponent_histogram.h"
+#include "core/numeric/format.h"
+#include "core/train/observer.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QSlider;
+class QTabWidget;
+
+namespace mpwb {
+
+class DecisionBoundaryPlot;
+class HeatmapPlot;
+class HistogramPlot;
+class RunStore;
+class SeriesPlot;
+struct BoundaryGrid;
+
+class PlotBoard : public QWidget {
+    Q_OBJECT
+public:
+    explicit PlotBoard(QWidget* parent = nullptr);
+    ~PlotBoard() override;
+
+    // A run on display; returns its index on the board. reference: the format whose zones the
+    // histogram fills (the run's reduced format, FP16 for FP32 runs: what FP16 would lose).
+    int addRun(const QString& label, const QString& precision, Format reference, int64_t run_id = 0);
+    void clear();
+    int runCount() const { return static_cast<int>(runs_.size()); }
+    void setRunId(int run, int64_t run_id);
+    int64_t runId(int run) const;
+
+    // Live data, in step order.
+    void appendSteps(int run, const std::vector<StepMetrics>& steps);
+    void appendEvals(int run, const std::vector<EvalMetrics>& evals);
+    void appendStats(int run, const std::vector<GradientStatsRecord>& stats);
+    void setBoundary(int run, const BoundaryGrid& grid);
+    void setBoundaryPoints(int run, const Dataset& data);
+    // Asks every plot that changed since the last call for one queued replot.
+    void replot();
+
+    // Reads a stored run's series, histograms and loss-scale markers from the store and adds it.
+    // Long series are downsampled to about max_points. Returns the board index.
+    int addStoredRun(RunStore& store, int64_t run_id, int max_points = 4000);
+
+    SeriesPlot* lossPlot() const { return loss_; }
+    SeriesPlot* accuracyPlot() const { return accuracy_; }
+    SeriesPlot* throughputPlot() const { return throughput_; }
+    SeriesPlot* scalePlot() const { return scale_; }
+    HistogramPlot* histogramPlot() const { return histogram_; }
+    HeatmapPlot* heatmapPlot() const { return heatmap_; }
+    DecisionBoundaryPlot* boundaryPlot(int run) const;
+    QTabWidget* tabs() const { return tabs_; }
+    QComboBox* layerSelector() const { return layer_; }
+    QComboBox* kindSelector() const { return kind_; }
+    QComboBox* runSelector() const { return run_select_; }
+    // Board-index of the run `series_key` belongs to in the series plots (same for all four).
+    int seriesKey(int run) const;
+    // Gradient statistics held for a run (all layers and kinds).
+    int statsCount(int run) const;
+    // Selects the gradient view (run, layer label, kind text like "activation_grad").
+    void selectGradient(int run, const QString& layer, const QString& kind);
+    void showTab(const QString& title);
+
+private:
+    struct StatEntry {
+        int64_t step;
+        ExponentHistogram histogram;
+        float loss_scale;
+    };
+    struct RunView {
+        QString label;
+        QString precision;
+        Format reference = Format::FP16;
+        int64_t run_id = 0;
+        int key = -1;  // in every SeriesPlot
+        // "layer\nkind" -> statistics in step order
+        std::map<QString, std::vector<StatEntry>> stats;
+        double last_scale = 0;
+        int64_t last_overflows = 0;
+        DecisionBoundaryPlot* boundary = nullptr;
+    };
+    void addStat(int run, const QString& layer, const QString& kind, StatEntry entry);
+    void refreshSelectors();
+    void refreshGradientView(bool rebuild_heatmap);
+    const std::vector<StatEntry>* selectedStats() const;
+    void onSmoothingChanged(int value);
+    QWidget* makeCurvesTab();
+    QWidget* makeGradientsTab();
+
+    std::vector<std::unique_ptr<RunView>> runs_;
+    bool dirty_series_ = false, dirty_gradients_ = false, dirty_boundary_ = false;
+    bool selectors_dirty_ = false;
+    int heatmap_columns_ = 0;  // columns of the selected series already in the heatmap
+
+    QTabWidget* tabs_ = nullptr;
+    SeriesPlot* loss_ = nullptr;
+    SeriesPlot* accuracy_ = nullptr;
+    SeriesPlot* throughput_ = nullptr;
+    SeriesPlot* scale_ = nullptr;
+    QSlider* smoothing_ = nullptr;
+    QLabel* smoothing_label_ = nullptr;
+    QCheckBox* log_loss_ = nullptr;
+    HistogramPlot* histogram_ = nullptr;
+    HeatmapPlot* heatmap_ = nullptr;
+    QComboBox* run_select_ = nullptr;
+    QComboBox* layer_ = nullptr;
+    QComboBox* kind_ = nullptr;
+    QSlider* step_ = nullptr;
+    QLabel* step_label_ = nullptr;
+    QWidget* boundary_host_ = nullptr;
+    QLabel* boundary_hint_ = nullptr;
+    bool updating_selectors_ = false;
+};
+
+// "activation_grad" or "weight_grad:<parameter>", as the run store keys histograms.
+QString gradient_kind_key(const GradientStatsRecord& record);
+// The format whose range a run's gradients are judged against.
+Format reference_format_for(const QString& precision);
+
+}  // namespace mpwb

@@ -1,0 +1,257 @@
+// HistogramPlot: an exponent histogram as bars over log2|g| with the format zones behind it.
+#include "widgets/plots/histogram_plot.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mpwb {
+namespace {
+
+constexpr double kStripHeight = 0.055;  // one format strip, as a fraction of the axis rect
+constexpr double kStripGap = 0.008;
+
+QColor strip_color(Format f) {
+    switch (f) {
+        case Format::FP16: return QColor(0x3b, 0x82, 0xc4);
+        case Format::BF16: return QColor(0x8e, 0x5c, 0xb8);
+        case Format::E4M3: return QColor(0x3a, 0x9a, 0x5b);
+        case Format::E5M2: return QColor(0x1d, 0x9a, 0x9a);
+        case Format::TF32: return QColor(0x99, 0x77, 0x33);
+        case Format::FP32: return QColor(0x66, 0x66, 0x66);
+    }
+    return Qt::gray;
+}
+
+QString upper_name(Format f) {
+    switch (f) {
+        case Format::E4M3: return QStringLiteral("FP8 E4M3");
+        case Format::E5M2: return QStringLiteral("FP8 E5M2");
+        default: return QString::fromStdString(format_name(f)).toUpper();
+    }
+}
+
+QString percent(double fraction) {
+    if (fraction == 0) return QStringLiteral("0%");
+    const double p = fraction * 100;
+    if (p < 0.01) return QStringLiteral("%1%").arg(p, 0, 'g', 2);
+    return QStringLiteral("%1%").arg(p, 0, 'f', p < 10 ? 2 : 1);
+}
+
+QString pow2_text(double k) {
+    if (std::abs(k - std::round(k)) < 1e-9) return QStringLiteral("2^%1").arg(std::lround(k));
+    return QStringLiteral("2^%1").arg(k, 0, 'f', 2);
+}
+
+}  // namespace
+
+double log2_of(float x) {
+    int e = 0;
+    const double m = std::frexp(static_cast<double>(x), &e);  // x = m * 2^e, m in [0.5, 1)
+    return (m == 0.5) ? e - 1 : std::log2(static_cast<double>(x));
+}
+
+HistogramPlot::HistogramPlot(QWidget* parent) : PlotWidget(parent) {
+    formats_ = {Format::FP16, Format::BF16, Format::E4M3, Format::E5M2};
+    // Zones sit between the background and the grid, so bars and grid lines stay on top.
+    addLayer(QStringLiteral("zones"), layer(QStringLiteral("background")), QCustomPlot::limAbove);
+    bars_ = new QCPBars(xAxis, yAxis);
+    bars_->setWidth(0.9);
+    bars_->setPen(QPen(QColor(0x22, 0x33, 0x55)));
+    bars_->setBrush(QColor(0x2b, 0x4c, 0x7e));
+    bars_->setName(tr("elements per binade"));
+    xAxis->setLabel(tr("log₂ |gradient| (scaled, before rounding)"));
+    yAxis->setLabel(tr("% of elements"));
+    QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
+    ticker->setTickStep(8);
+    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    xAxis->setTicker(ticker);
+    plotLayout()->insertRow(0);
+    title_element_ = new QCPTextElement(this, QString(), QFont(font().family(), 10, QFont::Bold));
+    plotLayout()->addElement(0, 0, title_element_);
+    stats_label_ = new QCPItemText(this);
+    stats_label_->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    stats_label_->position->setType(QCPItemPosition::ptAxisRectRatio);
+    stats_label_->setTextAlignment(Qt::AlignLeft);
+    stats_label_->setPadding(QMargins(5, 3, 5, 3));
+    stats_label_->setBrush(QColor(255, 255, 255, 225));
+    stats_label_->setPen(QPen(QColor(170, 170, 170)));
+    QFont f = font();
+    f.setPointSizeF(8.5);
+    stats_label_->setFont(f);
+    stats_label_->setClipToAxisRect(true);
+    // Legend of the zone colours: empty graphs whose legend icon is the zone brush.
+    legend->setVisible(true);
+    axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignRight | Qt::AlignBottom);
+    legend->setFont(f);
+    const std::pair<QString, QColor> keys[] = {
+        {tr("underflow (lost)"), QColor(0xd8, 0xd8, 0xd8)},
+        {tr("subnormal (reduced precision)"), QColor(0xff, 0xec, 0xb0)},
+        {tr("normal range"), QColor(0xdd, 0xf2, 0xdd)},
+        {tr("overflow (inf)"), QColor(0xf6, 0xc8, 0xc8)}};
+    for (const auto& [name, color] : keys) {
+        QCPGraph* g = addGraph();
+        g->setName(name);
+        g->setPen(Qt::NoPen);
+        g->setBrush(color);
+    }
+    clear();
+}
+
+void HistogramPlot::clear() {
+    has_histogram_ = false;
+    histogram_ = ExponentHistogram{};
+    stats_ = FormatRangeStats{};
+    title_.clear();
+    rebuild();
+}
+
+void HistogramPlot::setHistogram(const ExponentHistogram& histogram, const QString& title,
+                                 Format reference, float loss_scale) {
+    histogram_ = histogram;
+    has_histogram_ = true;
+    title_ = title;
+    reference_ = reference;
+    loss_scale_ = loss_scale;
+    stats_ = range_stats(histogram_, reference_);
+    rebuild();
+}
+
+void HistogramPlot::setVisibleFormats(const QVector<Format>& formats) {
+    formats_ = formats;
+    rebuild();
+}
+
+QString HistogramPlot::statsText() const {
+    if (!has_histogram_) return tr("no gradient statistics yet");
+    const FormatRangeStats& s = stats_;
+    QString headroom;
+    if (std::isinf(s.headroom_log2))
+        headroom = s.headroom_log2 > 0 ? tr("∞ (all zero)") : tr("none (inf in tensor)");
+    else
+        headroom = tr("%1 doublings").arg(s.headroom_log2, 0, 'f', 1);
+    const double total = static_cast<double>(histogram_.total());
+    return tr("%1 at loss scale %2\nunderflow %3 · subnormal %4 · overflow %5\n"
+              "headroom %6 · max |g| %7 · zeros %8")
+        .arg(upper_name(reference_), pow2_text(log2_of(loss_scale_ > 0 ? loss_scale_ : 1.0f)),
+             percent(s.underflow_fraction), percent(s.subnormal_fraction),
+             percent(s.overflow_fraction), headroom, QString::number(s.max_abs, 'g', 3),
+             percent(total > 0 ? histogram_.zeros / total : 0));
+}
+
+void HistogramPlot::addZoneRect(Format f, ZoneKind kind, double x0, double x1, double y0,
+                                double y1, const QColor& color, bool reference) {
+    zones_.append(Zone{f, kind, x0, x1, reference});
+    const QCPRange xr = xAxis->range();
+    const double cx0 = std::max(x0, xr.lower), cx1 = std::min(x1, xr.upper);
+    if (cx1 <= cx0) return;
+    auto* rect = new QCPItemRect(this);
+    rect->setLayer(QStringLiteral("zones"));
+    rect->setClipToAxisRect(true);
+    rect->topLeft->setTypeX(QCPItemPosition::ptPlotCoords);
+    rect->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    rect->bottomRight->setTypeX(QCPItemPosition::ptPlotCoords);
+    rect->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    rect->topLeft->setCoords(cx0, y0);
+    rect->bottomRight->setCoords(cx1, y1);
+    rect->setPen(Qt::NoPen);
+    rect->setBrush(color);
+    rect->setSelectable(false);
+    zone_items_.append(rect);
+}
+
+void HistogramPlot::rebuild() {
+    for (QCPAbstractItem* item : zone_items_) removeItem(item);
+    zone_items_.clear();
+    zones_.clear();
+
+    // Bars: bin e holds [2^e, 2^(e+1)), drawn centred on e + 0.5 so it spans [e, e+1) on the axis.
+    QVector<double> keys, values;
+    const double total = static_cast<double>(histogram_.total());
+    double max_pct = 0;
+    int lo = -30, hi = 20;
+    if (has_histogram_ && histogram_.nonzero_finite() > 0) {
+        lo = histogram_.lowest_exponent();
+        hi = histogram_.highest_exponent();
+        for (int e = lo; e <= hi; ++e) {
+            const uint64_t c = histogram_.bin(e);
+            if (c == 0) continue;
+            keys.append(e + 0.5);
+            values.append(100.0 * c / total);
+            max_pct = std::max(max_pct, values.back());
+        }
+    }
+    bars_->setData(keys, values, true);
+
+    // Axis: the data and the reference format's range, with a margin.
+    const FormatInfo& ref = format_info(reference_);
+    const double ref_min = log2_of(ref.min_subnormal), ref_max = std::log2(ref.max_finite);
+    double x_lo = std::min<double>(lo, ref_min) - 3, x_hi = std::max<double>(hi + 1, ref_max) + 3;
+    x_lo = std::max(x_lo, double(ExponentHistogram::kMinExponent) - 1);
+    x_hi = std::min(x_hi, double(ExponentHistogram::kMaxExponent) + 2);
+    xAxis->setRange(x_lo, x_hi);
+
+    // Strips at the top, one per visible format; the bars get the height below them.
+    const int strips = formats_.size();
+    const double strip_space = strips * (kStripHeight + kStripGap) + kStripGap;
+    const double usable = std::max(0.3, 1.0 - strip_space - 0.2);  // 0.2 for the stats box
+    yAxis->setRange(0, max_pct > 0 ? max_pct / usable : 10);
+
+    // Reference zones, full height.
+    const double ref_normal = log2_of(ref.min_normal);
+    const double inf = std::numeric_limits<double>::infinity();
+    addZoneRect(reference_, ZoneKind::Underflow, -inf, ref_min, 0, 1, QColor(0xd8, 0xd8, 0xd8), true);
+    addZoneRect(reference_, ZoneKind::Subnormal, ref_min, ref_normal, 0, 1, QColor(0xff, 0xec, 0xb0), true);
+    addZoneRect(reference_, ZoneKind::Normal, ref_normal, ref_max, 0, 1, QColor(0xdd, 0xf2, 0xdd), true);
+    addZoneRect(reference_, ZoneKind::Overflow, ref_max, inf, 0, 1, QColor(0xf6, 0xc8, 0xc8), true);
+
+    // Format strips.
+    for (int i = 0; i < strips; ++i) {
+        const Format f = formats_[i];
+        const FormatInfo& fi = format_info(f);
+        const double y0 = kStripGap + i * (kStripHeight + kStripGap), y1 = y0 + kStripHeight;
+        const double smin = log2_of(fi.min_subnormal), nmin = log2_of(fi.min_normal),
+                     fmax = std::log2(fi.max_finite);
+        QColor c = strip_color(f);
+        QColor light = c;
+        light.setAlpha(90);
+        addZoneRect(f, ZoneKind::Subnormal, smin, nmin, y0, y1, light, false);
+        c.setAlpha(200);
+        addZoneRect(f, ZoneKind::Normal, nmin, fmax, y0, y1, c, false);
+        auto* label = new QCPItemText(this);
+        label->setLayer(QStringLiteral("zones"));
+        label->setClipToAxisRect(true);
+        label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+        label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        const double visible_lo = std::max(nmin, x_lo), visible_hi = std::min(fmax, x_hi);
+        label->position->setCoords((visible_lo + visible_hi) / 2, (y0 + y1) / 2);
+        label->setPositionAlignment(Qt::AlignCenter);
+        label->setText(upper_name(f) + (f == reference_ ? tr(" (reference)") : QString()));
+        QFont lf = font();
+        lf.setPointSizeF(7.5);
+        lf.setBold(true);
+        label->setFont(lf);
+        label->setColor(Qt::white);
+        zone_items_.append(label);
+    }
+
+    stats_label_->position->setCoords(0.01, strip_space + 0.01);
+    stats_label_->setText(statsText());
+    title_element_->setText(title_.isEmpty() ? tr("exponent histogram") : title_);
+    requestReplot();
+}
+
+QString HistogramPlot::csv() const {
+    QString out = QStringLiteral("exponent,count,fraction\n");
+    const double total = static_cast<double>(histogram_.total());
+    if (!has_histogram_) return out;
+    for (int e = ExponentHistogram::kMinExponent; e <= ExponentHistogram::kMaxExponent; ++e) {
+        const uint64_t c = histogram_.bin(e);
+        if (c == 0) continue;
+        out += QStringLiteral("%1,%2,%3\n").arg(e).arg(c).arg(c / total, 0, 'g', 17);
+    }
+    out += QStringLiteral("zero,%1,%2\n").arg(histogram_.zeros).arg(total > 0 ? histogram_.zeros / total : 0, 0, 'g', 17);
+    out += QStringLiteral("non_finite,%1,%2\n").arg(histogram_.non_finite).arg(total > 0 ? histogram_.non_finite / total : 0, 0, 'g', 17);
+    return out;
+}
+
+}  // namespace mpwb
