@@ -140,12 +140,12 @@ void Trainer::wait_while_paused() {
     pause_cv_.wait(lock, [this] { return !paused_ || stop_; });
 }
 
-void Trainer::emit(const TrainingEvent& event) {
+void Trainer::emit_event(const TrainingEvent& event) {
     for (auto* o : observers_) o->on_event(event);
 }
 
 void Trainer::drain_scaler_events(double wall) {
-    for (auto& e : scaler_.take_events()) emit({e.step, wall, e.kind, e.source, e.detail});
+    for (auto& e : scaler_.take_events()) emit_event({e.step, wall, e.kind, e.source, e.detail});
 }
 
 Backend::LossResult Trainer::evaluate() {
@@ -231,9 +231,9 @@ RunSummary Trainer::run() {
             bool evaluated_at_end = false;
             while (!stop_ && (config_.max_steps == 0 || step < config_.max_steps)) {
                 if (paused_) {
-                    emit({step, seconds_since(t0), "paused", "user", {}});
+                    emit_event({step, seconds_since(t0), "paused", "user", {}});
                     wait_while_paused();
-                    emit({step, seconds_since(t0), "resumed", "user", {}});
+                    emit_event({step, seconds_since(t0), "resumed", "user", {}});
                     if (stop_) break;
                 }
                 if (!batches.next(bx, by)) break;
@@ -246,7 +246,7 @@ RunSummary Trainer::run() {
                         const float base = schedule_->lr_at(scaler_.optimizer_iteration());
                         const float old_lr = base * lr_scale_;
                         lr_scale_ = *pending_lr_ / base;
-                        emit({step, seconds_since(t0), "lr_changed", "user", {{"from", old_lr}, {"to", *pending_lr_}}});
+                        emit_event({step, seconds_since(t0), "lr_changed", "user", {{"from", old_lr}, {"to", *pending_lr_}}});
                         pending_lr_.reset();
                     }
                 }
@@ -341,15 +341,18 @@ RunSummary Trainer::run() {
             summary.train_loss = epoch_steps ? epoch_loss / static_cast<double>(epoch_steps) : summary.train_loss;
             if (stop_) break;
             if (batches.batch_index() >= batches.batches_per_epoch()) summary.epochs_completed = epoch + 1;
-            if (!evaluated_at_end && (config_.eval_every == 0 || config_.max_steps > 0)) run_eval(epoch);
+            // Every epoch ends with an evaluation unless eval_every sets the rhythm; the last
+            // one always does, so the summary holds the final weights' accuracy.
+            const bool last = config_.max_steps > 0 ? step >= config_.max_steps : epoch + 1 == config_.epochs;
+            if (!evaluated_at_end && (config_.eval_every == 0 || last)) run_eval(epoch);
             if (config_.max_steps > 0 && step >= config_.max_steps) break;
         }
         summary.status = stop_ ? RunStatus::Stopped : RunStatus::Finished;
-        if (stop_) emit({step, seconds_since(t0), "stopped", "user", {}});
+        if (stop_) emit_event({step, seconds_since(t0), "stopped", "user", {}});
     } catch (const std::exception& e) {
         summary.status = RunStatus::Failed;
         summary.error = e.what();
-        emit({step, seconds_since(t0), "failed", "trainer", {{"error", e.what()}}});
+        emit_event({step, seconds_since(t0), "failed", "trainer", {{"error", e.what()}}});
     }
     summary.skipped_steps = scaler_.skipped_steps();
     summary.overflow_count = scaler_.overflow_count();

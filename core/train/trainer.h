@@ -55,7 +55,7 @@ public:
 private:
     struct AttemptResult;
     void wait_while_paused();
-    void emit(const TrainingEvent& event);
+    void emit_event(const TrainingEvent& event);
     void drain_scaler_events(double wall);
 
     Network& network_;
