@@ -1,7 +1,11 @@
 // mpwb-cli bench: step time and samples/s of a preset's network over batch sizes and
 // precisions, on random inputs of the preset's shape (no dataset needed). Prints a table, or
 // JSON with --json. Warm-up steps are excluded; the figure is the median step time.
+// --store measures the run store instead: the step time with a RunRecorder attached against
+// without (same runs alternated, so machine load hits both alike), the writer's rows/s and the
+// downsampling of a 1M-point series, on a scratch database.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -12,6 +16,12 @@
 #include "core/common/error.h"
 #include "core/common/parallel.h"
 #include "core/train/dataset_source.h"
+#include "sessions/run_recorder.h"
+#include "sessions/store_bench.h"
+
+#include <filesystem>
+#include <time.h>
+#include <unistd.h>
 
 namespace mpwb::cli {
 namespace {
@@ -24,6 +34,10 @@ struct BenchArgs {
     int64_t steps = 40;
     int64_t warmup = 5;
     bool json = false;
+    bool store = false;
+    std::string store_db;  // scratch file when empty
+    int64_t store_rounds = 5;
+    int64_t store_points = 1000000;
 };
 
 std::vector<std::string> split(const std::string& text) {
@@ -69,6 +83,147 @@ private:
     double last_wall_ = 0;
 };
 
+// Forwards to the recorder and adds up the time its callbacks take on the training thread: the
+// part of the store's cost that machine load cannot hide in the noise of whole step times.
+class TimedObserver final : public TrainingObserver {
+public:
+    explicit TimedObserver(TrainingObserver& inner) : inner_(inner) {}
+    void on_run_start(const RunStartInfo& i) override { inner_.on_run_start(i); }
+    void on_step(const StepMetrics& m) override { timed([&] { inner_.on_step(m); }); }
+    void on_eval(const EvalMetrics& m) override { timed([&] { inner_.on_eval(m); }); }
+    void on_gradient_stats(const GradientStatsRecord& r) override { timed([&] { inner_.on_gradient_stats(r); }); }
+    void on_event(const TrainingEvent& e) override { timed([&] { inner_.on_event(e); }); }
+    void on_run_end(const RunSummary& s) override { inner_.on_run_end(s); }
+    double seconds = 0;
+
+private:
+    template <class F>
+    void timed(F&& f) {
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    TrainingObserver& inner_;
+};
+
+double median_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// The store's cost to training and its query speed (see the file comment).
+int run_store_bench(const BenchArgs& args, const Preset& preset, const Shape& sample, int classes,
+                    Backend& backend) {
+    namespace fs = std::filesystem;
+    const bool scratch = args.store_db.empty();
+    const std::string path = scratch ? (fs::temp_directory_path() /
+                                        ("mpwb_bench_store_" + std::to_string(::getpid()) + ".sqlite"))
+                                           .string()
+                                     : args.store_db;
+    struct Cleanup {
+        std::string path;
+        bool on;
+        ~Cleanup() {
+            if (!on) return;
+            for (const char* s : {"", "-wal", "-shm"}) {
+                std::error_code ec;
+                fs::remove(path + s, ec);
+            }
+        }
+    } cleanup{path, scratch};
+    nlohmann::json rows = nlohmann::json::array();
+    const auto batches = split(args.batches);
+    if (!args.json)
+        std::printf("%-12s %-11s %6s %10s %10s %10s %12s %10s\n", "preset", "precision", "batch", "off ms",
+                    "store ms", "overhead", "callback us", "callback");
+    for (const auto& precision : split(args.precisions)) {
+        for (const auto& batch_text : batches) {
+            const int64_t batch = std::stoll(batch_text);
+            TrainConfig c = preset.training;
+            c.precision = parse_precision(precision);
+            c.batch_size = batch;
+            c.max_steps = args.warmup + args.steps;
+            c.eval_every = 0;
+            c.stats_every = 0;
+            Dataset data = random_dataset(sample, classes, batch * 8, c.seed);
+            // Alternate off/on runs: a load spike on this shared machine then lands on both.
+            std::vector<double> off, on, callback_per_step;
+            uint64_t steps_per_run = 0;
+            for (int64_t round = 0; round < args.store_rounds; ++round) {
+                for (int with_store = 0; with_store < 2; ++with_store) {
+                    Network net = Network::from_json(preset.network);
+                    Trainer trainer(net, data, c, backend);
+                    StepTimes times(args.warmup);
+                    trainer.add_observer(&times);
+                    std::unique_ptr<RunRecorder> recorder;
+                    std::unique_ptr<TimedObserver> timed;
+                    if (with_store) {
+                        RunRecorder::Options o;
+                        o.db_path = path;
+                        o.name = "bench store " + precision + " " + batch_text;
+                        recorder = std::make_unique<RunRecorder>(o);
+                        timed = std::make_unique<TimedObserver>(*recorder);
+                        trainer.add_observer(timed.get());
+                    }
+                    const auto summary = trainer.run();
+                    if (summary.status == RunStatus::Failed) throw Error("bench run failed: " + summary.error);
+                    if (recorder && !recorder->complete())
+                        throw Error("bench run was not fully recorded: " + recorder->error());
+                    if (recorder) {
+                        steps_per_run = static_cast<uint64_t>(summary.steps);
+                        callback_per_step.push_back(timed->seconds / static_cast<double>(std::max<int64_t>(1, summary.steps)));
+                    }
+                    (with_store ? on : off).push_back(median_of(times.times));
+                }
+            }
+            const double off_ms = median_of(off) * 1e3, on_ms = median_of(on) * 1e3;
+            const double overhead = (on_ms - off_ms) / off_ms * 100.0;
+            const double callback_us = median_of(callback_per_step) * 1e6;
+            const double callback_percent = callback_us * 1e-3 / off_ms * 100.0;
+            rows.push_back({{"preset", preset.name},
+                            {"precision", precision},
+                            {"batch", batch},
+                            {"step_ms_off", off_ms},
+                            {"step_ms_store", on_ms},
+                            {"overhead_percent", overhead},
+                            {"callback_us_per_step", callback_us},
+                            {"callback_percent", callback_percent},
+                            {"rounds", args.store_rounds},
+                            {"steps_per_run", steps_per_run}});
+            if (!args.json)
+                std::printf("%-12s %-11s %6lld %10.3f %10.3f %9.2f%% %12.2f %9.3f%%\n", preset.name.c_str(),
+                            precision.c_str(), static_cast<long long>(batch), off_ms, on_ms, overhead, callback_us,
+                            callback_percent);
+            std::fflush(stdout);
+        }
+    }
+    const double writer_rows = bench_writer_rows_per_s(path, 200000);
+    const int points = static_cast<int>(args.store_points);
+    bench_downsample_ms(path, points, 2000);  // builds the series once, outside the timing
+    // Wall time is what a user waits; on a shared, loaded machine the CPU time of this thread
+    // (5 downsamples plus an open and a lookup, divided by 5: an upper bound) says what it costs.
+    timespec c0{}, c1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    const double downsample_ms = bench_downsample_ms(path, points, 2000);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    const double downsample_cpu_ms =
+        ((c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) * 1e-6) / 5.0;
+    if (!args.json) {
+        std::printf("writer: %.0f rows/s (200000 metrics through RunWriter, including the final flush)\n", writer_rows);
+        std::printf("downsample: %d points -> 2000 buckets: %.2f ms wall (median of 5), <= %.2f ms CPU per call\n",
+                    points, downsample_ms, downsample_cpu_ms);
+    }
+    nlohmann::json out{{"backend", backend.name()},
+                       {"device", backend.device_name()},
+                       {"threads", thread_count()},
+                       {"machine", RunRecorder::machine_description()},
+                       {"store_overhead", rows},
+                       {"writer_rows_per_second", writer_rows},
+                       {"downsample", {{"points", points}, {"buckets", 2000}, {"ms", downsample_ms}, {"cpu_ms", downsample_cpu_ms}}}};
+    std::printf("%s\n", args.json ? out.dump(2).c_str() : out.dump().c_str());
+    return 0;
+}
+
 int run_bench(const BenchArgs& args) {
     if (args.steps < 1) throw ConfigError("--steps must be at least 1");
     if (args.warmup < 0) throw ConfigError("--untimed-steps must be >= 0");
@@ -78,6 +233,7 @@ int run_bench(const BenchArgs& args) {
     const Shape sample = images ? Shape{1, 28, 28} : Shape{2};
     const int classes = images ? 10 : preset.training.dataset.classes;
     auto backend = make_backend(args.backend);
+    if (args.store) return run_store_bench(args, preset, sample, classes, *backend);
     nlohmann::json rows = nlohmann::json::array();
     if (!args.json)
         std::printf("%-12s %-11s %6s %12s %14s %8s\n", "preset", "precision", "batch", "step ms", "samples/s", "skipped");
@@ -137,7 +293,17 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--steps", args->steps, "Timed steps per configuration");
     cmd->add_option("--untimed-steps", args->warmup, "Untimed steps before the timed ones");
     cmd->add_flag("--json", args->json, "Print JSON only");
-    cmd->callback([args] { run_bench(*args); });
+    cmd->add_flag("--store", args->store,
+                  "Benchmark the run store: step time with recording on vs off, writer rows/s, downsampling");
+    cmd->add_option("--store-db", args->store_db, "Database for --store (default: a scratch file, removed after)");
+    cmd->add_option("--store-rounds", args->store_rounds, "Alternating off/on run pairs per configuration (--store)");
+    cmd->add_option("--store-points", args->store_points, "Points of the downsampled series (--store)");
+    cmd->callback([args, cmd] {
+        // The store's cost is reported at the batch size the target is stated for, unless asked.
+        if (args->store && cmd->count("--batches") == 0) args->batches = "256";
+        if (args->store && cmd->count("--precisions") == 0) args->precisions = "fp32";
+        run_bench(*args);
+    });
 }
 
 }  // namespace mpwb::cli

@@ -23,6 +23,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/progress_printer.h"
 #include "app/cli/run_context.h"
+#include "app/cli/store_options.h"
 #include "app/cli/training_options.h"
 #include "core/common/error.h"
 #include "core/common/parallel.h"
@@ -42,6 +43,7 @@ struct CompareArgs {
     std::string backend = "auto";
     bool json = false;
     bool quiet = false;
+    StoreOptions store;
 };
 
 struct RunSpec {
@@ -156,6 +158,7 @@ struct RunResult {
     int64_t stats_records = 0;
     std::string fingerprint;
     double speedup = 0;
+    std::int64_t run_id = 0;  // in the run store; 0 with --no-store
 };
 
 nlohmann::json json_number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
@@ -194,6 +197,11 @@ int run_compare(const CompareArgs& args) {
     reference.build(data.sample_shape);
     reference.init(preset.training.seed);
 
+    // The runs of one comparison form a group in the run store, so they can be reopened together.
+    std::optional<std::int64_t> group;
+    if (!args.store.no_store)
+        group = RunRecorder::create_group(args.store.database_path(), preset.name + ": " + args.precisions);
+
     std::vector<RunResult> results;
     bool stopped = false;
     for (size_t i = 0; i < specs.size() && !stopped; ++i) {
@@ -215,10 +223,19 @@ int run_compare(const CompareArgs& args) {
         RunProbe probe;
         trainer.add_observer(&progress);
         trainer.add_observer(&probe);
+        Trainer* trainer_ptr = &trainer;
+        // --run-name is a prefix here: the runs of a comparison differ by their precision.
+        StoreOptions store = args.store;
+        store.run_name.clear();
+        const std::string name = (args.store.run_name.empty() ? preset.name : args.store.run_name) + " " + specs[i].label;
+        auto recorder = store.open_recorder(name, preset.name, group, &trainer_ptr);
+
+        if (recorder) trainer.add_observer(recorder.get());
         {
             InterruptGuard guard(trainer);
             r.summary = trainer.run();
         }
+        if (recorder) r.run_id = recorder->run_id();
         r.first_step_loss = probe.first_step_loss;
         r.stats_records = probe.stats_records;
         stopped = r.summary.status == RunStatus::Stopped;
@@ -253,7 +270,8 @@ int run_compare(const CompareArgs& args) {
                          {"max_scale", r.summary.max_scale},
                          {"mean_activation_underflow", stats ? nlohmann::json(r.summary.mean_activation_underflow)
                                                              : nlohmann::json(nullptr)}});
-        runs.push_back({{"label", r.spec.label},
+        runs.push_back({{"run_id", r.run_id},
+                        {"label", r.spec.label},
                         {"precision", r.policy_name},
                         {"scaler", loss_scaler_config_to_json(r.scaler)},
                         {"initial_weights_fingerprint", r.fingerprint},
@@ -339,6 +357,7 @@ void add_compare_command(CLI::App& app) {
     cmd->add_option("--backend", args->backend, "cpu, cuda or auto");
     cmd->add_flag("--json", args->json, "Print one JSON object (runs and table) on stdout");
     cmd->add_flag("--quiet", args->quiet, "No progress output");
+    args->store.add_to(*cmd);
     cmd->callback([args] {
         const int code = run_compare(*args);
         if (code != 0) throw CLI::RuntimeError(code);

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     mpwb::cli::add_train_command(app);
     mpwb::cli::add_bench_command(app);
+    mpwb::cli::add_runs_command(app);
     mpwb::cli::add_compare_command(app);
     try {
         app.parse(argc, argv);

@@ -1,12 +1,20 @@
 // mpwb-cli train: one run, with progress on stderr and an optional JSON summary on stdout.
+// The run is recorded in the run store (default: the XDG data folder) unless --no-store; the
+// database is opened and write-checked before the dataset loads, so a store problem costs no
+// training time.
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <memory>
 
 #include "app/cli/commands.h"
 #include "app/cli/progress_printer.h"
 #include "app/cli/run_context.h"
+#include "app/cli/store_options.h"
 #include "app/cli/training_options.h"
+#include "core/common/error.h"
 #include "core/train/dataset_source.h"
+#include "sessions/run_recorder.h"
 
 namespace mpwb::cli {
 namespace {
@@ -17,16 +25,22 @@ struct TrainArgs {
     bool json = false;
     bool quiet = false;
     std::string save_network;
+    StoreOptions store;
 };
 
 int run_train(const TrainArgs& args) {
     Preset preset = args.training.resolve();
+    Trainer* trainer_ptr = nullptr;  // set below; the recorder's callbacks run inside run()
+    auto recorder = args.store.open_recorder(preset.name + " " + precision_name(preset.training.precision),
+                                             preset.name, std::nullopt, &trainer_ptr);
     Dataset data = load_dataset(preset.training.dataset);
     Network net = Network::from_json(preset.network);
     auto backend = make_backend(args.backend);
     Trainer trainer(net, data, preset.training, *backend);
+    trainer_ptr = &trainer;
     ProgressPrinter progress(preset.name + " " + trainer.policy().name(), args.quiet);
     trainer.add_observer(&progress);
+    if (recorder) trainer.add_observer(recorder.get());
     RunSummary summary;
     {
         InterruptGuard guard(trainer);
@@ -42,10 +56,18 @@ int run_train(const TrainArgs& args) {
         out["device"] = backend->device_name();
         out["parameters"] = net.parameter_count();
         out["config"] = to_json(trainer.config());
+        if (recorder) {
+            out["run_id"] = recorder->run_id();
+            out["db"] = recorder->db_path();
+        }
         std::printf("%s\n", out.dump(2).c_str());
     }
     if (summary.status == RunStatus::Failed) {
         std::fprintf(stderr, "mpwb-cli: error: training failed: %s\n", summary.error.c_str());
+        return 1;
+    }
+    if (recorder && !recorder->complete()) {
+        std::fprintf(stderr, "mpwb-cli: error: the run was not fully recorded: %s\n", recorder->error().c_str());
         return 1;
     }
     return 0;
@@ -61,6 +83,7 @@ void add_train_command(CLI::App& app) {
     cmd->add_flag("--json", args->json, "Print the summary as one JSON object on stdout");
     cmd->add_flag("--quiet", args->quiet, "No progress output");
     cmd->add_option("--save-network", args->save_network, "Write the network description to this JSON file");
+    args->store.add_to(*cmd);
     cmd->callback([args] {
         const int code = run_train(*args);
         if (code != 0) throw CLI::RuntimeError(code);

@@ -1,0 +1,597 @@
+// mpwb-cli runs: the run store from a terminal. list, show, tag, note, rename, delete, restore,
+// purge, export, import and compare work on the same database the GUI and `mpwb-cli train` use
+// (--db, default $XDG_DATA_HOME/mpwb/runs.sqlite). Opening the database for writing is also
+// what marks runs of crashed processes INTERRUPTED; read commands fall back to a read-only open
+// when the file cannot be written.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "core/common/error.h"
+#include "sessions/run_bundle.h"
+#include "sessions/run_query.h"
+#include "sessions/run_store.h"
+
+namespace mpwb::cli {
+namespace {
+
+struct RunsArgs {
+    std::string db;
+    // list
+    std::optional<std::string> precision, dataset, status, tag;
+    std::string text;
+    bool deleted = false, all = false, json = false;
+    int limit = 0;
+    // per-run commands
+    std::string ids;
+    std::string tag_expr, note, name, out, csv_dir, file;
+    bool remove_tag = false, force = false;
+    std::optional<double> target;
+};
+
+std::string resolve_path(const std::string& db) { return db.empty() ? default_database_path() : db; }
+
+// Opens the store for a command. `write`: the command changes the store. A missing file is an
+// error (not silently created) except where `create` says so.
+std::unique_ptr<RunStore> open_store(const std::string& db, bool write, bool create = false) {
+    const std::string path = resolve_path(db);
+    RunStore::Options o;
+    o.create = create;
+    if (!create && !std::filesystem::exists(path))
+        throw StoreError(StoreError::Kind::NotFound,
+                         "database " + path + " does not exist (train a run first, or pass --db)");
+    try {
+        return std::make_unique<RunStore>(path, o);
+    } catch (const StoreError& e) {
+        if (write || (e.kind() != StoreError::Kind::ReadOnly && e.kind() != StoreError::Kind::Locked)) throw;
+        o.read_only = true;
+        return std::make_unique<RunStore>(path, o);
+    }
+}
+
+std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t min_count = 1) {
+    std::vector<std::int64_t> ids;
+    std::stringstream in(text);
+    std::string part;
+    while (std::getline(in, part, ',')) {
+        if (part.empty()) continue;
+        std::size_t used = 0;
+        long long v = 0;
+        try {
+            v = std::stoll(part, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != part.size() || v <= 0)
+            throw ConfigError("'" + part + "' is not a run id (expected a positive number, e.g. 12 or 12,13)");
+        ids.push_back(v);
+    }
+    if (ids.size() < min_count)
+        throw ConfigError("expected at least " + std::to_string(min_count) + " run id" +
+                          (min_count > 1 ? "s separated by commas" : "") + ", got '" + text + "'");
+    return ids;
+}
+
+std::string format_time(std::optional<double> t) {
+    if (!t) return "-";
+    const std::time_t secs = static_cast<std::time_t>(*t);
+    std::tm tm{};
+    localtime_r(&secs, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm);
+    return buf;
+}
+
+std::string format_duration(double seconds) {
+    if (!(seconds >= 0)) return "-";
+    char buf[32];
+    const long long s = static_cast<long long>(std::llround(seconds));
+    if (seconds < 60)
+        std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+    else if (s < 3600)
+        std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+    else
+        std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+    return buf;
+}
+
+double run_duration(const Run& r) {
+    if (!r.started) return -1;
+    const double end = r.ended ? *r.ended : (r.status == RunStatus::Running ? store_now() : *r.started);
+    return end - *r.started;
+}
+
+std::optional<double> latest_value(const Run& r, const std::string& key) {
+    const auto it = r.latest.find(key);
+    if (it == r.latest.end()) return std::nullopt;
+    return it->second.value;
+}
+
+std::string format_number(std::optional<double> v, int digits = 4) {
+    if (!v) return "-";
+    if (std::isnan(*v)) return "nan";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*g", digits, *v);
+    return buf;
+}
+
+std::string format_percent(std::optional<double> v) {
+    if (!v || std::isnan(*v)) return "-";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f%%", *v * 100.0);
+    return buf;
+}
+
+// A plain text table: columns as wide as their widest cell; numbers right-aligned.
+void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+                 const std::set<std::size_t>& right_aligned = {}) {
+    std::vector<std::size_t> width(header.size());
+    for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+    for (const auto& row : rows)
+        for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    auto line = [&](const std::vector<std::string>& cells) {
+        std::string out;
+        for (std::size_t c = 0; c < header.size(); ++c) {
+            const std::string cell = c < cells.size() ? cells[c] : "";
+            const std::string pad(width[c] - std::min(width[c], cell.size()), ' ');
+            out += right_aligned.count(c) ? pad + cell : cell + (c + 1 < header.size() ? pad : "");
+            if (c + 1 < header.size()) out += "  ";
+        }
+        std::printf("%s\n", out.c_str());
+    };
+    line(header);
+    std::vector<std::string> rule;
+    for (auto w : width) rule.emplace_back(w, '-');
+    line(rule);
+    for (const auto& row : rows) line(row);
+}
+
+std::string truncate(const std::string& s, std::size_t n) {
+    return s.size() <= n ? s : s.substr(0, n - 3) + "...";
+}
+
+// The "summary" event the recorder writes at the end of a run; null when the run has none.
+nlohmann::json run_summary(RunStore& store, std::int64_t id) {
+    const auto ev = store.events(id, "summary");
+    if (ev.empty()) return nullptr;
+    try {
+        return nlohmann::json::parse(ev.back().json);
+    } catch (const std::exception&) {
+        return nullptr;
+    }
+}
+
+nlohmann::json parse_or_text(const std::string& text) {
+    try {
+        return nlohmann::json::parse(text);
+    } catch (const std::exception&) {
+        return text;
+    }
+}
+
+nlohmann::json run_to_json(RunStore& store, const Run& r, bool full) {
+    nlohmann::json j{{"id", r.id},
+                     {"uuid", r.uuid},
+                     {"name", r.name},
+                     {"status", to_string(r.status)},
+                     {"dataset", r.dataset},
+                     {"precision", r.precision},
+                     {"backend", r.backend},
+                     {"device", r.device},
+                     {"machine", r.machine},
+                     {"created", r.created},
+                     {"started", r.started ? nlohmann::json(*r.started) : nlohmann::json(nullptr)},
+                     {"ended", r.ended ? nlohmann::json(*r.ended) : nlohmann::json(nullptr)},
+                     {"duration_seconds", run_duration(r)},
+                     {"deleted", r.deleted},
+                     {"tags", r.tags},
+                     {"note", r.note}};
+    j["seed"] = r.seed ? nlohmann::json(*r.seed) : nlohmann::json(nullptr);
+    const auto acc = latest_value(r, "test_accuracy");
+    j["test_accuracy"] = acc ? nlohmann::json(*acc) : nlohmann::json(nullptr);
+    if (!full) return j;
+    j["config"] = parse_or_text(r.config_json);
+    j["network"] = parse_or_text(r.network_json);
+    j["versions"] = parse_or_text(r.versions_json);
+    j["summary"] = run_summary(store, r.id);
+    nlohmann::json latest = nlohmann::json::object();
+    for (const auto& [k, m] : r.latest)
+        latest[k] = {{"step", m.step}, {"value", m.value}, {"min", m.min}, {"max", m.max}, {"count", m.count}};
+    j["latest_metrics"] = latest;
+    std::map<std::string, int> counts;
+    const auto events = store.events(r.id);
+    for (const auto& e : events) ++counts[e.kind];
+    j["events"] = {{"count", events.size()}, {"by_kind", counts}};
+    j["histograms"] = store.histograms(r.id).size();
+    return j;
+}
+
+// --- list ------------------------------------------------------------------------------------
+
+void cmd_list(const RunsArgs& a) {
+    const std::string path = resolve_path(a.db);
+    if (!std::filesystem::exists(path)) {
+        if (a.json)
+            std::printf("[]\n");
+        else
+            std::printf("no runs: %s does not exist yet\n", path.c_str());
+        return;
+    }
+    auto store = open_store(a.db, false);
+    RunFilter f;
+    f.precision = a.precision;
+    f.dataset = a.dataset;
+    if (a.status) f.status = parse_run_status(*a.status);
+    if (a.tag) set_tag_filter(f, *a.tag);
+    f.text = a.text;
+    f.deleted_only = a.deleted;
+    f.include_deleted = a.all;
+    f.limit = a.limit;
+    const auto runs = store->list_runs(f);
+    if (a.json) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& r : runs) out.push_back(run_to_json(*store, r, false));
+        std::printf("%s\n", out.dump(2).c_str());
+        return;
+    }
+    if (!store->interrupted_on_open().empty())
+        std::fprintf(stderr, "marked %zu run(s) of stopped processes INTERRUPTED\n", store->interrupted_on_open().size());
+    if (runs.empty()) {
+        std::printf("no runs match in %s\n", path.c_str());
+        return;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& r : runs) {
+        std::string status = to_string(r.status);
+        if (r.deleted) status += " (deleted)";
+        rows.push_back({std::to_string(r.id), truncate(r.name, 32), status, r.precision, r.dataset,
+                        format_percent(latest_value(r, "test_accuracy")), format_time(r.started),
+                        format_duration(run_duration(r))});
+    }
+    print_table({"id", "name", "status", "precision", "dataset", "test acc", "started", "duration"}, rows, {0, 5, 7});
+    std::printf("%zu run%s in %s\n", runs.size(), runs.size() == 1 ? "" : "s", path.c_str());
+}
+
+// --- show ------------------------------------------------------------------------------------
+
+void cmd_show(const RunsArgs& a) {
+    auto store = open_store(a.db, false);
+    const auto id = parse_ids(a.ids).front();
+    const Run r = store->get_run(id);
+    const nlohmann::json j = run_to_json(*store, r, true);
+    if (a.json) {
+        std::printf("%s\n", j.dump(2).c_str());
+        return;
+    }
+    std::printf("run %lld  %s\n", static_cast<long long>(r.id), r.name.c_str());
+    std::printf("  status     %s%s\n", to_string(r.status), r.deleted ? " (deleted)" : "");
+    std::printf("  uuid       %s\n", r.uuid.c_str());
+    std::printf("  precision  %s   dataset %s   seed %s\n", r.precision.c_str(), r.dataset.c_str(),
+                r.seed ? std::to_string(*r.seed).c_str() : "-");
+    std::printf("  backend    %s (%s)\n", r.backend.c_str(), r.device.c_str());
+    std::printf("  machine    %s\n", r.machine.c_str());
+    std::printf("  started    %s   duration %s\n", format_time(r.started).c_str(),
+                format_duration(run_duration(r)).c_str());
+    if (!r.tags.empty()) {
+        std::string t;
+        for (const auto& [k, v] : r.tags) t += (t.empty() ? "" : ", ") + k + (v.empty() ? "" : "=" + v);
+        std::printf("  tags       %s\n", t.c_str());
+    }
+    if (!r.note.empty()) std::printf("  note       %s\n", r.note.c_str());
+    std::printf("  events     %s\n", j["events"]["count"].dump().c_str());
+    for (const auto& [kind, n] : j["events"]["by_kind"].items())
+        std::printf("               %-22s %s\n", kind.c_str(), n.dump().c_str());
+    std::printf("  histograms %s\n", j["histograms"].dump().c_str());
+
+    std::printf("\nconfiguration\n");
+    for (const auto& [p, v] : flatten_config(r.config_json)) std::printf("  %-36s %s\n", p.c_str(), v.c_str());
+
+    if (!j["summary"].is_null()) {
+        std::printf("\nsummary\n");
+        for (const auto& [k, v] : j["summary"].items()) std::printf("  %-28s %s\n", k.c_str(), v.dump().c_str());
+    }
+    std::printf("\nlast metrics\n");
+    std::vector<std::vector<std::string>> rows;
+    // Per-layer gradient statistics ("underflow/3 Linear/activation_grad", ...) would bury the
+    // training metrics; they are counted here and listed in full by --json.
+    std::map<std::string, int> per_layer;
+    for (const auto& [k, m] : r.latest) {
+        const auto slash = k.find('/');
+        if (slash != std::string::npos) {
+            ++per_layer[k.substr(0, slash)];
+            continue;
+        }
+        rows.push_back({k, std::to_string(m.step), format_number(m.value, 6), format_number(m.min, 6),
+                        format_number(m.max, 6), std::to_string(m.count)});
+    }
+    if (rows.empty())
+        std::printf("  (none)\n");
+    else
+        print_table({"metric", "step", "value", "min", "max", "count"}, rows, {1, 2, 3, 4, 5});
+    if (!per_layer.empty()) {
+        std::string text;
+        for (const auto& [stat, n] : per_layer) text += (text.empty() ? "" : ", ") + stat + " (" + std::to_string(n) + ")";
+        std::printf("gradient statistics per layer and kind: %s; --json lists them\n", text.c_str());
+    }
+}
+
+// --- mutations ---------------------------------------------------------------------------------
+
+void cmd_tag(const RunsArgs& a) {
+    auto store = open_store(a.db, true);
+    for (auto id : parse_ids(a.ids)) {
+        const auto eq = a.tag_expr.find('=');
+        const std::string key = a.tag_expr.substr(0, eq);
+        if (key.empty()) throw ConfigError("tag '" + a.tag_expr + "' has an empty key (expected key or key=value)");
+        if (a.remove_tag) {
+            store->get_run(id);  // NotFound for an unknown id
+            store->remove_tag(id, key);
+            std::printf("run %lld: removed tag %s\n", static_cast<long long>(id), key.c_str());
+        } else {
+            const std::string value = eq == std::string::npos ? std::string() : a.tag_expr.substr(eq + 1);
+            store->set_tag(id, key, value);
+            std::printf("run %lld: tag %s%s\n", static_cast<long long>(id), key.c_str(),
+                        value.empty() ? "" : ("=" + value).c_str());
+        }
+    }
+}
+
+void cmd_note(const RunsArgs& a) {
+    auto store = open_store(a.db, true);
+    const auto id = parse_ids(a.ids).front();
+    store->set_note(id, a.note);
+    std::printf("run %lld: %s\n", static_cast<long long>(id), a.note.empty() ? "note cleared" : "note set");
+}
+
+void cmd_rename(const RunsArgs& a) {
+    if (a.name.empty()) throw ConfigError("the new name is empty");
+    auto store = open_store(a.db, true);
+    const auto id = parse_ids(a.ids).front();
+    store->rename(id, a.name);
+    std::printf("run %lld renamed to '%s'\n", static_cast<long long>(id), a.name.c_str());
+}
+
+void cmd_delete(const RunsArgs& a, bool restore) {
+    auto store = open_store(a.db, true);
+    for (auto id : parse_ids(a.ids)) {
+        if (restore)
+            store->restore(id);
+        else
+            store->soft_delete(id);
+        std::printf("run %lld %s\n", static_cast<long long>(id),
+                    restore ? "restored" : "deleted (recoverable with `runs restore` until `runs purge`)");
+    }
+}
+
+void cmd_purge(const RunsArgs& a) {
+    auto store = open_store(a.db, true);
+    const int n = store->purge();
+    std::printf("purged %d deleted run%s\n", n, n == 1 ? "" : "s");
+}
+
+// --- export / import ----------------------------------------------------------------------------
+
+void cmd_export(const RunsArgs& a) {
+    auto store = open_store(a.db, false);
+    const auto ids = parse_ids(a.ids);
+    BundleExportOptions o;
+    o.csv_dir = a.csv_dir;
+    o.overwrite = a.force;
+    const auto result = export_bundle(*store, ids, a.out, o);
+    std::printf("exported %zu run%s to %s\n", result.runs, result.runs == 1 ? "" : "s", a.out.c_str());
+    for (const auto& f : result.csv_files) std::printf("  %s\n", f.c_str());
+}
+
+void cmd_import(const RunsArgs& a) {
+    auto store = open_store(a.db, true, true);
+    const auto report = import_bundle(*store, a.file);
+    std::printf("imported %zu run%s, skipped %zu already present\n", report.imported.size(),
+                report.imported.size() == 1 ? "" : "s", report.skipped.size());
+    for (const auto& r : report.imported)
+        std::printf("  run %lld (was %lld in the bundle)  %s\n", static_cast<long long>(r.store_id),
+                    static_cast<long long>(r.bundle_id), r.uuid.c_str());
+    for (const auto& s : report.skipped)
+        std::printf("  skipped %s: already run %lld\n", s.uuid.c_str(), static_cast<long long>(s.existing_id));
+}
+
+// --- compare -----------------------------------------------------------------------------------
+
+void cmd_compare(const RunsArgs& a) {
+    auto store = open_store(a.db, false);
+    const auto ids = parse_ids(a.ids, 2);
+    std::vector<Run> runs;
+    for (auto id : ids) runs.push_back(store->get_run(id));
+
+    std::vector<std::string> header{"setting"};
+    for (const auto& r : runs) header.push_back("run " + std::to_string(r.id));
+
+    // Configuration and network differences; everything equal is left out.
+    std::vector<std::vector<std::string>> diff_rows;
+    for (const auto& e : store->config_diff(ids)) {
+        std::vector<std::string> row{e.path};
+        for (const auto& v : e.values) row.push_back(v ? truncate(*v, 40) : "(none)");
+        diff_rows.push_back(row);
+    }
+    {
+        std::vector<std::map<std::string, std::string>> flat;
+        std::set<std::string> paths;
+        for (const auto& r : runs) {
+            flat.push_back(flatten_config(r.network_json, "network of run " + std::to_string(r.id)));
+            for (const auto& [p, v] : flat.back()) paths.insert(p);
+        }
+        for (const auto& p : paths) {
+            std::vector<std::string> row{"network." + p};
+            bool differs = false;
+            for (const auto& f : flat) {
+                const auto it = f.find(p);
+                row.push_back(it == f.end() ? "(none)" : truncate(it->second, 40));
+                differs = differs || row.back() != row[1];
+            }
+            if (differs) diff_rows.push_back(row);
+        }
+    }
+    std::printf("configuration differences\n");
+    if (diff_rows.empty())
+        std::printf("  (none: same configuration and network)\n");
+    else
+        print_table(header, diff_rows);
+
+    // Summary side by side; the first FP32 run is the reference for the speed-up.
+    std::vector<nlohmann::json> summaries;
+    for (const auto& r : runs) summaries.push_back(run_summary(*store, r.id));
+    std::optional<double> reference_speed;
+    for (std::size_t i = 0; i < runs.size() && !reference_speed; ++i)
+        if (runs[i].precision == "fp32" && summaries[i].is_object() && summaries[i].contains("samples_per_second"))
+            reference_speed = summaries[i]["samples_per_second"].get<double>();
+
+    auto summary_value = [&](std::size_t i, const char* key) -> std::optional<double> {
+        const auto& s = summaries[i];
+        if (s.is_object() && s.contains(key) && s[key].is_number()) return s[key].get<double>();
+        return std::nullopt;
+    };
+    std::vector<std::vector<std::string>> rows;
+    auto add = [&](const std::string& label, auto&& cell) {
+        std::vector<std::string> row{label};
+        for (std::size_t i = 0; i < runs.size(); ++i) row.push_back(cell(i));
+        rows.push_back(row);
+    };
+    add("name", [&](std::size_t i) { return truncate(runs[i].name, 28); });
+    add("status", [&](std::size_t i) { return std::string(to_string(runs[i].status)); });
+    add("precision", [&](std::size_t i) { return runs[i].precision; });
+    add("dataset", [&](std::size_t i) { return runs[i].dataset; });
+    add("steps", [&](std::size_t i) {
+        auto v = summary_value(i, "steps");
+        if (!v) {
+            const auto it = runs[i].latest.find("train_loss");
+            if (it != runs[i].latest.end()) v = static_cast<double>(it->second.step);
+        }
+        return format_number(v, 10);
+    });
+    add("final test accuracy", [&](std::size_t i) { return format_percent(latest_value(runs[i], "test_accuracy")); });
+    add("best test accuracy", [&](std::size_t i) {
+        const auto it = runs[i].latest.find("test_accuracy");
+        return format_percent(it == runs[i].latest.end() ? std::nullopt : std::optional<double>(it->second.max));
+    });
+    add("final test loss", [&](std::size_t i) { return format_number(latest_value(runs[i], "test_loss")); });
+    add("final train loss", [&](std::size_t i) { return format_number(summary_value(i, "train_loss")); });
+    if (a.target) {
+        const double target = *a.target;
+        add("time to " + format_percent(target), [&](std::size_t i) -> std::string {
+            for (const auto& p : store->series(runs[i].id, "test_accuracy"))
+                if (p.value >= target)
+                    return runs[i].started ? format_duration(p.wall_time - *runs[i].started) + " (step " +
+                                                 std::to_string(p.step) + ")"
+                                           : "step " + std::to_string(p.step);
+            return "not reached";
+        });
+    }
+    add("samples/s", [&](std::size_t i) { return format_number(summary_value(i, "samples_per_second"), 6); });
+    if (reference_speed && *reference_speed > 0)
+        add("speed-up over fp32", [&](std::size_t i) -> std::string {
+            const auto v = summary_value(i, "samples_per_second");
+            if (!v) return "-";
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.2fx", *v / *reference_speed);
+            return buf;
+        });
+    add("skipped steps", [&](std::size_t i) { return format_number(summary_value(i, "skipped_steps"), 10); });
+    add("overflows", [&](std::size_t i) { return format_number(summary_value(i, "overflow_count"), 10); });
+    add("loss scale range", [&](std::size_t i) -> std::string {
+        const auto it = runs[i].latest.find("loss_scale");
+        if (it == runs[i].latest.end()) return "-";
+        return format_number(it->second.min) + " .. " + format_number(it->second.max);
+    });
+    add("mean act. underflow", [&](std::size_t i) {
+        return format_percent(summary_value(i, "mean_activation_underflow"));
+    });
+    add("duration", [&](std::size_t i) { return format_duration(run_duration(runs[i])); });
+    std::printf("\nsummary\n");
+    header[0] = "";
+    print_table(header, rows);
+}
+
+}  // namespace
+
+void add_runs_command(CLI::App& app) {
+    auto a = std::make_shared<RunsArgs>();
+    auto* runs = app.add_subcommand("runs", "List, inspect, tag, export, import and compare recorded runs");
+    runs->require_subcommand(1);
+    auto with_db = [&](CLI::App* c) {
+        c->add_option("--db", a->db, "Run database (default: $XDG_DATA_HOME/mpwb/runs.sqlite)");
+        return c;
+    };
+
+    auto* list = with_db(runs->add_subcommand("list", "Recorded runs, newest first"));
+    list->add_option("--precision", a->precision, "Only runs of this precision policy");
+    list->add_option("--dataset", a->dataset, "Only runs on this dataset");
+    list->add_option("--status", a->status, "RUNNING, FINISHED, FAILED, STOPPED or INTERRUPTED");
+    list->add_option("--tag", a->tag, "Only runs with this tag (key or key=value)");
+    list->add_option("--text", a->text, "Substring of the name, note or configuration");
+    auto* del = list->add_flag("--deleted", a->deleted, "Only soft-deleted runs (the trash)");
+    list->add_flag("--all", a->all, "Include soft-deleted runs")->excludes(del);
+    list->add_option("--limit", a->limit, "At most this many runs");
+    list->add_flag("--json", a->json, "JSON instead of a table");
+    list->callback([a] { cmd_list(*a); });
+
+    auto* show = with_db(runs->add_subcommand("show", "One run: configuration, summary, last metrics, events, tags"));
+    show->add_option("id", a->ids, "Run id")->required();
+    show->add_flag("--json", a->json, "JSON instead of text");
+    show->callback([a] { cmd_show(*a); });
+
+    auto* tag = with_db(runs->add_subcommand("tag", "Set (or --remove) a tag on runs"));
+    tag->add_option("ids", a->ids, "Run id(s), comma-separated")->required();
+    tag->add_option("tag", a->tag_expr, "key or key=value")->required();
+    tag->add_flag("--remove", a->remove_tag, "Remove the tag instead");
+    tag->callback([a] { cmd_tag(*a); });
+
+    auto* note = with_db(runs->add_subcommand("note", "Set the note of a run (an empty text clears it)"));
+    note->add_option("id", a->ids, "Run id")->required();
+    note->add_option("text", a->note, "The note")->required();
+    note->callback([a] { cmd_note(*a); });
+
+    auto* rename = with_db(runs->add_subcommand("rename", "Rename a run"));
+    rename->add_option("id", a->ids, "Run id")->required();
+    rename->add_option("name", a->name, "New name")->required();
+    rename->callback([a] { cmd_rename(*a); });
+
+    auto* remove = with_db(runs->add_subcommand("delete", "Soft-delete runs (restore or purge later)"));
+    remove->add_option("ids", a->ids, "Run id(s), comma-separated")->required();
+    remove->callback([a] { cmd_delete(*a, false); });
+
+    auto* restore = with_db(runs->add_subcommand("restore", "Undo a soft delete"));
+    restore->add_option("ids", a->ids, "Run id(s), comma-separated")->required();
+    restore->callback([a] { cmd_delete(*a, true); });
+
+    auto* purge = with_db(runs->add_subcommand("purge", "Remove soft-deleted runs for good"));
+    purge->callback([a] { cmd_purge(*a); });
+
+    auto* exp = with_db(runs->add_subcommand("export", "Write runs to a bundle file (and CSV files)"));
+    exp->add_option("ids", a->ids, "Run id(s), comma-separated")->required();
+    exp->add_option("--out,-o", a->out, "Bundle file to write (.mpwb)")->required();
+    exp->add_option("--csv-dir", a->csv_dir, "Also write runs.csv and one CSV of metrics per run here");
+    exp->add_flag("--force", a->force, "Overwrite an existing bundle file");
+    exp->callback([a] { cmd_export(*a); });
+
+    auto* imp = with_db(runs->add_subcommand("import", "Merge a bundle into the database (runs present are skipped)"));
+    imp->add_option("file", a->file, "Bundle file")->required();
+    imp->callback([a] { cmd_import(*a); });
+
+    auto* cmp = with_db(runs->add_subcommand("compare", "Configuration differences and summaries side by side"));
+    cmp->add_option("ids", a->ids, "Two or more run ids, comma-separated")->required();
+    cmp->add_option("--target", a->target, "Also show the time to this test accuracy (0..1)");
+    cmp->callback([a] { cmd_compare(*a); });
+}
+
+}  // namespace mpwb::cli

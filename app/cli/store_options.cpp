@@ -1,0 +1,65 @@
+// Run-store options.
+#include "app/cli/store_options.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/common/error.h"
+#include "sessions/run_store.h"
+
+namespace mpwb::cli {
+
+std::string display_path(const std::string& path) {
+    const char* home = std::getenv("HOME");
+    if (home && *home) {
+        const std::string h = std::string(home) + "/";
+        if (path.rfind(h, 0) == 0) return "~/" + path.substr(h.size());
+    }
+    return path;
+}
+
+void StoreOptions::add_to(CLI::App& cmd) {
+    auto* db_option = cmd.add_option("--db", db, "Run database to record into (default: $XDG_DATA_HOME/mpwb/runs.sqlite)");
+    cmd.add_flag("--no-store", no_store, "Do not record the run")->excludes(db_option);
+    cmd.add_option("--run-name", run_name, "Name of the recorded run (default: preset and precision)");
+    cmd.add_option("--tag", tags, "Tag the recorded run: key or key=value (repeatable)");
+}
+
+std::string StoreOptions::database_path() const { return db.empty() ? default_database_path() : db; }
+
+std::unique_ptr<RunRecorder> StoreOptions::open_recorder(const std::string& default_name, const std::string& preset,
+                                                         std::optional<std::int64_t> group_id,
+                                                         Trainer** stop_target) const {
+    if (no_store) return nullptr;
+    RunRecorder::Options ro;
+    ro.db_path = db;
+    ro.name = run_name.empty() ? default_name : run_name;
+    ro.group_id = group_id;
+    ro.tags["preset"] = preset;
+    for (const auto& t : tags) {
+        const auto eq = t.find('=');
+        const std::string key = t.substr(0, eq);
+        if (key.empty()) throw ConfigError("--tag '" + t + "' has an empty key (expected key or key=value)");
+        ro.tags[key] = eq == std::string::npos ? std::string() : t.substr(eq + 1);
+    }
+    auto path = std::make_shared<std::string>();
+    ro.on_created = [path](std::int64_t id) {
+        std::fprintf(stderr, "recording run %lld in %s\n", static_cast<long long>(id), display_path(*path).c_str());
+    };
+    ro.on_failure = [stop_target](const std::string& message) {
+        std::fprintf(stderr, "mpwb-cli: error: %s; stopping (use --no-store to train without recording)\n",
+                     message.c_str());
+        if (stop_target && *stop_target) (*stop_target)->stop();
+    };
+    try {
+        auto recorder = std::make_unique<RunRecorder>(std::move(ro));
+        *path = recorder->db_path();
+        return recorder;
+    } catch (const StoreError& e) {
+        throw StoreError(e.kind(), std::string(e.what()) +
+                                       "; nothing was trained (--db PATH records elsewhere, "
+                                       "--no-store trains without recording)");
+    }
+}
+
+}  // namespace mpwb::cli

@@ -1,0 +1,34 @@
+// Run-store options shared by train and compare: where runs are recorded, under which name and
+// tags, or not at all. The database is opened and write-checked before any data loads, so a
+// store problem (locked, read-only, corrupt, too new) costs no training time.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/train/trainer.h"
+#include "sessions/run_recorder.h"
+
+namespace mpwb::cli {
+
+struct StoreOptions {
+    std::string db;  // empty: default_database_path()
+    bool no_store = false;
+    std::string run_name;
+    std::vector<std::string> tags;  // key or key=value
+
+    void add_to(CLI::App& cmd);
+    // Null with --no-store. `stop_target` is stopped when recording cannot go on; it may be set
+    // after this call (the recorder's callbacks only run inside Trainer::run).
+    std::unique_ptr<RunRecorder> open_recorder(const std::string& default_name, const std::string& preset,
+                                               std::optional<std::int64_t> group_id, Trainer** stop_target) const;
+    std::string database_path() const;
+};
+
+// "~/..." for paths under $HOME: shorter, and what a user would type.
+std::string display_path(const std::string& path);
+
+}  // namespace mpwb::cli
