@@ -48,6 +48,6 @@ void BatchNorm::backward(LayerContext& ctx, const Tensor& x, const Tensor&, cons
                                    channels_, spatial_);
 }
 
-nlohmann::json BatchNorm::to_json() const { return {{"type", "BatchNorm"}, {"momentum", momentum_}, {"eps", eps_}}; }
+nlohmann::json BatchNorm::to_json() const { return {{"type", "BatchNorm"}, {"momentum", json_float(momentum_)}, {"eps", json_float(eps_)}}; }
 
 }  // namespace mpwb

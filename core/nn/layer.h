@@ -2,6 +2,8 @@
 // already rounded to the storage format; the network, not the layer, rounds what a layer stores
 // (outputs, input gradients, weight gradients), so the precision policy lives in one place.
 #pragma once
+#include <charconv>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -12,6 +14,14 @@
 #include "core/tensor/tensor.h"
 
 namespace mpwb {
+
+// A float setting as JSON: the double with the float's shortest decimal form, so a saved network
+// says 0.001 where the user wrote 0.001, not 0.0010000000474974513.
+inline double json_float(float v) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+    return std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
+}
 
 // Thrown by Layer::build with the reason only; Network adds "layer i (Kind): ".
 class ShapeError : public std::runtime_error {

@@ -121,6 +121,8 @@ Network Network::from_json(const nlohmann::json& description) {
     if (!description.contains("layers") || !description["layers"].is_array())
         throw NetworkError("network description needs a \"layers\" array");
     Network net;
+    if (description.contains("name") && !description["name"].is_string())
+        throw NetworkError("\"name\" must be a string, gets " + description["name"].dump());
     net.name_ = description.value("name", std::string("network"));
     if (description.contains("loss")) {
         if (!description["loss"].is_string()) throw NetworkError("\"loss\" must be \"cross_entropy\" or \"mse\"");
@@ -278,8 +280,13 @@ void Network::backward(LayerContext& ctx, const Tensor& output_grad, const Preci
     top = output_grad;
     if (probe) probe->observe(n - 1, GradientKind::Activation, {}, top.data(), top.numel());
     ctx.backend.round(policy.activations, top.data(), top.data(), top.numel());
+    // Input gradients are only needed down to the lowest layer with parameters (the Linear
+    // after a Flatten skips its 784-wide input gradient, a third of an MLP's backward work).
+    size_t lowest_trained = n;
+    for (size_t i = 0; i < n && lowest_trained == n; ++i)
+        if (!layers_[i]->parameters().empty()) lowest_trained = i;
     for (size_t i = n; i-- > 0;) {
-        Tensor* dx = i > 0 ? &gradients_[i] : nullptr;
+        Tensor* dx = i > lowest_trained ? &gradients_[i] : nullptr;
         Layer& layer = *layers_[i];
         layer.backward(ctx, activations_[i], activations_[i + 1], gradients_[i + 1], dx);
         const Format grad_format = layer.runs_in_reduced_precision() ? policy.weight_grads

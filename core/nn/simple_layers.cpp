@@ -33,7 +33,7 @@ void ActivationLayer::backward(LayerContext& ctx, const Tensor& x, const Tensor&
 
 nlohmann::json ActivationLayer::to_json() const {
     nlohmann::json j{{"type", kind()}};
-    if (activation_ == Activation::LeakyReLU) j["slope"] = slope_;
+    if (activation_ == Activation::LeakyReLU) j["slope"] = json_float(slope_);
     return j;
 }
 

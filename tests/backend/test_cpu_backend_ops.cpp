@@ -132,7 +132,7 @@ class TestCpuBackendOps : public QObject {
             for (int64_t j = 0; j < n + pad; ++j) {
                 const size_t idx = static_cast<size_t>(i * ldc + j);
                 if (j >= n) {  // the gap between rows of C belongs to someone else
-                    QVERIFY2(got[idx] == c[idx], qPrintable(what + ": wrote into C's padding"));
+                    QVERIFY2(got[idx] == c[idx], qPrintable(QString::fromStdString(what + ": wrote into C's padding")));
                     continue;
                 }
                 const double bound = 2.0 * static_cast<double>(k + 2) * 0x1.0p-24 *
@@ -155,7 +155,7 @@ class TestCpuBackendOps : public QObject {
         // A reduced format must really round: the result must differ from the unrounded
         // product by more than accumulation error somewhere.
         if (format != Format::FP32)
-            QVERIFY2(max_off_unrounded > 4, qPrintable(what + ": result indistinguishable from unrounded operands"));
+            QVERIFY2(max_off_unrounded > 4, qPrintable(QString::fromStdString(what + ": result indistinguishable from unrounded operands")));
     }
 
     void check_conv(const ConvGeometry& g, Format format = Format::FP32) {
@@ -713,38 +713,50 @@ private slots:
         for (auto& l : labels) l = static_cast<float>(r.below(10));
         auto act = random_vec(r, 100000, -4, 4);
 
+        // Each op's outputs under a name, so a difference says which op depends on threads.
         auto run_all = [&] {
-            std::vector<float> out;
-            auto append = [&](const std::vector<float>& v) { out.insert(out.end(), v.begin(), v.end()); };
+            std::vector<std::pair<std::string, std::vector<float>>> out;
+            const char* label = "";
+            auto append = [&](const std::vector<float>& v) { out.emplace_back(label, v); };
             std::vector<float> c(static_cast<size_t>(m * n));
             for (Format f : {Format::FP32, Format::FP16}) {
+                label = f == Format::FP32 ? "gemm fp32" : "gemm fp16";
                 be_->gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n, f);
                 append(c);
             }
             std::vector<float> y(static_cast<size_t>(g.batch * g.out_channels * g.out_h() * g.out_w()));
+            label = "conv2d_forward";
             be_->conv2d_forward(g, cx.data(), cw.data(), cb.data(), y.data(), Format::FP32);
             append(y);
             std::vector<float> dx(cx.size()), dw(cw.size()), db(cb.size());
             be_->conv2d_backward(g, cx.data(), cw.data(), cdy.data(), dx.data(), dw.data(), db.data(), Format::FP32);
+            label = "conv2d_backward dx";
             append(dx);
+            label = "conv2d_backward dw";
             append(dw);
+            label = "conv2d_backward db";
             append(db);
             std::vector<float> bg(static_cast<size_t>(cols));
+            label = "bias_grad_rows";
             be_->bias_grad_rows(dy.data(), bg.data(), rows, cols);
             append(bg);
             std::vector<float> bny(bnx.size()), rm(8, 0.0f), rv(8, 1.0f), sm(8), si(8), bdx(bnx.size()), dg(8), dbb(8);
             be_->batchnorm_forward(bnx.data(), bny.data(), gamma.data(), beta.data(), rm.data(), rv.data(), sm.data(),
                                    si.data(), 64, 8, 25, 0.1f, 1e-5f, true);
+            label = "batchnorm_forward";
             append(bny);
             be_->batchnorm_backward(bnx.data(), bny.data(), gamma.data(), sm.data(), si.data(), bdx.data(), dg.data(),
                                     dbb.data(), 64, 8, 25);
+            label = "batchnorm_backward";
             append(bdx);
             append(dg);
             std::vector<float> dl(logits.size());
             const auto lr = be_->softmax_cross_entropy(logits.data(), labels.data(), dl.data(), 500, 10, 8.0f);
+            label = "softmax_cross_entropy";
             append(dl);
-            out.push_back(static_cast<float>(lr.loss));
+            append({static_cast<float>(lr.loss)});
             std::vector<float> ay(act.size());
+            label = "GELU";
             be_->activation_forward(Activation::GELU, 0, act.data(), ay.data(), static_cast<int64_t>(act.size()));
             append(ay);
             return out;
@@ -754,11 +766,18 @@ private slots:
         set_thread_count(2);
         const auto two = run_all();
         QCOMPARE(one.size(), two.size());
-        size_t differing = 0;
-        for (size_t i = 0; i < one.size(); ++i) differing += std::memcmp(&one[i], &two[i], sizeof(float)) != 0;
-        QVERIFY2(differing == 0, qPrintable(QString("%1 of %2 values differ between 1 and 2 threads")
-                                                .arg(differing)
-                                                .arg(one.size())));
+        QString report;
+        for (size_t op = 0; op < one.size(); ++op) {
+            const auto& a1 = one[op].second;
+            const auto& a2 = two[op].second;
+            QCOMPARE(a1.size(), a2.size());
+            size_t differing = 0;
+            for (size_t i = 0; i < a1.size(); ++i) differing += std::memcmp(&a1[i], &a2[i], sizeof(float)) != 0;
+            if (differing)
+                report += QString("%1: %2 of %3 values differ; ").arg(QString::fromStdString(one[op].first))
+                              .arg(differing).arg(a1.size());
+        }
+        QVERIFY2(report.isEmpty(), qPrintable("1 thread vs 2 threads: " + report));
     }
 };
 

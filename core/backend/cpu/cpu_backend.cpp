@@ -16,6 +16,8 @@ namespace mpwb {
 namespace {
 
 constexpr int64_t kGrain = 1 << 14;
+// Elementwise loops capture their pointers by value: captured by reference, every iteration
+// reloads them (a store through the output might change them), and the loop stays scalar.
 
 std::string cpu_model_name() {
     std::ifstream in("/proc/cpuinfo");
@@ -110,11 +112,11 @@ float gelu_grad(float x) {
 
 CpuBackend::CpuBackend() { sync_blas_threads(); }
 
-// The thread count can change between runs (set_thread_count); BLAS follows it.
+// OpenBLAS runs single-threaded: gemm() spreads fixed blocks over the parallel_for pool itself.
 void CpuBackend::sync_blas_threads() {
-    if (blas_threads_ != thread_count()) {
-        blas_threads_ = thread_count();
-        openblas_set_num_threads(blas_threads_);
+    if (blas_threads_ != 1) {
+        blas_threads_ = 1;
+        openblas_set_num_threads(1);
     }
 }
 
@@ -128,13 +130,38 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
                       int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                       Format operand_format) {
     sync_blas_threads();
-    const int64_t a_count = (trans_a ? k : m) * lda;
-    const int64_t b_count = (trans_b ? n : k) * ldb;
+    // A region of rows x cols with leading dimension ld spans (rows - 1) * ld + cols elements;
+    // rows * ld would read past the end of an operand that is a sub-matrix of a larger array.
+    auto span = [](int64_t rows, int64_t cols, int64_t ld) { return rows > 0 ? (rows - 1) * ld + cols : 0; };
+    const int64_t a_count = trans_a ? span(k, m, lda) : span(m, k, lda);
+    const int64_t b_count = trans_b ? span(n, k, ldb) : span(k, n, ldb);
     const float* ra = rounded_operand(operand_format, a, a_count, round_a_);
     const float* rb = rounded_operand(operand_format, b, b_count, round_b_);
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, ra,
-                static_cast<blasint>(lda), rb, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+    // OpenBLAS's threaded GEMM blocks the K loop differently for different thread counts, so
+    // its results change in the last bits with the thread count. C is cut instead into blocks
+    // that depend on the shape only (rows when m >= n, else columns), each computed by
+    // single-threaded OpenBLAS: every block is summed the same way whatever the thread count.
+    constexpr int64_t kBlock = 128;
+    const bool by_rows = m >= n;
+    const int64_t extent = by_rows ? m : n;
+    const int64_t blocks = (extent + kBlock - 1) / kBlock;
+    const auto ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+    // Small products stay on the calling thread (the blocks are the same either way).
+    const int64_t grain = m * n * k < (int64_t{1} << 18) ? blocks + 1 : 1;
+    parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
+        for (int64_t blk = b0; blk < b1; ++blk) {
+            const int64_t s = blk * kBlock, len = std::min(kBlock, extent - s);
+            if (by_rows)
+                cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(len), static_cast<blasint>(n),
+                            static_cast<blasint>(k), alpha, trans_a ? ra + s : ra + s * lda, static_cast<blasint>(lda),
+                            rb, static_cast<blasint>(ldb), beta, c + s * ldc, static_cast<blasint>(ldc));
+            else
+                cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(len),
+                            static_cast<blasint>(k), alpha, ra, static_cast<blasint>(lda),
+                            trans_b ? rb + s * ldb : rb + s, static_cast<blasint>(ldb), beta, c + s,
+                            static_cast<blasint>(ldc));
+        }
+    });
 }
 
 void CpuBackend::round(Format format, const float* in, float* out, int64_t n) {
@@ -146,13 +173,13 @@ void CpuBackend::round(Format format, const float* in, float* out, int64_t n) {
 }
 
 void CpuBackend::scale(float factor, float* x, int64_t n) {
-    parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) {
+    parallel_for(n, kGrain, [=](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i) x[i] *= factor;
     });
 }
 
 void CpuBackend::add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) {
-    parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1)), [&](int64_t r0, int64_t r1) {
+    parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1)), [=](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
             float* row = y + r * cols;
             for (int64_t j = 0; j < cols; ++j) row[j] += bias[j];
@@ -171,7 +198,7 @@ void CpuBackend::bias_grad_rows(const float* dy, float* db, int64_t rows, int64_
 }
 
 void CpuBackend::add_bias_channels(float* y, const float* bias, int64_t n, int64_t c, int64_t hw) {
-    parallel_for(n * c, 1, [&](int64_t p0, int64_t p1) {
+    parallel_for(n * c, 1, [=](int64_t p0, int64_t p1) {
         for (int64_t p = p0; p < p1; ++p) {
             const float b = bias[p % c];
             float* plane = y + p * hw;
@@ -196,7 +223,7 @@ void CpuBackend::bias_grad_channels(const float* dy, float* db, int64_t n, int64
 }
 
 void CpuBackend::activation_forward(Activation kind, float slope, const float* x, float* y, int64_t n) {
-    parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) {
+    parallel_for(n, kGrain, [=](int64_t i0, int64_t i1) {
         switch (kind) {
             case Activation::ReLU:
                 for (int64_t i = i0; i < i1; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
@@ -219,13 +246,19 @@ void CpuBackend::activation_forward(Activation kind, float slope, const float* x
 
 void CpuBackend::activation_backward(Activation kind, float slope, const float* x, const float* y,
                                      const float* dy, float* dx, int64_t n) {
-    parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) {
+    parallel_for(n, kGrain, [=](int64_t i0, int64_t i1) {
         switch (kind) {
             case Activation::ReLU:
-                for (int64_t i = i0; i < i1; ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+                for (int64_t i = i0; i < i1; ++i) {
+                    const float g = dy[i];  // loaded unconditionally, so the loop vectorises
+                    dx[i] = x[i] > 0.0f ? g : 0.0f;
+                }
                 break;
             case Activation::LeakyReLU:
-                for (int64_t i = i0; i < i1; ++i) dx[i] = x[i] > 0.0f ? dy[i] : slope * dy[i];
+                for (int64_t i = i0; i < i1; ++i) {
+                    const float g = dy[i];
+                    dx[i] = x[i] > 0.0f ? g : slope * g;
+                }
                 break;
             case Activation::GELU:
                 for (int64_t i = i0; i < i1; ++i) dx[i] = dy[i] * gelu_grad(x[i]);
@@ -459,7 +492,7 @@ void CpuBackend::batchnorm_backward(const float* x, const float* dy, const float
 }
 
 void CpuBackend::multiply(const float* x, const float* mask, float* y, int64_t n) {
-    parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) {
+    parallel_for(n, kGrain, [=](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i) y[i] = x[i] * mask[i];
     });
 }
