@@ -147,7 +147,7 @@ void DecisionBoundaryPlot::clearPoints() {
 
 QString DecisionBoundaryPlot::csv() const {
     QString out = QStringLiteral("kind,x,y,value\n");
-    const QCPColorMapData* data = map_->data();
+    QCPColorMapData* data = map_->data();  // cell() is not const in QCustomPlot
     for (int iy = 0; iy < data->valueSize(); ++iy)
         for (int ix = 0; ix < data->keySize(); ++ix) {
             double kx = 0, ky = 0;

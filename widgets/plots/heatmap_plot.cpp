@@ -9,7 +9,7 @@ namespace mpwb {
 namespace {
 
 constexpr int kRows = static_cast<int>(ExponentHistogram::kBinCount);
-constexpr int kMaxColumns = 8192;  // grid cells along x; more steps share cells (last one wins)
+constexpr int kMaxColumns = 4096;  // grid cells along x; more steps share cells (last one wins)
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double cell_of(const ExponentHistogram& h, int e) {
@@ -81,13 +81,20 @@ void HeatmapPlot::setBoundaryFormats(const QVector<Format>& formats) {
 }
 
 void HeatmapPlot::writeColumn(std::size_t index) {
+    // A column holds until the next one (sample and hold), so statistics taken at irregular
+    // steps (1, 20, 40, ...) still fill the plot without gaps.
     const Column& c = columns_[index];
     const std::int64_t d = dstep_ > 0 ? dstep_ : 1;
-    const int x = static_cast<int>((c.step - step0_) / d);
-    if (x < 0 || x >= capacity_) return;
+    const int x0 = static_cast<int>((c.step - step0_) / d);
+    int x1 = x0 + 1;
+    if (index + 1 < columns_.size()) x1 = static_cast<int>((columns_[index + 1].step - step0_) / d);
+    x1 = std::min(std::max(x1, x0 + 1), capacity_);
+    if (x0 < 0 || x0 >= capacity_) return;
     QCPColorMapData* data = map_->data();
-    for (int r = 0; r < kRows; ++r)
-        data->setCell(x, r, cell_of(c.histogram, ExponentHistogram::kMinExponent + r));
+    for (int r = 0; r < kRows; ++r) {
+        const double v = cell_of(c.histogram, ExponentHistogram::kMinExponent + r);
+        for (int x = x0; x < x1; ++x) data->setCell(x, r, v);
+    }
 }
 
 void HeatmapPlot::rebuildGrid() {
@@ -97,12 +104,16 @@ void HeatmapPlot::rebuildGrid() {
     for (const Column& c : columns_) g = std::gcd(g, c.step - step0_);
     if (g <= 0) g = 1;
     const std::int64_t span = columns_.empty() ? 0 : columns_.back().step - step0_;
-    while (span / g + 1 > kMaxColumns) g *= 2;
+    widened_ = false;
+    while (span / g + 1 > kMaxColumns) {
+        g *= 2;
+        widened_ = true;
+    }
     dstep_ = g;
     const std::int64_t needed = span / g + 1;
     int cap = 2;
     while (cap < needed) cap *= 2;
-    capacity_ = std::min(cap, kMaxColumns * 2);
+    capacity_ = std::min(cap, kMaxColumns);
     QCPColorMapData* data = map_->data();
     data->setSize(capacity_, kRows);
     data->fill(kNaN);
@@ -133,10 +144,13 @@ void HeatmapPlot::addColumn(std::int64_t step, const ExponentHistogram& histogra
             rebuildGrid();
         } else {
             const std::int64_t off = step - step0_;
-            const bool fits = dstep_ > 0 && off % dstep_ == 0 && off / dstep_ < capacity_ &&
+            // On a widened grid steps fall inside cells; otherwise they must hit a cell exactly.
+            const bool fits = dstep_ > 0 && (off % dstep_ == 0 || widened_) && off / dstep_ < capacity_ &&
                               !(columns_.size() == 2);
-            if (fits)
+            if (fits) {
+                writeColumn(columns_.size() - 2);  // now holds up to the new column
                 writeColumn(columns_.size() - 1);
+            }
             else
                 rebuildGrid();
         }

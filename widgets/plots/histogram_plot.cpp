@@ -184,7 +184,7 @@ void HistogramPlot::rebuild() {
 
     // Axis: the data and the reference format's range, with a margin.
     const FormatInfo& ref = format_info(reference_);
-    const double ref_min = log2_of(ref.min_subnormal), ref_max = std::log2(ref.max_finite);
+    const double ref_min = log2_of(ref.min_subnormal), ref_max = std::log2(double(ref.max_finite));
     double x_lo = std::min<double>(lo, ref_min) - 3, x_hi = std::max<double>(hi + 1, ref_max) + 3;
     x_lo = std::max(x_lo, double(ExponentHistogram::kMinExponent) - 1);
     x_hi = std::min(x_hi, double(ExponentHistogram::kMaxExponent) + 2);
@@ -210,7 +210,7 @@ void HistogramPlot::rebuild() {
         const FormatInfo& fi = format_info(f);
         const double y0 = kStripGap + i * (kStripHeight + kStripGap), y1 = y0 + kStripHeight;
         const double smin = log2_of(fi.min_subnormal), nmin = log2_of(fi.min_normal),
-                     fmax = std::log2(fi.max_finite);
+                     fmax = std::log2(double(fi.max_finite));
         QColor c = strip_color(f);
         QColor light = c;
         light.setAlpha(90);

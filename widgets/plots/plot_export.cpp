@@ -47,6 +47,7 @@ QByteArray plot_png(QCustomPlot* plot, int width, int height) {
     QByteArray bytes;
     QBuffer buffer(&bytes);
     buffer.open(QIODevice::WriteOnly);
+    plot->replot(QCustomPlot::rpImmediateRefresh);  // pending autoscale happens in beforeReplot
     plot->toPixmap(width, height, 1.0).save(&buffer, "PNG");
     return bytes;
 }
@@ -59,6 +60,9 @@ bool export_plot(QCustomPlot* plot, const QString& path, QString* error, int wid
         return fail(error, QStringLiteral("cannot write %1: the folder %2 does not exist")
                                .arg(path, info.absolutePath()));
     const QSize size = effective_size(plot, width, height);
+    // Ranges that follow the data are updated in beforeReplot; savePng/savePdf only draw.
+    if (suffix == QLatin1String("png") || suffix == QLatin1String("pdf"))
+        plot->replot(QCustomPlot::rpImmediateRefresh);
     if (suffix == QLatin1String("png")) {
         if (!plot->savePng(path, size.width(), size.height()))
             return fail(error, QStringLiteral("cannot write %1 (not writable?)").arg(path));

@@ -1,0 +1,257 @@
+// The two HTML renderings of a report: a self-contained page for browsers and the simpler markup
+// QTextDocument prints to PDF.
+#include "app/report/report_html.h"
+
+#include <QDateTime>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <cmath>
+#include <functional>
+
+namespace mpwb::report_detail {
+namespace {
+
+QString opt_text(const std::optional<double>& v, int decimals, const QString& unit = {}) {
+    if (!v) return QStringLiteral("—");
+    return QString::number(*v, 'f', decimals) + unit;
+}
+
+QString seconds_text(double s) {
+    if (s < 120) return QString::number(s, 'f', 1) + QStringLiteral(" s");
+    if (s < 7200) return QString::number(s / 60, 'f', 1) + QStringLiteral(" min");
+    return QString::number(s / 3600, 'f', 2) + QStringLiteral(" h");
+}
+
+QString date_text(double epoch) {
+    return QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(epoch * 1000)).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
+}
+
+// A stored JSON value as display text: strings without quotes, long values shortened.
+QString json_value_text(const std::optional<std::string>& v) {
+    if (!v) return QStringLiteral("(absent)");
+    QString s = QString::fromStdString(*v);
+    if (s.size() >= 2 && s.startsWith(QLatin1Char('"')) && s.endsWith(QLatin1Char('"'))) s = s.mid(1, s.size() - 2);
+    if (s.size() > 90) s = s.left(87) + QStringLiteral("…");
+    return s;
+}
+
+// versions_json flattened to "key: value" lines.
+QStringList version_lines(const std::string& json) {
+    QStringList lines;
+    const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(json));
+    std::function<void(const QJsonObject&, const QString&)> walk = [&](const QJsonObject& o, const QString& prefix) {
+        for (auto it = o.begin(); it != o.end(); ++it) {
+            const QString key = prefix.isEmpty() ? it.key() : prefix + QLatin1Char('.') + it.key();
+            if (it->isObject())
+                walk(it->toObject(), key);
+            else
+                lines << key + QStringLiteral(": ") + it->toVariant().toString();
+        }
+    };
+    if (doc.isObject()) walk(doc.object(), {});
+    return lines;
+}
+
+struct Table {
+    QStringList header;
+    QList<QStringList> rows;
+};
+
+Table runs_table(const ReportContent& c) {
+    Table t;
+    t.header = {QStringLiteral("run"), QStringLiteral("precision"), QStringLiteral("dataset"), QStringLiteral("status"),
+                QStringLiteral("started"), QStringLiteral("duration"), QStringLiteral("steps"), QStringLiteral("seed")};
+    for (const RunRow& r : c.rows) {
+        t.rows << QStringList{html_escape(r.label), html_escape(QString::fromStdString(r.run.precision)),
+                              html_escape(QString::fromStdString(r.run.dataset)), QString::fromLatin1(to_string(r.run.status)),
+                              date_text(r.run.started.value_or(r.run.created)),
+                              r.duration_seconds ? seconds_text(*r.duration_seconds) : QStringLiteral("—"),
+                              QString::number(r.steps), r.run.seed ? QString::number(*r.run.seed) : QStringLiteral("—")};
+    }
+    return t;
+}
+
+Table summary_table(const ReportContent& c) {
+    Table t;
+    const QString target = percent_text(c.target_accuracy, 1);
+    t.header = {QStringLiteral("run"), QStringLiteral("final test acc."), QStringLiteral("best test acc."),
+                QStringLiteral("time to ") + target, QStringLiteral("samples/s (mean)"), QStringLiteral("speed-up"),
+                QStringLiteral("skipped"), QStringLiteral("scale range"), QStringLiteral("underflow (mean)")};
+    for (const RunRow& r : c.rows) {
+        QString ttt = QStringLiteral("not reached");
+        if (r.target_step)
+            ttt = QStringLiteral("step %1 (%2)").arg(*r.target_step).arg(seconds_text(r.target_seconds.value_or(0)));
+        QString scale = QStringLiteral("—");
+        if (r.scale_min && r.scale_max)
+            scale = *r.scale_min == *r.scale_max ? pow2_text(*r.scale_min)
+                                                 : pow2_text(*r.scale_min) + QStringLiteral(" … ") + pow2_text(*r.scale_max);
+        QString under = QStringLiteral("—");
+        if (r.mean_underflow)
+            under = percent_text(r.mean_underflow, 3) + QStringLiteral(" (") +
+                    QString::fromStdString(format_name(r.underflow_format)).toUpper() + QLatin1Char(')');
+        t.rows << QStringList{html_escape(r.label), percent_text(r.final_accuracy), percent_text(r.best_accuracy), ttt,
+                              opt_text(r.mean_samples_per_second, 0),
+                              r.speedup ? QString::number(*r.speedup, 'f', 2) + QStringLiteral("×") : QStringLiteral("—"),
+                              QString::number(r.skipped) + (r.overflows != r.skipped ? QStringLiteral(" (%1 overflows)").arg(r.overflows) : QString()),
+                              scale, under};
+    }
+    return t;
+}
+
+Table diff_table(const ReportContent& c) {
+    Table t;
+    t.header << QStringLiteral("setting");
+    for (const RunRow& r : c.rows) t.header << html_escape(r.label);
+    for (const ConfigDiffEntry& e : c.diff) {
+        QStringList row{QStringLiteral("<code>") + html_escape(QString::fromStdString(e.path)) + QStringLiteral("</code>")};
+        for (const auto& v : e.values) row << html_escape(json_value_text(v));
+        t.rows << row;
+    }
+    return t;
+}
+
+Table machine_table(const ReportContent& c) {
+    Table t;
+    t.header = {QStringLiteral("run"), QStringLiteral("machine"), QStringLiteral("backend / device"), QStringLiteral("versions")};
+    for (const RunRow& r : c.rows) {
+        QStringList v;
+        for (const QString& l : version_lines(r.run.versions_json)) v << html_escape(l);
+        t.rows << QStringList{html_escape(r.label), html_escape(QString::fromStdString(r.run.machine.empty() ? r.run.owner_host : r.run.machine)),
+                              html_escape(QString::fromStdString(r.run.backend + " / " + r.run.device)),
+                              v.isEmpty() ? QStringLiteral("—") : v.join(QStringLiteral("<br>"))};
+    }
+    return t;
+}
+
+QString table_html(const Table& t, const QString& attrs, const QString& head_attrs = {}) {
+    QString s = QStringLiteral("<table %1><thead><tr>").arg(attrs);
+    for (const QString& h : t.header) s += QStringLiteral("<th %1>%2</th>").arg(head_attrs, h);
+    s += QStringLiteral("</tr></thead><tbody>");
+    for (const QStringList& row : t.rows) {
+        s += QStringLiteral("<tr>");
+        for (const QString& cell : row) s += QStringLiteral("<td>") + cell + QStringLiteral("</td>");
+        s += QStringLiteral("</tr>");
+    }
+    return s + QStringLiteral("</tbody></table>\n");
+}
+
+QString target_note(const ReportContent& c) {
+    if (c.target_accuracy <= 0) return QStringLiteral("No run has a test accuracy, so no target time is given.");
+    return QStringLiteral("Time to target: first evaluation with test accuracy ≥ %1%2. Speed-up: mean samples/s over the "
+                          "first FP32 run. Skipped steps: steps whose update was dropped after an overflow. Mean "
+                          "underflow: share of activation-gradient elements below the format's smallest subnormal, "
+                          "averaged over every statistics step and layer.")
+        .arg(percent_text(c.target_accuracy, 1),
+             c.target_chosen ? QStringLiteral(" (95% of the best final accuracy)") : QString());
+}
+
+}  // namespace
+
+QString html_escape(const QString& s) {
+    return s.toHtmlEscaped();
+}
+
+QString percent_text(std::optional<double> fraction, int decimals) {
+    if (!fraction) return QStringLiteral("—");
+    return QString::number(*fraction * 100, 'f', decimals) + QLatin1Char('%');
+}
+
+QString pow2_text(double value) {
+    if (!(value > 0) || !std::isfinite(value)) return QString::number(value);
+    const double k = std::log2(value);
+    if (std::abs(k - std::round(k)) < 1e-9) return QStringLiteral("2^%1").arg(std::lround(k));
+    return QString::number(value, 'g', 4);
+}
+
+QString to_browser_html(const ReportContent& c) {
+    QString h;
+    h += QStringLiteral(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
+    h += html_escape(c.title) + QStringLiteral("</title>\n<style>\n");
+    h += QStringLiteral(
+        "body{font-family:-apple-system,'Segoe UI','DejaVu Sans',Helvetica,Arial,sans-serif;color:#222;"
+        "max-width:1000px;margin:24px auto;padding:0 16px;line-height:1.4;font-size:14px}\n"
+        "h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd;"
+        "padding-bottom:3px}\n.meta{color:#666;margin-top:0}\n"
+        "table{border-collapse:collapse;margin:8px 0;font-size:13px}\n"
+        "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}\n"
+        "th{background:#f0f3f7}tbody tr:nth-child(even){background:#fafafa}\n"
+        "td:not(:first-child){font-variant-numeric:tabular-nums}\n"
+        "figure{margin:14px 0}figure img{max-width:100%;height:auto;border:1px solid #eee}\n"
+        "figcaption{color:#555;font-size:12px}\n.note{color:#555;font-size:12px}\ncode{font-size:12px}\n"
+        "@media print{h2{page-break-after:avoid}figure{page-break-inside:avoid}}\n");
+    h += QStringLiteral("</style></head><body>\n");
+    h += QStringLiteral("<h1>") + html_escape(c.title) + QStringLiteral("</h1>\n");
+    h += QStringLiteral("<p class=\"meta\">Generated %1 by MP Workbench from %2</p>\n")
+             .arg(html_escape(c.generated), html_escape(c.database));
+    const QString attrs = QStringLiteral("class=\"t\"");
+    h += QStringLiteral("<h2>Runs</h2>\n") + table_html(runs_table(c), attrs);
+    h += QStringLiteral("<h2>Summary</h2>\n") + table_html(summary_table(c), attrs);
+    h += QStringLiteral("<p class=\"note\">") + html_escape(target_note(c)) + QStringLiteral("</p>\n");
+    h += QStringLiteral("<h2>Configuration differences</h2>\n");
+    if (c.rows.size() < 2)
+        h += QStringLiteral("<p>One run: nothing to compare.</p>\n");
+    else if (c.diff.empty())
+        h += QStringLiteral("<p>The runs have the same configuration.</p>\n");
+    else
+        h += table_html(diff_table(c), attrs);
+    auto figures = [&](const std::vector<Figure>& list) {
+        for (const Figure& f : list) {
+            h += QStringLiteral("<figure><img alt=\"%1\" width=\"%2\" height=\"%3\" src=\"data:image/png;base64,")
+                     .arg(html_escape(f.title)).arg(f.width).arg(f.height);
+            h += QString::fromLatin1(f.png.toBase64());
+            h += QStringLiteral("\"><figcaption><b>%1.</b> %2</figcaption></figure>\n").arg(html_escape(f.title), html_escape(f.caption));
+        }
+    };
+    h += QStringLiteral("<h2>Training curves</h2>\n");
+    if (c.curves.empty()) h += QStringLiteral("<p>No metrics stored.</p>\n");
+    figures(c.curves);
+    h += QStringLiteral("<h2>Gradient exponent histograms</h2>\n");
+    if (c.histograms.empty()) h += QStringLiteral("<p>No gradient statistics stored (train with statistics every K steps).</p>\n");
+    figures(c.histograms);
+    h += QStringLiteral("<h2>Machine and versions</h2>\n") + table_html(machine_table(c), attrs);
+    h += QStringLiteral("</body></html>\n");
+    return h;
+}
+
+QString to_document_html(const ReportContent& c) {
+    // QTextDocument: tables styled with attributes, page breaks with CSS it understands.
+    const QString attrs = QStringLiteral("border=\"1\" cellspacing=\"0\" cellpadding=\"3\" width=\"100%\" style=\"border-color:#bbbbbb; font-size:7.5pt\"");
+    const QString head = QStringLiteral("bgcolor=\"#e8edf3\" align=\"left\"");
+    QString h = QStringLiteral("<html><body>");
+    h += QStringLiteral("<h2 style=\"margin-bottom:2px\">") + html_escape(c.title) + QStringLiteral("</h2>");
+    h += QStringLiteral("<p style=\"color:#666666\">Generated %1 by MP Workbench from %2</p>").arg(html_escape(c.generated), html_escape(c.database));
+    h += QStringLiteral("<h3>Runs</h3>") + table_html(runs_table(c), attrs, head);
+    h += QStringLiteral("<h3>Summary</h3>") + table_html(summary_table(c), attrs, head);
+    h += QStringLiteral("<p style=\"color:#555555; font-size:small\">") + html_escape(target_note(c)) + QStringLiteral("</p>");
+    h += QStringLiteral("<h3>Configuration differences</h3>");
+    if (c.rows.size() < 2)
+        h += QStringLiteral("<p>One run: nothing to compare.</p>");
+    else if (c.diff.empty())
+        h += QStringLiteral("<p>The runs have the same configuration.</p>");
+    else
+        h += table_html(diff_table(c), attrs, head);
+    int index = 0;
+    // A4 less QTextDocument's 2 cm print margins: 170 mm, about 640 layout pixels.
+    auto figures = [&](const std::vector<Figure>& list) {
+        for (const Figure& f : list) {
+            const int w = 620;
+            const int hgt = f.height * w / std::max(1, f.width);
+            h += QStringLiteral("<p style=\"page-break-inside:avoid\"><img src=\"img:%1\" width=\"%2\" height=\"%3\"><br>"
+                                "<span style=\"color:#555555; font-size:small\"><b>%4.</b> %5</span></p>")
+                     .arg(index++).arg(w).arg(hgt).arg(html_escape(f.title), html_escape(f.caption));
+        }
+    };
+    h += QStringLiteral("<h3 style=\"page-break-before:always\">Training curves</h3>");
+    if (c.curves.empty()) h += QStringLiteral("<p>No metrics stored.</p>");
+    figures(c.curves);
+    h += QStringLiteral("<h3 style=\"page-break-before:always\">Gradient exponent histograms</h3>");
+    if (c.histograms.empty()) h += QStringLiteral("<p>No gradient statistics stored.</p>");
+    figures(c.histograms);
+    h += QStringLiteral("<h3>Machine and versions</h3>") + table_html(machine_table(c), attrs, head);
+    h += QStringLiteral("</body></html>");
+    return h;
+}
+
+}  // namespace mpwb::report_detail

@@ -1,0 +1,291 @@
+// Tests of the comparison report (app/report): a temporary store with an FP32 and an FP16-mixed
+// run written through RunWriter; the HTML must name both runs, show the summary values computed
+// here from the inserted data, embed its images and reach no external URL; the PDF must be a PDF
+// with pages; the CSV beside it must hold every stored point; bad requests give clear errors.
+#include "app/report/report.h"
+#include "core/numeric/exponent_histogram.h"
+#include "sessions/run_store.h"
+#include "sessions/run_writer.h"
+
+#include <QFile>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <random>
+
+using namespace mpwb;
+
+namespace {
+
+struct Inserted {
+    std::int64_t id = 0;
+    QString name;
+    double best_accuracy = 0;
+    double final_accuracy = 0;
+    double mean_sps = 0;
+    std::int64_t first_step_over_80 = -1;
+    int skipped = 0;
+    double scale_min = 0, scale_max = 0;
+    double mean_underflow = 0;  // activation gradients vs FP16
+    std::size_t metric_points = 0;
+};
+
+// A gradient-like tensor: log-normal magnitudes around 2^center with spread `sigma` binades.
+std::vector<float> gradient(std::mt19937& rng, double center, double sigma, int n) {
+    std::normal_distribution<double> d(center, sigma);
+    std::vector<float> v(n);
+    for (int i = 0; i < n; ++i) v[i] = static_cast<float>(std::exp2(d(rng)) * (i % 2 ? -1 : 1));
+    return v;
+}
+
+Inserted insert_run(const std::string& db, bool mixed) {
+    Inserted r;
+    RunStore store(db);
+    RunInfo info;
+    info.name = mixed ? "mixed fp16 run" : "baseline fp32 run";
+    info.precision = mixed ? "fp16-mixed" : "fp32";
+    info.dataset = "spiral";
+    info.backend = "cpu";
+    info.device = "CPU (test)";
+    info.machine = "testhost / Test CPU (2 cores)";
+    info.versions_json = R"({"compiler":"gcc 12.2","sqlite":"3.40.1","openblas_core":"Haswell"})";
+    info.config_json = std::string(R"({"precision":")") + info.precision +
+                       R"(","optimizer":{"kind":"sgd","lr":0.1},"batch_size":64,"seed":7})";
+    info.seed = 7;
+    r.id = store.create_run(info);
+    r.name = QString::fromStdString(info.name);
+    const double t0 = store.get_run(r.id).started.value_or(store_now());
+
+    RunWriter w(db, r.id);
+    std::mt19937 rng(mixed ? 2 : 1);
+    double sps_sum = 0;
+    double scale = mixed ? 65536 : 1;
+    r.scale_min = r.scale_max = scale;
+    int overflow = 0;
+    const int steps = 400;
+    for (int s = 1; s <= steps; ++s) {
+        const double t = t0 + s * (mixed ? 0.01 : 0.015);
+        const double loss = 2.0 * std::exp(-s / 150.0) + 0.05 * std::sin(s);
+        const double sps = (mixed ? 1500 : 1000) + (s % 7) * 3.0;
+        sps_sum += sps;
+        bool skipped = false;
+        if (mixed && (s == 100 || s == 250)) {
+            skipped = true;
+            ++overflow;
+            scale /= 2;
+        }
+        r.scale_min = std::min(r.scale_min, scale);
+        r.scale_max = std::max(r.scale_max, scale);
+        w.log_metric("train_loss", s, t, loss);
+        w.log_metric("train_accuracy", s, t, 1 - loss / 2.5);
+        w.log_metric("samples_per_second", s, t, sps);
+        w.log_metric("loss_scale", s, t, scale);
+        w.log_metric("skipped", s, t, skipped ? 1 : 0);
+        w.log_metric("overflow_count", s, t, overflow);
+        w.log_metric("skipped_count", s, t, overflow);
+        r.metric_points += 7;
+        if (s % 50 == 0) {
+            const double acc = std::min(0.95, 0.3 + s / 400.0 * (mixed ? 0.62 : 0.6)) - (s == 400 ? 0.02 : 0);
+            w.log_metric("test_accuracy", s, t, acc);
+            w.log_metric("test_loss", s, t, loss * 1.1);
+            r.metric_points += 2;
+            r.best_accuracy = std::max(r.best_accuracy, acc);
+            r.final_accuracy = acc;
+            if (acc >= 0.8 && r.first_step_over_80 < 0) r.first_step_over_80 = s;
+        }
+        if (s % 100 == 0) {
+            const auto act = gradient(rng, -20 - s / 100.0, 4, 5000);
+            const auto wgt = gradient(rng, -12, 3, 20000);
+            const ExponentHistogram ha = ExponentHistogram::compute(act.data(), act.size());
+            const ExponentHistogram hw = ExponentHistogram::compute(wgt.data(), wgt.size());
+            r.mean_underflow += range_stats(ha, Format::FP16).underflow_fraction / 4;
+            w.log_histogram(s, "1 Linear", "activation_grad", ha.to_blob());
+            w.log_histogram(s, "1 Linear", "weight_grad:weight", hw.to_blob());
+        }
+    }
+    r.mean_sps = sps_sum / steps;
+    r.skipped = overflow;
+    w.finish(RunStatus::Finished);
+    return r;
+}
+
+QString read_all(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    return QString::fromUtf8(f.readAll());
+}
+
+QString pct(double fraction, int decimals = 2) {
+    return QString::number(fraction * 100, 'f', decimals) + QLatin1Char('%');
+}
+
+}  // namespace
+
+class TestReport : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void htmlHoldsTheComparison();
+    void pdfIsAPdfWithPages();
+    void csvHoldsEveryPoint();
+    void commandLineWritesTheReport();
+    void badRequestsGiveClearErrors();
+
+private:
+    QTemporaryDir dir_;
+    std::string db_;
+    Inserted fp32_, mixed_;
+    std::vector<std::string> written_;
+};
+
+void TestReport::initTestCase() {
+    QVERIFY(dir_.isValid());
+    db_ = dir_.filePath(QStringLiteral("runs.sqlite")).toStdString();
+    fp32_ = insert_run(db_, false);
+    mixed_ = insert_run(db_, true);
+    ReportRequest req;
+    req.database = db_;
+    req.run_ids = {fp32_.id, mixed_.id};
+    req.output = dir_.filePath(QStringLiteral("report.html")).toStdString();
+    req.extra_outputs = {dir_.filePath(QStringLiteral("report.pdf")).toStdString()};
+    req.target_accuracy = 0.8;
+    written_ = write_report(req);
+    QCOMPARE(written_.size(), std::size_t(3));
+}
+
+void TestReport::htmlHoldsTheComparison() {
+    const QString html = read_all(dir_.filePath(QStringLiteral("report.html")));
+    QVERIFY(html.size() > 10000);
+    QVERIFY(html.contains(fp32_.name));
+    QVERIFY(html.contains(mixed_.name));
+    // Summary values, computed here from what was inserted.
+    for (const Inserted* r : {&fp32_, &mixed_}) {
+        QVERIFY2(html.contains(pct(r->best_accuracy)), qPrintable(pct(r->best_accuracy)));
+        QVERIFY2(html.contains(pct(r->final_accuracy)), qPrintable(pct(r->final_accuracy)));
+        QVERIFY2(html.contains(QString::number(r->mean_sps, 'f', 0)), qPrintable(QString::number(r->mean_sps, 'f', 0)));
+        QVERIFY2(html.contains(QStringLiteral("step %1 (").arg(r->first_step_over_80)),
+                 qPrintable(QStringLiteral("step %1").arg(r->first_step_over_80)));
+    }
+    const QString speedup = QString::number(mixed_.mean_sps / fp32_.mean_sps, 'f', 2) + QStringLiteral("×");
+    QVERIFY2(html.contains(speedup), qPrintable(speedup));
+    QVERIFY(html.contains(QStringLiteral("1.00×")));
+    const QString scale = QStringLiteral("2^%1 … 2^%2").arg(std::lround(std::log2(mixed_.scale_min))).arg(std::lround(std::log2(mixed_.scale_max)));
+    QVERIFY2(html.contains(scale), qPrintable(scale));
+    QVERIFY(html.contains(QStringLiteral("<td>%1</td>").arg(mixed_.skipped)));
+    QVERIFY2(html.contains(pct(mixed_.mean_underflow, 3) + QStringLiteral(" (FP16)")), qPrintable(pct(mixed_.mean_underflow, 3)));
+    QVERIFY(html.contains(QStringLiteral("time to 80.0%")));
+    // Configuration differences: precision differs, lr does not.
+    QVERIFY(html.contains(QStringLiteral("<code>precision</code>")));
+    QVERIFY(!html.contains(QStringLiteral("<code>optimizer.lr</code>")));
+    // Machine and versions.
+    QVERIFY(html.contains(QStringLiteral("testhost / Test CPU (2 cores)")));
+    QVERIFY(html.contains(QStringLiteral("sqlite: 3.40.1")));
+    // Embedded images only: loss, accuracy, throughput, loss scale, 2 histograms + heatmap per run.
+    const int images = html.count(QStringLiteral("src=\"data:image/png;base64,"));
+    QVERIFY2(images >= 4 + 2 * 2, qPrintable(QString::number(images)));
+    QCOMPARE(html.count(QStringLiteral("src=\"")), images);
+    QVERIFY(!html.contains(QStringLiteral("http"), Qt::CaseInsensitive));
+    QVERIFY(!html.contains(QStringLiteral("url("), Qt::CaseInsensitive));
+    QVERIFY(!html.contains(QStringLiteral("<link"), Qt::CaseInsensitive));
+    QVERIFY(!html.contains(QStringLiteral("<script"), Qt::CaseInsensitive));
+    // The images decode as PNGs of real size.
+    const QRegularExpression re(QStringLiteral("data:image/png;base64,([A-Za-z0-9+/=]+)"));
+    const auto m = re.match(html);
+    QVERIFY(m.hasMatch());
+    QImage img;
+    QVERIFY(img.loadFromData(QByteArray::fromBase64(m.captured(1).toLatin1()), "PNG"));
+    QVERIFY(img.width() >= 800 && img.height() >= 300);
+}
+
+void TestReport::pdfIsAPdfWithPages() {
+    QFile f(dir_.filePath(QStringLiteral("report.pdf")));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray pdf = f.readAll();
+    QVERIFY(pdf.startsWith("%PDF-"));
+    QVERIFY(pdf.size() > 20000);
+    const int pages = QString::fromLatin1(pdf).count(QRegularExpression(QStringLiteral("/Type\\s*/Page[^s]")));
+    QVERIFY2(pages >= 1, qPrintable(QString::number(pages)));
+    QVERIFY(!QFile::exists(dir_.filePath(QStringLiteral("report.pdf.part"))));
+}
+
+void TestReport::csvHoldsEveryPoint() {
+    const QString csv = read_all(dir_.filePath(QStringLiteral("report.csv")));
+    const QStringList lines = csv.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QCOMPARE(lines.first(), QStringLiteral("run_id,run_name,key,step,wall_time,value"));
+    QCOMPARE(std::size_t(lines.size() - 1), fp32_.metric_points + mixed_.metric_points);
+    // One known row: the mixed run's loss scale after the second overflow.
+    bool found = false;
+    for (const QString& l : lines) {
+        const QStringList c = l.split(QLatin1Char(','));
+        if (c.size() == 6 && c[0] == QString::number(mixed_.id) && c[2] == QLatin1String("loss_scale") &&
+            c[3] == QLatin1String("300"))
+            found = c[5].toDouble() == 16384.0;
+    }
+    QVERIFY(found);
+}
+
+void TestReport::commandLineWritesTheReport() {
+    const QString out = dir_.filePath(QStringLiteral("cli.html"));
+    const QByteArray db = QByteArray::fromStdString(db_);
+    const QByteArray runs = QByteArray::number(qlonglong(fp32_.id)) + ',' + QByteArray::number(qlonglong(mixed_.id));
+    const QByteArray outb = out.toUtf8();
+    char* argv[] = {const_cast<char*>("mpwb"), const_cast<char*>("report"), const_cast<char*>("--runs"),
+                    const_cast<char*>(runs.constData()), const_cast<char*>("--out"), const_cast<char*>(outb.constData()),
+                    const_cast<char*>("--db"), const_cast<char*>(db.constData())};
+    QCOMPARE(run_report_command(8, argv), 0);
+    const QString html = read_all(out);
+    QVERIFY(html.contains(mixed_.name));
+    // Default target: 95% of the best final accuracy.
+    const double target = 0.95 * std::max(fp32_.final_accuracy, mixed_.final_accuracy);
+    QVERIFY2(html.contains(QStringLiteral("time to ") + pct(target, 1)), qPrintable(pct(target, 1)));
+    QVERIFY(QFile::exists(dir_.filePath(QStringLiteral("cli.csv"))));
+
+    char* bad[] = {const_cast<char*>("mpwb"), const_cast<char*>("report"), const_cast<char*>("--runs"),
+                   const_cast<char*>("abc"), const_cast<char*>("--out"), const_cast<char*>(outb.constData())};
+    QCOMPARE(run_report_command(6, bad), 2);
+    char* missing[] = {const_cast<char*>("mpwb"), const_cast<char*>("report"), const_cast<char*>("--runs"),
+                       const_cast<char*>("424242"), const_cast<char*>("--out"), const_cast<char*>(outb.constData()),
+                       const_cast<char*>("--db"), const_cast<char*>(db.constData())};
+    QCOMPARE(run_report_command(8, missing), 1);
+}
+
+void TestReport::badRequestsGiveClearErrors() {
+    auto message = [](const ReportRequest& r) -> QString {
+        try {
+            write_report(r);
+        } catch (const ReportError& e) {
+            return QString::fromUtf8(e.what());
+        }
+        return QStringLiteral("<no error>");
+    };
+    ReportRequest r;
+    r.database = db_;
+    r.output = dir_.filePath(QStringLiteral("x.html")).toStdString();
+    r.run_ids = {fp32_.id, 999};
+    QString m = message(r);
+    QVERIFY2(m.contains(QStringLiteral("run 999")) && m.contains(QStringLiteral("does not exist")), qPrintable(m));
+    r.run_ids = {};
+    m = message(r);
+    QVERIFY2(m.contains(QStringLiteral("no runs selected")), qPrintable(m));
+    r.run_ids = {fp32_.id};
+    r.output = "/nonexistent-dir-for-report/x.html";
+    m = message(r);
+    QVERIFY2(m.contains(QStringLiteral("/nonexistent-dir-for-report")), qPrintable(m));
+    r.output = dir_.filePath(QStringLiteral("x.txt")).toStdString();
+    m = message(r);
+    QVERIFY2(m.contains(QStringLiteral(".html or .pdf")), qPrintable(m));
+    r.output = dir_.filePath(QStringLiteral("x.html")).toStdString();
+    r.database = dir_.filePath(QStringLiteral("missing.sqlite")).toStdString();
+    m = message(r);
+    QVERIFY2(m.contains(QStringLiteral("missing.sqlite")), qPrintable(m));
+    QVERIFY(!QFile::exists(dir_.filePath(QStringLiteral("missing.sqlite"))));  // not created
+    // A single run is a valid report (no comparison table).
+    r.database = db_;
+    r.run_ids = {mixed_.id};
+    QCOMPARE(message(r), QStringLiteral("<no error>"));
+    QVERIFY(read_all(dir_.filePath(QStringLiteral("x.html"))).contains(QStringLiteral("nothing to compare")));
+}
+
+QTEST_MAIN(TestReport)
+#include "test_report.moc"
