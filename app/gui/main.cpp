@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "app/gui/gui_benchmark.h"
 #include "app/gui/main_window.h"
@@ -40,10 +41,20 @@ int main(int argc, char** argv) {
         set_identity();
         return mpwb::run_report_command(argc, argv);
     }
+    // Help, version and the benchmark need no screen: without a display they run offscreen
+    // instead of aborting in the platform plugin.
+    const bool no_display = !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY");
+    for (int i = 1; i < argc && no_display && !std::getenv("QT_QPA_PLATFORM"); ++i) {
+        const std::string a = argv[i];
+        if (a == "--help" || a == "-h" || a == "--version" || a == "-v" || a == "--benchmark")
+            setenv("QT_QPA_PLATFORM", "offscreen", 1);
+    }
     QApplication app(argc, argv);
     set_identity();
+    // The installed theme icon when there is one; else the compiled-in copy (PNG: it needs no
+    // SVG plugin).
     QApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("io.github.mpwb.Workbench"),
-                                                 QIcon(QStringLiteral(":/mpwb/icon.svg"))));
+                                                 QIcon(QStringLiteral(":/mpwb/icon.png"))));
 
     QCommandLineParser cli;
     cli.setApplicationDescription(QStringLiteral(
@@ -59,10 +70,11 @@ int main(int argc, char** argv) {
     QCommandLineOption tab({QStringLiteral("tab")}, QStringLiteral("Plot tab to show: Curves, Gradients, Decision boundary"), QStringLiteral("title"));
     QCommandLineOption open({QStringLiteral("open-runs")}, QStringLiteral("Show stored runs (comma-separated ids)"), QStringLiteral("ids"));
     QCommandLineOption quit_after({QStringLiteral("quit-after")}, QStringLiteral("Close after this many seconds"), QStringLiteral("seconds"));
+    QCommandLineOption quit_done({QStringLiteral("quit-when-done")}, QStringLiteral("Close when the runs started with --start end"));
     QCommandLineOption fresh({QStringLiteral("default-layout")}, QStringLiteral("Ignore the saved window layout"));
     QCommandLineOption bench({QStringLiteral("benchmark")}, QStringLiteral("Measure throughput with live plots vs headless, event-loop stalls and startup; print JSON"));
     QCommandLineOption bench_steps({QStringLiteral("benchmark-steps")}, QStringLiteral("Step limit of the benchmark runs"), QStringLiteral("n"));
-    for (const auto* o : {&db, &preset, &start, &epochs, &tab, &open, &quit_after, &fresh, &bench, &bench_steps}) cli.addOption(*o);
+    for (const auto* o : {&db, &preset, &start, &epochs, &tab, &open, &quit_after, &quit_done, &fresh, &bench, &bench_steps}) cli.addOption(*o);
     cli.process(app);
 
     if (cli.isSet(bench)) {
@@ -114,6 +126,11 @@ int main(int argc, char** argv) {
             else if (what == QLatin1String("compare")) window.startComparison();
             else if (!what.isEmpty()) std::fprintf(stderr, "mpwb: --start takes train or compare, not '%s'\n", qPrintable(what));
             if (cli.isSet(tab)) window.plots()->showTab(cli.value(tab));
+            if (cli.isSet(quit_done) && window.controller()->busy())
+                QObject::connect(window.controller(), &mpwb::TrainingController::stateChanged, &window,
+                                 [&](mpwb::TrainingController::State s) {
+                                     if (s == mpwb::TrainingController::State::Idle) window.close();
+                                 });
         });
     });
     window.show();

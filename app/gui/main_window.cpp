@@ -8,6 +8,7 @@
 #include <QDateTime>
 #include <QDir>
 #include <QDockWidget>
+#include <QElapsedTimer>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHeaderView>
@@ -25,6 +26,7 @@
 #include <QWindow>
 
 #include <cmath>
+#include <limits>
 
 #include "app/gui/plot_board.h"
 #include "app/report/report.h"
@@ -127,12 +129,17 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
     connect(browser_, &RunBrowser::compareRequested, this, [this](const QList<qint64>& ids) { openStoredRuns(ids); });
     connect(browser_, &RunBrowser::reportRequested, this, &MainWindow::onReportRequested);
 
-    resize(1500, 940);
+    resize(1580, 960);
     if (options_.restore_layout) restoreLayout();
+    layout_restored_ = options_.restore_layout && QSettings().contains(QStringLiteral("mainwindow/state"));
 
     // The slow parts (the default dataset's preview, the database, the device probe) wait until
     // the window is on screen, so it appears at once.
     connect(this, &MainWindow::firstExposed, this, [this] {
+        if (!layout_restored_) {
+            resizeDocks({docks_[3]}, {620}, Qt::Horizontal);
+            resizeDocks({docks_[0]}, {270}, Qt::Vertical);
+        }
         QTimer::singleShot(0, this, [this] {
             if (preset_name_.isEmpty()) {
                 QString preset = options_.preset;
@@ -214,23 +221,27 @@ void MainWindow::buildDocks() {
     events_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     events_->setSelectionBehavior(QAbstractItemView::SelectRows);
 
-    auto* d_net = make_dock(this, tr("Network"), QStringLiteral("dockNetwork"), editor_, Qt::LeftDockWidgetArea, false);
-    auto* d_data = make_dock(this, tr("Dataset"), QStringLiteral("dockDataset"), dataset_, Qt::LeftDockWidgetArea, true);
-    auto* d_prec = make_dock(this, tr("Precision"), QStringLiteral("dockPrecision"), precision_, Qt::RightDockWidgetArea, true);
-    auto* d_train = make_dock(this, tr("Training"), QStringLiteral("dockTraining"), training_, Qt::RightDockWidgetArea, true);
+    // The plots get the middle; the network editor (palette, table and form side by side) fits
+    // the wide bottom strip, tabbed with the run browser and the event list; the settings
+    // panels share the right column.
+    auto* d_net = make_dock(this, tr("Network"), QStringLiteral("dockNetwork"), editor_, Qt::BottomDockWidgetArea, false);
     auto* d_runs = make_dock(this, tr("Runs"), QStringLiteral("dockRuns"), browser_, Qt::BottomDockWidgetArea, false);
     auto* d_events = make_dock(this, tr("Events"), QStringLiteral("dockEvents"), events_, Qt::BottomDockWidgetArea, false);
-    tabifyDockWidget(d_net, d_data);
+    auto* d_prec = make_dock(this, tr("Precision"), QStringLiteral("dockPrecision"), precision_, Qt::RightDockWidgetArea, true);
+    auto* d_train = make_dock(this, tr("Training"), QStringLiteral("dockTraining"), training_, Qt::RightDockWidgetArea, true);
+    auto* d_data = make_dock(this, tr("Dataset"), QStringLiteral("dockDataset"), dataset_, Qt::RightDockWidgetArea, true);
+    for (auto* w : {static_cast<QWidget*>(precision_), static_cast<QWidget*>(training_), static_cast<QWidget*>(dataset_)})
+        w->setMinimumWidth(340);
+    tabifyDockWidget(d_net, d_runs);
+    tabifyDockWidget(d_runs, d_events);
     d_net->raise();
     tabifyDockWidget(d_prec, d_train);
+    tabifyDockWidget(d_train, d_data);
     d_prec->raise();
-    tabifyDockWidget(d_runs, d_events);
-    d_runs->raise();
-    resizeDocks({d_net, d_prec}, {430, 380}, Qt::Horizontal);
-    resizeDocks({d_runs}, {230}, Qt::Vertical);
+    docks_ = {d_net, d_runs, d_events, d_prec, d_train, d_data};
 
     auto* view = menuBar()->addMenu(tr("&View"));
-    for (auto* d : {d_net, d_data, d_prec, d_train, d_runs, d_events}) view->addAction(d->toggleViewAction());
+    for (auto* d : docks_) view->addAction(d->toggleViewAction());
 }
 
 void MainWindow::buildStatusBar() {
@@ -328,6 +339,9 @@ void MainWindow::beginLive(const std::vector<std::pair<QString, QString>>& runs)
         live_runs_.push_back(board_->addRun(label, precision, reference_format_for(precision)));
         live_labels_.push_back(label);
     }
+    // The gradient view starts on the mixed run of a comparison: its gradients are the ones
+    // the format can lose.
+    board_->runSelector()->setCurrentIndex(static_cast<int>(runs.size()) - 1);
     precision_->clearEvents();
     events_->setRowCount(0);
     board_->showTab(tr("Curves"));
@@ -358,9 +372,12 @@ bool MainWindow::startComparison() {
         return false;
     }
     try {
-        const TrainConfig c = currentConfig();
-        // FP32 selected: compare against FP16 mixed, the policy the paper is about.
-        const PrecisionKind mixed = c.precision == PrecisionKind::FP32 ? PrecisionKind::FP16Mixed : c.precision;
+        // FP32 selected: compare against FP16 mixed, the policy the paper is about. The panel
+        // switches to it too, so its scaler fields (and live Apply) are the mixed run's.
+        if (precision_->precision() == PrecisionKind::FP32) precision_->setPrecision(PrecisionKind::FP16Mixed);
+        TrainConfig c = currentConfig();
+        if (c.precision == PrecisionKind::FP32 || c.precision == PrecisionKind::TF32) c.precision = PrecisionKind::FP16Mixed;
+        const PrecisionKind mixed = c.precision;
         const QString low = QString::fromStdString(precision_name(mixed));
         beginLive({{QStringLiteral("fp32"), QStringLiteral("fp32")}, {low, low}});
         return controller_->start_comparison(editor_->networkJson(), c, mixed, preset_name_.toStdString());
@@ -389,6 +406,7 @@ void MainWindow::onStateChanged(TrainingController::State state) {
     if (controller_->comparing() && state != TrainingController::State::Idle) text += tr(" (comparison)");
     state_label_->setText(text);
     if (state == TrainingController::State::Idle) {
+        board_->flushAll();  // the last batch, whichever plots' turn it was
         browser_->refresh();
         eta_label_->setText(tr("done"));
     }
@@ -401,6 +419,8 @@ void MainWindow::onProgress(double fraction, double eta_seconds) {
 }
 
 void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
+    QElapsedTimer timer;
+    timer.start();
     for (const auto& u : updates) {
         if (u.slot < 0 || u.slot >= static_cast<int>(live_runs_.size())) continue;
         const int run = live_runs_[static_cast<size_t>(u.slot)];
@@ -423,11 +443,16 @@ void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
                 }
             precision_->setReadout(m.loss_scale, m.skipped_count, m.overflow_count, headroom);
         }
+        if (!u.events.empty()) events_->setUpdatesEnabled(false);  // one repaint per batch
         for (const auto& e : u.events) {
             const QString detail = QString::fromStdString(e.detail.dump());
             addEventRow(label, e.step, QString::fromStdString(e.kind), QString::fromStdString(e.source), detail);
             if (readout_run)
                 precision_->addEvent(e.step, QString::fromStdString(e.kind), QString::fromStdString(e.source), detail);
+        }
+        if (!u.events.empty()) {
+            events_->setUpdatesEnabled(true);
+            events_->scrollToBottom();
         }
         if (u.end) {
             const auto& s = *u.end;
@@ -447,6 +472,7 @@ void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
         }
     }
     board_->replot();
+    update_seconds_ += static_cast<double>(timer.nsecsElapsed()) * 1e-9;
 }
 
 void MainWindow::addEventRow(const QString& run, int64_t step, const QString& kind, const QString& source,
@@ -456,7 +482,6 @@ void MainWindow::addEventRow(const QString& run, int64_t step, const QString& ki
     events_->insertRow(row);
     const QString cells[] = {run, QString::number(step), kind, source, detail};
     for (int c = 0; c < 5; ++c) events_->setItem(row, c, new QTableWidgetItem(cells[c]));
-    events_->scrollToBottom();
 }
 
 void MainWindow::showError(const QString& title, const QString& text) {
@@ -484,6 +509,7 @@ bool MainWindow::openStoredRuns(const QList<qint64>& ids) {
         live_runs_.clear();
         live_labels_.clear();
         events_->setRowCount(0);
+        docks_[1]->raise();  // the run browser, where the runs came from
         for (qint64 id : ids) {
             board_->addStoredRun(store, id);
             const Run run = store.get_run(id);
@@ -491,6 +517,7 @@ bool MainWindow::openStoredRuns(const QList<qint64>& ids) {
             for (const auto& e : store.events(id))
                 addEventRow(label, e.step, QString::fromStdString(e.kind), QString(), QString::fromStdString(e.json));
         }
+        events_->scrollToBottom();
         board_->replot();
         board_->showTab(tr("Curves"));
         statusBar()->showMessage(tr("Showing %n stored run(s)", nullptr, static_cast<int>(ids.size())), 8000);

@@ -18,6 +18,7 @@
 #include "core/train/train_config.h"
 
 class QAction;
+class QDockWidget;
 class QLabel;
 class QProgressBar;
 class QTableWidget;
@@ -76,6 +77,8 @@ public:
     QAction* compareAction() const { return compare_; }
     QString lastError() const { return last_error_; }
     QString presetName() const { return preset_name_; }
+    // GUI-thread seconds spent routing updates into the widgets (benchmark figure).
+    double updateSeconds() const { return update_seconds_; }
     // Board index of each live run slot (-1 when not on the board).
     std::vector<int> liveBoardRuns() const { return live_runs_; }
 
@@ -129,6 +132,9 @@ private:
     std::vector<int> live_runs_;        // slot -> board index
     std::vector<QString> live_labels_;  // slot -> label
     bool exposed_ = false;
+    bool layout_restored_ = false;
+    double update_seconds_ = 0;
+    std::vector<QDockWidget*> docks_;  // network, runs, events, precision, training, dataset
     QString last_error_;
 };
 

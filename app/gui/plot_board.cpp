@@ -60,6 +60,7 @@ PlotBoard::PlotBoard(QWidget* parent) : QWidget(parent) {
     hl->setContentsMargins(0, 0, 0, 0);
     bl->addWidget(boundary_host_, 1);
     tabs_->addTab(with_margins(bl), tr("Decision boundary"));
+    connect(tabs_, &QTabWidget::currentChanged, this, [this] { replot(); });
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(tabs_);
@@ -197,6 +198,7 @@ int PlotBoard::addRun(const QString& label, const QString& precision, Format ref
 }
 
 void PlotBoard::clear() {
+    pending_.clear();
     for (auto* p : {loss_, accuracy_, throughput_, scale_}) {
         p->clearRuns();
         p->requestReplot();
@@ -257,13 +259,29 @@ void PlotBoard::appendSteps(int run, const std::vector<StepMetrics>& steps) {
         r.last_overflows = m.overflow_count;
         r.last_scale = m.loss_scale;
     }
-    loss_->appendPoints(r.key, SeriesPlot::Curve::Train, s, loss);
-    accuracy_->appendPoints(r.key, SeriesPlot::Curve::Train, s, acc);
-    throughput_->appendPoints(r.key, SeriesPlot::Curve::Train, s, sps);
-    scale_->appendPoints(r.key, SeriesPlot::Curve::Scale, s, scale);
-    if (!over_s.isEmpty()) scale_->appendPoints(r.key, SeriesPlot::Curve::Overflow, over_s, over_v);
-    if (!skip_s.isEmpty()) scale_->appendPoints(r.key, SeriesPlot::Curve::Skip, skip_s, skip_v);
+    queue(loss_, r.key, SeriesPlot::Curve::Train, s, loss);
+    queue(accuracy_, r.key, SeriesPlot::Curve::Train, s, acc);
+    queue(throughput_, r.key, SeriesPlot::Curve::Train, s, sps);
+    queue(scale_, r.key, SeriesPlot::Curve::Scale, s, scale);
+    if (!over_s.isEmpty()) queue(scale_, r.key, SeriesPlot::Curve::Overflow, over_s, over_v);
+    if (!skip_s.isEmpty()) queue(scale_, r.key, SeriesPlot::Curve::Skip, skip_s, skip_v);
     dirty_series_ = true;
+}
+
+void PlotBoard::queue(SeriesPlot* plot, int key, SeriesPlot::Curve curve, const QVector<double>& steps,
+                      const QVector<double>& values) {
+    auto& batch = pending_[{plot, key, static_cast<int>(curve)}];
+    batch.first += steps;
+    batch.second += values;
+}
+
+void PlotBoard::flushAll() {
+    for (auto& [key, batch] : pending_) {
+        if (batch.first.isEmpty()) continue;
+        std::get<0>(key)->appendPoints(std::get<1>(key), static_cast<SeriesPlot::Curve>(std::get<2>(key)), batch.first,
+                                       batch.second);
+    }
+    pending_.clear();
 }
 
 void PlotBoard::appendEvals(int run, const std::vector<EvalMetrics>& evals) {
@@ -275,8 +293,8 @@ void PlotBoard::appendEvals(int run, const std::vector<EvalMetrics>& evals) {
         loss.push_back(m.test_loss);
         acc.push_back(m.test_accuracy);
     }
-    loss_->appendPoints(r.key, SeriesPlot::Curve::Test, s, loss);
-    accuracy_->appendPoints(r.key, SeriesPlot::Curve::Test, s, acc);
+    queue(loss_, r.key, SeriesPlot::Curve::Test, s, loss);
+    queue(accuracy_, r.key, SeriesPlot::Curve::Test, s, acc);
     dirty_series_ = true;
 }
 
@@ -327,6 +345,11 @@ void PlotBoard::setBoundary(int run, const BoundaryGrid& g) {
     if (run < 0 || run >= runCount()) return;
     RunView& r = *runs_[static_cast<size_t>(run)];
     if (!r.boundary || g.nx < 2 || g.ny < 2) return;
+    r.pending_grid = std::make_unique<BoundaryGrid>(g);  // drawn by replot() when its tab shows
+    dirty_boundary_ = true;
+}
+
+void PlotBoard::applyBoundary(RunView& r, const BoundaryGrid& g) {
     const auto cells = static_cast<qsizetype>(g.predicted.size());
     if (g.classes == 2) {
         QVector<double> p1(cells);
@@ -339,27 +362,54 @@ void PlotBoard::setBoundary(int run, const BoundaryGrid& g) {
         QVector<double> conf(g.confidence.begin(), g.confidence.end());
         r.boundary->setClassGrid(g.nx, g.ny, g.x_min, g.x_max, g.y_min, g.y_max, pred, conf, g.classes);
     }
-    dirty_boundary_ = true;
 }
 
 void PlotBoard::replot() {
-    if (selectors_dirty_) {
-        selectors_dirty_ = false;
-        refreshSelectors();
-        refreshGradientView(true);
-        dirty_gradients_ = false;
-    } else if (dirty_gradients_) {
-        dirty_gradients_ = false;
-        refreshGradientView(false);
+    // QCustomPlot renders a hidden plot as fully as a visible one, so the views of the tabs not
+    // on screen wait (dirty) until their tab is shown: the GUI thread's time goes to what the
+    // user sees, and training keeps the cores.
+    const QWidget* current = tabs_->currentWidget();
+    const bool gradients_visible = current == histogram_->parentWidget()->parentWidget();
+    const bool boundary_visible = current == boundary_host_->parentWidget();
+    if (gradients_visible) {
+        if (selectors_dirty_) {
+            selectors_dirty_ = false;
+            refreshSelectors();
+            refreshGradientView(true);
+            dirty_gradients_ = false;
+        } else if (dirty_gradients_) {
+            dirty_gradients_ = false;
+            refreshGradientView(false);
+        }
     }
     if (dirty_series_) {
-        dirty_series_ = false;
-        for (auto* p : {loss_, accuracy_, throughput_, scale_}) p->requestReplot();
+        // Two of the four curve plots take the new points on each tick, the other two on the
+        // next: each still redraws 15 times a second, and no tick redraws all four at once.
+        ++tick_;
+        bool pending = false;
+        for (auto& [key, batch] : pending_) {
+            SeriesPlot* plot = std::get<0>(key);
+            const bool due = (plot == loss_ || plot == accuracy_) == (tick_ % 2 == 0);
+            if (!due || batch.first.isEmpty()) {
+                pending = pending || !batch.first.isEmpty();
+                continue;
+            }
+            plot->appendPoints(std::get<1>(key), static_cast<SeriesPlot::Curve>(std::get<2>(key)), batch.first, batch.second);
+            batch.first.clear();
+            batch.second.clear();
+        }
+        dirty_series_ = pending;
     }
-    if (dirty_boundary_) {
+    if (boundary_visible && dirty_boundary_) {
         dirty_boundary_ = false;
-        for (auto& r : runs_)
-            if (r->boundary) r->boundary->requestReplot();
+        for (auto& r : runs_) {
+            if (!r->boundary) continue;
+            if (r->pending_grid) {
+                applyBoundary(*r, *r->pending_grid);
+                r->pending_grid.reset();
+            }
+            r->boundary->requestReplot();
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "core/numeric/exponent_histogram.h"
 #include "core/numeric/format.h"
 #include "core/train/observer.h"
+#include "widgets/plots/series_plot.h"
 
 class QCheckBox;
 class QComboBox;
@@ -54,8 +56,11 @@ public:
     void appendStats(int run, const std::vector<GradientStatsRecord>& stats);
     void setBoundary(int run, const BoundaryGrid& grid);
     void setBoundaryPoints(int run, const Dataset& data);
-    // Asks every plot that changed since the last call for one queued replot.
+    // Hands the batched points to the plots (two of the four curve plots per call, so no tick
+    // redraws all of them) and redraws the visible gradient and boundary views that changed.
     void replot();
+    // Hands every batched point to its plot now (tests, and the end of a run).
+    void flushAll();
 
     // Reads a stored run's series, histograms and loss-scale markers from the store and adds it.
     // Long series are downsampled to about max_points. Returns the board index.
@@ -97,7 +102,11 @@ private:
         double last_scale = 0;
         int64_t last_overflows = 0;
         DecisionBoundaryPlot* boundary = nullptr;
+        std::unique_ptr<BoundaryGrid> pending_grid;  // newest grid not drawn yet
     };
+    void applyBoundary(RunView& r, const BoundaryGrid& grid);
+    void queue(SeriesPlot* plot, int key, SeriesPlot::Curve curve, const QVector<double>& steps,
+               const QVector<double>& values);
     void addStat(int run, const QString& layer, const QString& kind, StatEntry entry);
     void refreshSelectors();
     void refreshGradientView(bool rebuild_heatmap);
@@ -109,7 +118,10 @@ private:
     std::vector<std::unique_ptr<RunView>> runs_;
     bool dirty_series_ = false, dirty_gradients_ = false, dirty_boundary_ = false;
     bool selectors_dirty_ = false;
-    int heatmap_columns_ = 0;  // columns of the selected series already in the heatmap
+    int heatmap_columns_ = 0;
+    // Points waiting for their plot's turn: (plot, run key, curve) -> (steps, values).
+    std::map<std::tuple<SeriesPlot*, int, int>, std::pair<QVector<double>, QVector<double>>> pending_;
+    unsigned tick_ = 0;  // columns of the selected series already in the heatmap
 
     QTabWidget* tabs_ = nullptr;
     SeriesPlot* loss_ = nullptr;

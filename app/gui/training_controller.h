@@ -107,6 +107,9 @@ public:
         bool record = true;             // record runs into the store
     };
 
+    // What the GUI thread and the workers share (defined in the .cpp).
+    struct Shared;
+
     explicit TrainingController(Options options, QObject* parent = nullptr);
     ~TrainingController() override;
 
@@ -149,8 +152,6 @@ signals:
     void message(const QString& text);
 
 private:
-    friend class LiveObserver;
-    struct Shared;
     bool launch(const nlohmann::json& network, const std::vector<TrainConfig>& configs,
                 const std::vector<std::string>& names, bool comparison);
     void set_state(State state);

@@ -19,6 +19,8 @@ public:
 
     void resize(int threads) {
         threads = std::max(1, threads);
+        // Never while another thread's parallel region runs (two trainers in one process).
+        std::lock_guard call_lock(call_mutex_);
         if (threads == size()) return;
         {
             std::lock_guard lock(mutex_);

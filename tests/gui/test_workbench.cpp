@@ -1,0 +1,309 @@
+// GUI tests of the workbench: the real MainWindow on the offscreen platform, driven by clicks on
+// its widgets. One scenario in order, since each step works on what the previous one produced:
+// build a network with the editor's buttons, start an FP32-vs-mixed comparison on the spiral
+// preset and see the plots grow, change a scaler parameter mid-run through the precision panel
+// and find its event in the run database, stop, export a report, reopen a run from the run
+// browser. Plus the chunk gate's mutual exclusion, a failing run, and the saved dock layout.
+#include <QAction>
+#include <QApplication>
+#include <QFile>
+#include <QListWidget>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QToolBar>
+#include <QtTest>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "app/gui/main_window.h"
+#include "app/gui/plot_board.h"
+#include "app/gui/training_controller.h"
+#include "sessions/run_store.h"
+#include "widgets/network_editor.h"
+#include "widgets/plots/heatmap_plot.h"
+#include "widgets/plots/histogram_plot.h"
+#include "widgets/plots/series_plot.h"
+#include "widgets/precision_panel.h"
+#include "widgets/run_browser.h"
+#include "widgets/training_settings_panel.h"
+
+using namespace mpwb;
+
+class TestWorkbench : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir tmp_;
+    std::unique_ptr<MainWindow> w_;
+    std::string db_;
+    int64_t fp32_id_ = 0, mixed_id_ = 0;
+
+    void click(QAction* action) {
+        QWidget* button = nullptr;
+        for (auto* bar : w_->findChildren<QToolBar*>())
+            if ((button = bar->widgetForAction(action))) break;
+        QVERIFY2(button, qPrintable(action->text()));
+        QVERIFY2(button->isEnabled(), qPrintable(action->text() + " is disabled: " + w_->blockReason()));
+        QTest::mouseClick(button, Qt::LeftButton);
+    }
+    int points(SeriesPlot* plot, int run, SeriesPlot::Curve curve = SeriesPlot::Curve::Train) {
+        return plot->pointCount(w_->plots()->seriesKey(run), curve);
+    }
+
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);  // QSettings in a test location
+        QVERIFY(tmp_.isValid());
+        db_ = (tmp_.path() + "/runs.sqlite").toStdString();
+        MainWindow::Options o;
+        o.db_path = db_;
+        o.preset = "spiral-mlp";
+        o.restore_layout = false;
+        o.chunk_seconds = 0.02;
+        w_ = std::make_unique<MainWindow>(o);
+        w_->show();
+        QVERIFY(QTest::qWaitForWindowExposed(w_.get()));
+        QTRY_COMPARE_WITH_TIMEOUT(w_->presetName(), QString("spiral-mlp"), 5000);
+    }
+
+    void buildNetworkWithEditorButtons() {
+        NetworkEditor* ed = w_->networkEditor();
+        ed->setNetworkJson({{"name", "built"}, {"loss", "cross_entropy"}, {"layers", nlohmann::json::array()}});
+        QCOMPARE(ed->layerCount(), 0);
+        QVERIFY(!w_->trainAction()->isEnabled());  // an empty network cannot train
+        auto* palette = ed->findChild<QListWidget*>("palette");
+        auto* add = ed->findChild<QPushButton*>("addButton");
+        QVERIFY(palette && add);
+        for (const char* kind : {"Linear", "Tanh", "Linear"}) {
+            const auto items = palette->findItems(kind, Qt::MatchExactly);
+            QCOMPARE(items.size(), 1);
+            palette->setCurrentItem(items.front());
+            QTest::mouseClick(add, Qt::LeftButton);
+        }
+        QCOMPARE(ed->layerCount(), 3);
+        const auto net = ed->networkJson();
+        QCOMPARE(QString::fromStdString(net["layers"][0]["type"]), QString("Linear"));
+        QCOMPARE(QString::fromStdString(net["layers"][1]["type"]), QString("Tanh"));
+        // The last Linear has the default 64 outputs, the spiral has 2 classes: Train stays off.
+        QVERIFY(!ed->isValid());
+        QVERIFY(!w_->trainAction()->isEnabled());
+        QVERIFY(!w_->compareAction()->isEnabled());
+        // Fix it in the layer form: the selected (last) layer's "out" spin box.
+        ed->setCurrentLayer(2);
+        QSpinBox* out = nullptr;
+        for (auto* sb : ed->findChild<QWidget*>("layerForm")->findChildren<QSpinBox*>())
+            if (sb->value() == 64) out = sb;
+        QVERIFY(out);
+        out->setValue(2);
+        QVERIFY(ed->isValid());
+        QVERIFY(w_->trainAction()->isEnabled());
+        QCOMPARE(int(ed->networkJson()["layers"][2]["out"]), 2);
+    }
+
+    void comparisonFeedsPlots() {
+        // Long enough that the test stops it: 400 epochs x 25 steps per run.
+        w_->precisionPanel()->setPrecision(PrecisionKind::FP16Mixed);
+        TrainConfig c = w_->currentConfig();
+        c.epochs = 400;
+        w_->trainingPanel()->setFromConfig(c);
+        click(w_->compareAction());
+        QVERIFY(w_->controller()->comparing());
+        auto* loss = w_->plots()->lossPlot();
+        QCOMPARE(w_->plots()->runCount(), 2);
+        QTRY_VERIFY_WITH_TIMEOUT(points(loss, 0) > 0 && points(loss, 1) > 0, 20000);
+        const int a0 = points(loss, 0), b0 = points(loss, 1);
+        // Both curves keep growing while the two runs take turns.
+        QTRY_VERIFY_WITH_TIMEOUT(points(loss, 0) > a0 + 50 && points(loss, 1) > b0 + 50, 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(points(w_->plots()->scalePlot(), 1, SeriesPlot::Curve::Scale) > 0, 5000);
+        QVERIFY(points(w_->plots()->accuracyPlot(), 0) > 0);
+        QVERIFY(points(w_->plots()->throughputPlot(), 1) > 0);
+        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->statsCount(1) > 0, 10000);  // gradient statistics every 25 steps
+        // The gradient views draw while their tab is shown.
+        w_->plots()->showTab("Gradients");
+        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->heatmapPlot()->columnCount() > 0, 10000);
+        const int columns = w_->plots()->heatmapPlot()->columnCount();
+        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->heatmapPlot()->columnCount() > columns, 10000);
+        QVERIFY(w_->plots()->histogramPlot()->histogram().total() > 0);
+        w_->plots()->showTab("Curves");
+        QVERIFY(w_->controller()->gate_handovers() > 0);  // they did alternate
+        QTRY_VERIFY_WITH_TIMEOUT(w_->controller()->run_ids()[0] > 0 && w_->controller()->run_ids()[1] > 0, 5000);
+        fp32_id_ = w_->controller()->run_ids()[0];
+        mixed_id_ = w_->controller()->run_ids()[1];
+        QVERIFY(fp32_id_ != mixed_id_);
+        // Same seed, same initial weights, same first batch: the first losses agree to FP16's precision.
+        QVector<double> s0, v0, s1, v1;
+        loss->rawPoints(w_->plots()->seriesKey(0), SeriesPlot::Curve::Train, &s0, &v0);
+        loss->rawPoints(w_->plots()->seriesKey(1), SeriesPlot::Curve::Train, &s1, &v1);
+        QCOMPARE(s0.front(), 1.0);
+        QCOMPARE(s1.front(), 1.0);
+        QVERIFY2(std::abs(v0.front() - v1.front()) < 2e-2 * std::abs(v0.front()),
+                 qPrintable(QString("%1 vs %2").arg(v0.front()).arg(v1.front())));
+        // The 2-D set gets a decision boundary per run.
+        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->boundaryPlot(0) && w_->plots()->boundaryPlot(1), 5000);
+    }
+
+    void changeScalerMidRunIsRecorded() {
+        click(w_->pauseAction());
+        QTRY_COMPARE_WITH_TIMEOUT(w_->controller()->state(), TrainingController::State::Paused, 5000);
+        QTest::qWait(100);
+        auto* panel = w_->precisionPanel();
+        auto* interval = panel->findChild<QSpinBox*>("intervalSpin");
+        auto* apply = panel->findChild<QPushButton*>("applyButton");
+        QVERIFY(interval && apply);
+        QVERIFY(interval->isEnabled());
+        QVERIFY(interval->value() != 123);
+        interval->setValue(123);
+        QVERIFY(apply->isEnabled());
+        QTest::mouseClick(apply, Qt::LeftButton);
+        QVERIFY2(!w_->statusBar()->currentMessage().contains("refused"), qPrintable(w_->statusBar()->currentMessage()));
+        click(w_->pauseAction());  // resume
+        QTRY_COMPARE_WITH_TIMEOUT(w_->controller()->state(), TrainingController::State::Running, 5000);
+        // The live event list shows it once the trainer applied it.
+        auto has_event = [&] {
+            auto* t = w_->eventList();
+            for (int r = 0; r < t->rowCount(); ++r)
+                if (t->item(r, 2)->text() == "config_changed") return true;
+            return false;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(has_event(), 10000);
+    }
+
+    void stopEndsBothRuns() {
+        click(w_->stopAction());
+        QTRY_COMPARE_WITH_TIMEOUT(w_->controller()->state(), TrainingController::State::Idle, 20000);
+        RunStore store(db_);
+        QCOMPARE(store.get_run(fp32_id_).status, RunStatus::Stopped);
+        QCOMPARE(store.get_run(mixed_id_).status, RunStatus::Stopped);
+        // The scaler change is in the database, on the mixed run only, after step 0.
+        const auto events = store.events(mixed_id_, "config_changed");
+        QCOMPARE(events.size(), size_t(1));
+        QVERIFY(events.front().step > 0);
+        QVERIFY2(QString::fromStdString(events.front().json).contains("123"), events.front().json.c_str());
+        QVERIFY(store.events(fp32_id_, "config_changed").empty());
+        // Both runs are in one comparison group.
+        bool grouped = false;
+        for (const auto& g : store.list_groups())
+            grouped = grouped || (std::count(g.run_ids.begin(), g.run_ids.end(), fp32_id_) &&
+                                  std::count(g.run_ids.begin(), g.run_ids.end(), mixed_id_));
+        QVERIFY(grouped);
+    }
+
+    void exportReport() {
+        const QString path = tmp_.path() + "/report.html";
+        const QStringList files = w_->exportReport({fp32_id_, mixed_id_}, path);
+        QVERIFY2(files.contains(path), qPrintable(files.join(", ") + " / " + w_->lastError()));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QString html = QString::fromUtf8(f.readAll());
+        QVERIFY(html.contains(QString("#%1 ").arg(fp32_id_)));
+        QVERIFY(html.contains(QString("#%1 ").arg(mixed_id_)));
+    }
+
+    void reopenRunFromBrowser() {
+        RunBrowser* browser = w_->runBrowser();
+        browser->refresh();
+        QVERIFY(browser->rowCount() >= 2);
+        browser->selectRuns({mixed_id_});
+        auto* open = browser->findChild<QPushButton*>("openButton");
+        QVERIFY(open && open->isEnabled());
+        QTest::mouseClick(open, Qt::LeftButton);
+        QCOMPARE(w_->plots()->runCount(), 1);
+        QCOMPARE(w_->plots()->runId(0), mixed_id_);
+        // What the plots show is what the store holds (short series are shown whole).
+        RunStore store(db_);
+        const auto loss = store.series(mixed_id_, "train_loss");
+        QVERIFY(!loss.empty() && loss.size() <= 4000);
+        QCOMPARE(points(w_->plots()->lossPlot(), 0), int(loss.size()));
+        QCOMPARE(points(w_->plots()->lossPlot(), 0, SeriesPlot::Curve::Test),
+                 int(store.series(mixed_id_, "test_loss").size()));
+        QCOMPARE(points(w_->plots()->scalePlot(), 0, SeriesPlot::Curve::Scale),
+                 int(store.series(mixed_id_, "loss_scale").size()));
+        QCOMPARE(w_->plots()->statsCount(0), int(store.histograms(mixed_id_).size()));
+        QVERIFY(w_->plots()->statsCount(0) > 0);
+        QVERIFY(w_->eventList()->rowCount() >= 1);
+    }
+
+    void chunkGateLetsOneRunAtATime() {
+        ChunkGate gate(2, 0.005);
+        std::atomic<int> inside{0};
+        std::atomic<bool> overlap{false};
+        auto body = [&](int slot) {
+            gate.acquire(slot);
+            for (int i = 0; i < 60; ++i) {
+                if (inside.fetch_add(1) != 0) overlap = true;
+                std::this_thread::sleep_for(std::chrono::microseconds(300));
+                inside.fetch_sub(1);
+                gate.step_done(slot);
+            }
+            gate.finish(slot);
+        };
+        std::thread a(body, 0), b(body, 1);
+        a.join();
+        b.join();
+        QVERIFY(!overlap);
+        QVERIFY(gate.handovers() >= 2);
+    }
+
+    void failingRunReportsItsError() {
+        TrainingController::Options o;
+        o.db_path = db_;
+        TrainingController ctl(o);
+        std::vector<std::string> errors;
+        bool finished = false;
+        connect(&ctl, &TrainingController::updates, this, [&](const std::vector<RunUpdate>& us) {
+            for (const auto& u : us) {
+                errors.insert(errors.end(), u.errors.begin(), u.errors.end());
+                finished = finished || u.finished;
+            }
+        });
+        TrainConfig c;
+        c.dataset.kind = "csv";
+        c.dataset.path = (tmp_.path() + "/missing.csv").toStdString();
+        QVERIFY(ctl.start({{"layers", {{{"type", "Linear"}, {"out", 2}}}}}, c));
+        QTRY_COMPARE_WITH_TIMEOUT(ctl.state(), TrainingController::State::Idle, 10000);
+        QVERIFY(finished);
+        QCOMPARE(errors.size(), size_t(1));
+        QVERIFY2(QString::fromStdString(errors.front()).contains("missing.csv"), errors.front().c_str());
+    }
+
+    void layoutIsSavedAndRestored() {
+        MainWindow::Options o;
+        o.db_path = db_;
+        o.preset = "spiral-mlp";
+        o.restore_layout = true;
+        QByteArray saved;
+        {
+            MainWindow a(o);
+            a.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&a));
+            auto* dock = a.findChild<QDockWidget*>("dockEvents");
+            QVERIFY(dock);
+            dock->hide();
+            a.close();
+            saved = QSettings().value("mainwindow/state").toByteArray();
+        }
+        QVERIFY(!saved.isEmpty());
+        MainWindow b(o);
+        b.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&b));
+        QVERIFY(b.findChild<QDockWidget*>("dockEvents")->isHidden());
+        QVERIFY(!b.findChild<QDockWidget*>("dockPrecision")->isHidden());
+    }
+
+    void cleanupTestCase() {
+        w_.reset();
+        QSettings().clear();
+    }
+};
+
+QTEST_MAIN(TestWorkbench)
+#include "test_workbench.moc"
