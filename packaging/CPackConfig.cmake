@@ -1,5 +1,5 @@
 # Packaging: `cpack -G DEB` (run in the build folder) builds mpwb_<version>_<arch>.deb with mpwb,
-# mpwb-cli (and mpwb-report when built), the .desktop entry, the icons and the AppStream
+# mpwb-cli, the .desktop entry, the icons and the AppStream
 # metadata. Included at the end of the top-level CMakeLists.txt, after every target exists.
 # Depends comes from dpkg-shlibdeps over the installed binaries, plus the Qt plugins no binary
 # links to (the xcb platform plugin lives in libqt6gui6; the SVG icon loader in libqt6svg6).
@@ -17,9 +17,6 @@ if(MPWB_GUI)
     install(FILES ${_mpwb_res}/icons/hicolor/${size}x${size}/${_mpwb_id}.png
             DESTINATION ${CMAKE_INSTALL_DATADIR}/icons/hicolor/${size}x${size}/apps)
   endforeach()
-  if(TARGET mpwb-report)
-    install(TARGETS mpwb-report RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-  endif()
 endif()
 
 set(CPACK_PACKAGE_NAME "mpwb")
@@ -30,7 +27,7 @@ set(CPACK_PACKAGE_DESCRIPTION
     "MP Workbench trains small networks in FP32 and in mixed precision side by side and shows \
 loss, accuracy, throughput, the loss scale with every overflow and the exponent histograms of the \
 gradients against the range of each format. Runs are stored in SQLite and can be exported as \
-comparison reports. Includes the GUI (mpwb), the headless mpwb-cli and mpwb-report.")
+comparison reports. Includes the GUI (mpwb), and the headless mpwb-cli.")
 set(CPACK_PACKAGE_CONTACT "MP Workbench developers <mpwb@example.org>")
 set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
 set(CPACK_STRIP_FILES ON)

@@ -1,4 +1,4 @@
-// run_report_command: the `report` subcommand (mpwb report / mpwb-report).
+// run_report_command: the `report` subcommand (mpwb report).
 #include "app/report/report.h"
 
 #include <QApplication>
@@ -24,7 +24,7 @@ int run_report_command(int argc, char** argv) {
     QStringList args;
     for (int i = 0; i < argc; ++i) args << QString::fromLocal8Bit(argv[i]);
     if (args.size() >= 2 && args[1] == QLatin1String("report")) args.removeAt(1);
-    if (args.isEmpty()) args << QStringLiteral("mpwb-report");
+    if (args.isEmpty()) args << QStringLiteral("mpwb");
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral(
