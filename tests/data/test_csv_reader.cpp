@@ -8,6 +8,9 @@
 
 #include "core/common/error.h"
 #include "core/data/csv_reader.h"
+#include "tests/common/test_support.h"
+
+using mpwb::test::error_text;
 
 using namespace mpwb;
 
@@ -18,25 +21,6 @@ std::string write(const QTemporaryDir& dir, const std::string& name, const std::
     std::ofstream(path, std::ios::binary) << text;
     return path;
 }
-
-template <class E, class F>
-QString error_text(F f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception& e) {
-        return QString("<wrong exception type: %1>").arg(e.what());
-    }
-    return "<no exception>";
-}
-
-#define VERIFY_MSG(msg, ...)                                                   \
-    do {                                                                       \
-        for (const char* needle : {__VA_ARGS__})                               \
-            QVERIFY2((msg).contains(QString::fromUtf8(needle)),                \
-                     qPrintable(QString("'%1' lacks '%2'").arg(msg, needle))); \
-    } while (0)
 
 // Every (features -> target) pair of both splits; features joined as text for lookup.
 std::map<std::vector<float>, float> pairs(const Dataset& ds) {

@@ -13,6 +13,9 @@
 #include "core/common/error.h"
 #include "core/data/idx_reader.h"
 #include "core/data/normalize.h"
+#include "tests/common/test_support.h"
+
+using mpwb::test::error_text;
 
 using namespace mpwb;
 
@@ -79,25 +82,6 @@ MiniSet write_set(const std::string& dir, uint32_t rows, uint32_t cols, bool gz)
     return s;
 }
 
-template <class F>
-QString data_error(F f) {
-    try {
-        f();
-    } catch (const DataError& e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception& e) {
-        return QString("<wrong exception type: %1>").arg(e.what());
-    }
-    return "<no exception>";
-}
-
-#define VERIFY_MSG(msg, ...)                                                          \
-    do {                                                                              \
-        for (const char* needle : {__VA_ARGS__})                                      \
-            QVERIFY2((msg).contains(QString::fromUtf8(needle)),                       \
-                     qPrintable(QString("'%1' lacks '%2'").arg(msg, needle)));        \
-    } while (0)
-
 void check_split(const Tensor& x, const Tensor& y, const std::vector<uint8_t>& px,
                  const std::vector<uint8_t>& lb, int64_t rows, int64_t cols) {
     const auto n = static_cast<int64_t>(lb.size());
@@ -155,12 +139,12 @@ private slots:
         const std::string raw = tmp.path().toStdString() + "/imgs";
         // Header says 10 images of 28x28; only 5 present.
         write_file(raw, images_bytes(10, 28, 28, pattern(5 * 784, 0)), false);
-        QString msg = data_error([&] { read_idx_images(raw); });
+        QString msg = error_text<DataError>([&] { read_idx_images(raw); });
         VERIFY_MSG(msg, "truncated", raw.c_str(), "7856", "3936");
 
         // Inside the header.
         write_file(raw, {0, 0, 8, 3, 0, 0}, false);
-        msg = data_error([&] { read_idx_images(raw); });
+        msg = error_text<DataError>([&] { read_idx_images(raw); });
         VERIFY_MSG(msg, "truncated", raw.c_str(), "16", "6 bytes");
 
         // A gzip file cut in half.
@@ -168,13 +152,13 @@ private slots:
         write_file(gz, images_bytes(50, 28, 28, pattern(50 * 784, 3)), true);
         const auto size = std::filesystem::file_size(gz);
         std::filesystem::resize_file(gz, size / 2);
-        msg = data_error([&] { read_idx_images(gz); });
+        msg = error_text<DataError>([&] { read_idx_images(gz); });
         VERIFY_MSG(msg, "truncated", gz.c_str());
 
         // A gzip file missing only its 8-byte trailer still counts as truncated.
         write_file(gz, labels_bytes(4, {1, 2, 3, 4}), true);
         std::filesystem::resize_file(gz, std::filesystem::file_size(gz) - 8);
-        msg = data_error([&] { read_idx_labels(gz); });
+        msg = error_text<DataError>([&] { read_idx_labels(gz); });
         VERIFY_MSG(msg, "truncated", gz.c_str());
     }
 
@@ -184,7 +168,7 @@ private slots:
         auto bytes = labels_bytes(4, {1, 2, 3, 4});
         bytes.insert(bytes.end(), {9, 9, 9});
         write_file(path, bytes, false);
-        const QString msg = data_error([&] { read_idx_labels(path); });
+        const QString msg = error_text<DataError>([&] { read_idx_labels(path); });
         VERIFY_MSG(msg, "3 unexpected trailing bytes", path.c_str(), "expected 12", "has 15");
     }
 
@@ -192,13 +176,13 @@ private slots:
         QTemporaryDir tmp;
         const std::string path = tmp.path().toStdString() + "/train-images-idx3-ubyte";
         write_file(path, labels_bytes(4, {1, 2, 3, 4}), false);
-        QString msg = data_error([&] { read_idx_images(path); });
+        QString msg = error_text<DataError>([&] { read_idx_images(path); });
         VERIFY_MSG(msg, "magic", "0x00000801", "0x00000803", path.c_str(), "label file");
         write_file(path, images_bytes(1, 2, 2, {1, 2, 3, 4}, 0x12345678), false);
-        msg = data_error([&] { read_idx_images(path); });
+        msg = error_text<DataError>([&] { read_idx_images(path); });
         VERIFY_MSG(msg, "magic", "0x12345678", path.c_str());
         write_file(path, images_bytes(1, 2, 2, {1, 2, 3, 4}), false);
-        msg = data_error([&] { read_idx_labels(path); });
+        msg = error_text<DataError>([&] { read_idx_labels(path); });
         VERIFY_MSG(msg, "magic", "0x00000803", "image file");
     }
 
@@ -207,10 +191,10 @@ private slots:
         const std::string path = tmp.path().toStdString() + "/imgs";
         // Header says 28x28 but the data is sized for 14x14 images.
         write_file(path, images_bytes(3, 28, 28, pattern(3 * 14 * 14, 0)), false);
-        QString msg = data_error([&] { read_idx_images(path); });
+        QString msg = error_text<DataError>([&] { read_idx_images(path); });
         VERIFY_MSG(msg, path.c_str(), "3 images of 28x28", "expected 2368", "has 604");
         write_file(path, images_bytes(3, 0, 28, {}), false);
-        msg = data_error([&] { read_idx_images(path); });
+        msg = error_text<DataError>([&] { read_idx_images(path); });
         VERIFY_MSG(msg, path.c_str(), "dimensions", "0x28");
     }
 
@@ -219,15 +203,15 @@ private slots:
         const std::string dir = tmp.path().toStdString();
         write_set(dir, 4, 4, false);
         write_file(dir + "/train-labels-idx1-ubyte", labels_bytes(4, {1, 2, 3, 4}), false);
-        QString msg = data_error([&] { load_idx_dataset(dir); });
+        QString msg = error_text<DataError>([&] { load_idx_dataset(dir); });
         VERIFY_MSG(msg, "mismatch", "5 images", "4 labels", "train-labels-idx1-ubyte");
 
         std::filesystem::remove(dir + "/train-labels-idx1-ubyte");
-        msg = data_error([&] { load_idx_dataset(dir); });
+        msg = error_text<DataError>([&] { load_idx_dataset(dir); });
         const std::string missing = dir + "/train-labels-idx1-ubyte";
         VERIFY_MSG(msg, "missing", missing.c_str());
 
-        msg = data_error([&] { load_idx_dataset(dir + "/no-such-folder"); });
+        msg = error_text<DataError>([&] { load_idx_dataset(dir + "/no-such-folder"); });
         VERIFY_MSG(msg, "no-such-folder", "does not exist");
 
         // Train and test with different image sizes.
@@ -235,7 +219,7 @@ private slots:
         std::filesystem::create_directory(d2);
         write_set(d2, 4, 4, false);
         write_file(d2 + "/t10k-images-idx3-ubyte", images_bytes(3, 5, 5, pattern(75, 0)), false);
-        msg = data_error([&] { load_idx_dataset(d2); });
+        msg = error_text<DataError>([&] { load_idx_dataset(d2); });
         VERIFY_MSG(msg, "4x4", "5x5", "t10k-images-idx3-ubyte");
     }
 
@@ -244,7 +228,7 @@ private slots:
         const std::string dir = tmp.path().toStdString();
         write_set(dir, 4, 4, true);
         write_file(dir + "/t10k-labels-idx1-ubyte.gz", labels_bytes(3, {1, 10, 2}), true);
-        const QString msg = data_error([&] { load_idx_dataset(dir); });
+        const QString msg = error_text<DataError>([&] { load_idx_dataset(dir); });
         VERIFY_MSG(msg, "label 10", "index 1", "t10k-labels-idx1-ubyte.gz", "[0, 10)");
     }
 
@@ -253,7 +237,7 @@ private slots:
         const std::string path = tmp.path().toStdString() + "/x.gz";
         // gzip magic, then garbage.
         write_file(path, {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff, 0xff, 0, 1, 2, 3}, false);
-        const QString msg = data_error([&] { read_idx_images(path); });
+        const QString msg = error_text<DataError>([&] { read_idx_images(path); });
         VERIFY_MSG(msg, path.c_str());
         QVERIFY2(msg.contains("gzip") || msg.contains("truncated"), qPrintable(msg));
     }

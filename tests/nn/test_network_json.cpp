@@ -11,31 +11,14 @@
 #include "core/common/error.h"
 #include "core/nn/network.h"
 #include "resources/presets.h"
+#include "tests/common/test_support.h"
+
+using mpwb::test::error_text;
 
 using namespace mpwb;
 using nlohmann::json;
 
 namespace {
-
-template <class E, class F>
-QString error_text(F f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception& e) {
-        return QString("<wrong exception type: %1>").arg(e.what());
-    }
-    return "<no exception>";
-}
-
-#define VERIFY_CONTAINS(msg, ...)                                                \
-    do {                                                                         \
-        const QString m_ = (msg);                                                \
-        for (const char* needle : {__VA_ARGS__})                                 \
-            QVERIFY2(m_.contains(QString::fromUtf8(needle)),                     \
-                     qPrintable(QString("'%1' lacks '%2'").arg(m_, needle)));    \
-    } while (0)
 
 QString build_error(const json& description, const Shape& input) {
     return error_text<NetworkError>([&] {
@@ -120,55 +103,55 @@ private slots:
     }
 
     void shapeErrors() {
-        VERIFY_CONTAINS(build_error(net_of({{{"type", "Flatten"}}, {{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 3}}}),
+        VERIFY_MSG(build_error(net_of({{{"type", "Flatten"}}, {{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 3}}}),
                                     {1, 28, 28}),
                         "layer 1 (Conv2d): ", "expects an image input", "[784]");
-        VERIFY_CONTAINS(build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 7}}}), {1, 5, 5}),
+        VERIFY_MSG(build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 7}}}), {1, 5, 5}),
                         "layer 0 (Conv2d): ", "kernel 7", "5x5");
         // Padding makes it fit.
         QCOMPARE(build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 7}, {"padding", 1}}}),
                              {1, 5, 5}),
                  QString("<no exception>"));
-        VERIFY_CONTAINS(build_error(net_of({{{"type", "ReLU"}}, {{"type", "MaxPool2d"}, {"kernel", 4}}}), {2, 3, 3}),
+        VERIFY_MSG(build_error(net_of({{{"type", "ReLU"}}, {{"type", "MaxPool2d"}, {"kernel", 4}}}), {2, 3, 3}),
                         "layer 1 (MaxPool2d): ", "window 4", "3x3");
-        VERIFY_CONTAINS(build_error(net_of({{{"type", "Linear"}, {"out", 4}}}), {1, 28, 28}),
+        VERIFY_MSG(build_error(net_of({{{"type", "Linear"}, {"out", 4}}}), {1, 28, 28}),
                         "layer 0 (Linear): ", "flat input", "Flatten");
-        VERIFY_CONTAINS(build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 3}, {"in_channels", 3}}}),
+        VERIFY_MSG(build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 3}, {"in_channels", 3}}}),
                                     {1, 8, 8}),
                         "layer 0 (Conv2d): expects 3 input channels, gets 1");
-        VERIFY_CONTAINS(build_error(net_of({{{"type", "BatchNorm"}}}), {2, 3}), "layer 0 (BatchNorm): ", "[2x3]");
+        VERIFY_MSG(build_error(net_of({{{"type", "BatchNorm"}}}), {2, 3}), "layer 0 (BatchNorm): ", "[2x3]");
     }
 
     void malformedDescriptions() {
-        VERIFY_CONTAINS(from_json_error(net_of({{{"type", "Linear"}, {"out", 4}}, {{"type", "Dense"}, {"out", 2}}})),
+        VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 4}}, {{"type", "Dense"}, {"out", 2}}})),
                         "layer 1 (Dense): unknown layer type \"Dense\"", "Linear", "Conv2d", "BatchNorm");
-        VERIFY_CONTAINS(from_json_error(net_of({{{"type", "Linear"}, {"out", 4}, {"units", 5}}})),
+        VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 4}, {"units", 5}}})),
                         "layer 0 (Linear): unknown setting \"units\"", "out, in, bias");
-        VERIFY_CONTAINS(from_json_error(net_of({{{"type", "ReLU"}, {"slope", 0.1}}})),
+        VERIFY_MSG(from_json_error(net_of({{{"type", "ReLU"}, {"slope", 0.1}}})),
                         "layer 0 (ReLU): unknown setting \"slope\"");
-        VERIFY_CONTAINS(from_json_error(net_of({{{"type", "Linear"}, {"out", "ten"}}})),
+        VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", "ten"}}})),
                         "layer 0 (Linear): \"out\" must be an integer, gets \"ten\"");
-        VERIFY_CONTAINS(from_json_error(net_of({{{"type", "Linear"}, {"out", 2.5}}})), "\"out\" must be an integer");
-        VERIFY_CONTAINS(from_json_error(net_of({{{"type", "Linear"}, {"out", 2}, {"bias", "yes"}}})),
+        VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 2.5}}})), "\"out\" must be an integer");
+        VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 2}, {"bias", "yes"}}})),
                         "\"bias\" must be true or false");
-        VERIFY_CONTAINS(from_json_error(net_of({{{"type", "Dropout"}, {"p", "half"}}})), "\"p\" must be a number");
-        VERIFY_CONTAINS(from_json_error(net_of({{{"type", "Dropout"}, {"p", 1.0}}})), "layer 0 (Dropout): ",
+        VERIFY_MSG(from_json_error(net_of({{{"type", "Dropout"}, {"p", "half"}}})), "\"p\" must be a number");
+        VERIFY_MSG(from_json_error(net_of({{{"type", "Dropout"}, {"p", 1.0}}})), "layer 0 (Dropout): ",
                         "drop probability in [0, 1)");
-        VERIFY_CONTAINS(from_json_error(net_of({{{"type", "Linear"}}})), "layer 0 (Linear): needs \"out\"");
-        VERIFY_CONTAINS(from_json_error(net_of({{{"type", "Linear"}, {"out", -3}}})), "positive", "-3");
-        VERIFY_CONTAINS(from_json_error(net_of({{{"type", "Conv2d"}, {"out_channels", 2}, {"kernel", 3}, {"stride", 0}}})),
+        VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}}})), "layer 0 (Linear): needs \"out\"");
+        VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", -3}}})), "positive", "-3");
+        VERIFY_MSG(from_json_error(net_of({{{"type", "Conv2d"}, {"out_channels", 2}, {"kernel", 3}, {"stride", 0}}})),
                         "layer 0 (Conv2d): needs a positive stride");
-        VERIFY_CONTAINS(from_json_error(net_of({json{{"out", 3}}})), "layer 0 (?): needs a \"type\" string");
-        VERIFY_CONTAINS(from_json_error(net_of({json("Linear")})), "layer 0 (?): must be a JSON object");
-        VERIFY_CONTAINS(from_json_error(json{{"layer", json::array()}}), "needs a \"layers\" array");
-        VERIFY_CONTAINS(from_json_error(json{{"layers", "Linear"}}), "needs a \"layers\" array");
-        VERIFY_CONTAINS(from_json_error(json::array()), "must be a JSON object");
-        VERIFY_CONTAINS(from_json_error(json{{"layers", json::array()}}), "no layers");
-        VERIFY_CONTAINS(from_json_error(json{{"layers", {{{"type", "ReLU"}}}}, {"loss", "hinge"}}), "unknown loss \"hinge\"",
+        VERIFY_MSG(from_json_error(net_of({json{{"out", 3}}})), "layer 0 (?): needs a \"type\" string");
+        VERIFY_MSG(from_json_error(net_of({json("Linear")})), "layer 0 (?): must be a JSON object");
+        VERIFY_MSG(from_json_error(json{{"layer", json::array()}}), "needs a \"layers\" array");
+        VERIFY_MSG(from_json_error(json{{"layers", "Linear"}}), "needs a \"layers\" array");
+        VERIFY_MSG(from_json_error(json::array()), "must be a JSON object");
+        VERIFY_MSG(from_json_error(json{{"layers", json::array()}}), "no layers");
+        VERIFY_MSG(from_json_error(json{{"layers", {{{"type", "ReLU"}}}}, {"loss", "hinge"}}), "unknown loss \"hinge\"",
                         "cross_entropy", "mse");
-        VERIFY_CONTAINS(from_json_error(json{{"layers", {{{"type", "ReLU"}}}}, {"loss", 3}}), "\"loss\"");
+        VERIFY_MSG(from_json_error(json{{"layers", {{{"type", "ReLU"}}}}, {"loss", 3}}), "\"loss\"");
         // A name of the wrong type is a NetworkError like every other field, not a JSON library error.
-        VERIFY_CONTAINS(from_json_error(json{{"name", 5}, {"layers", {{{"type", "ReLU"}}}}}), "\"name\"");
+        VERIFY_MSG(from_json_error(json{{"name", 5}, {"layers", {{{"type", "ReLU"}}}}}), "\"name\"");
     }
 
     void files() {
@@ -176,14 +159,14 @@ private slots:
         QVERIFY(dir.isValid());
         const std::string bad = dir.path().toStdString() + "/broken.json";
         std::ofstream(bad) << "{\"layers\": [ {\"type\": \"Linear\", \"out\": 3 ";
-        VERIFY_CONTAINS(error_text<NetworkError>([&] { Network::load_file(bad); }), "broken.json", "not valid JSON");
+        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(bad); }), "broken.json", "not valid JSON");
 
         const std::string missing = dir.path().toStdString() + "/nope.json";
-        VERIFY_CONTAINS(error_text<NetworkError>([&] { Network::load_file(missing); }), "cannot open", "nope.json");
+        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(missing); }), "cannot open", "nope.json");
 
         const std::string wrong = dir.path().toStdString() + "/wrong.json";
         std::ofstream(wrong) << net_of({{{"type", "Linear"}, {"out", 4}}, {{"type", "Pool"}}}).dump();
-        VERIFY_CONTAINS(error_text<NetworkError>([&] { Network::load_file(wrong); }), "wrong.json",
+        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(wrong); }), "wrong.json",
                         "layer 1 (Pool): unknown layer type");
 
         // save_file and load_file round trip.
@@ -214,13 +197,13 @@ private slots:
         QVERIFY(r[1].error.empty());
         QCOMPARE(r[1].output, (Shape{16}));
         QCOMPARE(QString::fromStdString(r[2].kind), QString("Conv2d"));
-        VERIFY_CONTAINS(QString::fromStdString(r[2].error), "expects an image input");
+        VERIFY_MSG(QString::fromStdString(r[2].error), "expects an image input");
         // After the error the shapes are unknown, but each layer's own description is still checked.
         QVERIFY(r[3].error.empty());
         QVERIFY(r[3].output.empty());
         QCOMPARE(QString::fromStdString(r[4].kind), QString("Bogus"));
-        VERIFY_CONTAINS(QString::fromStdString(r[4].error), "unknown layer type \"Bogus\"");
-        VERIFY_CONTAINS(QString::fromStdString(r[5].error), "unknown setting \"colour\"");
+        VERIFY_MSG(QString::fromStdString(r[4].error), "unknown layer type \"Bogus\"");
+        VERIFY_MSG(QString::fromStdString(r[5].error), "unknown setting \"colour\"");
         QVERIFY(r[6].error.empty());
 
         // A description without layers gives no reports rather than throwing.

@@ -11,29 +11,13 @@
 #include "core/common/error.h"
 #include "core/common/parallel.h"
 #include "core/optim/grad_clip.h"
+#include "tests/common/test_support.h"
 
 using namespace mpwb;
 
-// QCOMPARE compares floats fuzzily (1e-5 relative); these checks mean the exact float.
-#define EXPECT_EXACT(actual, expected)                                                        \
-    do {                                                                                      \
-        const float a_ = (actual), e_ = (expected);                                           \
-        QVERIFY2(a_ == e_, qPrintable(QString("%1 is %2, expected %3")                        \
-                                          .arg(#actual).arg(double(a_), 0, 'g', 10)           \
-                                          .arg(double(e_), 0, 'g', 10)));                     \
-    } while (0)
 
 
 namespace {
-
-// set_thread_count with a pause: core/common/parallel.cpp's fresh workers read the job
-// generation only once they start, so a parallel_for issued right after a resize can be missed
-// by a worker and hang (reported to the lead; drop the pause once resize passes the generation
-// to the workers it creates).
-void use_threads(int n) {
-    mpwb::set_thread_count(n);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-}
 
 Parameter with_grad(std::vector<float> g) {
     Parameter p;
@@ -48,7 +32,7 @@ class TestGradClip : public QObject {
     Q_OBJECT
 
 private slots:
-    void cleanup() { use_threads(0); }
+    void cleanup() { mpwb::set_thread_count(0); }
 
     void normAndClip() {
         // sqrt(3^2 + 4^2 + 12^2) = sqrt(169) = 13 over two parameters.
@@ -99,11 +83,11 @@ private slots:
         float fp32_sum = 25.0f;
         for (int64_t i = 0; i < n; ++i) fp32_sum += big.grad[i] * big.grad[i];
         QVERIFY(expected != std::sqrt(fp32_sum));
-        use_threads(1);
+        mpwb::set_thread_count(1);
         const float one = global_grad_norm(ps);
-        use_threads(2);
+        mpwb::set_thread_count(2);
         const float two = global_grad_norm(ps);
-        use_threads(3);
+        mpwb::set_thread_count(3);
         const float three = global_grad_norm(ps);
         EXPECT_EXACT(one, expected);
         QCOMPARE(std::memcmp(&one, &two, 4), 0);

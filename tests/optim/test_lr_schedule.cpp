@@ -8,17 +8,10 @@
 
 #include "core/common/error.h"
 #include "core/optim/lr_schedule.h"
+#include "tests/common/test_support.h"
 
 using namespace mpwb;
 
-// QCOMPARE compares floats fuzzily (1e-5 relative); these checks mean the exact float.
-#define EXPECT_EXACT(actual, expected)                                                        \
-    do {                                                                                      \
-        const float a_ = (actual), e_ = (expected);                                           \
-        QVERIFY2(a_ == e_, qPrintable(QString("%1 is %2, expected %3")                        \
-                                          .arg(#actual).arg(double(a_), 0, 'g', 10)           \
-                                          .arg(double(e_), 0, 'g', 10)));                     \
-    } while (0)
 
 
 namespace {

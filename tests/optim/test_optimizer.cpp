@@ -16,29 +16,13 @@
 #include "core/common/rng.h"
 #include "core/numeric/format.h"
 #include "core/optim/optimizer.h"
+#include "tests/common/test_support.h"
 
 using namespace mpwb;
 
-// QCOMPARE compares floats fuzzily (1e-5 relative); these checks mean the exact float.
-#define EXPECT_EXACT(actual, expected)                                                        \
-    do {                                                                                      \
-        const float a_ = (actual), e_ = (expected);                                           \
-        QVERIFY2(a_ == e_, qPrintable(QString("%1 is %2, expected %3")                        \
-                                          .arg(#actual).arg(double(a_), 0, 'g', 10)           \
-                                          .arg(double(e_), 0, 'g', 10)));                     \
-    } while (0)
 
 
 namespace {
-
-// set_thread_count with a pause: core/common/parallel.cpp's fresh workers read the job
-// generation only once they start, so a parallel_for issued right after a resize can be missed
-// by a worker and hang (reported to the lead; drop the pause once resize passes the generation
-// to the workers it creates).
-void use_threads(int n) {
-    mpwb::set_thread_count(n);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-}
 
 
 Parameter make_param(std::vector<float> w, std::vector<float> g, bool decay = true) {
@@ -104,7 +88,7 @@ class TestOptimizer : public QObject {
     Q_OBJECT
 
 private slots:
-    void cleanup() { use_threads(0); }
+    void cleanup() { mpwb::set_thread_count(0); }
 
     void sgdPlain() {
         OptimizerConfig c;
@@ -348,7 +332,7 @@ private slots:
     void threadCountDoesNotChangeBits() {
         const int64_t n = (int64_t{1} << 17) + 12345;  // several chunks, ragged end
         auto run = [&](int threads, const char* kind) {
-            use_threads(threads);
+            mpwb::set_thread_count(threads);
             OptimizerConfig c;
             c.kind = kind;
             c.weight_decay = 0.01f;
@@ -375,7 +359,7 @@ private slots:
             QVERIFY(std::memcmp(one.compute.data(), three.compute.data(), size_t(n) * 4) == 0);
         }
         // Spot-check the big tensor against the double reference: the chunked path is right.
-        use_threads(2);
+        mpwb::set_thread_count(2);
         OptimizerConfig c;
         c.kind = "adam";
         auto opt = make_optimizer(c);
