@@ -305,6 +305,32 @@ protected:
     }
 };
 
+struct AdamConstants {
+    float step_size, bc2_sqrt, beta1, beta2, eps, one_minus_b1, one_minus_b2, wd, shrink;
+};
+
+// Local restrict pointers: the four arrays never overlap, and saying so lets the loop vectorise
+// instead of reloading through `u` after every store.
+template <bool Decoupled, bool L2, class Update>
+void adam_loop(const Update& u, const AdamConstants& k, int64_t begin, int64_t end) {
+    float* __restrict value = u.value;
+    const float* __restrict grad = u.grad;
+    float* __restrict first = u.a;
+    float* __restrict second = u.b;
+    for (int64_t i = begin; i < end; ++i) {
+        float w = value[i];
+        float g = grad[i];
+        if constexpr (Decoupled) w = w * k.shrink;
+        if constexpr (L2) g = g + k.wd * w;
+        const float m = k.beta1 * first[i] + k.one_minus_b1 * g;
+        const float v = k.beta2 * second[i] + k.one_minus_b2 * (g * g);
+        first[i] = m;
+        second[i] = v;
+        const float denom = std::sqrt(v) / k.bc2_sqrt + k.eps;
+        value[i] = w - k.step_size * (m / denom);
+    }
+}
+
 class Adam final : public Optimizer {
 public:
     Adam(OptimizerConfig config, bool decoupled)
@@ -331,24 +357,14 @@ protected:
         const bool l2 = wd != 0.0f && !decoupled_;
         const bool decay = wd != 0.0f && decoupled_;
         const auto shrink = static_cast<float>(1.0 - static_cast<double>(u.lr) * wd);
-        // Local restrict pointers: the four arrays never overlap, and saying so lets the loop
-        // vectorise instead of reloading through `u` after every store.
-        float* __restrict value = u.value;
-        const float* __restrict grad = u.grad;
-        float* __restrict first = u.a;
-        float* __restrict second = u.b;
-        for (int64_t i = begin; i < end; ++i) {
-            float w = value[i];
-            float g = grad[i];
-            if (decay) w = w * shrink;
-            if (l2) g = g + wd * w;
-            const float m = beta1 * first[i] + one_minus_b1 * g;
-            const float v = beta2 * second[i] + one_minus_b2 * (g * g);
-            first[i] = m;
-            second[i] = v;
-            const float denom = std::sqrt(v) / bc2_sqrt + eps;
-            value[i] = w - step_size * (m / denom);
-        }
+        const AdamConstants k{step_size, bc2_sqrt, beta1, beta2, eps, one_minus_b1, one_minus_b2, wd, shrink};
+        // One branch-free loop per weight-decay form, so each vectorises.
+        if (decay)
+            adam_loop<true, false>(u, k, begin, end);
+        else if (l2)
+            adam_loop<false, true>(u, k, begin, end);
+        else
+            adam_loop<false, false>(u, k, begin, end);
     }
 
 private:
