@@ -198,6 +198,7 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     overflow_readout_->setObjectName("overflowReadout");
     headroom_readout_ = new QLabel("–");
     headroom_readout_->setObjectName("headroomReadout");
+    headroom_readout_->setToolTip(tr("How many powers of two the largest scaled gradient sits below the format's largest value"));
     auto* readout_box = new QGroupBox(tr("Scaler state"));
     auto* rf = new QFormLayout(readout_box);
     rf->addRow(tr("Scale"), scale_readout_);
@@ -469,7 +470,7 @@ void PrecisionPanel::setReadout(float scale, int64_t skipped, int64_t overflows,
     skipped_readout_->setText(QString::number(skipped));
     overflow_readout_->setText(QString::number(overflows));
     headroom_readout_->setText(std::isfinite(headroom_log2)
-                                   ? tr("%1 powers of two below the format's max").arg(double(headroom_log2), 0, 'f', 1)
+                                   ? tr("2^%1 below max").arg(double(headroom_log2), 0, 'f', 1)
                                    : tr("n/a"));
 }
 
