@@ -10,6 +10,8 @@
 #include "core/optim/lr_schedule.h"
 #include "tests/common/test_support.h"
 
+using mpwb::test::error_text;
+
 using namespace mpwb;
 
 
@@ -17,15 +19,6 @@ using namespace mpwb;
 namespace {
 bool close(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::fabs(b) + 1e-12; }
 
-template <class F>
-QString thrown_message(F&& f) {
-    try {
-        f();
-    } catch (const ConfigError& e) {
-        return QString::fromStdString(e.what());
-    }
-    return QStringLiteral("<no ConfigError>");
-}
 }  // namespace
 
 class TestLrSchedule : public QObject {
@@ -112,7 +105,7 @@ private slots:
         auto msg = [](auto mutate, float base = 0.1f) {
             ScheduleConfig c;
             mutate(c);
-            return thrown_message([&] { LrSchedule s(c, base); });
+            return error_text<ConfigError>([&] { LrSchedule s(c, base); });
         };
         QString m = msg([](ScheduleConfig& c) { c.kind = "exponential"; });
         QVERIFY2(m.contains("exponential") && m.contains("constant, step, cosine"), qPrintable(m));
@@ -152,7 +145,7 @@ private slots:
         EXPECT_EXACT(partial.gamma, 0.1f);
 
         auto msg = [](const char* text) {
-            return thrown_message([&] { (void)nlohmann::json::parse(text).get<ScheduleConfig>(); });
+            return error_text<ConfigError>([&] { (void)nlohmann::json::parse(text).get<ScheduleConfig>(); });
         };
         QString m = msg(R"({"kind": "step", "milestones": [1, 2]})");
         QVERIFY2(m.contains("'milestones'"), qPrintable(m));
@@ -164,7 +157,7 @@ private slots:
         // can be built from it until it is filled in.
         const auto whole_run = nlohmann::json::parse(R"({"kind": "cosine"})").get<ScheduleConfig>();
         QCOMPARE(whole_run.total_steps, int64_t{0});
-        m = thrown_message([&] { LrSchedule s(whole_run, 0.1f); });
+        m = error_text<ConfigError>([&] { LrSchedule s(whole_run, 0.1f); });
         QVERIFY2(m.contains("total_steps"), qPrintable(m));
         m = msg(R"({"gamma": null})");
         QVERIFY2(m.contains("gamma"), qPrintable(m));

@@ -18,6 +18,8 @@
 #include "core/optim/optimizer.h"
 #include "tests/common/test_support.h"
 
+using mpwb::test::error_text;
+
 using namespace mpwb;
 
 
@@ -49,16 +51,6 @@ uint32_t bits(float x) {
 // |actual - expected| within rel * |expected| (plus a tiny absolute floor for zeros).
 bool close(double actual, double expected, double rel = 2e-6) {
     return std::fabs(actual - expected) <= rel * std::fabs(expected) + 1e-12;
-}
-
-template <class F>
-QString thrown_message(F&& f) {
-    try {
-        f();
-    } catch (const ConfigError& e) {
-        return QString::fromStdString(e.what());
-    }
-    return QStringLiteral("<no ConfigError>");
 }
 
 // Adam/AdamW reference in double, written from the paper's formulas and PyTorch's docs.
@@ -455,7 +447,7 @@ private slots:
         EXPECT_EXACT(p.value[0], 0.125f);
         OptimizerConfig other = c;
         other.kind = "adam";
-        QVERIFY(thrown_message([&] { opt->set_config(other); }).contains("kind"));
+        QVERIFY(error_text<ConfigError>([&] { opt->set_config(other); }).contains("kind"));
     }
 
     void stepErrors() {
@@ -463,8 +455,8 @@ private slots:
         Parameter p = make_param({1.0f, 2.0f}, {1.0f, 1.0f});
         p.name = "3.weight";
         Parameter* ps[] = {&p};
-        QVERIFY(thrown_message([&] { opt->step(ps, -0.1f); }).contains("learning rate"));
-        QVERIFY(thrown_message([&] { opt->step(ps, NAN); }).contains("learning rate"));
+        QVERIFY(error_text<ConfigError>([&] { opt->step(ps, -0.1f); }).contains("learning rate"));
+        QVERIFY(error_text<ConfigError>([&] { opt->step(ps, NAN); }).contains("learning rate"));
         EXPECT_EXACT(p.value[0], 1.0f);
 
         Parameter bad = make_param({1.0f, 2.0f}, {1.0f});
@@ -496,8 +488,8 @@ private slots:
         auto msg = [](auto mutate) {
             OptimizerConfig c;
             mutate(c);
-            const QString a = thrown_message([&] { c.validate(); });
-            const QString b = thrown_message([&] { make_optimizer(c); });
+            const QString a = error_text<ConfigError>([&] { c.validate(); });
+            const QString b = error_text<ConfigError>([&] { make_optimizer(c); });
             return a == b ? a : a + " | " + b;
         };
         QString m = msg([](OptimizerConfig& c) { c.kind = "adagrad"; });
@@ -549,7 +541,7 @@ private slots:
         EXPECT_EXACT(partial.beta2, 0.999f);
 
         auto msg = [](const char* text) {
-            return thrown_message([&] { (void)nlohmann::json::parse(text).get<OptimizerConfig>(); });
+            return error_text<ConfigError>([&] { (void)nlohmann::json::parse(text).get<OptimizerConfig>(); });
         };
         QString m = msg(R"({"kind": "sgd", "lr": 0.1})");
         QVERIFY2(m.contains("'lr'"), qPrintable(m));
