@@ -209,6 +209,9 @@ void Network::build(const Shape& input) {
         for (size_t p = 0; p < layers_[i]->parameters().size(); ++p) parameter_layer_.push_back(i);
     }
     output_shape_ = shape;
+    // Input gradients are only needed down to the lowest layer with parameters (the Linear
+    // after a Flatten skips its 784-wide input gradient, a third of an MLP's backward work).
+    lowest_trained_ = parameter_layer_.empty() ? layers_.size() : parameter_layer_.front();
     activations_.assign(layers_.size() + 1, Tensor());
     gradients_.assign(layers_.size() + 1, Tensor());
     built_ = true;
@@ -280,13 +283,8 @@ void Network::backward(LayerContext& ctx, const Tensor& output_grad, const Preci
     top = output_grad;
     if (probe) probe->observe(n - 1, GradientKind::Activation, {}, top.data(), top.numel());
     ctx.backend.round(policy.activations, top.data(), top.data(), top.numel());
-    // Input gradients are only needed down to the lowest layer with parameters (the Linear
-    // after a Flatten skips its 784-wide input gradient, a third of an MLP's backward work).
-    size_t lowest_trained = n;
-    for (size_t i = 0; i < n && lowest_trained == n; ++i)
-        if (!layers_[i]->parameters().empty()) lowest_trained = i;
     for (size_t i = n; i-- > 0;) {
-        Tensor* dx = i > lowest_trained ? &gradients_[i] : nullptr;
+        Tensor* dx = i > lowest_trained_ ? &gradients_[i] : nullptr;
         Layer& layer = *layers_[i];
         layer.backward(ctx, activations_[i], activations_[i + 1], gradients_[i + 1], dx);
         const Format grad_format = layer.runs_in_reduced_precision() ? policy.weight_grads

@@ -77,6 +77,7 @@ private:
     std::string loss_ = "cross_entropy";
     std::vector<std::unique_ptr<Layer>> layers_;
     std::vector<size_t> parameter_layer_;  // layer index of each parameter, in parameters() order
+    size_t lowest_trained_ = 0;            // no input gradient is needed below this layer
     Shape input_shape_, output_shape_;
     bool built_ = false;
     std::vector<Tensor> activations_;  // activations_[i] is layer i's input; the last is the output
