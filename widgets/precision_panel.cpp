@@ -2,6 +2,8 @@
 // live-request buttons, the readout and the event table.
 #include "widgets/precision_panel.h"
 
+#include "widgets/live_label.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -20,6 +22,7 @@
 #include <cmath>
 
 #include "core/common/error.h"
+#include "widgets/live_label.h"
 
 namespace mpwb {
 
@@ -199,6 +202,10 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     headroom_readout_ = new QLabel("–");
     headroom_readout_->setObjectName("headroomReadout");
     headroom_readout_->setToolTip(tr("How many powers of two the largest scaled gradient sits below the format's largest value"));
+    fix_label_size(scale_readout_, {scale_text(std::ldexp(1.0, -126)), scale_text(1.9999e38)});
+    fix_label_size(skipped_readout_, {QStringLiteral("9999999999")});
+    fix_label_size(overflow_readout_, {QStringLiteral("9999999999")});
+    fix_label_size(headroom_readout_, {tr("2^%1 below max").arg(-999.9, 0, 'f', 1), tr("n/a")});
     auto* readout_box = new QGroupBox(tr("Scaler state"));
     auto* rf = new QFormLayout(readout_box);
     rf->addRow(tr("Scale"), scale_readout_);

@@ -8,15 +8,21 @@
 #include <QTemporaryDir>
 #include <QTimer>
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <thread>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "app/gui/main_window.h"
 #include "app/gui/plot_board.h"
 #include "app/gui/startup_clock.h"
+#include "app/gui/workbench_application.h"
 #include "core/backend/backend.h"
 #include "core/common/parallel.h"
 #include "core/train/dataset_source.h"
@@ -52,8 +58,19 @@ Figures headless_run(const nlohmann::json& network, const TrainConfig& config, c
     return {samples / s.wall_seconds, s.samples_per_second, s.wall_seconds, s.steps};
 }
 
-// Runs the event loop until the controller is idle, timing a 5 ms timer's worst gap.
-double run_until_idle(TrainingController* controller, double* mean_gap_ms) {
+// CPU time of the calling thread (the GUI thread), for its share of a core during training.
+double gui_thread_cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_THREAD, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+// Runs the event loop until the controller is idle, timing a 5 ms timer's worst gap and the
+// slowest event deliveries (which tell a long handler from a thread that was not scheduled).
+double run_until_idle(TrainingController* controller, double* mean_gap_ms, nlohmann::json* slowest_events) {
+    auto* app = dynamic_cast<WorkbenchApplication*>(QCoreApplication::instance());
+    if (app) app->startTiming(5);
     QElapsedTimer clock;
     clock.start();
     qint64 last = clock.nsecsElapsed(), worst = 0, sum = 0, count = 0;
@@ -65,7 +82,8 @@ double run_until_idle(TrainingController* controller, double* mean_gap_ms) {
         if (now - last > worst) {
             worst = now - last;
             if (std::getenv("MPWB_BENCH_DEBUG"))
-                std::fprintf(stderr, "gap %.1f ms ending at %.3f s\n", worst * 1e-6, now * 1e-9);
+                std::fprintf(stderr, "gap %.1f ms ending at %.3f s (monotonic %.6f)\n", worst * 1e-6, now * 1e-9,
+                             std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
         }
         sum += now - last;
         ++count;
@@ -78,6 +96,16 @@ double run_until_idle(TrainingController* controller, double* mean_gap_ms) {
     });
     if (controller->busy()) loop.exec();
     probe.stop();
+    if (app) {
+        *slowest_events = nlohmann::json::array();
+        for (const auto& e : app->slowest()) slowest_events->push_back({{"ms", e.ms}, {"event", e.what.toStdString()}});
+        if (std::getenv("MPWB_BENCH_DEBUG")) {
+            int shown = 0;
+            for (const auto& e : app->totals())
+                if (shown++ < 12) std::fprintf(stderr, "total %8.1f ms %5d x  %s\n", e.ms, e.count, qPrintable(e.what));
+        }
+        app->stopTiming();
+    }
     *mean_gap_ms = count ? static_cast<double>(sum) / static_cast<double>(count) * 1e-6 : 0;
     return static_cast<double>(worst) * 1e-6;
 }
@@ -112,16 +140,7 @@ int run_gui_benchmark(const GuiBenchmarkOptions& options) {
     config = window.currentConfig();
     const nlohmann::json network = window.networkEditor()->networkJson();
 
-    // Headless first (and the dataset's first load, so the file cache is warm for both sides).
-    Figures headless;
-    for (int i = 0; i < std::max(1, options.repeats); ++i) {
-        const Figures f = headless_run(network, config, db);
-        if (f.wall_sps > headless.wall_sps) headless = f;
-    }
-
-    // The same run in the window with live plots.
-    Figures gui;
-    std::map<int, RunSummary> ends;  // by slot
+    std::map<int, RunSummary> ends;  // by slot, of the window's last launch
     auto collect = QObject::connect(window.controller(), &TrainingController::updates, [&](const std::vector<RunUpdate>& us) {
         for (const auto& u : us)
             if (u.end) ends[u.slot] = *u.end;
@@ -139,35 +158,75 @@ int run_gui_benchmark(const GuiBenchmarkOptions& options) {
             ++replots;
         });
     }
+
+    // Rounds of headless then GUI, back to back, so a slow patch of a shared machine hits both
+    // sides alike; the medians are compared. The first headless run also warms the file cache.
+    headless_run(network, config, db);
+    const int rounds = std::max(1, options.repeats);
+    std::vector<double> headless_sps, gui_sps;
+    nlohmann::json round_list = nlohmann::json::array();
+    double stall_ms = 0, mean_gap = 0;
+    nlohmann::json slowest_events;
     const double update_before = window.updateSeconds();
-    window.startTraining();
-    double mean_gap = 0;
-    const double stall_ms = run_until_idle(window.controller(), &mean_gap);
-    if (!ends.empty()) {
-        const auto& s = ends.begin()->second;
-        gui.steps = s.steps;
-        gui.wall_seconds = s.wall_seconds;
-        gui.wall_sps = static_cast<double>(s.steps) * static_cast<double>(config.batch_size) / s.wall_seconds;
-        gui.train_sps = s.samples_per_second;
+    const double replot_before = replot_seconds;
+    const int replots_before = replots;
+    Figures headless, gui;
+    double gui_cpu = 0, gui_wall = 0;
+    for (int round = 0; round < rounds; ++round) {
+        const Figures h = headless_run(network, config, db);
+        ends.clear();
+        const double cpu_before = gui_thread_cpu_seconds();
+        window.startTraining();
+        double gap = 0;
+        nlohmann::json events;
+        const double stall = run_until_idle(window.controller(), &gap, &events);
+        gui_cpu += gui_thread_cpu_seconds() - cpu_before;
+        Figures g;
+        if (!ends.empty()) {
+            const auto& e = ends.begin()->second;
+            g.steps = e.steps;
+            g.wall_seconds = e.wall_seconds;
+            g.wall_sps = static_cast<double>(e.steps) * static_cast<double>(config.batch_size) / e.wall_seconds;
+            g.train_sps = e.samples_per_second;
+        }
+        headless_sps.push_back(h.wall_sps);
+        gui_sps.push_back(g.wall_sps);
+        round_list.push_back({{"headless_samples_per_s", h.wall_sps}, {"gui_samples_per_s", g.wall_sps},
+                              {"ratio", h.wall_sps > 0 ? g.wall_sps / h.wall_sps : 0}, {"worst_event_loop_gap_ms", stall}});
+        if (stall >= stall_ms) {
+            stall_ms = stall;
+            slowest_events = events;
+        }
+        mean_gap += gap / rounds;
+        headless = h;
+        gui = g;
+        gui_wall += g.wall_seconds;
     }
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        const size_t n = v.size();
+        return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    };
+    const double headless_median = median(headless_sps), gui_median = median(gui_sps);
     const int plotted = window.plots()->lossPlot()->pointCount(0, SeriesPlot::Curve::Train);
 
     nlohmann::json out;
     out["preset"] = options.preset.toStdString();
     out["steps"] = headless.steps;
     out["batch"] = config.batch_size;
-    out["threads"] = thread_count();
+    out["threads_headless"] = config.threads == 0 ? static_cast<int>(std::thread::hardware_concurrency()) : config.threads;
     out["device"] = make_cpu_backend()->device_name();
     out["startup_to_first_expose_s"] = startup;
     out["window_show_call_s"] = shown_at;
-    out["headless"] = {{"wall_samples_per_s", headless.wall_sps}, {"train_samples_per_s", headless.train_sps},
-                       {"wall_s", headless.wall_seconds}};
-    out["gui"] = {{"wall_samples_per_s", gui.wall_sps}, {"train_samples_per_s", gui.train_sps},
-                  {"wall_s", gui.wall_seconds}, {"plotted_points", plotted},
-                  {"worst_event_loop_gap_ms", stall_ms}, {"mean_event_loop_gap_ms", mean_gap},
+    out["rounds"] = round_list;
+    out["headless"] = {{"median_samples_per_s", headless_median}, {"wall_s_last", headless.wall_seconds}};
+    out["gui"] = {{"median_samples_per_s", gui_median}, {"wall_s_last", gui.wall_seconds}, {"plotted_points", plotted},
+                  {"worst_event_loop_gap_ms", stall_ms},
+                  {"gui_thread_cpu_share", gui_wall > 0 ? gui_cpu / gui_wall : 0}, {"mean_event_loop_gap_ms", mean_gap},
+                  {"slowest_events_of_worst_round", slowest_events},
                   {"gui_thread_update_s", window.updateSeconds() - update_before},
-                  {"gui_thread_replot_s", replot_seconds}, {"replots", replots}};
-    out["gui_vs_headless"] = headless.wall_sps > 0 ? gui.wall_sps / headless.wall_sps : 0;
+                  {"gui_thread_replot_s", replot_seconds - replot_before}, {"replots", replots - replots_before}};
+    out["gui_vs_headless"] = headless_median > 0 ? gui_median / headless_median : 0;
 
     if (options.comparison) {
         TrainConfig mixed = config;
@@ -178,10 +237,12 @@ int run_gui_benchmark(const GuiBenchmarkOptions& options) {
         both.start();
         window.startComparison();
         double cmp_mean = 0;
-        const double cmp_stall = run_until_idle(window.controller(), &cmp_mean);
+        nlohmann::json cmp_events;
+        const double cmp_stall = run_until_idle(window.controller(), &cmp_mean, &cmp_events);
         nlohmann::json cmp;
         cmp["wall_s_both"] = static_cast<double>(both.elapsed()) * 1e-3;
         cmp["worst_event_loop_gap_ms"] = cmp_stall;
+        cmp["slowest_events"] = cmp_events;
         cmp["handovers"] = window.controller()->gate_handovers();
         auto side = [&](int slot, const Figures& ref) {
             nlohmann::json j;

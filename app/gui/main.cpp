@@ -17,6 +17,7 @@
 #include "app/gui/main_window.h"
 #include "app/gui/plot_board.h"
 #include "app/gui/startup_clock.h"
+#include "app/gui/workbench_application.h"
 #include "app/report/report.h"
 #include "core/backend/cpu/blas_kernel.h"
 #include "sessions/run_store.h"
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
         if (a == "--help" || a == "-h" || a == "--version" || a == "-v" || a == "--benchmark")
             setenv("QT_QPA_PLATFORM", "offscreen", 1);
     }
-    QApplication app(argc, argv);
+    mpwb::WorkbenchApplication app(argc, argv);
     set_identity();
     // The installed theme icon when there is one; else the compiled-in copy (PNG: it needs no
     // SVG plugin).
@@ -74,7 +75,8 @@ int main(int argc, char** argv) {
     QCommandLineOption fresh({QStringLiteral("default-layout")}, QStringLiteral("Ignore the saved window layout"));
     QCommandLineOption bench({QStringLiteral("benchmark")}, QStringLiteral("Measure throughput with live plots vs headless, event-loop stalls and startup; print JSON"));
     QCommandLineOption bench_steps({QStringLiteral("benchmark-steps")}, QStringLiteral("Step limit of the benchmark runs"), QStringLiteral("n"));
-    for (const auto* o : {&db, &preset, &start, &epochs, &tab, &open, &quit_after, &quit_done, &fresh, &bench, &bench_steps}) cli.addOption(*o);
+    QCommandLineOption bench_rounds({QStringLiteral("benchmark-rounds")}, QStringLiteral("Rounds of headless then GUI runs (default 3; medians are compared)"), QStringLiteral("n"));
+    for (const auto* o : {&db, &preset, &start, &epochs, &tab, &open, &quit_after, &quit_done, &fresh, &bench, &bench_steps, &bench_rounds}) cli.addOption(*o);
     cli.process(app);
 
     if (cli.isSet(bench)) {
@@ -82,6 +84,7 @@ int main(int argc, char** argv) {
         if (cli.isSet(preset)) bo.preset = cli.value(preset);
         if (cli.isSet(epochs)) bo.epochs = cli.value(epochs).toLongLong();
         if (cli.isSet(bench_steps)) bo.max_steps = cli.value(bench_steps).toLongLong();
+        if (cli.isSet(bench_rounds)) bo.repeats = cli.value(bench_rounds).toInt();
         if (cli.isSet(db)) bo.db_path = cli.value(db);
         try {
             return mpwb::run_gui_benchmark(bo);

@@ -30,12 +30,14 @@
 
 #include "app/gui/plot_board.h"
 #include "app/report/report.h"
+#include "widgets/live_label.h"
 #include "core/backend/backend.h"
 #include "core/common/error.h"
 #include "core/train/dataset_source.h"
 #include "resources/presets.h"
 #include "sessions/run_store.h"
 #include "widgets/dataset_panel.h"
+#include "widgets/live_label.h"
 #include "widgets/network_editor.h"
 #include "widgets/precision_panel.h"
 #include "widgets/run_browser.h"
@@ -251,13 +253,15 @@ void MainWindow::buildStatusBar() {
     state_label_->setObjectName(QStringLiteral("stateLabel"));
     state_label_->setMinimumWidth(90);
     progress_ = new QProgressBar;
-    progress_->setRange(0, 1000);
+    // Whole percent: QProgressBar repaints (synchronously) on every visible change, so finer
+    // steps would cost a status-bar repaint on each GUI tick.
+    progress_->setRange(0, 100);
     progress_->setValue(0);
     progress_->setMaximumWidth(220);
     progress_->setTextVisible(true);
     progress_->setFormat(QStringLiteral("%p%"));
     eta_label_ = new QLabel(tr("ETA –"));
-    eta_label_->setMinimumWidth(110);
+    fix_label_size(eta_label_, {eta_text(99 * 3600 + 59 * 60), eta_text(59 * 60 + 59), tr("done")});
     statusBar()->addPermanentWidget(device_label_);
     statusBar()->addPermanentWidget(backend_label_);
     statusBar()->addPermanentWidget(state_label_);
@@ -414,8 +418,12 @@ void MainWindow::onStateChanged(TrainingController::State state) {
 }
 
 void MainWindow::onProgress(double fraction, double eta_seconds) {
-    progress_->setValue(static_cast<int>(std::lround(fraction * 1000)));
-    if (controller_->busy()) eta_label_->setText(eta_text(eta_seconds));
+    progress_->setValue(static_cast<int>(std::floor(fraction * 100)));
+    // The ETA moves in seconds; twice a second is enough to read it.
+    if (controller_->busy() && (!eta_clock_.isValid() || eta_clock_.elapsed() >= 500)) {
+        eta_label_->setText(eta_text(eta_seconds));
+        eta_clock_.start();
+    }
 }
 
 void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {

@@ -5,6 +5,7 @@
 // touches the engine itself. The dock layout is saved and restored with QSettings.
 #pragma once
 #include <QList>
+#include <QElapsedTimer>
 #include <QMainWindow>
 #include <QString>
 #include <QStringList>
@@ -125,6 +126,7 @@ private:
     QLabel* backend_label_ = nullptr;
     QLabel* state_label_ = nullptr;
     QProgressBar* progress_ = nullptr;
+    QElapsedTimer eta_clock_;  // since the ETA label last changed
     QLabel* eta_label_ = nullptr;
 
     TrainConfig base_config_;  // the preset's settings the panels do not show

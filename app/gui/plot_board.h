@@ -5,14 +5,15 @@
 // same gradient over the steps) and "Decision boundary" (2-D sets, one plot per live run).
 // Data comes in batches (one call per GUI drain tick); each plot gets one queued replot per batch.
 #pragma once
+#include <QElapsedTimer>
 #include <QString>
 #include <QVector>
 #include <QWidget>
 
 #include <cstdint>
 #include <map>
-#include <tuple>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "core/data/dataset.h"
@@ -121,7 +122,16 @@ private:
     int heatmap_columns_ = 0;
     // Points waiting for their plot's turn: (plot, run key, curve) -> (steps, values).
     std::map<std::tuple<SeriesPlot*, int, int>, std::pair<QVector<double>, QVector<double>>> pending_;
-    unsigned tick_ = 0;  // columns of the selected series already in the heatmap
+    // The curve plots' drawing budget: each redraws when its last replot's cost, spread over
+    // the time since, fits its share of the GUI thread (kCurveDrawShare in the .cpp).
+    struct DrawClock {
+        double cost_ms = 1.0;      // moving average of this plot's replot time
+        qint64 started_ns = 0;     // beforeReplot of the replot in progress
+        qint64 next_ns = 0;        // earliest time of its next redraw
+    };
+    std::map<const SeriesPlot*, DrawClock> draw_clock_;
+    QElapsedTimer board_clock_;
+    void watchDrawCost(SeriesPlot* plot);
 
     QTabWidget* tabs_ = nullptr;
     SeriesPlot* loss_ = nullptr;

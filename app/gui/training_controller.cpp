@@ -10,6 +10,7 @@
 
 #include "core/backend/backend.h"
 #include "core/common/error.h"
+#include "core/common/parallel.h"
 #include "core/nn/layer.h"
 #include "core/nn/network.h"
 #include "core/train/dataset_source.h"
@@ -253,6 +254,10 @@ void TrainingWorker::run() {
         std::lock_guard lock(shared_->mu);
         shared_->slot(slot_).errors.push_back(what);
     };
+    // Training uses every core it is given, like mpwb-cli, but at a lower priority than the GUI
+    // thread: when the event loop wakes to draw, it gets a core at once, and the pool hands
+    // the preempted thread's chunks to the others (parallel.h).
+    set_compute_priority(shared_->options.training_nice);
     try {
         auto data = shared_->dataset(config_.dataset);
         {
@@ -400,14 +405,6 @@ bool TrainingController::launch(const nlohmann::json& network, const std::vector
         return false;
     }
     for (const auto& c : configs) c.validate();  // ConfigError to the caller before any thread starts
-    // "All cores" in the workbench leaves one to the GUI thread: a compute thread that the
-    // plots preempt stalls every step's parallel GEMM at its barrier (on 2 cores this cost 20%
-    // of the samples/s), while one thread fewer costs little (3% for fashion-mlp on 2 cores).
-    // The run records the count it really used.
-    std::vector<TrainConfig> resolved = configs;
-    const int cores = static_cast<int>(std::thread::hardware_concurrency());
-    for (auto& c : resolved)
-        if (c.threads == 0 && cores >= 2) c.threads = cores - 1;
     auto previous = shared_;
     shared_ = std::make_shared<Shared>();
     shared_->options = options_;
@@ -438,7 +435,7 @@ bool TrainingController::launch(const nlohmann::json& network, const std::vector
     for (size_t i = 0; i < configs.size(); ++i) {
         auto* thread = new QThread();
         thread->setObjectName(QStringLiteral("training-%1").arg(i));
-        auto* worker = new TrainingWorker(static_cast<int>(i), network, resolved[i], names[i], shared_);
+        auto* worker = new TrainingWorker(static_cast<int>(i), network, configs[i], names[i], shared_);
         worker->moveToThread(thread);
         connect(worker, &TrainingWorker::done, this, &TrainingController::worker_done, Qt::QueuedConnection);
         threads_.push_back(thread);

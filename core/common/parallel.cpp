@@ -1,4 +1,7 @@
-// A fixed pool of worker threads fed one job at a time; the caller works on chunk 0 itself.
+// A fixed pool of worker threads fed one job at a time. A job is cut into chunks that the
+// caller and the workers claim one by one, so a thread the OS preempts (the GUI thread drawing,
+// another process) delays only the chunk it holds: the others take the rest instead of waiting
+// for its share at the end.
 #include "core/common/parallel.h"
 
 #include <algorithm>
@@ -8,8 +11,31 @@
 #include <thread>
 #include <vector>
 
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace mpwb {
 namespace {
+
+// Sets the niceness of the calling thread only (Linux: priority of a thread id).
+void apply_nice(int nice) {
+#ifdef __linux__
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice);
+#else
+    (void)nice;
+#endif
+}
+
+int current_nice() {
+#ifdef __linux__
+    return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+#else
+    return 0;
+#endif
+}
 
 class ThreadPool {
 public:
@@ -34,48 +60,83 @@ public:
         quit_ = false;
         // The generation is read here, under the lock: a worker that read it itself could miss
         // a job posted before it first ran, and the caller would wait for it for ever.
-        for (int i = 1; i < threads; ++i)
-            workers_.emplace_back([this, i, start = generation_] { worker_loop(i, start); });
+        for (int i = 1; i < threads; ++i) workers_.emplace_back([this, start = generation_] { worker_loop(start); });
     }
 
-    void run(int64_t n, const std::function<void(int64_t, int64_t)>& body) {
-        const int chunks = size();
+    void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
         std::unique_lock call_lock(call_mutex_);  // one parallel region at a time
+        // A few chunks per thread, so there is something left to take over from a slow one;
+        // never smaller than the grain.
+        const int64_t by_grain = std::max<int64_t>(1, n / std::max<int64_t>(1, grain));
+        const int64_t chunks = std::min<int64_t>(by_grain, int64_t{4} * size());
+        if (chunks == 1) {
+            body(0, n);
+            return;
+        }
+        uint64_t job;
         {
             std::lock_guard lock(mutex_);
-            body_ = &body;
-            n_ = n;
-            chunks_ = chunks;
-            pending_ = chunks - 1;
-            ++generation_;
+            job = ++generation_;
+            body_.store(&body, std::memory_order_relaxed);
+            n_.store(n, std::memory_order_relaxed);
+            chunks_.store(chunks, std::memory_order_relaxed);
+            completed_.store(0, std::memory_order_relaxed);
+            ticket_.store(job << 32, std::memory_order_release);
         }
         wake_.notify_all();
-        run_chunk(0);
-        std::unique_lock lock(mutex_);
-        done_.wait(lock, [this] { return pending_ == 0; });
-        body_ = nullptr;
+        work(job);
+        // The workers still hold chunks: spin a little (they are short), then sleep.
+        for (int spin = 0; spin < 500 && completed_.load(std::memory_order_acquire) < chunks; ++spin)
+            std::this_thread::yield();
+        if (completed_.load(std::memory_order_acquire) < chunks) {
+            std::unique_lock lock(mutex_);
+            done_.wait(lock, [&] { return completed_.load(std::memory_order_acquire) >= chunks; });
+        }
     }
+
+    void set_nice(int nice) { nice_.store(nice); }
 
 private:
-    void run_chunk(int index) {
-        const int64_t begin = n_ * index / chunks_;
-        const int64_t end = n_ * (index + 1) / chunks_;
-        if (begin < end) (*body_)(begin, end);
+    // Claims and runs chunks of `job` until none are left. The ticket holds the job (high 32
+    // bits) and the next chunk (low 32): a worker that wakes after its job ended, or during the
+    // next one, cannot claim a chunk of a job it did not read.
+    void work(uint64_t job) {
+        const uint64_t tag = job & 0xffffffffu;
+        uint64_t t = ticket_.load(std::memory_order_acquire);
+        for (;;) {
+            if ((t >> 32) != tag) return;
+            const int64_t index = static_cast<int64_t>(t & 0xffffffffu);
+            const int64_t chunks = chunks_.load(std::memory_order_relaxed);
+            if (index >= chunks) return;
+            if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+            // The claim succeeded on this job's ticket, so the job is not complete and its body
+            // and size are still the ones published with it.
+            const int64_t n = n_.load(std::memory_order_relaxed);
+            const int64_t begin = n * index / chunks, end = n * (index + 1) / chunks;
+            if (begin < end) (*body_.load(std::memory_order_relaxed))(begin, end);
+            if (completed_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+                std::lock_guard lock(mutex_);  // the caller checks under the lock before sleeping
+                done_.notify_one();
+            }
+            t = ticket_.load(std::memory_order_acquire);
+        }
     }
 
-    void worker_loop(int index, uint64_t seen) {
+    void worker_loop(uint64_t seen) {
+        int applied_nice = current_nice();
         for (;;) {
+            uint64_t job;
             {
                 std::unique_lock lock(mutex_);
                 wake_.wait(lock, [&] { return generation_ != seen; });
-                seen = generation_;
+                seen = job = generation_;
                 if (quit_) return;
             }
-            run_chunk(index);
-            {
-                std::lock_guard lock(mutex_);
-                if (--pending_ == 0) done_.notify_one();
+            if (const int want = nice_.load(); want != applied_nice) {
+                apply_nice(want);
+                applied_nice = want;
             }
+            work(job);
         }
     }
 
@@ -83,12 +144,12 @@ private:
     std::mutex call_mutex_;
     std::mutex mutex_;
     std::condition_variable wake_, done_;
-    uint64_t generation_ = 0;
+    uint64_t generation_ = 0;  // guarded by mutex_
     bool quit_ = false;
-    const std::function<void(int64_t, int64_t)>* body_ = nullptr;
-    int64_t n_ = 0;
-    int chunks_ = 1;
-    int pending_ = 0;
+    std::atomic<uint64_t> ticket_{0};
+    std::atomic<const std::function<void(int64_t, int64_t)>*> body_{nullptr};
+    std::atomic<int64_t> n_{0}, chunks_{1}, completed_{0};
+    std::atomic<int> nice_{0};
 };
 
 ThreadPool& pool() {
@@ -111,13 +172,18 @@ int thread_count() {
     return g_threads;
 }
 
+void set_compute_priority(int nice) {
+    apply_nice(nice);
+    pool().set_nice(nice);
+}
+
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
     if (n <= 0) return;
     if (n < grain || thread_count() == 1) {
         body(0, n);
         return;
     }
-    pool().run(n, body);
+    pool().run(n, grain, body);
 }
 
 }  // namespace mpwb

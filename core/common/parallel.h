@@ -1,17 +1,25 @@
-// parallel_for over index ranges on a small persistent thread pool. Elementwise work in the CPU
-// backend uses it; BLAS has its own threads. Work is split into contiguous chunks so every run
-// splits the same way and float results do not depend on scheduling.
+// parallel_for over index ranges on a small persistent thread pool. The CPU backend's loops and
+// its blocked GEMM use it (OpenBLAS itself runs single-threaded). Threads claim contiguous
+// chunks one at a time; every body writes each output from exactly one index, so float results
+// do not depend on how the range was cut or on which thread ran what.
 #pragma once
 #include <cstdint>
 #include <functional>
 
 namespace mpwb {
 
-// Threads used for elementwise work (and handed to OpenBLAS). 0 picks the core count.
+// Threads used for parallel_for. 0 picks the core count.
 void set_thread_count(int threads);
 int thread_count();
 
-// Calls body(begin, end) on disjoint chunks covering [0, n). Runs inline when n < grain.
+// Lowers the scheduling priority (Linux niceness, 0..19) of the calling thread and of the
+// pool's workers from their next job on. The workbench trains at a lower priority than its GUI
+// thread, so the event loop gets a core the moment it wakes. Raising it back may need
+// privileges and then silently stays lowered.
+void set_compute_priority(int nice);
+
+// Calls body(begin, end) on disjoint chunks covering [0, n). Runs inline when n < grain or with
+// one thread; otherwise no chunk is smaller than grain (except the range itself).
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
 }  // namespace mpwb
