@@ -32,6 +32,22 @@ PlotWidget::PlotWidget(QWidget* parent) : QCustomPlot(parent) {
     yAxis->grid()->setSubGridVisible(false);
 }
 
+void PlotWidget::requestReplot() {
+    if (window()->isVisible() && !isVisible()) {
+        replot_deferred_ = true;
+        return;
+    }
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+void PlotWidget::showEvent(QShowEvent* event) {
+    QCustomPlot::showEvent(event);
+    if (replot_deferred_) {
+        replot_deferred_ = false;
+        replot(QCustomPlot::rpQueuedReplot);
+    }
+}
+
 void PlotWidget::setExportSize(int width, int height) {
     export_size_ = QSize(std::max(50, width), std::max(50, height));
 }

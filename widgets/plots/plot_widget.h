@@ -18,8 +18,10 @@ public:
     // override it with their own columns.
     virtual QString csv() const;
 
-    // One queued replot, however often this is called before the event loop runs.
-    void requestReplot() { replot(QCustomPlot::rpQueuedReplot); }
+    // One queued replot, however often this is called before the event loop runs. A plot on a
+    // hidden tab of a shown window waits until it is shown: QCustomPlot renders hidden plots
+    // in full, and the GUI thread's time is for what the user sees.
+    void requestReplot();
 
     // Size used for PNG/PDF export when the widget has never been shown (e.g. headless reports).
     void setExportSize(int width, int height);
@@ -31,9 +33,11 @@ signals:
 
 protected:
     void contextMenuEvent(QContextMenuEvent* event) override;
+    void showEvent(QShowEvent* event) override;
 
 private:
     void exportInteractive(const QString& suffix);
+    bool replot_deferred_ = false;
     QSize export_size_{900, 520};
 };
 
