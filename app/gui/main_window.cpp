@@ -253,8 +253,6 @@ void MainWindow::buildStatusBar() {
     state_label_->setObjectName(QStringLiteral("stateLabel"));
     state_label_->setMinimumWidth(90);
     progress_ = new QProgressBar;
-    // Whole percent: QProgressBar repaints (synchronously) on every visible change, so finer
-    // steps would cost a status-bar repaint on each GUI tick.
     progress_->setRange(0, 100);
     progress_->setValue(0);
     progress_->setMaximumWidth(220);
@@ -418,12 +416,13 @@ void MainWindow::onStateChanged(TrainingController::State state) {
 }
 
 void MainWindow::onProgress(double fraction, double eta_seconds) {
+    // QProgressBar repaints synchronously (window flush included) on every visible change:
+    // four times a second is enough to watch, and leaves the GUI thread to the plots.
+    const bool finished = fraction >= 1.0;
+    if (!finished && progress_clock_.isValid() && progress_clock_.elapsed() < 250) return;
+    progress_clock_.start();
     progress_->setValue(static_cast<int>(std::floor(fraction * 100)));
-    // The ETA moves in seconds; twice a second is enough to read it.
-    if (controller_->busy() && (!eta_clock_.isValid() || eta_clock_.elapsed() >= 500)) {
-        eta_label_->setText(eta_text(eta_seconds));
-        eta_clock_.start();
-    }
+    if (controller_->busy()) eta_label_->setText(eta_text(eta_seconds));
 }
 
 void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {

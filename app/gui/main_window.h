@@ -126,7 +126,7 @@ private:
     QLabel* backend_label_ = nullptr;
     QLabel* state_label_ = nullptr;
     QProgressBar* progress_ = nullptr;
-    QElapsedTimer eta_clock_;  // since the ETA label last changed
+    QElapsedTimer progress_clock_;  // since the progress bar and ETA last changed
     QLabel* eta_label_ = nullptr;
 
     TrainConfig base_config_;  // the preset's settings the panels do not show

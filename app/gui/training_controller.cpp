@@ -10,7 +10,6 @@
 
 #include "core/backend/backend.h"
 #include "core/common/error.h"
-#include "core/common/parallel.h"
 #include "core/nn/layer.h"
 #include "core/nn/network.h"
 #include "core/train/dataset_source.h"
@@ -254,10 +253,6 @@ void TrainingWorker::run() {
         std::lock_guard lock(shared_->mu);
         shared_->slot(slot_).errors.push_back(what);
     };
-    // Training uses every core it is given, like mpwb-cli, but at a lower priority than the GUI
-    // thread: when the event loop wakes to draw, it gets a core at once, and the pool hands
-    // the preempted thread's chunks to the others (parallel.h).
-    set_compute_priority(shared_->options.training_nice);
     try {
         auto data = shared_->dataset(config_.dataset);
         {
@@ -362,6 +357,7 @@ TrainingController::TrainingController(Options options, QObject* parent)
     : QObject(parent), options_(std::move(options)) {
     if (options_.db_path.empty()) options_.db_path = default_database_path();
     qRegisterMetaType<mpwb::RunUpdate>();
+    drain_timer_.setObjectName(QStringLiteral("drainTimer"));
     drain_timer_.setInterval(std::max(1, 1000 / std::max(1, options_.drain_hz)));
     connect(&drain_timer_, &QTimer::timeout, this, &TrainingController::drain);
 }

@@ -105,7 +105,6 @@ public:
         int boundary_resolution = 80;   // grid cells per side
         int drain_hz = 30;
         bool record = true;             // record runs into the store
-        int training_nice = 5;          // niceness of the training threads (the GUI thread has 0)
     };
 
     // What the GUI thread and the workers share (defined in the .cpp).

@@ -57,7 +57,7 @@ bool WorkbenchApplication::notify(QObject* receiver, QEvent* event) {
     }
     --depth_;
     const double ms = static_cast<double>(clock.nsecsElapsed()) * 1e-6;
-    const QString kind = QStringLiteral("%1 %2").arg(QString::fromLatin1(cls), QString::fromLatin1(QMetaEnum::fromType<QEvent::Type>().valueToKey(type)));
+    const QString kind = QStringLiteral("%1 '%2' %3").arg(QString::fromLatin1(cls), name, QString::fromLatin1(QMetaEnum::fromType<QEvent::Type>().valueToKey(type)));
     totals_[kind] += ms;
     ++counts_[kind];
     const bool keep = slowest_.size() < keep_ || ms > slowest_.back().ms;

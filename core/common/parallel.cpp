@@ -11,31 +11,9 @@
 #include <thread>
 #include <vector>
 
-#ifdef __linux__
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 namespace mpwb {
 namespace {
-
-// Sets the niceness of the calling thread only (Linux: priority of a thread id).
-void apply_nice(int nice) {
-#ifdef __linux__
-    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice);
-#else
-    (void)nice;
-#endif
-}
-
-int current_nice() {
-#ifdef __linux__
-    return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
-#else
-    return 0;
-#endif
-}
 
 class ThreadPool {
 public:
@@ -94,8 +72,6 @@ public:
         }
     }
 
-    void set_nice(int nice) { nice_.store(nice); }
-
 private:
     // Claims and runs chunks of `job` until none are left. The ticket holds the job (high 32
     // bits) and the next chunk (low 32): a worker that wakes after its job ended, or during the
@@ -123,7 +99,6 @@ private:
     }
 
     void worker_loop(uint64_t seen) {
-        int applied_nice = current_nice();
         for (;;) {
             uint64_t job;
             {
@@ -131,10 +106,6 @@ private:
                 wake_.wait(lock, [&] { return generation_ != seen; });
                 seen = job = generation_;
                 if (quit_) return;
-            }
-            if (const int want = nice_.load(); want != applied_nice) {
-                apply_nice(want);
-                applied_nice = want;
             }
             work(job);
         }
@@ -149,7 +120,6 @@ private:
     std::atomic<uint64_t> ticket_{0};
     std::atomic<const std::function<void(int64_t, int64_t)>*> body_{nullptr};
     std::atomic<int64_t> n_{0}, chunks_{1}, completed_{0};
-    std::atomic<int> nice_{0};
 };
 
 ThreadPool& pool() {
@@ -170,11 +140,6 @@ void set_thread_count(int threads) {
 int thread_count() {
     if (g_threads == 0) set_thread_count(0);
     return g_threads;
-}
-
-void set_compute_priority(int nice) {
-    apply_nice(nice);
-    pool().set_nice(nice);
 }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {

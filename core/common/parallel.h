@@ -12,12 +12,6 @@ namespace mpwb {
 void set_thread_count(int threads);
 int thread_count();
 
-// Lowers the scheduling priority (Linux niceness, 0..19) of the calling thread and of the
-// pool's workers from their next job on. The workbench trains at a lower priority than its GUI
-// thread, so the event loop gets a core the moment it wakes. Raising it back may need
-// privileges and then silently stays lowered.
-void set_compute_priority(int nice);
-
 // Calls body(begin, end) on disjoint chunks covering [0, n). Runs inline when n < grain or with
 // one thread; otherwise no chunk is smaller than grain (except the range itself).
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);

@@ -1,20 +1,14 @@
 // Tests of parallel_for: coverage of the range, chunk sizes, a preempted thread's chunks taken
-// over by the others, many back-to-back jobs, and the lowered priority of compute threads.
+// over by the others, and many back-to-back jobs.
 #include <QtTest>
 
 #include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <vector>
 
-#ifdef __linux__
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 #include "core/common/parallel.h"
 
@@ -97,30 +91,6 @@ private slots:
             QCOMPARE(count.load(), int64_t{1000});
         }
     }
-
-#ifdef __linux__
-    // Last: it lowers the priority of the pool for the rest of the process.
-    void computePriorityReachesTheWorkers() {
-        set_thread_count(2);
-        auto nice_of_this_thread = [] { return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid))); };
-        int caller_nice = -100;
-        std::set<int> seen;
-        std::mutex mu;
-        std::thread t([&] {
-            set_compute_priority(7);
-            caller_nice = nice_of_this_thread();
-            for (int job = 0; job < 50; ++job)
-                parallel_for(16, 1, [&](int64_t, int64_t) {
-                    std::this_thread::sleep_for(std::chrono::microseconds(200));
-                    std::lock_guard lock(mu);
-                    seen.insert(nice_of_this_thread());
-                });
-        });
-        t.join();
-        QCOMPARE(caller_nice, 7);
-        QVERIFY2(seen == std::set<int>{7}, "every chunk ran at niceness 7");
-    }
-#endif
 };
 
 QTEST_GUILESS_MAIN(TestParallel)
