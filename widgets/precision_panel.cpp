@@ -481,7 +481,8 @@ void PrecisionPanel::setReadout(float scale, int64_t skipped, int64_t overflows,
                                    : tr("n/a"));
 }
 
-void PrecisionPanel::addEvent(int64_t step, const QString& kind, const QString& source, const QString& detail) {
+void PrecisionPanel::addEvent(int64_t step, const QString& kind, const QString& source, const QString& text,
+                              const QString& json) {
     const int row = events_->rowCount();
     events_->insertRow(row);
     auto* s = new QTableWidgetItem;
@@ -489,8 +490,8 @@ void PrecisionPanel::addEvent(int64_t step, const QString& kind, const QString& 
     events_->setItem(row, 0, s);
     events_->setItem(row, 1, new QTableWidgetItem(kind));
     events_->setItem(row, 2, new QTableWidgetItem(source));
-    auto* d = new QTableWidgetItem(detail);
-    d->setToolTip(detail);
+    auto* d = new QTableWidgetItem(text);
+    d->setToolTip(json.isEmpty() ? text : json);
     events_->setItem(row, 3, d);
     events_->scrollToBottom();
 }

@@ -60,7 +60,9 @@ public:
 
     // Readout of the live scaler state.
     void setReadout(float scale, int64_t skipped, int64_t overflows, float headroom_log2);
-    void addEvent(int64_t step, const QString& kind, const QString& source, const QString& detail);
+    // text: the readable line (event_text); json: the recorded detail, shown as its tooltip.
+    void addEvent(int64_t step, const QString& kind, const QString& source, const QString& text,
+                  const QString& json = {});
     void clearEvents();
     int eventCount() const;
 

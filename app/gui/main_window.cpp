@@ -34,6 +34,7 @@
 #include "core/backend/backend.h"
 #include "core/common/error.h"
 #include "core/train/dataset_source.h"
+#include "core/train/event_text.h"
 #include "resources/presets.h"
 #include "sessions/run_store.h"
 #include "widgets/dataset_panel.h"
@@ -452,10 +453,11 @@ void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
         }
         if (!u.events.empty()) events_->setUpdatesEnabled(false);  // one repaint per batch
         for (const auto& e : u.events) {
-            const QString detail = QString::fromStdString(e.detail.dump());
-            addEventRow(label, e.step, QString::fromStdString(e.kind), QString::fromStdString(e.source), detail);
+            const QString text = QString::fromStdString(event_text(e.kind, e.detail));
+            const QString json = QString::fromStdString(e.detail.dump());
+            addEventRow(label, e.step, QString::fromStdString(e.kind), QString::fromStdString(e.source), text, json);
             if (readout_run)
-                precision_->addEvent(e.step, QString::fromStdString(e.kind), QString::fromStdString(e.source), detail);
+                precision_->addEvent(e.step, QString::fromStdString(e.kind), QString::fromStdString(e.source), text, json);
         }
         if (!u.events.empty()) {
             events_->setUpdatesEnabled(true);
@@ -474,7 +476,7 @@ void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
         for (const auto& err : u.errors) {
             const QString text = tr("%1: %2").arg(label, QString::fromStdString(err));
             addEventRow(label, u.steps.empty() ? 0 : u.steps.back().step, tr("error"), tr("workbench"),
-                        QString::fromStdString(err));
+                        QString::fromStdString(err), {});
             showError(tr("Run failed"), text + tr("\n\nWhat the run recorded so far stays in the plots and in the database."));
         }
     }
@@ -483,12 +485,13 @@ void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
 }
 
 void MainWindow::addEventRow(const QString& run, int64_t step, const QString& kind, const QString& source,
-                             const QString& detail) {
+                             const QString& text, const QString& json) {
     if (events_->rowCount() >= kMaxEventRows) events_->removeRow(0);
     const int row = events_->rowCount();
     events_->insertRow(row);
-    const QString cells[] = {run, QString::number(step), kind, source, detail};
+    const QString cells[] = {run, QString::number(step), kind, source, text};
     for (int c = 0; c < 5; ++c) events_->setItem(row, c, new QTableWidgetItem(cells[c]));
+    events_->item(row, 4)->setToolTip(json.isEmpty() ? text : json);  // the numbers as recorded
 }
 
 void MainWindow::showError(const QString& title, const QString& text) {
@@ -521,8 +524,19 @@ bool MainWindow::openStoredRuns(const QList<qint64>& ids) {
             board_->addStoredRun(store, id);
             const Run run = store.get_run(id);
             const QString label = QStringLiteral("#%1 %2").arg(id).arg(QString::fromStdString(run.name));
-            for (const auto& e : store.events(id))
-                addEventRow(label, e.step, QString::fromStdString(e.kind), QString(), QString::fromStdString(e.json));
+            for (const auto& e : store.events(id)) {
+                // The stored row is the event's detail with its source added (RunRecorder).
+                nlohmann::json detail = nlohmann::json::parse(e.json, nullptr, false);
+                std::string source;
+                if (detail.is_object() && detail.contains("source") && detail["source"].is_string()) {
+                    source = detail["source"].get<std::string>();
+                    detail.erase("source");
+                }
+                const QString text = detail.is_discarded() ? QString::fromStdString(e.json)
+                                                           : QString::fromStdString(event_text(e.kind, detail));
+                addEventRow(label, e.step, QString::fromStdString(e.kind), QString::fromStdString(source), text,
+                            QString::fromStdString(e.json));
+            }
         }
         events_->scrollToBottom();
         board_->replot();

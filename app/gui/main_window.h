@@ -102,8 +102,9 @@ private:
     void onProgress(double fraction, double eta_seconds);
     void onDatasetChanged();
     void onReportRequested(const QList<qint64>& ids);
+    // A row of the event list: text is the readable line, json (the tooltip) the recorded detail.
     void addEventRow(const QString& run, int64_t step, const QString& kind, const QString& source,
-                     const QString& detail);
+                     const QString& text, const QString& json);
     void showError(const QString& title, const QString& text);
     void beginLive(const std::vector<std::pair<QString, QString>>& runs);
     void saveLayout();

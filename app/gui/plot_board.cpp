@@ -16,6 +16,7 @@
 #include <set>
 
 #include "app/gui/training_controller.h"
+#include "core/precision/precision_policy.h"
 #include "sessions/run_store.h"
 #include "widgets/plots/decision_boundary_plot.h"
 #include "widgets/plots/heatmap_plot.h"
@@ -36,6 +37,16 @@ Format reference_format_for(const QString& precision) {
 }
 
 namespace {
+// FP32 and TF32 runs have no loss scale: a flat line at 2^0 in the scale plot would only crowd
+// its legend.
+bool shows_loss_scale(const QString& precision) {
+    try {
+        return PrecisionPolicy::make(parse_precision(precision.toStdString())).reduced();
+    } catch (const std::exception&) {
+        return true;  // unknown: show what was recorded
+    }
+}
+
 // While training, the four curve plots together may spend this share of the GUI thread's time
 // replotting (each a quarter of it), and no plot redraws more often than kCurveMaxHz. On the
 // 2-core development VM a curve replot costs ~1.5 ms, so each plot redraws ~10 times a second;
@@ -272,7 +283,7 @@ void PlotBoard::appendSteps(int run, const std::vector<StepMetrics>& steps) {
     queue(loss_, r.key, SeriesPlot::Curve::Train, s, loss);
     queue(accuracy_, r.key, SeriesPlot::Curve::Train, s, acc);
     queue(throughput_, r.key, SeriesPlot::Curve::Train, s, sps);
-    queue(scale_, r.key, SeriesPlot::Curve::Scale, s, scale);
+    if (shows_loss_scale(r.precision)) queue(scale_, r.key, SeriesPlot::Curve::Scale, s, scale);
     if (!over_s.isEmpty()) queue(scale_, r.key, SeriesPlot::Curve::Overflow, over_s, over_v);
     if (!skip_s.isEmpty()) queue(scale_, r.key, SeriesPlot::Curve::Skip, skip_s, skip_v);
     dirty_series_ = true;
@@ -573,7 +584,7 @@ int PlotBoard::addStoredRun(RunStore& store, int64_t id, int max_points) {
     };
     for (const auto& t : targets) {
         const int64_t n = count(t.key);
-        if (n <= 0) continue;
+        if (n <= 0 || (t.plot == scale_ && !shows_loss_scale(r.precision))) continue;
         read_series(store, id, t.key, n, max_points, &s, &v);
         t.plot->setPoints(r.key, t.curve, s, v);
     }

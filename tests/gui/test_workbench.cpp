@@ -124,6 +124,7 @@ private slots:
         // Both curves keep growing while the two runs take turns.
         QTRY_VERIFY_WITH_TIMEOUT(points(loss, 0) > a0 + 50 && points(loss, 1) > b0 + 50, 20000);
         QTRY_VERIFY_WITH_TIMEOUT(points(w_->plots()->scalePlot(), 1, SeriesPlot::Curve::Scale) > 0, 5000);
+        QCOMPARE(points(w_->plots()->scalePlot(), 0, SeriesPlot::Curve::Scale), 0);  // FP32 has no loss scale
         QVERIFY(points(w_->plots()->accuracyPlot(), 0) > 0);
         QVERIFY(points(w_->plots()->throughputPlot(), 1) > 0);
         QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->statsCount(1) > 0, 10000);  // gradient statistics every 25 steps

@@ -74,6 +74,7 @@ void TestPlots::appendedBatchesAreExactlyTheGraphData() {
     SeriesPlot plot(SeriesPlot::Kind::Loss);
     const int a = plot.addRun(QStringLiteral("fp32"), QStringLiteral("fp32"));
     const int b = plot.addRun(QStringLiteral("fp16-mixed"), QStringLiteral("fp16-mixed"));
+    QVERIFY2(!plot.legend->visible(), "no legend box before any curve has data");
     QVector<double> all_steps, all_values;
     for (int batch = 0; batch < 3; ++batch) {
         QVector<double> steps = range_vec(batch * 100 + 1, 100);
@@ -83,6 +84,7 @@ void TestPlots::appendedBatchesAreExactlyTheGraphData() {
         all_steps += steps;
         all_values += values;
     }
+    QVERIFY(plot.legend->visible());
     plot.appendPoints(a, SeriesPlot::Curve::Test, {100, 200, 300}, {0.9, 0.5, 0.4});
     plot.appendPoints(b, SeriesPlot::Curve::Train, {1, 2}, {3.0, 2.5});
     plot.replot();

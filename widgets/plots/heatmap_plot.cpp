@@ -170,12 +170,12 @@ void HeatmapPlot::updateRanges() {
         const double half = (dstep_ > 0 ? dstep_ : 1) / 2.0;
         xAxis->setRange(columns_.front().step - half, columns_.back().step + half);
     }
-    int lo = exp_lo_, hi = exp_hi_;
-    for (Format f : boundary_formats_) {
-        const FormatInfo& fi = format_info(f);
-        lo = std::min(lo, fi.min_exponent - 2);
-        hi = std::max(hi, fi.max_exponent + 3);
-    }
+    // The data and FP16's whole range (the narrowest format that mixed precision stores in)
+    // stay in view. A wider format's limits (BF16 and FP32 reach 2^-133 and 2^128) would
+    // squeeze the data into a thin band; their lines show when the data comes near them.
+    const FormatInfo& fp16 = format_info(Format::FP16);
+    const int lo = std::min(exp_lo_, fp16.min_exponent - 2);
+    const int hi = std::max(exp_hi_, fp16.max_exponent + 3);
     yAxis->setRange(lo, hi);
     // Colour range: down to the rarest cell present (at most 1e-9).
     double vmin = 0;

@@ -69,7 +69,7 @@ const char* curve_name(SeriesPlot::Curve c) {
 SeriesPlot::SeriesPlot(Kind kind, QWidget* parent) : PlotWidget(parent), kind_(kind) {
     setupAxes();
     setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-    legend->setVisible(true);
+    legend->setVisible(false);  // until a curve has data (updateLegend)
     axisRect()->insetLayout()->setInsetAlignment(
         0, kind_ == Kind::Accuracy ? (Qt::AlignRight | Qt::AlignBottom) : (Qt::AlignRight | Qt::AlignTop));
     // Panning or zooming means the user wants to look at something: stop following the data
@@ -269,6 +269,7 @@ void SeriesPlot::updateLegend() {
                 g->removeFromLegend();
         }
     }
+    legend->setVisible(legend->itemCount() > 0);  // no empty box over a plot without data
 }
 
 double SeriesPlot::scaleAt(const RunData& r, double step) const {

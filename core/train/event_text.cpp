@@ -1,0 +1,123 @@
+// event_text: a sentence per event kind; unknown kinds and extra fields fall back to key=value.
+#include "core/train/event_text.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include "core/precision/scaler_event.h"
+
+namespace mpwb {
+namespace {
+
+std::string number(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+
+std::string value_text(const nlohmann::json& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number()) return number(v.get<double>());
+    if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+    if (v.is_object() && v.contains("from") && v.contains("to"))
+        return value_text(v["from"]) + " → " + value_text(v["to"]);
+    return v.dump();
+}
+
+double get(const nlohmann::json& d, const char* key, double fallback = std::nan("")) {
+    const auto it = d.find(key);
+    return it != d.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+std::string text(const nlohmann::json& d, const char* key) {
+    const auto it = d.find(key);
+    return it != d.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool flag(const nlohmann::json& d, const char* key) {
+    const auto it = d.find(key);
+    return it != d.end() && it->is_boolean() && it->get<bool>();
+}
+
+std::string in_layer(const nlohmann::json& d) {
+    const std::string layer = text(d, "layer");
+    return layer.empty() ? std::string() : ", overflow in " + layer;
+}
+
+std::string note(const nlohmann::json& d) {
+    const std::string n = text(d, "note");
+    return n.empty() ? std::string() : " (" + n + ")";
+}
+
+}  // namespace
+
+std::string scale_text(double scale) {
+    if (scale > 0 && std::isfinite(scale)) {
+        int e = 0;
+        const double m = std::frexp(scale, &e);
+        if (m == 0.5) return "2^" + std::to_string(e - 1);
+    }
+    return number(scale);
+}
+
+std::string event_text(const std::string& kind, const nlohmann::json& detail) {
+    namespace k = scaler_event_kind;
+    const nlohmann::json& d = detail.is_object() ? detail : nlohmann::json::object();
+    if (kind == k::backoff)
+        return "scale " + scale_text(get(d, "from")) + " → " + scale_text(get(d, "to")) +
+               (flag(d, "clamped_at_min") ? " (clamped at min_scale)" : "") + in_layer(d);
+    if (kind == k::growth)
+        return "scale " + scale_text(get(d, "from")) + " → " + scale_text(get(d, "to")) +
+               (flag(d, "clamped_at_max") ? " (clamped at max_scale)" : "");
+    if (kind == k::overflow_skip) {
+        std::string s = "step skipped at scale " + scale_text(get(d, "scale_used")) + in_layer(d) + "; next scale " +
+                        scale_text(get(d, "next_scale"));
+        if (get(d, "retries", 0) > 0) s += " after " + number(get(d, "retries")) + " retries";
+        if (flag(d, "at_min")) s += " (scale at its minimum)";
+        return s;
+    }
+    if (kind == k::retry)
+        return "retry " + number(get(d, "retry")) + " of " + number(get(d, "max_retries")) + ": overflow at scale " +
+               scale_text(get(d, "scale_used")) + in_layer(d) + ", again at " + scale_text(get(d, "next_scale"));
+    if (kind == k::hysteresis_consumed)
+        return "overflow tolerated at scale " + scale_text(get(d, "scale")) + " (hysteresis: " +
+               number(get(d, "overflows_still_tolerated")) + " more before a backoff)" + in_layer(d);
+    if (kind == k::scale_at_min) return "scale at its minimum " + scale_text(get(d, "scale")) + note(d);
+    if (kind == k::scale_at_max) return "scale at its maximum " + scale_text(get(d, "scale")) + note(d);
+    if (kind == k::user_set_scale)
+        return "scale set to " + scale_text(get(d, "requested")) + ": " + scale_text(get(d, "scale_before")) + " → " +
+               scale_text(get(d, "scale_after")) + note(d);
+    if (kind == k::config_changed) {
+        std::string s = "scaler settings:";
+        bool first = true;
+        if (const auto it = d.find("changes"); it != d.end() && it->is_object())
+            for (const auto& [key, change] : it->items()) {
+                s += (first ? " " : "; ") + key + " " + value_text(change);
+                first = false;
+            }
+        if (first) s += " unchanged";
+        const double before = get(d, "scale_before"), after = get(d, "scale_after");
+        if (before != after) s += "; scale " + scale_text(before) + " → " + scale_text(after);
+        return s;
+    }
+    if (kind == "lr_changed") return "learning rate " + number(get(d, "from")) + " → " + number(get(d, "to"));
+    if (kind == "failed") return text(d, "error");
+    if (kind == "summary") {
+        char acc[32];
+        std::snprintf(acc, sizeof acc, "%.2f %%", 100 * get(d, "test_accuracy", 0));
+        std::string s = text(d, "status") + " after " + number(get(d, "steps", 0)) + " steps, test accuracy " + acc +
+                        ", " + number(std::round(get(d, "samples_per_second", 0))) + " samples/s";
+        if (get(d, "skipped_steps", 0) > 0) s += ", " + number(get(d, "skipped_steps")) + " skipped";
+        if (!text(d, "error").empty()) s += ": " + text(d, "error");
+        return s;
+    }
+    // Anything else: its fields as key=value (an empty detail reads as nothing).
+    std::string s;
+    for (const auto& [key, v] : d.items()) s += (s.empty() ? "" : ", ") + key + "=" + value_text(v);
+    return s;
+}
+
+}  // namespace mpwb
