@@ -222,6 +222,8 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     events_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::ResizeToContents);
     events_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     events_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    events_->setWordWrap(false);  // one line per event, cut with "…"; the tooltip has it all
+    events_->setTextElideMode(Qt::ElideRight);
     events_->setMinimumHeight(120);
 
     auto* left = new QVBoxLayout;

@@ -47,6 +47,7 @@ public:
 
 QString duration_text(double seconds) {
     if (!(seconds >= 0)) return {};
+    if (seconds < 10) return QStringLiteral("%1 s").arg(seconds, 0, 'f', 1);  // short runs are common
     const qint64 s = qint64(std::llround(seconds));
     if (s < 60) return QStringLiteral("%1 s").arg(s);
     if (s < 3600) return QStringLiteral("%1 min %2 s").arg(s / 60).arg(s % 60);
@@ -121,6 +122,8 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table_->setSortingEnabled(true);
     table_->setAlternatingRowColors(true);
+    table_->setWordWrap(false);  // one line per run; long tag lists end in "…" (full in the tooltip)
+    table_->setTextElideMode(Qt::ElideRight);
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     // Name gets a usable fixed start width (a stretched column collapses when the others fill
     // the view); Tags takes what is left.
@@ -364,7 +367,9 @@ void RunBrowser::fillRow(int row, const Run& r) {
     table_->setItem(row, ColDuration, new NumberItem(duration_text(duration), duration));
     QStringList tags;
     for (const auto& [k, v] : r.tags) tags << (v.empty() ? QString::fromStdString(k) : QString::fromStdString(k + "=" + v));
-    table_->setItem(row, ColTags, new QTableWidgetItem(tags.join(", ")));
+    auto* tag_item = new QTableWidgetItem(tags.join(", "));
+    tag_item->setToolTip(tags.join(QLatin1Char('\n')));
+    table_->setItem(row, ColTags, tag_item);
 }
 
 int RunBrowser::rowCount() const { return table_->rowCount(); }
