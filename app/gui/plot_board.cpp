@@ -53,6 +53,9 @@ bool shows_loss_scale(const QString& precision) {
 // where a replot costs 0.3 ms they follow every 30 Hz tick.
 constexpr double kCurveDrawShare = 0.06 / 4;
 constexpr double kCurveMaxHz = 30;
+// Queued replots run back to back in one pass of the event loop: when every plot is due at
+// once (a run starts, the tab comes back), two take their points now and the rest next tick.
+constexpr size_t kCurvePlotsPerTick = 2;
 
 QString stat_key(const QString& layer, const QString& kind) { return layer + QLatin1Char('\n') + kind; }
 
@@ -423,7 +426,8 @@ void PlotBoard::replot() {
         for (auto& [key, batch] : pending_) {
             if (batch.first.isEmpty()) continue;
             SeriesPlot* plot = std::get<0>(key);
-            if (curves_hidden || now < draw_clock_[plot].next_ns) {
+            const bool tick_full = drawn.size() >= kCurvePlotsPerTick && !drawn.count(plot);
+            if (curves_hidden || tick_full || now < draw_clock_[plot].next_ns) {
                 pending = true;
                 continue;
             }
