@@ -60,7 +60,9 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
                            "fp16-pure: no FP32 master copy (the failure the mixed-precision paper shows)."));
     device_ = new QComboBox;
     device_->setObjectName("deviceCombo");
-    device_->addItem(tr("cpu (reduced formats emulated)"), "cpu");
+    device_->addItem(tr("CPU (emulated)"), "cpu");
+    device_->setToolTip(tr("On the CPU, FP16, BF16 and TF32 are emulated bit for bit: operands and results are "
+                           "rounded where a GPU would round them, products are summed in FP32."));
     wgrad_ = new QComboBox;
     wgrad_->setObjectName("wgradCombo");
     wgrad_->addItem(tr("policy default"), QString());
