@@ -310,9 +310,11 @@ void TrainingWorker::run() {
         std::lock_guard lock(shared_->mu);
         shared_->slot(slot_).finished = true;
     }
-    // The thread ends here, without waiting for the GUI thread (which may be waiting for it).
+    // The thread ends itself here, without a round trip through the GUI thread (which may be
+    // waiting for it). A "done" signal queued to the controller used to quit the thread by
+    // slot; delivered late, after a new launch, it quit the *next* run's thread before that
+    // thread ran, and the window waited for ever (seen in mpwb --benchmark).
     QThread::currentThread()->quit();
-    emit done(slot_);
 }
 
 void TrainingWorker::pause() {
@@ -433,7 +435,6 @@ bool TrainingController::launch(const nlohmann::json& network, const std::vector
         thread->setObjectName(QStringLiteral("training-%1").arg(i));
         auto* worker = new TrainingWorker(static_cast<int>(i), network, configs[i], names[i], shared_);
         worker->moveToThread(thread);
-        connect(worker, &TrainingWorker::done, this, &TrainingController::worker_done, Qt::QueuedConnection);
         threads_.push_back(thread);
         workers_.push_back(worker);
     }
@@ -445,11 +446,6 @@ bool TrainingController::launch(const nlohmann::json& network, const std::vector
     }
     drain_timer_.start();
     return true;
-}
-
-void TrainingController::worker_done(int slot) {
-    if (slot < 0 || slot >= static_cast<int>(threads_.size())) return;
-    threads_[static_cast<size_t>(slot)]->quit();
 }
 
 void TrainingController::pause() {

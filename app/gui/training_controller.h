@@ -155,7 +155,6 @@ private:
     bool launch(const nlohmann::json& network, const std::vector<TrainConfig>& configs,
                 const std::vector<std::string>& names, bool comparison);
     void set_state(State state);
-    void worker_done(int slot);
     void release_threads();
 
     Options options_;
@@ -187,9 +186,6 @@ public:
 
 public slots:
     void run();
-
-signals:
-    void done(int slot);
 
 private:
     int slot_;

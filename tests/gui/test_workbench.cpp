@@ -276,6 +276,28 @@ private slots:
         QVERIFY2(QString::fromStdString(errors.front()).contains("missing.csv"), errors.front().c_str());
     }
 
+    // Runs started one after the other while the event loop does not run in between (as
+    // mpwb --benchmark does) must each run to the end: a late "run done" message of an earlier
+    // run once quit the next run's thread before it had started, and the window waited for ever.
+    // A stress check of the path, not a reproduction: the race also needed the new thread to be
+    // slower to start than the GUI thread to reach its event loop, which a test cannot force.
+    void backToBackRunsAllFinish() {
+        auto* c = w_->controller();
+        QTRY_VERIFY_WITH_TIMEOUT(!c->busy(), 20000);
+        TrainConfig cfg = w_->currentConfig();
+        cfg.max_steps = 3;
+        const auto net = w_->networkEditor()->networkJson();
+        for (int round = 0; round < 8; ++round) {
+            for (int i = 0; i < 5; ++i) {
+                QVERIFY(c->start(net, cfg, "back to back"));
+                c->wait();  // ends the run without the event loop
+                QVERIFY(!c->busy());
+            }
+            QVERIFY(c->start(net, cfg, "after the others"));
+            QTRY_VERIFY_WITH_TIMEOUT(!c->busy(), 20000);
+        }
+    }
+
     void layoutIsSavedAndRestored() {
         MainWindow::Options o;
         o.db_path = db_;

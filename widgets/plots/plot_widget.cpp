@@ -17,6 +17,11 @@ PlotWidget::PlotWidget(QWidget* parent) : QCustomPlot(parent) {
     // a dense series never triggers a (slow) selection test over a million points.
     setContextMenuPolicy(Qt::DefaultContextMenu);
     setNoAntialiasingOnDrag(true);
+    // One paint buffer instead of two: the "overlay" layer (selection rectangles, which these
+    // plots do not use) is buffered separately by default, and every buffer costs a clear and a
+    // blit per replot. Large fills in Qt's raster engine go through its thread pool, and each
+    // such hand-off waits for a core while training holds them all.
+    if (QCPLayer* overlay = layer(QStringLiteral("overlay"))) overlay->setMode(QCPLayer::lmLogical);
     setPlottingHint(QCP::phCacheLabels, true);
     setPlottingHint(QCP::phFastPolylines, true);
     QFont f = font();
