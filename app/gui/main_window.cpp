@@ -408,8 +408,10 @@ void MainWindow::onStateChanged(TrainingController::State state) {
     QString text = tr(names[static_cast<int>(state)]);
     if (controller_->comparing() && state != TrainingController::State::Idle) text += tr(" (comparison)");
     state_label_->setText(text);
+    // Points still waiting for their plot's drawing turn are drawn when the run pauses or ends.
+    if (state == TrainingController::State::Paused) board_->flushAll();
     if (state == TrainingController::State::Idle) {
-        board_->flushAll();  // the last batch, whichever plots' turn it was
+        board_->flushAll();
         browser_->refresh();
         eta_label_->setText(tr("done"));
     }
