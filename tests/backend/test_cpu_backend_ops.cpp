@@ -675,6 +675,20 @@ private slots:
         s = x;
         s[3] = std::nanf("");
         QVERIFY(!be_->scale_and_check_finite(0.0f, s.data(), n));
+        // A factor of 1 (no loss scale) only checks: values untouched, every kind found anywhere.
+        s = x;
+        QVERIFY(be_->scale_and_check_finite(1.0f, s.data(), n));
+        QVERIFY(s == x);
+        s[n - 1] = std::numeric_limits<float>::max();  // the largest finite value is finite
+        QVERIFY(be_->scale_and_check_finite(1.0f, s.data(), n));
+        for (float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                          std::nanf(""), -std::nanf("")})
+            for (int64_t pos : {int64_t{0}, n / 3, n - 1}) {
+                s = x;
+                s[pos] = bad;
+                QVERIFY2(!be_->scale_and_check_finite(1.0f, s.data(), n),
+                         qPrintable(QString("missed %1 at %2 with factor 1").arg(bad).arg(pos)));
+            }
     }
 
     void sumSquares() {
