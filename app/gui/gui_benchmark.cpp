@@ -11,7 +11,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -82,8 +81,7 @@ double run_until_idle(TrainingController* controller, double* mean_gap_ms, nlohm
         if (now - last > worst) {
             worst = now - last;
             if (std::getenv("MPWB_BENCH_DEBUG"))
-                std::fprintf(stderr, "gap %.1f ms ending at %.3f s (monotonic %.6f)\n", worst * 1e-6, now * 1e-9,
-                             std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
+                std::fprintf(stderr, "gap %.1f ms ending at %.3f s\n", worst * 1e-6, now * 1e-9);
         }
         sum += now - last;
         ++count;
@@ -160,7 +158,7 @@ int run_gui_benchmark(const GuiBenchmarkOptions& options) {
     }
 
     // Rounds of headless then GUI, back to back, so a slow patch of a shared machine hits both
-    // sides alike; the medians are compared. The first headless run also warms the file cache.
+    // sides alike. A first, uncounted headless run warms the file cache.
     headless_run(network, config, db);
     const int rounds = std::max(1, options.repeats);
     std::vector<double> headless_sps, gui_sps;

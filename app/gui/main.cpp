@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
     QCommandLineOption fresh({QStringLiteral("default-layout")}, QStringLiteral("Ignore the saved window layout"));
     QCommandLineOption bench({QStringLiteral("benchmark")}, QStringLiteral("Measure throughput with live plots vs headless, event-loop stalls and startup; print JSON"));
     QCommandLineOption bench_steps({QStringLiteral("benchmark-steps")}, QStringLiteral("Step limit of the benchmark runs"), QStringLiteral("n"));
-    QCommandLineOption bench_rounds({QStringLiteral("benchmark-rounds")}, QStringLiteral("Rounds of headless then GUI runs (default 3; medians are compared)"), QStringLiteral("n"));
+    QCommandLineOption bench_rounds({QStringLiteral("benchmark-rounds")}, QStringLiteral("Rounds of headless then GUI runs (default 3; the paired ratios are compared)"), QStringLiteral("n"));
     for (const auto* o : {&db, &preset, &start, &epochs, &tab, &open, &quit_after, &quit_done, &fresh, &bench, &bench_steps, &bench_rounds}) cli.addOption(*o);
     cli.process(app);
 

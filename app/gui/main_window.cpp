@@ -30,7 +30,6 @@
 
 #include "app/gui/plot_board.h"
 #include "app/report/report.h"
-#include "widgets/live_label.h"
 #include "core/backend/backend.h"
 #include "core/common/error.h"
 #include "core/train/dataset_source.h"

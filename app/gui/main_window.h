@@ -4,8 +4,8 @@
 // run state, progress and ETA. The window only wires widgets to the TrainingController: it never
 // touches the engine itself. The dock layout is saved and restored with QSettings.
 #pragma once
-#include <QList>
 #include <QElapsedTimer>
+#include <QList>
 #include <QMainWindow>
 #include <QString>
 #include <QStringList>

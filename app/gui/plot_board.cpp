@@ -418,8 +418,7 @@ void PlotBoard::replot() {
     if (dirty_series_) {
         // A curve plot takes its new points when its budget allows (watchDrawCost): on a fast
         // machine every tick, on a slow one less often, so drawing never takes cores from
-        // training. Plots on a hidden tab wait for it to be shown.
-        const bool curves_hidden = isVisible() && !loss_->isVisible();  // another tab is on top
+        // training. On a hidden tab the plots defer their replots themselves (PlotWidget).
         const qint64 now = board_clock_.nsecsElapsed();
         std::set<SeriesPlot*> drawn;
         bool pending = false;
@@ -427,7 +426,7 @@ void PlotBoard::replot() {
             if (batch.first.isEmpty()) continue;
             SeriesPlot* plot = std::get<0>(key);
             const bool tick_full = drawn.size() >= kCurvePlotsPerTick && !drawn.count(plot);
-            if (curves_hidden || tick_full || now < draw_clock_[plot].next_ns) {
+            if (tick_full || now < draw_clock_[plot].next_ns) {
                 pending = true;
                 continue;
             }

@@ -57,14 +57,12 @@ bool WorkbenchApplication::notify(QObject* receiver, QEvent* event) {
     }
     --depth_;
     const double ms = static_cast<double>(clock.nsecsElapsed()) * 1e-6;
-    const QString kind = QStringLiteral("%1 '%2' %3").arg(QString::fromLatin1(cls), name, QString::fromLatin1(QMetaEnum::fromType<QEvent::Type>().valueToKey(type)));
-    totals_[kind] += ms;
-    ++counts_[kind];
-    const bool keep = slowest_.size() < keep_ || ms > slowest_.back().ms;
-    if (!keep && !(print_over_ms_ >= 0 && ms > print_over_ms_)) return result;
     const char* type_name = QMetaEnum::fromType<QEvent::Type>().valueToKey(type);
     SlowEvent e{ms, QStringLiteral("%1 '%2' %3").arg(QString::fromLatin1(cls), name,
                                                        type_name ? QString::fromLatin1(type_name) : QString::number(type))};
+    totals_[e.what] += ms;
+    ++counts_[e.what];
+    const bool keep = slowest_.size() < keep_ || ms > slowest_.back().ms;
     if (print_over_ms_ >= 0 && ms > print_over_ms_) std::fprintf(stderr, "mpwb: slow event %.1f ms: %s\n", ms, qPrintable(e.what));
     if (keep) {
         slowest_.push_back(std::move(e));
