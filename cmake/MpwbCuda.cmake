@@ -5,6 +5,11 @@ if(NOT MPWB_CUDA STREQUAL "OFF")
   if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()
+  # One architecture keeps nvcc's time on a 2-core CI machine short; H100 and H200 are sm_90.
+  # Override with -DCMAKE_CUDA_ARCHITECTURES="80;90" for other GPUs.
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 90)
+  endif()
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)

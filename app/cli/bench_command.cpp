@@ -38,6 +38,9 @@ struct BenchArgs {
     std::string store_db;  // scratch file when empty
     int64_t store_rounds = 5;
     int64_t store_points = 1000000;
+    int64_t input = 0;    // features per sample; 0: the preset's data shape
+    int64_t classes = 0;  // 0: the preset's
+    std::string graphs = "both";  // on a device backend: CUDA graphs on, off or both
 };
 
 std::vector<std::string> split(const std::string& text) {
@@ -71,11 +74,15 @@ public:
     void on_step(const StepMetrics& m) override {
         if (m.step > warmup_) {
             times.push_back(m.wall_time - last_wall_);
+            device_seconds += m.step_seconds;
             skipped += m.skipped;
         }
         last_wall_ = m.wall_time;
     }
     std::vector<double> times;
+    // A device step's own time: its share of the time between two record read-backs, which
+    // arrive in bursts, so the device figure is the mean over the timed window, not a median.
+    double device_seconds = 0;
     int64_t skipped = 0;
 
 private:
@@ -230,15 +237,23 @@ int run_bench(const BenchArgs& args) {
     Preset preset = args.training.resolve();
     // The shape of the preset's data: synthetic sets are 2-D points; IDX sets are 1x28x28 images.
     const bool images = preset.training.dataset.kind == "fashion-mnist" || preset.training.dataset.kind == "mnist";
-    const Shape sample = images ? Shape{1, 28, 28} : Shape{2};
-    const int classes = images ? 10 : preset.training.dataset.classes;
+    const Shape sample = args.input > 0 ? Shape{args.input} : images ? Shape{1, 28, 28} : Shape{2};
+    const int classes = args.classes > 0 ? static_cast<int>(args.classes) : images ? 10 : preset.training.dataset.classes;
     auto backend = make_backend(args.backend);
+    const bool device = backend->device_steps() != nullptr;
+    std::vector<bool> graph_modes{true};
+    if (device) {
+        if (args.graphs == "both") graph_modes = {true, false};
+        else if (args.graphs == "off") graph_modes = {false};
+        else if (args.graphs != "on") throw ConfigError("--graphs must be on, off or both, gets '" + args.graphs + "'");
+    }
     if (args.store) return run_store_bench(args, preset, sample, classes, *backend);
     nlohmann::json rows = nlohmann::json::array();
     if (!args.json)
-        std::printf("%-12s %-11s %6s %12s %14s %8s\n", "preset", "precision", "batch", "step ms", "samples/s", "skipped");
+        std::printf("%-12s %-11s %6s %7s %12s %14s %8s\n", "preset", "precision", "batch", "graphs", "step ms", "samples/s",
+                    "skipped");
     for (const auto& precision : split(args.precisions)) {
-        for (const auto& batch_text : split(args.batches)) {
+        for (const auto& batch_text : split(args.batches)) for (const bool graphs : graph_modes) {
             const int64_t batch = std::stoll(batch_text);
             TrainConfig c = preset.training;
             c.precision = parse_precision(precision);
@@ -247,6 +262,7 @@ int run_bench(const BenchArgs& args) {
             c.eval_every = 0;
             c.stats_every = 0;
             c.optimizer.kind = c.optimizer.kind.empty() ? "sgd" : c.optimizer.kind;
+            c.device_graphs = graphs;
             Dataset data = random_dataset(sample, classes, batch * 8, c.seed);
             Network net = Network::from_json(preset.network);
             Trainer trainer(net, data, c, *backend);
@@ -256,18 +272,21 @@ int run_bench(const BenchArgs& args) {
             if (summary.status == RunStatus::Failed) throw Error("bench run failed: " + summary.error);
             auto sorted = times.times;
             std::sort(sorted.begin(), sorted.end());
-            const double median = sorted[sorted.size() / 2];
+            const double median = device ? times.device_seconds / static_cast<double>(std::max<size_t>(1, times.times.size()))
+                                         : sorted[sorted.size() / 2];
             const double samples_per_second = static_cast<double>(batch) / median;
             rows.push_back({{"preset", preset.name},
                             {"precision", precision},
                             {"batch", batch},
+                            {"graphs", device ? nlohmann::json(graphs) : nlohmann::json(nullptr)},
                             {"step_ms", median * 1e3},
                             {"samples_per_second", samples_per_second},
                             {"skipped", times.skipped},
                             {"steps", times.times.size()}});
             if (!args.json)
-                std::printf("%-12s %-11s %6lld %12.3f %14.0f %8lld\n", preset.name.c_str(), precision.c_str(),
-                            static_cast<long long>(batch), median * 1e3, samples_per_second,
+                std::printf("%-12s %-11s %6lld %7s %12.3f %14.0f %8lld\n", preset.name.c_str(), precision.c_str(),
+                            static_cast<long long>(batch), device ? (graphs ? "on" : "off") : "-", median * 1e3,
+                            samples_per_second,
                             static_cast<long long>(times.skipped));
             std::fflush(stdout);
         }
@@ -292,6 +311,9 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--precisions", args->precisions, "Comma-separated precision policies");
     cmd->add_option("--steps", args->steps, "Timed steps per configuration");
     cmd->add_option("--untimed-steps", args->warmup, "Untimed steps before the timed ones");
+    cmd->add_option("--input", args->input, "Features per sample of the random inputs (default: the preset's data shape)");
+    cmd->add_option("--classes", args->classes, "Classes of the random labels (default: the preset's)");
+    cmd->add_option("--graphs", args->graphs, "Device backends: CUDA graphs on, off or both");
     cmd->add_flag("--json", args->json, "Print JSON only");
     cmd->add_flag("--store", args->store,
                   "Benchmark the run store: step time with recording on vs off, writer rows/s, downsampling");

@@ -2,8 +2,12 @@
 """Times PyTorch on the same networks and batches as `mpwb-cli bench`, for a side-by-side figure.
 
 CPU: eager FP32. CUDA: eager FP32 and torch.autocast(float16) + GradScaler (the AMP recipe).
-Prints one line per configuration and a JSON summary; the median step time is the figure,
-as in mpwb-cli bench. Networks are read from the same preset JSON files (resources/presets).
+Prints one line per configuration and a JSON summary. CPU: the median step time, as mpwb-cli
+bench prints for the CPU. CUDA: the mean over the timed window with one synchronisation at each
+end, as mpwb-cli bench measures its device steps (a sync per step would charge PyTorch for
+latency our asynchronous loop never waits for). Networks are read from the same preset JSON
+files (resources/presets) or a network file (--network, e.g. app/cli/bench_networks/mlp-4096.json
+with --input 4096 --classes 4096 --batches 512).
 """
 import argparse
 import contextlib
@@ -69,6 +73,9 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--amp", action="store_true", help="also time torch.autocast(float16) + GradScaler")
     ap.add_argument("--optimizer", default=None, help="override the preset's optimizer (sgd, adam)")
+    ap.add_argument("--network", default=None, help="network JSON file instead of the preset's network")
+    ap.add_argument("--input", type=int, default=0, help="features per sample (default: the preset's data shape)")
+    ap.add_argument("--classes", type=int, default=0, help="classes of the random labels (default: the preset's)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     with open(os.path.join(here, "..", "..", "resources", "presets", args.preset + ".json")) as f:
@@ -76,6 +83,13 @@ def main():
     kind = preset["training"]["dataset"]["kind"]
     in_shape = [1, 28, 28] if kind in ("fashion-mnist", "mnist") else [2]
     classes = 10 if kind in ("fashion-mnist", "mnist") else preset["training"]["dataset"].get("classes", 2)
+    if args.input:
+        in_shape = [args.input]
+    if args.classes:
+        classes = args.classes
+    if args.network:
+        with open(args.network) as f:
+            preset["network"] = json.load(f)
     opt_kind = args.optimizer or preset["training"].get("optimizer", {}).get("kind", "sgd")
     lr = preset["training"].get("lr", 0.01)
     results = []
@@ -91,10 +105,9 @@ def main():
             y = torch.randint(0, classes, (batch,), device=args.device)
             loss_fn = nn.CrossEntropyLoss()
             times = []
-            for step in range(args.untimed_steps + args.steps):
-                if args.device != "cpu":
-                    torch.cuda.synchronize()
-                t0 = time.perf_counter()
+            cuda = args.device != "cpu"
+
+            def one_step():
                 opt.zero_grad(set_to_none=True)
                 amp = (torch.autocast(device_type=args.device.split(":")[0], dtype=torch.float16)
                        if mode == "fp16-amp" else contextlib.nullcontext())
@@ -103,9 +116,20 @@ def main():
                 scaler.scale(loss).backward()
                 scaler.step(opt)
                 scaler.update()
-                if args.device != "cpu":
-                    torch.cuda.synchronize()
-                if step >= args.untimed_steps:
+
+            for _ in range(args.untimed_steps):
+                one_step()
+            if cuda:
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(args.steps):
+                    one_step()
+                torch.cuda.synchronize()
+                times = [(time.perf_counter() - t0) / args.steps]
+            else:
+                for _ in range(args.steps):
+                    t0 = time.perf_counter()
+                    one_step()
                     times.append(time.perf_counter() - t0)
             median = statistics.median(times)
             row = {"preset": args.preset, "mode": mode, "batch": batch, "step_ms": median * 1e3,

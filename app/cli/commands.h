@@ -8,5 +8,6 @@ void add_train_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_runs_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
+void add_selftest_command(CLI::App& app);
 
 }  // namespace mpwb::cli

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "core/backend/default_backend.h"
 #include "core/common/error.h"
 
 namespace mpwb::cli {
@@ -22,15 +23,12 @@ void on_interrupt(int) {
 std::unique_ptr<Backend> make_backend(const std::string& name) {
     if (name == "cpu") return make_cpu_backend();
     if (name == "cuda" || name == "auto") {
-#ifdef MPWB_HAVE_CUDA
         std::string why;
-        if (auto cuda = make_cuda_backend(&why)) return cuda;
-        std::fprintf(stderr, "mpwb-cli: CUDA backend unavailable (%s); training on the CPU\n", why.c_str());
-#else
-        if (name == "cuda")
-            std::fprintf(stderr, "mpwb-cli: this build has no CUDA backend (built without the CUDA toolkit); training on the CPU\n");
-#endif
-        return make_cpu_backend();
+        auto backend = make_default_backend(&why);
+        // auto says why only when it could have used a GPU; cuda always says why it did not.
+        if (backend->name() != "cuda" && (name == "cuda" || why.find("built without") == std::string::npos))
+            std::fprintf(stderr, "mpwb-cli: CUDA backend unavailable (%s); running on the CPU\n", why.c_str());
+        return backend;
     }
     throw ConfigError("unknown backend '" + name + "'; choose cpu, cuda or auto");
 }

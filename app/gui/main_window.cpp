@@ -30,6 +30,7 @@
 
 #include "app/gui/plot_board.h"
 #include "app/report/report.h"
+#include "core/backend/default_backend.h"
 #include "core/backend/backend.h"
 #include "core/common/error.h"
 #include "core/train/dataset_source.h"
@@ -152,8 +153,11 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
             }
             if (browser_->databasePath().isEmpty()) browser_->setDatabase(QString::fromStdString(options_.db_path));
             if (device_label_->text().isEmpty()) {
-                auto backend = make_cpu_backend();
+                std::string why_not_gpu;
+                auto backend = make_default_backend(&why_not_gpu);
                 device_label_->setText(QString::fromStdString(backend->device_name()));
+                if (backend->name() != "cuda")
+                    device_label_->setToolTip(tr("No GPU: %1").arg(QString::fromStdString(why_not_gpu)));
                 backend_label_->setText(tr("backend: %1").arg(QString::fromStdString(backend->name())));
             }
         });

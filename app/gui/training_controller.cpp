@@ -8,6 +8,7 @@
 #include <cmath>
 #include <thread>
 
+#include "core/backend/default_backend.h"
 #include "core/backend/backend.h"
 #include "core/common/error.h"
 #include "core/nn/layer.h"
@@ -260,7 +261,8 @@ void TrainingWorker::run() {
             if (stop_requested_) throw Error("stopped before training started");
         }
         Network net = Network::from_json(network_);
-        auto backend = make_cpu_backend();
+        std::string why_not_gpu;
+        auto backend = make_default_backend(&why_not_gpu);
         std::unique_ptr<RunRecorder> recorder;
         if (shared_->options.record) {
             RunRecorder::Options ro;

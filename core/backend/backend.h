@@ -12,6 +12,8 @@
 
 namespace mpwb {
 
+class DeviceStepFactory;  // core/train/device_step.h
+
 enum class Activation : uint8_t { ReLU, LeakyReLU, GELU, Tanh, Sigmoid };
 
 struct ConvGeometry {
@@ -100,13 +102,19 @@ public:
     // Multiplies x by factor and reports whether every result is finite (the unscale step).
     virtual bool scale_and_check_finite(float factor, float* x, int64_t n) = 0;
     virtual double sum_squares(const float* x, int64_t n) = 0;
+
+    // A backend that can keep whole training steps on its device offers them here; the Trainer
+    // then drives a DeviceStep instead of calling the ops above one by one. Null: op by op.
+    virtual DeviceStepFactory* device_steps() { return nullptr; }
 };
 
 // The CPU backend; always available.
 std::unique_ptr<Backend> make_cpu_backend();
 #ifdef MPWB_HAVE_CUDA
-// The CUDA backend, or null with the reason in why_not (no driver, no device).
-std::unique_ptr<Backend> make_cuda_backend(std::string* why_not);
+// The CUDA backend, or null with the reason in why_not (no driver, no device). Its op methods
+// take host pointers and stage them through the device (the selftest's parity surface); training
+// runs through device_steps(). device_index -1: MPWB_CUDA_DEVICE, else device 0.
+std::unique_ptr<Backend> make_cuda_backend(std::string* why_not, int device_index = -1);
 #endif
 
 }  // namespace mpwb

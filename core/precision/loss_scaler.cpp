@@ -308,6 +308,11 @@ void LossScaler::request_scale(double scale) {
     pending_scale_ = scale;
 }
 
+bool LossScaler::has_pending_requests() const {
+    std::lock_guard lock(mutex_);
+    return pending_config_.has_value() || pending_scale_.has_value();
+}
+
 void LossScaler::begin_step(int64_t step) {
     std::optional<LossScalerConfig> cfg;
     std::optional<double> scale;

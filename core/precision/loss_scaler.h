@@ -176,6 +176,9 @@ public:
     // clamped into [min_scale, max_scale] of the configuration then in force. The trackers are
     // kept, as PyTorch's GradScaler.update(new_scale) keeps its growth tracker.
     void request_scale(double scale);
+    // Whether a request waits for the next begin_step (a device-resident step loop syncs with
+    // the device before applying it).
+    bool has_pending_requests() const;
     // Drains the events produced so far, oldest first.
     std::vector<ScalerEvent> take_events();
 

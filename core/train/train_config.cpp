@@ -89,6 +89,7 @@ nlohmann::json to_json(const TrainConfig& c) {
                      {"clip_norm", c.clip_norm},
                      {"seed", c.seed},
                      {"threads", c.threads},
+                     {"device_graphs", c.device_graphs},
                      {"precision", precision_name(c.precision)},
                      {"weight_grad_format", format_name(c.policy().weight_grads)},
                      {"scaler", loss_scaler_config_to_json(c.effective_scaler())},
@@ -101,7 +102,7 @@ nlohmann::json to_json(const TrainConfig& c) {
 TrainConfig train_config_from_json(const nlohmann::json& j, TrainConfig c) {
     if (!j.is_object()) throw ConfigError("training settings must be a JSON object");
     check_known(j, {"dataset", "epochs", "max_steps", "batch_size", "lr", "optimizer", "schedule", "clip_norm", "seed",
-                    "threads", "precision", "weight_grad_format", "scaler", "stats_every", "eval_every", "eval_batch"},
+                    "threads", "precision", "weight_grad_format", "scaler", "stats_every", "eval_every", "eval_batch", "device_graphs"},
                 "training settings");
     if (j.contains("dataset")) {
         const auto& d = j["dataset"];
@@ -135,6 +136,7 @@ TrainConfig train_config_from_json(const nlohmann::json& j, TrainConfig c) {
     if (j.contains("clip_norm")) c.clip_norm = get_field<float>(j, "clip_norm");
     if (j.contains("seed")) c.seed = get_field<uint64_t>(j, "seed");
     if (j.contains("threads")) c.threads = get_field<int>(j, "threads");
+    if (j.contains("device_graphs")) c.device_graphs = get_field<bool>(j, "device_graphs");
     if (j.contains("precision")) c.precision = parse_precision(get_field<std::string>(j, "precision"));
     if (j.contains("weight_grad_format")) c.weight_grad_format = parse_format(get_field<std::string>(j, "weight_grad_format"));
     if (j.contains("scaler")) c.scaler = loss_scaler_config_from_json(j["scaler"]);

@@ -48,6 +48,9 @@ struct TrainConfig {
     int64_t stats_every = 0;      // gradient statistics every K steps; 0 = off
     int64_t eval_every = 0;       // evaluate every N steps; 0 = at the end of every epoch
     int64_t eval_batch = 1000;
+    // On a backend that keeps steps on its device: capture each step shape once as a CUDA graph
+    // and replay it (false launches every kernel every step, for comparison).
+    bool device_graphs = true;
 
     PrecisionPolicy policy() const;
     LossScalerConfig effective_scaler() const;

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 
 #include "core/common/error.h"
 #include "core/common/parallel.h"
 #include "core/data/batcher.h"
 #include "core/optim/grad_clip.h"
+#include "core/train/device_step.h"
 
 namespace mpwb {
 namespace {
@@ -205,8 +207,9 @@ RunSummary Trainer::run() {
     int64_t epoch_steps = 0;
     int64_t trained_samples = 0;
 
+    std::unique_ptr<DeviceStep> device;  // set when the backend keeps steps on its device
     auto run_eval = [&](int64_t epoch) {
-        const auto r = evaluate();
+        const auto r = device ? device->evaluate(data_) : evaluate();
         EvalMetrics m;
         m.step = step;
         m.epoch = epoch;
@@ -223,13 +226,210 @@ RunSummary Trainer::run() {
         for (auto* o : observers_) o->on_eval(m);
     };
 
+    auto apply_lr_request = [&](int64_t at_step) {
+        std::lock_guard lock(request_mutex_);
+        if (!pending_lr_) return;
+        const float base = schedule_->lr_at(scaler_.optimizer_iteration());
+        const float old_lr = base * lr_scale_;
+        lr_scale_ = *pending_lr_ / base;
+        emit_event({at_step, seconds_since(t0), "lr_changed", "user", {{"from", old_lr}, {"to", *pending_lr_}}});
+        pending_lr_.reset();
+    };
+    auto lr_request_pending = [&] {
+        std::lock_guard lock(request_mutex_);
+        return pending_lr_.has_value();
+    };
+
+    // What every step reports, whichever path computed it: summary, running means, observers.
+    auto finish_step = [&](StepMetrics& m, const StepOutcome& outcome, const Backend::LossResult& loss, int64_t n,
+                           std::vector<GradientStatsRecord>* stats) {
+        summary.train_seconds += m.step_seconds;
+        m.wall_time = seconds_since(t0);
+        m.loss = loss.loss;
+        m.accuracy = data_.is_classification() ? static_cast<double>(loss.correct) / static_cast<double>(n) : 0;
+        m.samples_per_second = static_cast<double>(n) / std::max(m.step_seconds, 1e-9);
+        m.loss_scale = outcome.scale_used;
+        m.overflow_count = scaler_.overflow_count();
+        m.skipped_count = scaler_.skipped_steps();
+        summary.min_scale = std::min(summary.min_scale, outcome.next_scale);
+        summary.max_scale = std::max(summary.max_scale, outcome.next_scale);
+        summary.steps = m.step;
+        if (std::isfinite(loss.loss)) {
+            since_eval_loss += loss.loss;
+            epoch_loss += loss.loss;
+        }
+        since_eval_correct += static_cast<double>(loss.correct);
+        ++since_eval_steps;
+        ++epoch_steps;
+        since_eval_samples += n;
+        trained_samples += n;
+        for (auto* o : observers_) o->on_step(m);
+        if (stats) {
+            for (auto& r : *stats) {
+                if (r.kind == GradientKind::Activation) {
+                    underflow_sum += r.stats.underflow_fraction;
+                    ++underflow_count;
+                }
+                for (auto* o : observers_) o->on_gradient_stats(r);
+            }
+        }
+        drain_scaler_events(m.wall_time);
+    };
+
+    // The device path: steps are launched ahead and narrated when their records arrive.
+    struct Launched {
+        int64_t step, offset, n;
+        int retries = 0;
+    };
+    std::deque<Launched> in_flight;
+    std::vector<DeviceStepResult> arrived;
+    // A statistics step's histograms, taken by the CPU engine on the step's batch and weights.
+    std::optional<std::pair<int64_t, std::vector<GradientStatsRecord>>> host_stats;
+    auto host_gradient_stats = [&](int64_t at_step, int64_t offset, int64_t n) {
+        device->download(network_);
+        const auto order = std::span<const int64_t>(batches.order()).subspan(static_cast<size_t>(offset), static_cast<size_t>(n));
+        gather_rows(data_.train_x, order, bx);
+        gather_rows(data_.train_y, order, by);
+        LayerContext host_ctx{backend_, policy_.gemm_operands, true, &dropout_rng};
+        const float scale = scaler_.scale();
+        const Tensor& out = network_.forward(host_ctx, bx, policy_);
+        dout.resize(out.shape());
+        const int64_t k = out.numel() / n;
+        if (data_.is_classification())
+            backend_.softmax_cross_entropy(out.data(), by.data(), dout.data(), n, k, scale);
+        else
+            backend_.mse(out.data(), by.data(), dout.data(), n, k, scale);
+        StatsProbe probe(network_, at_step, stats_format, scale);
+        network_.backward(host_ctx, dout, policy_, &probe);
+        host_stats.emplace(at_step, std::move(probe.records));
+    };
+    const bool device_retries = scaler_.config().on_overflow == OverflowAction::Retry;
+    // Narrates every record that has arrived (all launched ones when wait). Returns false when
+    // the last one asked for a retry of its batch, which the caller relaunches.
+    auto drain_device = [&](bool wait, int64_t epoch) -> bool {
+        arrived.clear();
+        device->collect(arrived, wait);
+        bool retry = false;
+        for (const auto& r : arrived) {
+            if (in_flight.empty() || in_flight.front().step != r.step)
+                throw Error("device step record for step " + std::to_string(r.step) + " arrived out of order");
+            Launched& l = in_flight.front();
+            std::string first_bad;
+            if (r.nonfinite)
+                first_bad = r.first_nonfinite_parameter >= 0
+                                ? network_.parameter_owner(static_cast<size_t>(r.first_nonfinite_parameter)) + " " +
+                                      params.at(static_cast<size_t>(r.first_nonfinite_parameter))->name
+                                : std::string("loss");
+            const StepOutcome outcome = scaler_.on_step_result(r.step, r.nonfinite, first_bad);
+            const bool host_applies = outcome.action == StepAction::Apply;
+            if (host_applies != r.applied || outcome.scale_used != r.scale_used)
+                throw Error("the device's loss scaler disagreed with the host's at step " + std::to_string(r.step) +
+                            ": device " + (r.applied ? "applied" : "skipped") + " at scale " +
+                            std::to_string(r.scale_used) + ", host " + to_string(outcome.action) + " at scale " +
+                            std::to_string(outcome.scale_used));
+            if (outcome.action == StepAction::Retry) {
+                ++l.retries;
+                retry = true;
+                continue;
+            }
+            StepMetrics m;
+            m.step = r.step;
+            m.epoch = epoch;
+            m.retries = l.retries;
+            m.lr = r.lr;  // the record's rate includes the live factor
+            m.grad_norm = r.grad_norm;
+            if (!host_applies) {
+                m.skipped = true;
+                m.skip_reason = outcome.reason;
+                m.first_nonfinite_layer = outcome.first_nonfinite_layer;
+            }
+            m.step_seconds = r.seconds;
+            std::vector<GradientStatsRecord>* stats = nullptr;
+            if (host_stats && host_stats->first == r.step) stats = &host_stats->second;
+            const int64_t n = l.n;
+            in_flight.pop_front();
+            finish_step(m, outcome, {r.loss, r.correct}, n, stats);
+            if (stats) host_stats.reset();
+        }
+        return !retry;
+    };
+    // One epoch on the device; returns whether it ended with an evaluation.
+    auto device_epoch = [&](int64_t epoch) -> bool {
+        device->set_epoch_order(batches.order());
+        const int64_t total = batches.samples();
+        const int64_t per_epoch = batches.batches_per_epoch();
+        bool evaluated = false;
+        for (int64_t b = 0; b < per_epoch && !stop_ && (config_.max_steps == 0 || step < config_.max_steps); ++b) {
+            if (paused_) {
+                drain_device(true, epoch);
+                emit_event({step, seconds_since(t0), "paused", "user", {}});
+                wait_while_paused();
+                emit_event({step, seconds_since(t0), "resumed", "user", {}});
+                if (stop_) break;
+            }
+            ++step;
+            const int64_t offset = b * config_.batch_size;
+            const int64_t n = std::min(config_.batch_size, total - offset);
+            // A live change lands on a step boundary the host and the device agree on: the host
+            // catches up with every step in flight, applies it, and hands the device its scaler.
+            if (scaler_.has_pending_requests() || lr_request_pending()) {
+                drain_device(true, epoch);
+                scaler_.begin_step(step);
+                apply_lr_request(step);
+                device->set_scaler(scaler_.config(), scaler_);
+            }
+            const bool stats_step = config_.stats_every > 0 && (step % config_.stats_every == 0 || step == 1);
+            if (stats_step) {
+                drain_device(true, epoch);
+                host_gradient_stats(step, offset, n);
+            }
+            in_flight.push_back({step, offset, n});
+            device->launch(step, offset, n, lr_scale_);
+            // Retries need the verdict before the next batch.
+            if (device_retries) {
+                while (!drain_device(true, epoch)) {
+                    device->set_scaler(scaler_.config(), scaler_);
+                    device->launch(step, offset, n, lr_scale_);
+                }
+                if (device_retries) device->set_scaler(scaler_.config(), scaler_);
+            } else {
+                drain_device(false, epoch);
+            }
+            evaluated = false;
+            if (config_.eval_every > 0 && step % config_.eval_every == 0) {
+                drain_device(true, epoch);
+                run_eval(epoch);
+                evaluated = true;
+            }
+        }
+        drain_device(true, epoch);
+        return evaluated;
+    };
+
     try {
+        if (DeviceStepFactory* factory = backend_.device_steps()) {
+            DeviceStepConfig dc;
+            dc.policy = policy_;
+            dc.optimizer = config_.optimizer;
+            dc.clip_norm = config_.clip_norm;
+            // One entry past the last step: the schedule's clock can run one ahead on a skip.
+            for (int64_t i = 0; i <= info.total_steps; ++i) dc.lr_by_iteration.push_back(schedule_->lr_at(i));
+            dc.batch_size = config_.batch_size;
+            dc.eval_batch = config_.eval_batch;
+            dc.seed = config_.seed;
+            dc.use_graphs = config_.device_graphs;
+            device = factory->make_device_step(network_, dc);
+            device->upload(data_, network_);
+            device->set_scaler(scaler_.config(), scaler_);
+        }
         for (int64_t epoch = 0; epoch < config_.epochs || config_.max_steps > 0; ++epoch) {
             batches.start_epoch(epoch);
             epoch_loss = 0;
             epoch_steps = 0;
             bool evaluated_at_end = false;
-            while (!stop_ && (config_.max_steps == 0 || step < config_.max_steps)) {
+            const int64_t steps_before_epoch = step;
+            if (device) evaluated_at_end = device_epoch(epoch);
+            while (!device && !stop_ && (config_.max_steps == 0 || step < config_.max_steps)) {
                 if (paused_) {
                     emit_event({step, seconds_since(t0), "paused", "user", {}});
                     wait_while_paused();
@@ -240,16 +440,7 @@ RunSummary Trainer::run() {
                 ++step;
                 const auto step_start = Clock::now();
                 scaler_.begin_step(step);
-                {
-                    std::lock_guard lock(request_mutex_);
-                    if (pending_lr_) {
-                        const float base = schedule_->lr_at(scaler_.optimizer_iteration());
-                        const float old_lr = base * lr_scale_;
-                        lr_scale_ = *pending_lr_ / base;
-                        emit_event({step, seconds_since(t0), "lr_changed", "user", {{"from", old_lr}, {"to", *pending_lr_}}});
-                        pending_lr_.reset();
-                    }
-                }
+                apply_lr_request(step);
                 const int64_t n = bx.dim(0);
                 StepMetrics m;
                 m.step = step;
@@ -301,37 +492,7 @@ RunSummary Trainer::run() {
                     m.lr = schedule_->lr_at(std::max<int64_t>(0, outcome.optimizer_iteration - 1)) * lr_scale_;
                 }
                 m.step_seconds = seconds_since(step_start);
-                summary.train_seconds += m.step_seconds;
-                m.wall_time = seconds_since(t0);
-                m.loss = loss.loss;
-                m.accuracy = data_.is_classification() ? static_cast<double>(loss.correct) / static_cast<double>(n) : 0;
-                m.samples_per_second = static_cast<double>(n) / std::max(m.step_seconds, 1e-9);
-                m.loss_scale = outcome.scale_used;
-                m.overflow_count = scaler_.overflow_count();
-                m.skipped_count = scaler_.skipped_steps();
-                summary.min_scale = std::min(summary.min_scale, outcome.next_scale);
-                summary.max_scale = std::max(summary.max_scale, outcome.next_scale);
-                summary.steps = step;
-                if (std::isfinite(loss.loss)) {
-                    since_eval_loss += loss.loss;
-                    epoch_loss += loss.loss;
-                }
-                since_eval_correct += static_cast<double>(loss.correct);
-                ++since_eval_steps;
-                ++epoch_steps;
-                since_eval_samples += n;
-                trained_samples += n;
-                for (auto* o : observers_) o->on_step(m);
-                if (probe) {
-                    for (auto& r : probe->records) {
-                        if (r.kind == GradientKind::Activation) {
-                            underflow_sum += r.stats.underflow_fraction;
-                            ++underflow_count;
-                        }
-                        for (auto* o : observers_) o->on_gradient_stats(r);
-                    }
-                }
-                drain_scaler_events(m.wall_time);
+                finish_step(m, outcome, loss, n, probe ? &probe->records : nullptr);
                 evaluated_at_end = false;
                 if (config_.eval_every > 0 && step % config_.eval_every == 0) {
                     run_eval(epoch);
@@ -340,13 +501,15 @@ RunSummary Trainer::run() {
             }
             summary.train_loss = epoch_steps ? epoch_loss / static_cast<double>(epoch_steps) : summary.train_loss;
             if (stop_) break;
-            if (batches.batch_index() >= batches.batches_per_epoch()) summary.epochs_completed = epoch + 1;
+            const int64_t batches_done = device ? step - steps_before_epoch : batches.batch_index();
+            if (batches_done >= batches.batches_per_epoch()) summary.epochs_completed = epoch + 1;
             // Every epoch ends with an evaluation unless eval_every sets the rhythm; the last
             // one always does, so the summary holds the final weights' accuracy.
             const bool last = config_.max_steps > 0 ? step >= config_.max_steps : epoch + 1 == config_.epochs;
             if (!evaluated_at_end && (config_.eval_every == 0 || last)) run_eval(epoch);
             if (config_.max_steps > 0 && step >= config_.max_steps) break;
         }
+        if (device) device->download(network_);
         summary.status = stop_ ? RunStatus::Stopped : RunStatus::Finished;
         if (stop_) emit_event({step, seconds_since(t0), "stopped", "user", {}});
     } catch (const std::exception& e) {

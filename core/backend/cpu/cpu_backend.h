@@ -9,7 +9,7 @@
 
 namespace mpwb {
 
-class CpuBackend final : public Backend {
+class CpuBackend : public Backend {
 public:
     CpuBackend();
     std::string name() const override { return "cpu"; }

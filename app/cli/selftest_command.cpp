@@ -1,0 +1,185 @@
+// mpwb-cli selftest [--backend cpu|cuda]: the backend checks, one line per check and
+// "N passed, N failed" at the end (exit 0 when nothing failed, 1 when something did, 77 when
+// the backend cannot run here, the conventional "skipped" code the Qt Test suite reads).
+//
+// cuda: every device op against the CPU backend (core/backend/cuda/selftest), then whole
+//   training steps in every precision policy: the spiral MLP trained for a few dozen steps on
+//   the device (with and without CUDA graphs) and on the CPU from the same seed, every step's
+//   loss and the final weights compared within the policy's tolerance.
+// cpu: the whole-step checks that hold on the CPU alone: every policy trains to finite losses,
+//   and one thread and all threads give the same bits (the pool's determinism promise).
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/cli/commands.h"
+#include "core/common/error.h"
+#include "core/common/parallel.h"
+#include "core/train/dataset_source.h"
+#include "core/train/trainer.h"
+#include "resources/presets.h"
+#ifdef MPWB_HAVE_CUDA
+#include "core/backend/cuda/cuda_backend.h"
+#include "core/backend/cuda/selftest.h"
+#endif
+
+namespace mpwb::cli {
+namespace {
+
+constexpr int kSkipped = 77;
+
+struct Tally {
+    int passed = 0, failed = 0;
+    void line(bool ok, const std::string& name, double error, double tolerance, const std::string& detail) {
+        ok ? ++passed : ++failed;
+        std::printf("%s  %-52s", ok ? "PASS" : "FAIL", name.c_str());
+        if (tolerance > 0 || error > 0) std::printf("  rel %.2e (tol %.0e)", error, tolerance);
+        if (!detail.empty()) std::printf("  %s", detail.c_str());
+        std::printf("\n");
+        std::fflush(stdout);
+    }
+};
+
+struct Trajectory {
+    std::vector<double> losses;
+    std::vector<float> weights;
+    std::string error;
+};
+
+class LossLog final : public TrainingObserver {
+public:
+    explicit LossLog(std::vector<double>& out) : out_(out) {}
+    void on_step(const StepMetrics& m) override { out_.push_back(m.loss); }
+
+private:
+    std::vector<double>& out_;
+};
+
+Trajectory train_steps(Backend& backend, PrecisionKind precision, int threads, int64_t steps, bool graphs) {
+    const Preset preset = load_preset("spiral-mlp");
+    TrainConfig c = preset.training;
+    c.precision = precision;
+    c.max_steps = steps;
+    c.threads = threads;
+    c.eval_every = 0;
+    c.device_graphs = graphs;
+    const Dataset data = load_dataset(c.dataset);
+    Network net = Network::from_json(preset.network);
+    Trainer trainer(net, data, c, backend);
+    Trajectory t;
+    LossLog log(t.losses);
+    trainer.add_observer(&log);
+    const RunSummary s = trainer.run();
+    if (s.status == RunStatus::Failed) t.error = s.error;
+    for (Parameter* p : net.parameters()) t.weights.insert(t.weights.end(), p->value.span().begin(), p->value.span().end());
+    return t;
+}
+
+// Normwise relative difference; NaN or inf anywhere counts as infinitely different.
+template <class T>
+double relative_difference(const std::vector<T>& got, const std::vector<T>& want) {
+    if (got.size() != want.size()) return INFINITY;
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        if (!std::isfinite(static_cast<double>(got[i])) || !std::isfinite(static_cast<double>(want[i]))) return INFINITY;
+        diff = std::max(diff, std::fabs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
+        scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
+    }
+    return scale > 0 ? diff / scale : diff;
+}
+
+// A short trajectory amplifies per-op differences a little; these bounds are DESIGN.md's op
+// tolerances with that headroom.
+double trajectory_tolerance(PrecisionKind p) {
+    switch (p) {
+        case PrecisionKind::FP32: return 1e-4;
+        case PrecisionKind::TF32: return 1e-2;
+        default: return 5e-2;
+    }
+}
+
+const PrecisionKind kPolicies[] = {PrecisionKind::FP32, PrecisionKind::TF32, PrecisionKind::FP16Mixed,
+                                   PrecisionKind::BF16Mixed, PrecisionKind::FP16Pure};
+
+void cpu_checks(Tally& tally) {
+    auto cpu = make_cpu_backend();
+    for (PrecisionKind p : kPolicies) {
+        const std::string name = "whole steps " + precision_name(p) + " cpu";
+        const Trajectory one = train_steps(*cpu, p, 1, 40, true);
+        const Trajectory all = train_steps(*cpu, p, 0, 40, true);
+        if (!one.error.empty() || !all.error.empty()) {
+            tally.line(false, name, 0, 0, one.error.empty() ? all.error : one.error);
+            continue;
+        }
+        bool finite = !one.losses.empty();
+        for (double l : one.losses) finite = finite && std::isfinite(l);
+        const bool same = one.losses == all.losses && one.weights == all.weights;
+        tally.line(finite && same, name + ": 1 thread = all threads", 0, 0,
+                   !finite ? "a loss is not finite" : same ? "" : "results depend on the thread count");
+    }
+}
+
+#ifdef MPWB_HAVE_CUDA
+void cuda_checks(Tally& tally, Backend& backend) {
+    auto& cuda = dynamic_cast<cuda::CudaBackend&>(backend);
+    cuda::run_op_checks(cuda.context(), [&](const cuda::SelftestLine& l) {
+        tally.line(l.passed, l.name, l.error, l.tolerance, l.detail);
+    });
+    auto cpu = make_cpu_backend();
+    for (PrecisionKind p : kPolicies) {
+        const Trajectory want = train_steps(*cpu, p, 0, 40, true);
+        for (bool graphs : {true, false}) {
+            const std::string name = "whole steps " + precision_name(p) + (graphs ? " (graphs)" : " (eager)");
+            const Trajectory got = train_steps(backend, p, 0, 40, graphs);
+            if (!got.error.empty() || !want.error.empty()) {
+                tally.line(false, name, 0, 0, got.error.empty() ? want.error : got.error);
+                continue;
+            }
+            const double tol = trajectory_tolerance(p);
+            const double loss_diff = relative_difference(got.losses, want.losses);
+            const double weight_diff = relative_difference(got.weights, want.weights);
+            tally.line(loss_diff <= tol, name + " losses", loss_diff, tol, "");
+            tally.line(weight_diff <= tol, name + " weights", weight_diff, tol, "");
+        }
+    }
+}
+#endif
+
+int run_selftest(const std::string& backend_name) {
+    Tally tally;
+    if (backend_name == "cpu") {
+        std::printf("selftest: backend cpu (%d threads)\n", thread_count());
+        cpu_checks(tally);
+    } else if (backend_name == "cuda") {
+#ifdef MPWB_HAVE_CUDA
+        std::string why;
+        auto backend = make_cuda_backend(&why);
+        if (!backend) {
+            std::printf("SKIP: the CUDA backend cannot run here: %s\n", why.c_str());
+            return kSkipped;
+        }
+        std::printf("selftest: backend cuda on %s\n", backend->device_name().c_str());
+        cuda_checks(tally, *backend);
+#else
+        std::printf("SKIP: this build has no CUDA backend (built without the CUDA toolkit)\n");
+        return kSkipped;
+#endif
+    } else {
+        throw ConfigError("unknown backend '" + backend_name + "'; choose cpu or cuda");
+    }
+    std::printf("%d passed, %d failed\n", tally.passed, tally.failed);
+    return tally.failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void add_selftest_command(CLI::App& app) {
+    auto backend = std::make_shared<std::string>("cuda");
+    auto* cmd = app.add_subcommand("selftest", "Check a backend: every op against the CPU reference, and whole steps");
+    cmd->add_option("--backend", *backend, "cpu or cuda (default cuda)");
+    cmd->callback([backend] { std::exit(run_selftest(*backend)); });
+}
+
+}  // namespace mpwb::cli

@@ -1,0 +1,29 @@
+// CudaBackend: the backend a run gets when it asks for CUDA. Training goes through
+// device_steps(): whole steps kept on the GPU (CudaDeviceStep). The op-by-op Backend methods,
+// which take host pointers, are the CPU backend's: the few host-side callers that remain (a
+// statistics step's histograms, the workbench's decision-boundary grid) work on host copies of
+// the weights, and the selftest checks each device op against exactly those CPU ops.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/backend/cpu/cpu_backend.h"
+#include "core/backend/cuda/device_context.h"
+#include "core/train/device_step.h"
+
+namespace mpwb::cuda {
+
+class CudaBackend final : public CpuBackend, public DeviceStepFactory {
+public:
+    explicit CudaBackend(std::unique_ptr<DeviceContext> context) : context_(std::move(context)) {}
+    std::string name() const override { return "cuda"; }
+    std::string device_name() const override { return context_->description(); }
+    DeviceStepFactory* device_steps() override { return this; }
+    std::unique_ptr<DeviceStep> make_device_step(Network& network, const DeviceStepConfig& config) override;
+    DeviceContext& context() { return *context_; }
+
+private:
+    std::unique_ptr<DeviceContext> context_;
+};
+
+}  // namespace mpwb::cuda

@@ -1,0 +1,687 @@
+// CudaDeviceStep: planning the buffers of a network on the device, the step as enqueued work,
+// its CUDA graphs, and the host side of the record ring.
+#include "core/backend/cuda/cuda_device_step.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <thread>
+
+#include "core/backend/cuda/cuda_check.h"
+#include "core/backend/cuda/kernels.h"
+#include "core/backend/cuda/step_math_host.h"
+
+namespace mpwb::cuda {
+namespace {
+
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int64_t numel_of(const Shape& s) {
+    int64_t n = 1;
+    for (auto d : s) n *= d;
+    return n;
+}
+
+void copy_to_device(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync (upload)");
+}
+
+}  // namespace
+
+CudaDeviceStep::CudaDeviceStep(DeviceContext& context, Network& network, const DeviceStepConfig& config)
+    : ctx_(context), config_(config), stream_(context.stream()) {
+    ctx_.make_current();
+    act_ = storage_dtype(config_.policy.activations);
+    tf32_ = config_.policy.gemm_operands == Format::TF32;
+    classification_ = network.loss() == "cross_entropy";
+    max_batch_ = std::max(config_.batch_size, config_.eval_batch);
+    if (config_.lr_by_iteration.empty()) throw ConfigError("the device step needs the learning-rate schedule");
+    plan_layers(network);
+    allocate_buffers();
+}
+
+CudaDeviceStep::~CudaDeviceStep() {
+    cudaStreamSynchronize(stream_);
+    for (auto& [batch, exec] : graphs_) cudaGraphExecDestroy(exec);
+}
+
+std::string CudaDeviceStep::description() const {
+    return std::string(config_.use_graphs ? "CUDA graphs" : "eager launches") + ", " + format_bytes(arena_.bytes_reserved()) +
+           " of device memory";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Planning
+
+void CudaDeviceStep::plan_layers(Network& network) {
+    const auto reports = Network::inspect(network.to_json(), network.input_shape());
+    const auto all_params = network.parameters();
+    const PrecisionPolicy& policy = config_.policy;
+    Shape in = network.input_shape();
+    size_t param_index = 0;
+    lowest_trained_ = network.size();
+    for (size_t i = 0; i < network.size(); ++i) {
+        Layer& layer = network.layer(i);
+        const nlohmann::json spec = layer.to_json();
+        const std::string type = spec.at("type");
+        LayerPlan L;
+        L.label = network.layer_label(i);
+        L.reduced = layer.runs_in_reduced_precision();
+        L.in_shape = in;
+        L.out_shape = reports.at(i).output;
+        L.in_features = numel_of(in);
+        L.out_features = numel_of(L.out_shape);
+        if (type == "Linear") {
+            L.op = Op::Linear;
+        } else if (type == "Conv2d") {
+            L.op = Op::Conv2d;
+            L.conv.in_channels = in.at(0);
+            L.conv.in_h = in.at(1);
+            L.conv.in_w = in.at(2);
+            L.conv.out_channels = spec.at("out_channels");
+            L.conv.kernel_h = L.conv.kernel_w = spec.at("kernel");
+            L.conv.stride = spec.at("stride");
+            L.conv.padding = spec.at("padding");
+        } else if (type == "MaxPool2d" || type == "AvgPool2d") {
+            L.op = type == "MaxPool2d" ? Op::MaxPool : Op::AvgPool;
+            L.pool.channels = in.at(0);
+            L.pool.in_h = in.at(1);
+            L.pool.in_w = in.at(2);
+            L.pool.kernel = spec.at("kernel");
+            L.pool.stride = spec.at("stride");
+            L.pool.padding = spec.at("padding");
+        } else if (type == "ReLU" || type == "LeakyReLU" || type == "GELU" || type == "Tanh" || type == "Sigmoid") {
+            L.op = Op::Activation;
+            L.activation = type == "ReLU"        ? Activation::ReLU
+                           : type == "LeakyReLU" ? Activation::LeakyReLU
+                           : type == "GELU"      ? Activation::GELU
+                           : type == "Tanh"      ? Activation::Tanh
+                                                 : Activation::Sigmoid;
+            if (spec.contains("slope")) L.slope = spec["slope"].get<float>();
+        } else if (type == "Flatten") {
+            L.op = Op::Flatten;
+        } else if (type == "Dropout") {
+            L.op = Op::Dropout;
+            L.dropout_p = spec.value("p", 0.5f);
+        } else if (type == "BatchNorm") {
+            L.op = Op::BatchNorm;
+            L.bn_momentum = spec.value("momentum", 0.1f);
+            L.bn_eps = spec.value("eps", 1e-5f);
+            const auto buffers = layer.buffers();
+            L.host_running_mean = buffers.at(0);
+            L.host_running_var = buffers.at(1);
+        } else {
+            throw NetworkError(L.label + ": the CUDA backend has no " + type + " layer");
+        }
+        for (Parameter* p : layer.parameters()) {
+            if (all_params.at(param_index) != p) throw Error("parameter order of " + L.label + " is not the network's");
+            ParamPlan pp;
+            pp.host = p;
+            pp.n = p->value.numel();
+            pp.decay = p->weight_decay;
+            // The layers read a reduced copy of their weights, not of their biases: biases enter
+            // through the FP32 bias epilogue, as autocast's addmm adds them.
+            const bool has_copy = L.reduced && policy.weight_copy != Format::FP32 && p->name != "bias";
+            pp.has_copy = has_copy;
+            pp.copy_dtype = has_copy ? storage_dtype(policy.weight_copy) : DType::F32;
+            const Format grad_format = L.reduced ? policy.weight_grads
+                                       : policy.master != Format::FP32 ? policy.master
+                                                                        : Format::FP32;
+            pp.grad_dtype = storage_dtype(grad_format);
+            L.params.push_back(params_.size());
+            params_.push_back(pp);
+            lowest_trained_ = std::min(lowest_trained_, i);
+            ++param_index;
+        }
+        layers_.push_back(std::move(L));
+        in = reports.at(i).output;
+    }
+    // ReLU straight after a Linear with a bias runs in the Linear's GEMM epilogue when cuBLASLt
+    // offers it for the training batch; the tail batch checks again and falls back if not.
+    for (size_t i = 0; i + 1 < layers_.size(); ++i) {
+        LayerPlan& L = layers_[i];
+        LayerPlan& next = layers_[i + 1];
+        if (L.op != Op::Linear || L.params.size() != 2 || next.op != Op::Activation || next.activation != Activation::ReLU)
+            continue;
+        MatmulShape s{false, true, config_.batch_size, L.out_features, L.in_features, L.in_features, L.in_features,
+                      L.out_features, act_, act_, tf32_, Epilogue::ReluBias};
+        if (ctx_.gemm().supports(s)) {
+            L.fused_relu = true;
+            next.folded = true;
+        }
+    }
+    output_width_ = layers_.empty() ? 0 : layers_.back().out_features;
+    label_width_ = classification_ ? 1 : output_width_;
+}
+
+void CudaDeviceStep::allocate_buffers() {
+    const size_t a = dtype_size(act_);
+    const size_t count = layers_.size();
+    acts_.assign(count + 1, {});
+    grads_.assign(count + 1, {});
+    auto new_activation = [&](int64_t per_sample, const std::string& what) {
+        Buffer b;
+        b.dtype = act_;
+        b.per_sample = per_sample;
+        b.data = arena_.allocate(static_cast<size_t>(max_batch_ * per_sample) * a, what);
+        return b;
+    };
+    acts_[0] = new_activation(layers_.empty() ? 0 : layers_[0].in_features, "the input batch");
+    grads_[0] = new_activation(acts_[0].per_sample, "the input gradient");
+    for (size_t i = 0; i < count; ++i) {
+        const LayerPlan& L = layers_[i];
+        // Flatten and a folded ReLU write nothing of their own: their output is their input.
+        if (L.op == Op::Flatten || L.folded) {
+            acts_[i + 1] = acts_[i];
+            grads_[i + 1] = grads_[i];
+            acts_[i + 1].per_sample = L.out_features;
+            grads_[i + 1].per_sample = L.out_features;
+            continue;
+        }
+        acts_[i + 1] = new_activation(L.out_features, "the output of layer " + L.label);
+        grads_[i + 1] = new_activation(L.out_features, "the output gradient of layer " + L.label);
+    }
+    labels_ = arena_.allocate_array<float>(static_cast<size_t>(max_batch_ * label_width_), "the batch labels");
+
+    int64_t largest_param = 1;
+    const bool momentum = config_.optimizer.kind == "sgd" && config_.optimizer.momentum != 0.0f;
+    const bool adam = config_.optimizer.kind != "sgd";
+    for (auto& p : params_) {
+        const std::string what = "parameter " + p.host->name + " (" + std::to_string(p.n) + " values)";
+        p.master = arena_.allocate_array<float>(static_cast<size_t>(p.n), what);
+        p.copy = p.has_copy ? arena_.allocate(static_cast<size_t>(p.n) * dtype_size(p.copy_dtype), what + ", reduced copy") : nullptr;
+        p.grad = arena_.allocate(static_cast<size_t>(p.n) * dtype_size(p.grad_dtype), what + ", gradient");
+        if (momentum || adam) p.a = arena_.allocate_array<float>(static_cast<size_t>(p.n), what + ", optimizer state");
+        if (adam) p.b = arena_.allocate_array<float>(static_cast<size_t>(p.n), what + ", optimizer state");
+        largest_param = std::max(largest_param, p.n);
+    }
+    bias_sum_ = arena_.allocate_array<float>(static_cast<size_t>(2 * largest_param), "gradient scratch");
+    dtype_scratch_ = arena_.allocate(static_cast<size_t>(largest_param) * 4, "gradient scratch");
+    for (auto& L : layers_) {
+        if (L.op == Op::BatchNorm) {
+            const int64_t c = L.in_shape.at(0);
+            L.running_mean = arena_.allocate_array<float>(static_cast<size_t>(c), L.label + " running mean");
+            L.running_var = arena_.allocate_array<float>(static_cast<size_t>(c), L.label + " running variance");
+            L.save_mean = arena_.allocate_array<float>(static_cast<size_t>(c), L.label + " batch mean");
+            L.save_invstd = arena_.allocate_array<float>(static_cast<size_t>(c), L.label + " batch inverse std");
+        }
+        if (L.op == Op::Dropout)
+            L.mask = arena_.allocate_array<float>(static_cast<size_t>(max_batch_ * L.in_features), L.label + " mask");
+    }
+
+    input_ = arena_.allocate_array<StepInput>(1, "step input");
+    device_step_ = reinterpret_cast<int64_t*>(reinterpret_cast<char*>(input_) + offsetof(StepInput, step));
+    flags_ = arena_.allocate_array<StepFlags>(1, "step flags");
+    scaler_config_ = arena_.allocate_array<ScalerRuleConfig>(1, "scaler configuration");
+    scaler_state_ = arena_.allocate_array<ScalerState>(1, "scaler state");
+    optimizer_ = arena_.allocate_array<OptimizerConstants>(1, "optimizer constants");
+    lr_table_ = arena_.allocate_array<float>(config_.lr_by_iteration.size(), "learning-rate schedule");
+    loss_sum_ = arena_.allocate_array<float>(1, "loss");
+    correct_ = arena_.allocate_array<int64_t>(1, "correct count");
+    grad_entries_ = arena_.allocate_array<GradEntry>(std::max<size_t>(1, params_.size()), "gradient list");
+    param_entries_ = arena_.allocate_array<ParamEntry>(std::max<size_t>(1, params_.size()), "parameter list");
+
+    // The lists the multi-tensor kernels walk; order 0 is the gradient nearest the loss.
+    std::vector<GradEntry> grads;
+    std::vector<ParamEntry> entries;
+    int64_t offset = 0;
+    const int32_t count_params = static_cast<int32_t>(params_.size());
+    for (int32_t i = 0; i < count_params; ++i) {
+        const ParamPlan& p = params_[static_cast<size_t>(i)];
+        GradEntry g;
+        g.data = p.grad;
+        g.n = p.n;
+        g.offset = offset;
+        g.order = count_params - 1 - i;
+        g.dtype = p.grad_dtype;
+        grads.push_back(g);
+        ParamEntry e;
+        e.master = p.master;
+        e.grad = p.grad;
+        e.copy = p.copy;
+        e.a = p.a;
+        e.b = p.b;
+        e.n = p.n;
+        e.offset = offset;
+        e.grad_dtype = p.grad_dtype;
+        e.copy_dtype = p.copy_dtype;
+        e.decay = p.decay ? 1 : 0;
+        entries.push_back(e);
+        offset += p.n;
+    }
+    total_param_elements_ = offset;
+    copy_to_device(grad_entries_, grads.data(), grads.size() * sizeof(GradEntry), stream_);
+    copy_to_device(param_entries_, entries.data(), entries.size() * sizeof(ParamEntry), stream_);
+
+    OptimizerConstants k;
+    const OptimizerConfig& o = config_.optimizer;
+    k.kind = o.kind == "sgd" ? OptimizerKind::SGD : o.kind == "adam" ? OptimizerKind::Adam : OptimizerKind::AdamW;
+    k.momentum = o.momentum;
+    k.nesterov = o.nesterov ? 1 : 0;
+    k.weight_decay = o.weight_decay;
+    k.beta1 = o.beta1;
+    k.beta2 = o.beta2;
+    k.eps = o.eps;
+    k.master_fp16 = config_.policy.master == Format::FP16 ? 1 : 0;
+    k.clip_norm = config_.clip_norm;
+    copy_to_device(optimizer_, &k, sizeof k, stream_);
+    copy_to_device(lr_table_, config_.lr_by_iteration.data(), config_.lr_by_iteration.size() * sizeof(float), stream_);
+
+    inputs_ = PinnedBuffer(sizeof(StepInput) * kRingSize);
+    ring_ = PinnedBuffer(sizeof(StepRecord) * kRingSize + sizeof(int64_t), /*mapped=*/true);
+    ring_host_ = ring_.as<StepRecord>();
+    ring_count_host_ = reinterpret_cast<volatile int64_t*>(ring_host_ + kRingSize);
+    *ring_count_host_ = 0;
+    void* device_view = nullptr;
+    check_cuda(cudaHostGetDevicePointer(&device_view, ring_.as<void>(), 0), "cudaHostGetDevicePointer");
+    ring_device_ = static_cast<StepRecord*>(device_view);
+    ring_count_device_ = reinterpret_cast<int64_t*>(ring_device_ + kRingSize);
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (plan)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host <-> device
+
+void CudaDeviceStep::upload(const Dataset& data, Network& network) {
+    (void)network;
+    ctx_.make_current();
+    sample_width_ = data.train_size() ? data.train_x.numel() / data.train_size() : 0;
+    if (sample_width_ != acts_[0].per_sample)
+        throw NetworkError("the dataset's samples have " + std::to_string(sample_width_) + " values; the network takes " +
+                           std::to_string(acts_[0].per_sample));
+    train_n_ = data.train_size();
+    test_n_ = data.test_size();
+    auto upload_split = [&](const Tensor& t, const std::string& what) -> float* {
+        float* d = arena_.allocate_array<float>(static_cast<size_t>(std::max<int64_t>(1, t.numel())), what);
+        if (t.numel()) copy_to_device(d, t.data(), static_cast<size_t>(t.numel()) * sizeof(float), stream_);
+        return d;
+    };
+    train_x_ = upload_split(data.train_x, "the training samples");
+    train_y_ = upload_split(data.train_y, "the training labels");
+    test_x_ = upload_split(data.test_x, "the test samples");
+    test_y_ = upload_split(data.test_y, "the test labels");
+    order_ = arena_.allocate_array<int32_t>(static_cast<size_t>(std::max<int64_t>(1, train_n_)), "the epoch order");
+    eval_order_ = arena_.allocate_array<int32_t>(static_cast<size_t>(std::max<int64_t>(1, test_n_)), "the test order");
+    std::vector<int32_t> identity(static_cast<size_t>(test_n_));
+    for (int64_t i = 0; i < test_n_; ++i) identity[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    if (test_n_) copy_to_device(eval_order_, identity.data(), identity.size() * sizeof(int32_t), stream_);
+
+    for (auto& p : params_) {
+        copy_to_device(p.master, p.host->value.data(), static_cast<size_t>(p.n) * sizeof(float), stream_);
+        if (p.copy) kernels::convert(DType::F32, p.master, p.copy_dtype, p.copy, p.n, stream_);
+    }
+    for (auto& L : layers_) {
+        if (L.op != Op::BatchNorm) continue;
+        copy_to_device(L.running_mean, L.host_running_mean->data(), static_cast<size_t>(L.host_running_mean->numel()) * 4, stream_);
+        copy_to_device(L.running_var, L.host_running_var->data(), static_cast<size_t>(L.host_running_var->numel()) * 4, stream_);
+    }
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (upload)");
+}
+
+void CudaDeviceStep::download(Network& network) {
+    (void)network;
+    ctx_.make_current();
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (download)");
+    for (auto& p : params_) {
+        check_cuda(cudaMemcpy(p.host->value.data(), p.master, static_cast<size_t>(p.n) * sizeof(float), cudaMemcpyDeviceToHost),
+                   "cudaMemcpy (download)");
+        // The host layers read Parameter::compute where the CPU engine keeps one.
+        if (!p.host->compute.empty())
+            round_to_format(config_.policy.weight_copy, p.host->value.data(), p.host->compute.data(),
+                            static_cast<size_t>(p.n));
+    }
+    for (auto& L : layers_) {
+        if (L.op != Op::BatchNorm) continue;
+        check_cuda(cudaMemcpy(L.host_running_mean->data(), L.running_mean, static_cast<size_t>(L.host_running_mean->numel()) * 4,
+                              cudaMemcpyDeviceToHost), "cudaMemcpy (download)");
+        check_cuda(cudaMemcpy(L.host_running_var->data(), L.running_var, static_cast<size_t>(L.host_running_var->numel()) * 4,
+                              cudaMemcpyDeviceToHost), "cudaMemcpy (download)");
+    }
+}
+
+void CudaDeviceStep::set_epoch_order(std::span<const int64_t> order) {
+    ctx_.make_current();
+    if (static_cast<int64_t>(order.size()) != train_n_)
+        throw Error("epoch order has " + std::to_string(order.size()) + " entries for " + std::to_string(train_n_) + " samples");
+    std::vector<int32_t> narrow(order.begin(), order.end());
+    // Steps of the previous epoch may still read the order: let them finish first.
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (epoch order)");
+    if (!narrow.empty()) copy_to_device(order_, narrow.data(), narrow.size() * sizeof(int32_t), stream_);
+}
+
+void CudaDeviceStep::set_scaler(const LossScalerConfig& config, const LossScaler& state) {
+    ctx_.make_current();
+    const ScalerRuleConfig c = scaler_rule_config(config);
+    const ScalerState s = scaler_state_from(state);
+    // Pageable sources: cudaMemcpyAsync has copied them by the time it returns.
+    copy_to_device(scaler_config_, &c, sizeof c, stream_);
+    copy_to_device(scaler_state_, &s, sizeof s, stream_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The step
+
+void CudaDeviceStep::launch(int64_t step, int64_t batch_offset, int64_t batch_size, float lr_scale) {
+    if (batch_size < 1 || batch_size > config_.batch_size)
+        throw Error("batch of " + std::to_string(batch_size) + " samples for a plan of " + std::to_string(config_.batch_size));
+    ctx_.make_current();
+    // The ring holds the records of the steps in flight; wait for room rather than overwrite.
+    while (launched_ - *ring_count_host_ >= kRingSize - 1) std::this_thread::yield();
+    if (launched_ == 0) last_collect_time_ = now_seconds();
+    StepInput& in = inputs_.as<StepInput>()[launched_ % kRingSize];
+    in.step = step;
+    in.batch_offset = batch_offset;
+    in.lr_scale = lr_scale;
+    check_cuda(cudaMemcpyAsync(input_, &in, sizeof in, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (step input)");
+    if (!config_.use_graphs) {
+        enqueue_step(batch_size);
+    } else if (auto it = graphs_.find(batch_size); it != graphs_.end() && it->second) {
+        check_cuda(cudaGraphLaunch(it->second, stream_), "cudaGraphLaunch");
+    } else if (it == graphs_.end()) {
+        // The first step of a batch size runs eagerly: cuBLASLt and cuDNN choose their
+        // algorithms then, which must not happen inside a capture.
+        enqueue_step(batch_size);
+        graphs_[batch_size] = nullptr;
+    } else {
+        cudaGraph_t graph = nullptr;
+        check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+        try {
+            enqueue_step(batch_size);
+        } catch (...) {
+            cudaStreamEndCapture(stream_, &graph);
+            if (graph) cudaGraphDestroy(graph);
+            throw;
+        }
+        check_cuda(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
+        cudaGraphExec_t exec = nullptr;
+        const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+        cudaGraphDestroy(graph);
+        check_cuda(status, "cudaGraphInstantiate");
+        it->second = exec;
+        check_cuda(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
+    }
+    ++launched_;
+}
+
+void CudaDeviceStep::enqueue_step(int64_t batch) {
+    kernels::gather_batch(train_x_, sample_width_, train_y_, label_width_, order_, &input_->batch_offset, batch, act_,
+                          acts_[0].data, labels_, stream_);
+    enqueue_forward(batch, true);
+    check_cuda(cudaMemsetAsync(loss_sum_, 0, sizeof(float), stream_), "cudaMemsetAsync (loss)");
+    check_cuda(cudaMemsetAsync(correct_, 0, sizeof(int64_t), stream_), "cudaMemsetAsync (correct)");
+    const Buffer& out = acts_.back();
+    const float* scale = &scaler_state_->scale;
+    if (classification_)
+        kernels::softmax_cross_entropy(act_, out.data, labels_, act_, grads_.back().data, batch, output_width_, scale,
+                                       loss_sum_, correct_, stream_);
+    else
+        kernels::mse(act_, out.data, labels_, act_, grads_.back().data, batch, output_width_, scale, loss_sum_, stream_);
+    enqueue_backward(batch);
+    enqueue_tail();
+}
+
+void CudaDeviceStep::enqueue_forward(int64_t batch, bool training) {
+    for (size_t i = 0; i < layers_.size(); ++i) forward_layer(i, batch, training);
+}
+
+void CudaDeviceStep::enqueue_backward(int64_t batch) {
+    for (size_t i = layers_.size(); i-- > 0;) backward_layer(i, batch);
+}
+
+void CudaDeviceStep::enqueue_tail() {
+    const int count = static_cast<int>(params_.size());
+    kernels::reset_step_flags(flags_, stream_);
+    kernels::check_gradients(grad_entries_, count, total_param_elements_, scaler_state_, config_.clip_norm > 0, flags_,
+                             stream_);
+    kernels::scaler_update(scaler_config_, loss_sum_, flags_, scaler_state_, stream_);
+    const auto table = static_cast<int64_t>(config_.lr_by_iteration.size());
+    kernels::optimizer_step(param_entries_, count, total_param_elements_, optimizer_, lr_table_, table, input_,
+                            scaler_state_, flags_, stream_);
+    kernels::write_record(input_, loss_sum_, correct_, flags_, scaler_state_, lr_table_, table, ring_device_, kRingSize,
+                          ring_count_device_, stream_);
+}
+
+void CudaDeviceStep::forward_layer(size_t i, int64_t batch, bool training) {
+    LayerPlan& L = layers_[i];
+    const void* x = acts_[i].data;
+    void* y = acts_[i + 1].data;
+    const int64_t n_out = batch * L.out_features;
+    switch (L.op) {
+        case Op::Linear: {
+            const ParamPlan& w = params_[L.params[0]];
+            const float* bias = L.params.size() > 1 ? params_[L.params[1]].master : nullptr;
+            MatmulShape s{false, true, batch, L.out_features, L.in_features, L.in_features, L.in_features,
+                          L.out_features, act_, act_, tf32_,
+                          bias ? (L.fused_relu ? Epilogue::ReluBias : Epilogue::Bias) : Epilogue::None};
+            if (s.epilogue != Epilogue::None && !ctx_.gemm().supports(s)) {
+                s.epilogue = Epilogue::None;
+                ctx_.gemm().matmul(s, 1.0f, x, w.read(), 0.0f, y, nullptr, nullptr, stream_);
+                kernels::add_bias_rows(act_, y, bias, batch, L.out_features, stream_);
+                if (L.fused_relu) kernels::activation_forward(Activation::ReLU, 0.0f, act_, y, y, n_out, stream_);
+            } else {
+                ctx_.gemm().matmul(s, 1.0f, x, w.read(), 0.0f, y, bias, nullptr, stream_);
+            }
+            break;
+        }
+        case Op::Conv2d: {
+            ConvGeometry g = L.conv;
+            g.batch = batch;
+            ctx_.dnn().conv_forward(g, act_, tf32_, x, params_[L.params[0]].read(), y, stream_);
+            if (L.params.size() > 1)
+                kernels::add_bias_channels(act_, y, params_[L.params[1]].master, batch, g.out_channels,
+                                           g.out_h() * g.out_w(), stream_);
+            break;
+        }
+        case Op::MaxPool:
+        case Op::AvgPool: {
+            PoolGeometry g = L.pool;
+            g.batch = batch;
+            ctx_.dnn().pool_forward(g, L.op == Op::MaxPool ? PoolMode::Max : PoolMode::Average, act_, x, y, stream_);
+            break;
+        }
+        case Op::Activation:
+            if (L.folded) break;
+            // cuDNN's activations where it has them; GELU, LeakyReLU and BF16 data go through our
+            // own kernels, whose math is the CPU backend's (element_math.h).
+            if (CudnnOps::supports(L.activation) && act_ != DType::BF16)
+                ctx_.dnn().activation_forward(L.activation, act_, x, y, n_out, stream_);
+            else
+                kernels::activation_forward(L.activation, L.slope, act_, x, y, n_out, stream_);
+            break;
+        case Op::Flatten: break;
+        case Op::Dropout:
+            if (training) {
+                kernels::dropout_mask(L.dropout_p, config_.seed ^ (0xD50Full + i), device_step_, L.mask, n_out, stream_);
+                kernels::multiply(act_, x, L.mask, y, n_out, stream_);
+            } else {
+                check_cuda(cudaMemcpyAsync(y, x, static_cast<size_t>(n_out) * dtype_size(act_), cudaMemcpyDeviceToDevice, stream_),
+                           "cudaMemcpyAsync (dropout at evaluation)");
+            }
+            break;
+        case Op::BatchNorm: {
+            const int64_t c = L.in_shape.at(0);
+            kernels::batchnorm_forward(act_, x, y, params_[L.params[0]].master, params_[L.params[1]].master, L.running_mean,
+                                       L.running_var, L.save_mean, L.save_invstd, batch, c, L.in_features / c,
+                                       L.bn_momentum, L.bn_eps, training, stream_);
+            break;
+        }
+    }
+}
+
+void CudaDeviceStep::store_param_grad(const ParamPlan& p, const float* sum) {
+    if (p.grad_dtype == DType::F32) {
+        if (sum != p.grad)
+            check_cuda(cudaMemcpyAsync(p.grad, sum, static_cast<size_t>(p.n) * 4, cudaMemcpyDeviceToDevice, stream_),
+                       "cudaMemcpyAsync (gradient)");
+    } else {
+        kernels::convert(DType::F32, sum, p.grad_dtype, p.grad, p.n, stream_);
+    }
+}
+
+void CudaDeviceStep::backward_layer(size_t i, int64_t batch) {
+    LayerPlan& L = layers_[i];
+    const void* x = acts_[i].data;
+    const void* y = acts_[i + 1].data;
+    const void* dy = grads_[i + 1].data;
+    void* dx = i > lowest_trained_ ? grads_[i].data : nullptr;
+    const int64_t n_out = batch * L.out_features;
+    const int64_t n_in = batch * L.in_features;
+    // An FP32 target for a gradient: the parameter's own buffer when it is FP32, else scratch
+    // that store_param_grad converts.
+    auto f32_target = [&](const ParamPlan& p, float* scratch) { return p.grad_dtype == DType::F32 ? static_cast<float*>(p.grad) : scratch; };
+    switch (L.op) {
+        case Op::Linear: {
+            const ParamPlan& w = params_[L.params[0]];
+            const ParamPlan* b = L.params.size() > 1 ? &params_[L.params[1]] : nullptr;
+            // dW[out, in] = dY^T X, with the bias gradient (the column sums of dY) in the epilogue.
+            const bool direct = w.grad_dtype == DType::F32 || w.grad_dtype == act_;
+            MatmulShape s{true, false, L.out_features, L.in_features, batch, L.out_features, L.in_features, L.in_features,
+                          act_, direct ? w.grad_dtype : act_, tf32_, b ? Epilogue::BiasGradA : Epilogue::None};
+            void* dw = direct ? w.grad : dtype_scratch_;
+            float* db = b ? f32_target(*b, bias_sum_) : nullptr;
+            if (b && !ctx_.gemm().supports(s)) {
+                s.epilogue = Epilogue::None;
+                ctx_.gemm().matmul(s, 1.0f, dy, x, 0.0f, dw, nullptr, nullptr, stream_);
+                kernels::bias_grad_rows(act_, dy, db, batch, L.out_features, stream_);
+            } else {
+                ctx_.gemm().matmul(s, 1.0f, dy, x, 0.0f, dw, nullptr, db, stream_);
+            }
+            if (!direct) kernels::convert(act_, dtype_scratch_, w.grad_dtype, w.grad, w.n, stream_);
+            if (b) store_param_grad(*b, db);
+            if (dx) {
+                // dX[batch, in] = dY W
+                const MatmulShape d{false, false, batch, L.in_features, L.out_features, L.out_features, L.in_features,
+                                    L.in_features, act_, act_, tf32_, Epilogue::None};
+                ctx_.gemm().matmul(d, 1.0f, dy, w.read(), 0.0f, dx, nullptr, nullptr, stream_);
+            }
+            break;
+        }
+        case Op::Conv2d: {
+            ConvGeometry g = L.conv;
+            g.batch = batch;
+            const ParamPlan& w = params_[L.params[0]];
+            const bool direct = w.grad_dtype == act_;
+            ctx_.dnn().conv_backward_filter(g, act_, tf32_, x, dy, direct ? w.grad : dtype_scratch_, stream_);
+            if (!direct) kernels::convert(act_, dtype_scratch_, w.grad_dtype, w.grad, w.n, stream_);
+            if (L.params.size() > 1) {
+                const ParamPlan& b = params_[L.params[1]];
+                float* db = f32_target(b, bias_sum_);
+                kernels::bias_grad_channels(act_, dy, db, batch, g.out_channels, g.out_h() * g.out_w(), stream_);
+                store_param_grad(b, db);
+            }
+            if (dx) ctx_.dnn().conv_backward_data(g, act_, tf32_, w.read(), dy, dx, stream_);
+            break;
+        }
+        case Op::MaxPool:
+        case Op::AvgPool:
+            if (dx) {
+                PoolGeometry g = L.pool;
+                g.batch = batch;
+                ctx_.dnn().pool_backward(g, L.op == Op::MaxPool ? PoolMode::Max : PoolMode::Average, act_, x, y, dy, dx,
+                                         stream_);
+            }
+            break;
+        case Op::Activation:
+            if (!dx) break;
+            if (L.folded)  // the pre-activation was never stored; ReLU's derivative reads the output
+                kernels::activation_backward(Activation::ReLU, 0.0f, act_, y, y, dy, dx, n_in, stream_);
+            else if (CudnnOps::supports(L.activation) && act_ != DType::BF16)
+                ctx_.dnn().activation_backward(L.activation, act_, x, y, dy, dx, n_in, stream_);
+            else
+                kernels::activation_backward(L.activation, L.slope, act_, x, y, dy, dx, n_in, stream_);
+            break;
+        case Op::Flatten: break;
+        case Op::Dropout:
+            if (dx) kernels::multiply(act_, dy, L.mask, dx, n_in, stream_);
+            break;
+        case Op::BatchNorm: {
+            const int64_t c = L.in_shape.at(0);
+            const ParamPlan& gamma = params_[L.params[0]];
+            const ParamPlan& beta = params_[L.params[1]];
+            float* dgamma = f32_target(gamma, bias_sum_);
+            float* dbeta = f32_target(beta, bias_sum_ + c);
+            // BatchNorm always writes an input gradient; below the lowest trained layer it lands
+            // in the layer's own (unused) gradient buffer.
+            kernels::batchnorm_backward(act_, x, dy, gamma.master, L.save_mean, L.save_invstd, grads_[i].data, dgamma,
+                                        dbeta, batch, c, L.in_features / c, stream_);
+            store_param_grad(gamma, dgamma);
+            store_param_grad(beta, dbeta);
+            break;
+        }
+    }
+    (void)n_out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Read-back and evaluation
+
+void CudaDeviceStep::collect(std::vector<DeviceStepResult>& out, bool wait) {
+    if (wait) check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (records)");
+    else check_cuda(cudaPeekAtLastError(), "a step on the device");
+    const int64_t count = *ring_count_host_;
+    std::atomic_thread_fence(std::memory_order_acquire);  // the records before the count
+    if (count <= records_read_) return;
+    const double now = now_seconds();
+    const double share = (now - last_collect_time_) / static_cast<double>(count - records_read_);
+    last_collect_time_ = now;
+    const int32_t count_params = static_cast<int32_t>(params_.size());
+    for (int64_t r = records_read_; r < count; ++r) {
+        const StepRecord& rec = ring_host_[r % kRingSize];
+        DeviceStepResult res;
+        res.step = rec.step;
+        res.loss = rec.loss;
+        res.correct = rec.correct;
+        res.scale_used = rec.scale_used;
+        res.nonfinite = rec.first_bad != kAllFinite || !std::isfinite(rec.loss);
+        // kNonFiniteLoss: every gradient was finite but the loss was not (-1, "loss", as on the CPU).
+        res.first_nonfinite_parameter =
+            rec.first_bad != kAllFinite && rec.first_bad != kNonFiniteLoss ? count_params - 1 - rec.first_bad : -1;
+        res.applied = rec.applied != 0;
+        res.grad_norm = rec.grad_norm;
+        res.lr = rec.lr;
+        res.seconds = share;
+        out.push_back(res);
+    }
+    records_read_ = count;
+}
+
+Backend::LossResult CudaDeviceStep::evaluate(const Dataset& data) {
+    ctx_.make_current();
+    Backend::LossResult total;
+    if (test_n_ == 0) return total;
+    (void)data;
+    int64_t* offset = &input_->batch_offset;
+    for (int64_t start = 0; start < test_n_; start += config_.eval_batch) {
+        const int64_t n = std::min(config_.eval_batch, test_n_ - start);
+        // The training step's input is not in use between steps: its offset field serves here.
+        check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (evaluation)");
+        copy_to_device(offset, &start, sizeof start, stream_);
+        kernels::gather_batch(test_x_, sample_width_, test_y_, label_width_, eval_order_, offset, n, act_, acts_[0].data,
+                              labels_, stream_);
+        enqueue_forward(n, false);
+        check_cuda(cudaMemsetAsync(loss_sum_, 0, sizeof(float), stream_), "cudaMemsetAsync (loss)");
+        check_cuda(cudaMemsetAsync(correct_, 0, sizeof(int64_t), stream_), "cudaMemsetAsync (correct)");
+        if (classification_)
+            kernels::softmax_cross_entropy(act_, acts_.back().data, labels_, act_, nullptr, n, output_width_, nullptr,
+                                           loss_sum_, correct_, stream_);
+        else
+            kernels::mse(act_, acts_.back().data, labels_, act_, nullptr, n, output_width_, nullptr, loss_sum_, stream_);
+        float loss = 0;
+        int64_t correct = 0;
+        check_cuda(cudaMemcpyAsync(&loss, loss_sum_, sizeof loss, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync (loss)");
+        check_cuda(cudaMemcpyAsync(&correct, correct_, sizeof correct, cudaMemcpyDeviceToHost, stream_),
+                   "cudaMemcpyAsync (correct)");
+        check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (evaluation)");
+        total.loss += static_cast<double>(loss) * static_cast<double>(n);
+        total.correct += correct;
+    }
+    total.loss /= static_cast<double>(test_n_);
+    return total;
+}
+
+}  // namespace mpwb::cuda

@@ -1,0 +1,161 @@
+// CudaDeviceStep: the DeviceStep of the CUDA backend. Built from a Network, it keeps everything
+// a training step touches on the GPU in the formats the precision policy names (FP16/BF16
+// activations, gradients and weight copies as real 2-byte values, FP32 masters and optimizer
+// state), and runs one step as a fixed sequence of enqueued work:
+//
+//   gather batch -> forward (cuBLASLt GEMMs with bias/ReLU epilogues, cuDNN convolution and
+//   pooling, own kernels) -> FP32 softmax cross-entropy with the loss scale folded in ->
+//   backward -> multi-tensor unscale + non-finite check -> scaler decision -> fused optimizer
+//   (skips itself on overflow) -> the step's record into mapped host memory.
+//
+// Nothing in that sequence synchronises or allocates, so each batch size's sequence is captured
+// once as a CUDA graph and replayed; the host only writes the step's small StepInput (step
+// number, batch offset, live learning-rate factor) before each replay.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend/cuda/device_context.h"
+#include "core/backend/cuda/step_math.h"
+#include "core/train/device_step.h"
+
+namespace mpwb::cuda {
+
+class CudaDeviceStep final : public DeviceStep {
+public:
+    CudaDeviceStep(DeviceContext& context, Network& network, const DeviceStepConfig& config);
+    ~CudaDeviceStep() override;
+
+    void upload(const Dataset& data, Network& network) override;
+    void download(Network& network) override;
+    void set_epoch_order(std::span<const int64_t> order) override;
+    void set_scaler(const LossScalerConfig& config, const LossScaler& state) override;
+    void launch(int64_t step, int64_t batch_offset, int64_t batch_size, float lr_scale) override;
+    void collect(std::vector<DeviceStepResult>& out, bool wait) override;
+    Backend::LossResult evaluate(const Dataset& data) override;
+    std::string description() const override;
+
+    // Bytes of device memory the plan holds (arena blocks), for the benchmark's memory column.
+    size_t device_bytes() const { return arena_.bytes_reserved(); }
+
+private:
+    struct Buffer {
+        void* data = nullptr;
+        DType dtype = DType::F32;
+        int64_t per_sample = 0;  // elements per sample (activations) or in all (parameters)
+    };
+    struct ParamPlan {
+        Parameter* host = nullptr;
+        float* master = nullptr;
+        void* copy = nullptr;  // null when the layer reads the master
+        bool has_copy = false;
+        DType copy_dtype = DType::F32;
+        void* grad = nullptr;
+        DType grad_dtype = DType::F32;
+        float* a = nullptr;
+        float* b = nullptr;
+        int64_t n = 0;
+        bool decay = true;
+        const void* read() const { return copy ? copy : master; }
+    };
+    enum class Op { Linear, Conv2d, MaxPool, AvgPool, Activation, Flatten, Dropout, BatchNorm };
+    struct LayerPlan {
+        Op op = Op::Flatten;
+        std::string label;
+        bool reduced = false;
+        Shape in_shape, out_shape;  // per sample
+        int64_t in_features = 0, out_features = 0;
+        Activation activation = Activation::ReLU;
+        float slope = 0.01f;
+        float dropout_p = 0.5f;
+        float bn_momentum = 0.1f, bn_eps = 1e-5f;
+        ConvGeometry conv;  // batch filled per call
+        PoolGeometry pool;
+        bool fused_relu = false;   // Linear whose ReLU (the next layer) runs in its GEMM epilogue
+        bool folded = false;       // ReLU folded into the previous Linear: nothing to run
+        std::vector<size_t> params;  // indices into params_
+        float* running_mean = nullptr;
+        float* running_var = nullptr;
+        Tensor* host_running_mean = nullptr;
+        Tensor* host_running_var = nullptr;
+        float* save_mean = nullptr;
+        float* save_invstd = nullptr;
+        float* mask = nullptr;  // dropout
+    };
+
+    void plan_layers(Network& network);
+    void allocate_buffers();
+    // The step as enqueued work (what a graph captures); batch is the sample count.
+    void enqueue_step(int64_t batch);
+    void enqueue_forward(int64_t batch, bool training);
+    void enqueue_backward(int64_t batch);
+    void enqueue_tail();
+    void forward_layer(size_t i, int64_t batch, bool training);
+    void backward_layer(size_t i, int64_t batch);
+    // dst (dtype of the parameter's grad) from an FP32 sum, converting when they differ.
+    void store_param_grad(const ParamPlan& p, const float* sum);
+
+    DeviceContext& ctx_;
+    DeviceStepConfig config_;
+    DeviceArena arena_;
+    cudaStream_t stream_ = nullptr;
+    bool classification_ = true;
+    int64_t output_width_ = 0;
+    int64_t label_width_ = 1;
+    int64_t max_batch_ = 0;
+    size_t lowest_trained_ = 0;
+    DType act_ = DType::F32;
+    bool tf32_ = false;
+
+    std::vector<LayerPlan> layers_;
+    std::vector<ParamPlan> params_;
+    std::vector<Buffer> acts_;   // acts_[i]: input of layer i; the last one is the output
+    std::vector<Buffer> grads_;  // grads_[i]: gradient of acts_[i]
+    float* bias_sum_ = nullptr;  // FP32 scratch for a bias or BatchNorm gradient
+    void* dtype_scratch_ = nullptr;  // a weight gradient in the compute dtype before conversion
+    float* labels_ = nullptr;
+
+    // Dataset and batch order.
+    float* train_x_ = nullptr;
+    float* train_y_ = nullptr;
+    float* test_x_ = nullptr;
+    float* test_y_ = nullptr;
+    int32_t* order_ = nullptr;
+    int32_t* eval_order_ = nullptr;
+    int64_t train_n_ = 0, test_n_ = 0, sample_width_ = 0;
+
+    // The step's shared state in device memory.
+    StepInput* input_ = nullptr;
+    StepFlags* flags_ = nullptr;
+    ScalerRuleConfig* scaler_config_ = nullptr;
+    ScalerState* scaler_state_ = nullptr;
+    OptimizerConstants* optimizer_ = nullptr;
+    float* lr_table_ = nullptr;
+    GradEntry* grad_entries_ = nullptr;
+    ParamEntry* param_entries_ = nullptr;
+    int64_t total_param_elements_ = 0;
+    float* loss_sum_ = nullptr;
+    int64_t* correct_ = nullptr;
+    int64_t* device_step_ = nullptr;  // StepInput::step, where dropout reads it
+
+    // Host side of the step's input and of the record ring (mapped: the device writes records
+    // straight into host memory, so reading them back needs no copy and no synchronisation).
+    static constexpr int64_t kRingSize = 4096;
+    PinnedBuffer inputs_;  // kRingSize StepInputs, one per step in flight
+    PinnedBuffer ring_;    // kRingSize StepRecords + the count, mapped
+    StepRecord* ring_host_ = nullptr;
+    volatile int64_t* ring_count_host_ = nullptr;
+    StepRecord* ring_device_ = nullptr;
+    int64_t* ring_count_device_ = nullptr;
+    int64_t records_read_ = 0;
+    int64_t launched_ = 0;
+    double last_collect_time_ = 0;
+
+    std::map<int64_t, cudaGraphExec_t> graphs_;  // by batch size
+};
+
+}  // namespace mpwb::cuda

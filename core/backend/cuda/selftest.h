@@ -1,0 +1,29 @@
+// The CUDA backend's op parity checks, like ggml's test-backend-ops: every device op (our
+// kernels, cuBLASLt with its epilogues, cuDNN) in every dtype it runs in, on random inputs,
+// against the CPU backend on the same inputs, by normwise relative error within DESIGN.md's
+// tolerance for the format (FP32 1e-5, TF32 1e-3, FP16/BF16 1e-2). A NaN or inf where the
+// reference has none fails. mpwb-cli selftest --backend cuda runs these and then whole training
+// steps in every policy.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "core/backend/cuda/device_context.h"
+
+namespace mpwb::cuda {
+
+struct SelftestLine {
+    std::string name;
+    bool passed = false;
+    double error = 0;      // normwise relative error (max |device - cpu| / max |cpu|)
+    double tolerance = 0;
+    std::string detail;    // why it failed, or what it measured
+};
+
+// Runs every op check on `context`, calling `report` once per check. Returns the failure count.
+int run_op_checks(DeviceContext& context, const std::function<void(const SelftestLine&)>& report);
+
+// The tolerance DESIGN.md gives a format.
+double tolerance_for(DType dtype, bool tf32);
+
+}  // namespace mpwb::cuda
