@@ -177,18 +177,6 @@ std::vector<OptimizerCase> optimizer_cases() {
     return out;
 }
 
-OptimizerConstants constants_of(const OptimizerConfig& c) {
-    OptimizerConstants k;
-    k.kind = c.kind == "sgd" ? OptimizerKind::SGD : c.kind == "adam" ? OptimizerKind::Adam : OptimizerKind::AdamW;
-    k.momentum = c.momentum;
-    k.nesterov = c.nesterov ? 1 : 0;
-    k.weight_decay = c.weight_decay;
-    k.beta1 = c.beta1;
-    k.beta2 = c.beta2;
-    k.eps = c.eps;
-    return k;
-}
-
 }  // namespace
 
 class TestStepMath : public QObject {
@@ -336,7 +324,7 @@ void TestStepMath::optimizer_rule_matches_optimizer() {
             list.push_back(&params[p]);
         }
         const auto optimizer = make_optimizer(config);
-        const OptimizerConstants k = constants_of(config);
+        const OptimizerConstants k = mpwb::cuda::optimizer_constants(config);
         for (int step = 1; step <= kSteps; ++step) {
             // Gradients across magnitudes, some exactly zero; a rate that changes every step.
             for (auto& p : params)

@@ -258,15 +258,7 @@ void CudaDeviceStep::allocate_buffers() {
     copy_to_device(grad_entries_, grads.data(), grads.size() * sizeof(GradEntry), stream_);
     copy_to_device(param_entries_, entries.data(), entries.size() * sizeof(ParamEntry), stream_);
 
-    OptimizerConstants k;
-    const OptimizerConfig& o = config_.optimizer;
-    k.kind = o.kind == "sgd" ? OptimizerKind::SGD : o.kind == "adam" ? OptimizerKind::Adam : OptimizerKind::AdamW;
-    k.momentum = o.momentum;
-    k.nesterov = o.nesterov ? 1 : 0;
-    k.weight_decay = o.weight_decay;
-    k.beta1 = o.beta1;
-    k.beta2 = o.beta2;
-    k.eps = o.eps;
+    OptimizerConstants k = optimizer_constants(config_.optimizer);
     k.master_fp16 = config_.policy.master == Format::FP16 ? 1 : 0;
     k.clip_norm = config_.clip_norm;
     copy_to_device(optimizer_, &k, sizeof k, stream_);

@@ -7,6 +7,7 @@
 // Plain C++; include it from .cpp files (and tests), not from kernels.
 #pragma once
 #include "core/backend/cuda/step_math.h"
+#include "core/optim/optimizer.h"
 #include "core/precision/loss_scaler.h"
 
 namespace mpwb::cuda {
@@ -44,6 +45,20 @@ inline ScalerState scaler_state_from(const LossScaler& scaler) {
     s.scale_used = scaler.scale();
     s.last_applied = 1;
     return s;
+}
+
+// The optimizer rule's constants from its configuration (fp16-pure's master rounding and the
+// clip norm are the step's, set by the caller).
+inline OptimizerConstants optimizer_constants(const OptimizerConfig& c) {
+    OptimizerConstants k;
+    k.kind = c.kind == "sgd" ? OptimizerKind::SGD : c.kind == "adam" ? OptimizerKind::Adam : OptimizerKind::AdamW;
+    k.momentum = c.momentum;
+    k.nesterov = c.nesterov ? 1 : 0;
+    k.weight_decay = c.weight_decay;
+    k.beta1 = c.beta1;
+    k.beta2 = c.beta2;
+    k.eps = c.eps;
+    return k;
 }
 
 }  // namespace mpwb::cuda
