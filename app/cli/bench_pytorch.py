@@ -87,9 +87,11 @@ def main():
         in_shape = [args.input]
     if args.classes:
         classes = args.classes
+    label = args.preset
     if args.network:
         with open(args.network) as f:
             preset["network"] = json.load(f)
+        label = os.path.splitext(os.path.basename(args.network))[0]
     opt_kind = args.optimizer or preset["training"].get("optimizer", {}).get("kind", "sgd")
     lr = preset["training"].get("lr", 0.01)
     results = []
@@ -100,7 +102,8 @@ def main():
             model, _ = build(preset["network"]["layers"], in_shape)
             model = model.to(args.device)
             opt = torch.optim.Adam(model.parameters(), lr) if opt_kind == "adam" else torch.optim.SGD(model.parameters(), lr, momentum=0.9)
-            scaler = torch.cuda.amp.GradScaler(enabled=(mode == "fp16-amp"))
+            scaler = (torch.amp.GradScaler(args.device.split(":")[0], enabled=(mode == "fp16-amp"))
+                      if hasattr(torch.amp, "GradScaler") else torch.cuda.amp.GradScaler(enabled=(mode == "fp16-amp")))
             x = torch.randn([batch] + in_shape, device=args.device)
             y = torch.randint(0, classes, (batch,), device=args.device)
             loss_fn = nn.CrossEntropyLoss()
@@ -132,10 +135,10 @@ def main():
                     one_step()
                     times.append(time.perf_counter() - t0)
             median = statistics.median(times)
-            row = {"preset": args.preset, "mode": mode, "batch": batch, "step_ms": median * 1e3,
+            row = {"preset": label, "mode": mode, "batch": batch, "step_ms": median * 1e3,
                    "samples_per_second": batch / median}
             results.append(row)
-            print(f"pytorch {args.preset:12s} {mode:9s} {batch:6d} {median*1e3:10.3f} ms {batch/median:12.0f} samples/s", flush=True)
+            print(f"pytorch {label:12s} {mode:9s} {batch:6d} {median*1e3:10.3f} ms {batch/median:12.0f} samples/s", flush=True)
     print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "device": args.device,
                       "blas": os.environ.get("OPENBLAS_CORETYPE", "default"), "results": results}))
 

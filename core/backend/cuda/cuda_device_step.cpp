@@ -47,7 +47,10 @@ CudaDeviceStep::CudaDeviceStep(DeviceContext& context, Network& network, const D
 
 CudaDeviceStep::~CudaDeviceStep() {
     cudaStreamSynchronize(stream_);
-    for (auto& [batch, exec] : graphs_) cudaGraphExecDestroy(exec);
+    // A batch size that ran only its eager first step has no graph; destroying a null one would
+    // leave an error behind for the next launch's check to report.
+    for (auto& [batch, exec] : graphs_)
+        if (exec) cudaGraphExecDestroy(exec);
 }
 
 std::string CudaDeviceStep::description() const {
@@ -125,10 +128,13 @@ void CudaDeviceStep::plan_layers(Network& network) {
             pp.n = p->value.numel();
             pp.decay = p->weight_decay;
             // The layers read a reduced copy of their weights, not of their biases: biases enter
-            // through the FP32 bias epilogue, as autocast's addmm adds them.
-            const bool has_copy = L.reduced && policy.weight_copy != Format::FP32 && p->name != "bias";
+            // through the FP32 bias epilogue, as autocast's addmm adds them. A reduced master
+            // (fp16-pure) is kept in FP32 storage holding rounded values, so its layers read a
+            // copy in the master's format.
+            const Format read_format = policy.weight_copy != Format::FP32 ? policy.weight_copy : policy.master;
+            const bool has_copy = L.reduced && read_format != Format::FP32 && p->name != "bias";
             pp.has_copy = has_copy;
-            pp.copy_dtype = has_copy ? storage_dtype(policy.weight_copy) : DType::F32;
+            pp.copy_dtype = has_copy ? storage_dtype(read_format) : DType::F32;
             const Format grad_format = L.reduced ? policy.weight_grads
                                        : policy.master != Format::FP32 ? policy.master
                                                                         : Format::FP32;
@@ -141,19 +147,15 @@ void CudaDeviceStep::plan_layers(Network& network) {
         layers_.push_back(std::move(L));
         in = reports.at(i).output;
     }
-    // ReLU straight after a Linear with a bias runs in the Linear's GEMM epilogue when cuBLASLt
-    // offers it for the training batch; the tail batch checks again and falls back if not.
+    // ReLU straight after a Linear with a bias runs with the bias add: in the GEMM's epilogue where
+    // cuBLASLt offers it, else in the own bias kernel (forward_layer decides per batch size).
     for (size_t i = 0; i + 1 < layers_.size(); ++i) {
         LayerPlan& L = layers_[i];
         LayerPlan& next = layers_[i + 1];
         if (L.op != Op::Linear || L.params.size() != 2 || next.op != Op::Activation || next.activation != Activation::ReLU)
             continue;
-        MatmulShape s{false, true, config_.batch_size, L.out_features, L.in_features, L.in_features, L.in_features,
-                      L.out_features, act_, act_, tf32_, Epilogue::ReluBias};
-        if (ctx_.gemm().supports(s)) {
-            L.fused_relu = true;
-            next.folded = true;
-        }
+        L.fused_relu = true;
+        next.folded = true;
     }
     output_width_ = layers_.empty() ? 0 : layers_.back().out_features;
     label_width_ = classification_ ? 1 : output_width_;
@@ -202,6 +204,11 @@ void CudaDeviceStep::allocate_buffers() {
     }
     bias_sum_ = arena_.allocate_array<float>(static_cast<size_t>(2 * largest_param), "gradient scratch");
     dtype_scratch_ = arena_.allocate(static_cast<size_t>(largest_param) * 4, "gradient scratch");
+    size_t reduction_bytes = kernels::loss_scratch_bytes();
+    for (const auto& L : layers_)
+        if (L.op == Op::Linear)
+            reduction_bytes = std::max(reduction_bytes, kernels::bias_grad_rows_scratch_bytes(config_.batch_size, L.out_features));
+    reduction_scratch_ = arena_.allocate(reduction_bytes, "reduction scratch");
     for (auto& L : layers_) {
         if (L.op == Op::BatchNorm) {
             const int64_t c = L.in_shape.at(0);
@@ -410,9 +417,10 @@ void CudaDeviceStep::enqueue_step(int64_t batch) {
     const float* scale = &scaler_state_->scale;
     if (classification_)
         kernels::softmax_cross_entropy(act_, out.data, labels_, act_, grads_.back().data, batch, output_width_, scale,
-                                       loss_sum_, correct_, stream_);
+                                       loss_sum_, correct_, reduction_scratch_, stream_);
     else
-        kernels::mse(act_, out.data, labels_, act_, grads_.back().data, batch, output_width_, scale, loss_sum_, stream_);
+        kernels::mse(act_, out.data, labels_, act_, grads_.back().data, batch, output_width_, scale, loss_sum_,
+                     reduction_scratch_, stream_);
     enqueue_backward(batch);
     enqueue_tail();
 }
@@ -453,8 +461,7 @@ void CudaDeviceStep::forward_layer(size_t i, int64_t batch, bool training) {
             if (s.epilogue != Epilogue::None && !ctx_.gemm().supports(s)) {
                 s.epilogue = Epilogue::None;
                 ctx_.gemm().matmul(s, 1.0f, x, w.read(), 0.0f, y, nullptr, nullptr, stream_);
-                kernels::add_bias_rows(act_, y, bias, batch, L.out_features, stream_);
-                if (L.fused_relu) kernels::activation_forward(Activation::ReLU, 0.0f, act_, y, y, n_out, stream_);
+                kernels::add_bias_rows(act_, y, bias, batch, L.out_features, L.fused_relu, stream_);
             } else {
                 ctx_.gemm().matmul(s, 1.0f, x, w.read(), 0.0f, y, bias, nullptr, stream_);
             }
@@ -515,6 +522,23 @@ void CudaDeviceStep::store_param_grad(const ParamPlan& p, const float* sum) {
     }
 }
 
+double CudaDeviceStep::time_enqueued(const std::function<void()>& work) {
+    constexpr int kRepeats = 3;
+    cudaEvent_t start = nullptr, stop = nullptr;
+    check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+    check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+    work();
+    check_cuda(cudaEventRecord(start, stream_), "cudaEventRecord");
+    for (int r = 0; r < kRepeats; ++r) work();
+    check_cuda(cudaEventRecord(stop, stream_), "cudaEventRecord");
+    check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    return ms / kRepeats;
+}
+
 void CudaDeviceStep::backward_layer(size_t i, int64_t batch) {
     LayerPlan& L = layers_[i];
     const void* x = acts_[i].data;
@@ -530,21 +554,39 @@ void CudaDeviceStep::backward_layer(size_t i, int64_t batch) {
         case Op::Linear: {
             const ParamPlan& w = params_[L.params[0]];
             const ParamPlan* b = L.params.size() > 1 ? &params_[L.params[1]] : nullptr;
-            // dW[out, in] = dY^T X, with the bias gradient (the column sums of dY) in the epilogue.
+            // dW[out, in] = dY^T X, with the bias gradient (the column sums of dY) written in the
+            // gradient's own format by the GEMM's epilogue or by the own column-sum kernel,
+            // whichever the first step measured faster: cuBLASLt's epilogue kernels are quick
+            // for wide layers but run on a single block for a narrow one over a large batch.
             const bool direct = w.grad_dtype == DType::F32 || w.grad_dtype == act_;
             MatmulShape s{true, false, L.out_features, L.in_features, batch, L.out_features, L.in_features, L.in_features,
                           act_, direct ? w.grad_dtype : act_, tf32_, b ? Epilogue::BiasGradA : Epilogue::None};
+            if (b) s.bias = b->grad_dtype;
             void* dw = direct ? w.grad : dtype_scratch_;
-            float* db = b ? f32_target(*b, bias_sum_) : nullptr;
-            if (b && !ctx_.gemm().supports(s)) {
-                s.epilogue = Epilogue::None;
-                ctx_.gemm().matmul(s, 1.0f, dy, x, 0.0f, dw, nullptr, nullptr, stream_);
-                kernels::bias_grad_rows(act_, dy, db, batch, L.out_features, stream_);
+            MatmulShape plain = s;
+            plain.epilogue = Epilogue::None;
+            auto with_epilogue = [&] { ctx_.gemm().matmul(s, 1.0f, dy, x, 0.0f, dw, nullptr, b ? b->grad : nullptr, stream_); };
+            auto with_kernel = [&] {
+                ctx_.gemm().matmul(plain, 1.0f, dy, x, 0.0f, dw, nullptr, nullptr, stream_);
+                float* db = f32_target(*b, bias_sum_);
+                kernels::bias_grad_rows(act_, dy, db, batch, L.out_features, reduction_scratch_, stream_);
+                store_param_grad(*b, db);
+            };
+            using Path = LayerPlan::BiasGradPath;
+            if (!b) {
+                with_epilogue();
             } else {
-                ctx_.gemm().matmul(s, 1.0f, dy, x, 0.0f, dw, nullptr, db, stream_);
+                if (L.bias_grad_path == Path::Undecided) {
+                    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+                    check_cuda(cudaStreamIsCapturing(stream_, &capture), "cudaStreamIsCapturing");
+                    if (!ctx_.gemm().supports(s)) L.bias_grad_path = Path::Kernel;
+                    else if (capture == cudaStreamCaptureStatusNone)
+                        L.bias_grad_path = time_enqueued(with_epilogue) <= time_enqueued(with_kernel) ? Path::Epilogue : Path::Kernel;
+                }
+                if (L.bias_grad_path == Path::Epilogue && ctx_.gemm().supports(s)) with_epilogue();
+                else with_kernel();
             }
             if (!direct) kernels::convert(act_, dtype_scratch_, w.grad_dtype, w.grad, w.n, stream_);
-            if (b) store_param_grad(*b, db);
             if (dx) {
                 // dX[batch, in] = dY W
                 const MatmulShape d{false, false, batch, L.in_features, L.out_features, L.out_features, L.in_features,
@@ -636,7 +678,14 @@ void CudaDeviceStep::collect(std::vector<DeviceStepResult>& out, bool wait) {
         res.applied = rec.applied != 0;
         res.grad_norm = rec.grad_norm;
         res.lr = rec.lr;
-        res.seconds = share;
+        // The device's timer apart from the first record; time the host held the device for an
+        // evaluation is not the step's.
+        if (last_end_ns_ != 0 && rec.end_ns > last_end_ns_)
+            res.seconds = std::max(1e-9, static_cast<double>(rec.end_ns - last_end_ns_) * 1e-9 - evaluation_seconds_);
+        else
+            res.seconds = share;
+        evaluation_seconds_ = 0;
+        last_end_ns_ = rec.end_ns;
         out.push_back(res);
     }
     records_read_ = count;
@@ -647,6 +696,7 @@ Backend::LossResult CudaDeviceStep::evaluate(const Dataset& data) {
     Backend::LossResult total;
     if (test_n_ == 0) return total;
     (void)data;
+    const double started = now_seconds();
     int64_t* offset = &input_->batch_offset;
     for (int64_t start = 0; start < test_n_; start += config_.eval_batch) {
         const int64_t n = std::min(config_.eval_batch, test_n_ - start);
@@ -660,9 +710,10 @@ Backend::LossResult CudaDeviceStep::evaluate(const Dataset& data) {
         check_cuda(cudaMemsetAsync(correct_, 0, sizeof(int64_t), stream_), "cudaMemsetAsync (correct)");
         if (classification_)
             kernels::softmax_cross_entropy(act_, acts_.back().data, labels_, act_, nullptr, n, output_width_, nullptr,
-                                           loss_sum_, correct_, stream_);
+                                           loss_sum_, correct_, reduction_scratch_, stream_);
         else
-            kernels::mse(act_, acts_.back().data, labels_, act_, nullptr, n, output_width_, nullptr, loss_sum_, stream_);
+            kernels::mse(act_, acts_.back().data, labels_, act_, nullptr, n, output_width_, nullptr, loss_sum_,
+                         reduction_scratch_, stream_);
         float loss = 0;
         int64_t correct = 0;
         check_cuda(cudaMemcpyAsync(&loss, loss_sum_, sizeof loss, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync (loss)");
@@ -673,6 +724,7 @@ Backend::LossResult CudaDeviceStep::evaluate(const Dataset& data) {
         total.correct += correct;
     }
     total.loss /= static_cast<double>(test_n_);
+    evaluation_seconds_ += now_seconds() - started;
     return total;
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -77,6 +78,9 @@ private:
         PoolGeometry pool;
         bool fused_relu = false;   // Linear whose ReLU (the next layer) runs in its GEMM epilogue
         bool folded = false;       // ReLU folded into the previous Linear: nothing to run
+        // Linear with a bias: whether its bias gradient comes from the weight-gradient GEMM's
+        // epilogue or from the own column-sum kernel; timed on the first (eager) step.
+        enum class BiasGradPath { Undecided, Epilogue, Kernel } bias_grad_path = BiasGradPath::Undecided;
         std::vector<size_t> params;  // indices into params_
         float* running_mean = nullptr;
         float* running_var = nullptr;
@@ -98,6 +102,9 @@ private:
     void backward_layer(size_t i, int64_t batch);
     // dst (dtype of the parameter's grad) from an FP32 sum, converting when they differ.
     void store_param_grad(const ParamPlan& p, const float* sum);
+    // Milliseconds per call of `work` enqueued on the stream (one untimed call, then three).
+    // Waits for the device: for choices made on a step that is not being captured.
+    double time_enqueued(const std::function<void()>& work);
 
     DeviceContext& ctx_;
     DeviceStepConfig config_;
@@ -117,6 +124,7 @@ private:
     std::vector<Buffer> grads_;  // grads_[i]: gradient of acts_[i]
     float* bias_sum_ = nullptr;  // FP32 scratch for a bias or BatchNorm gradient
     void* dtype_scratch_ = nullptr;  // a weight gradient in the compute dtype before conversion
+    void* reduction_scratch_ = nullptr;  // the partials of the losses' and bias gradients' sums
     float* labels_ = nullptr;
 
     // Dataset and batch order.
@@ -154,6 +162,8 @@ private:
     int64_t records_read_ = 0;
     int64_t launched_ = 0;
     double last_collect_time_ = 0;
+    uint64_t last_end_ns_ = 0;        // the last record's device timer
+    double evaluation_seconds_ = 0;   // since that record, spent in evaluate()
 
     std::map<int64_t, cudaGraphExec_t> graphs_;  // by batch size
 };

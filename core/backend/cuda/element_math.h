@@ -5,9 +5,11 @@
 //   storage     FP32 -> FP16 / BF16 / TF32 round-to-nearest-even done with integer bit
 //               operations (subnormals, signed zero, inf, quiet NaN with its payload, overflow
 //               to inf exactly as core/numeric does), the exact decodes back, and load/store of
-//               a value of a DType as float. Integer arithmetic only, so the device gives the
-//               host's bits whatever its FTZ or rounding settings; 16-bit values are accessed as
-//               their bit patterns (the bytes of __half / __nv_bfloat16).
+//               a value of a DType as float. Integer arithmetic on the host; the device uses
+//               its FP16 conversion instructions (round to nearest even, no flush to zero: the
+//               same bits, checked over every half and every rounding boundary by the selftest)
+//               for all but NaN, whose payload the instructions do not keep. 16-bit values are
+//               accessed as their bit patterns (the bytes of __half / __nv_bfloat16).
 //   activations forward and backward per element with CpuBackend's formulas (GELU with erf,
 //               LeakyReLU's slope, tanh and sigmoid backward from y, ReLU sending NaN to 0).
 //   batchnorm,  the scalar steps of CpuBackend's batchnorm and loss code after the sums, so the
@@ -75,6 +77,13 @@ inline constexpr uint16_t kHalfMaxFiniteBits = 0x7bff;  // 65504
 // which is the right next value (largest subnormal -> smallest normal, 65520 -> inf). NaN stays
 // quiet with its sign and top 10 payload bits (what F16C and core's reference do).
 MPWB_HD uint16_t half_bits_from_float(float x) {
+#if defined(__CUDA_ARCH__)
+    if (x == x) {
+        unsigned short h;
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+        return h;
+    }
+#endif
     const uint32_t f = bits_of(x);
     const uint32_t sign = (f >> 16) & 0x8000u;
     const uint32_t a = f & 0x7fffffffu;
@@ -100,6 +109,13 @@ MPWB_HD uint16_t half_bits_from_float(float x) {
 
 // Exact FP32 value of FP16 bits; NaN comes back quiet with its payload.
 MPWB_HD float float_from_half_bits(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+    if ((h & 0x7fffu) <= kHalfInfBits) {
+        float f;
+        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+        return f;
+    }
+#endif
     const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
     const uint32_t exp = (h >> 10) & 0x1fu;
     const uint32_t mant = h & 0x3ffu;

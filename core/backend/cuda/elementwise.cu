@@ -32,11 +32,15 @@ __global__ void round_f32_kernel(float* x, int64_t n) {
     for (int64_t i = global_thread(); i < n; i += grid_threads()) x[i] = round_to_device_format(x[i], F);
 }
 
-template <DType T>
+// With Relu the stored sum goes through ReLU too (rounding and ReLU commute, so this is the
+// CPU's bias add, rounding, then ReLU).
+template <DType T, bool Relu>
 __global__ void add_bias_rows_kernel(void* y, const float* bias, int64_t rows, int64_t cols) {
     const int64_t n = rows * cols;
-    for (int64_t i = global_thread(); i < n; i += grid_threads())
-        store_value<T>(y, i, load_value<T>(y, i) + bias[i % cols]);
+    for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+        const float v = load_value<T>(y, i) + bias[i % cols];
+        store_value<T>(y, i, Relu ? activation_forward_value(Activation::ReLU, 0.0f, v) : v);
+    }
 }
 
 template <DType T>
@@ -46,25 +50,45 @@ __global__ void add_bias_channels_kernel(void* y, const float* bias, int64_t n, 
         store_value<T>(y, i, load_value<T>(y, i) + bias[(i / hw) % c]);
 }
 
-// Column sums of a row-major rows x cols matrix: a 32 x kRowLanes block owns 32 adjacent
-// columns (coalesced reads along a row), its kRowLanes thread rows stride down the matrix, and
-// shared memory adds the kRowLanes partials. No atomics: each column has one owner block.
+// Column sums of a row-major rows x cols matrix in two passes, for parallelism without atomics
+// (so the sums repeat bit for bit): the rows are cut into chunks of kRowsPerChunk; a 32 x
+// kRowLanes block owns 32 adjacent columns of one chunk (coalesced reads along a row), its
+// thread rows stride down the chunk, and shared memory adds their partials. With one chunk the
+// block writes db; otherwise it writes partials[chunk, col] and finish_column_sums_kernel adds
+// the chunks of each column in order.
 constexpr int kColumnLanes = 32;
-constexpr int kRowLanes = 16;
+constexpr int kRowLanes = 8;
+constexpr int64_t kRowsPerChunk = 64;
+
+int64_t column_sum_chunks(int64_t rows) { return rows > kRowsPerChunk ? (rows + kRowsPerChunk - 1) / kRowsPerChunk : 1; }
 
 template <DType T>
-__global__ void bias_grad_rows_kernel(const void* dy, float* db, int64_t rows, int64_t cols) {
+__global__ void bias_grad_rows_kernel(const void* dy, float* out, int64_t rows, int64_t cols) {
     __shared__ float partial[kRowLanes][kColumnLanes + 1];  // +1: no bank conflicts on the sum
     const int64_t col = static_cast<int64_t>(blockIdx.x) * kColumnLanes + threadIdx.x;
+    const int64_t first = static_cast<int64_t>(blockIdx.y) * kRowsPerChunk;
+    const int64_t last = rows < first + kRowsPerChunk ? rows : first + kRowsPerChunk;
     float sum = 0.0f;
     if (col < cols)
-        for (int64_t r = threadIdx.y; r < rows; r += kRowLanes) sum += load_value<T>(dy, r * cols + col);
+        for (int64_t r = first + threadIdx.y; r < last; r += kRowLanes) sum += load_value<T>(dy, r * cols + col);
     partial[threadIdx.y][threadIdx.x] = sum;
     __syncthreads();
     if (threadIdx.y == 0 && col < cols) {
         float total = 0.0f;
         for (int k = 0; k < kRowLanes; ++k) total += partial[k][threadIdx.x];
-        db[col] = total;
+        out[static_cast<int64_t>(blockIdx.y) * cols + col] = total;
+    }
+}
+
+// One warp per column: the lanes add strided chunks, then the warp's fixed-order sum.
+__global__ void finish_column_sums_kernel(const float* partials, float* db, int64_t chunks, int64_t cols) {
+    const int lane = static_cast<int>(threadIdx.x & 31);
+    const int64_t warps = grid_threads() / 32;
+    for (int64_t col = global_thread() / 32; col < cols; col += warps) {
+        float total = 0.0f;
+        for (int64_t c = lane; c < chunks; c += 32) total += partials[c * cols + col];
+        total = launch::warp_sum(total);
+        if (lane == 0) db[col] = total;
     }
 }
 
@@ -163,24 +187,37 @@ void round_f32(Format format, float* x, int64_t n, cudaStream_t stream) {
     check_launch("round_f32");
 }
 
-void add_bias_rows(DType t, void* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream) {
+void add_bias_rows(DType t, void* y, const float* bias, int64_t rows, int64_t cols, bool relu, cudaStream_t stream) {
     if (rows <= 0 || cols <= 0) return;
     with_dtype(t, [&](auto t_tag) {
         constexpr DType T = decltype(t_tag)::value;
-        add_bias_rows_kernel<T><<<blocks_for(rows * cols), kThreads, 0, stream>>>(y, bias, rows, cols);
+        if (relu) add_bias_rows_kernel<T, true><<<blocks_for(rows * cols), kThreads, 0, stream>>>(y, bias, rows, cols);
+        else add_bias_rows_kernel<T, false><<<blocks_for(rows * cols), kThreads, 0, stream>>>(y, bias, rows, cols);
     });
     check_launch("add_bias_rows");
 }
 
-void bias_grad_rows(DType t, const void* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream) {
+size_t bias_grad_rows_scratch_bytes(int64_t rows, int64_t cols) {
+    const int64_t chunks = column_sum_chunks(rows);
+    return chunks > 1 ? static_cast<size_t>(chunks * cols) * sizeof(float) : 0;
+}
+
+void bias_grad_rows(DType t, const void* dy, float* db, int64_t rows, int64_t cols, void* scratch, cudaStream_t stream) {
     if (cols <= 0) return;  // rows == 0 still writes db = 0, as the CPU backend does
+    const int64_t chunks = column_sum_chunks(rows);
+    if (chunks > 65535) throw ConfigError("bias_grad_rows: too many rows for one grid");
     const dim3 block(kColumnLanes, kRowLanes);
-    const auto grid = static_cast<unsigned>((cols + kColumnLanes - 1) / kColumnLanes);
+    const dim3 grid(static_cast<unsigned>((cols + kColumnLanes - 1) / kColumnLanes), static_cast<unsigned>(chunks));
+    float* out = chunks > 1 ? static_cast<float*>(scratch) : db;
     with_dtype(t, [&](auto t_tag) {
         constexpr DType T = decltype(t_tag)::value;
-        bias_grad_rows_kernel<T><<<grid, block, 0, stream>>>(dy, db, rows, cols);
+        bias_grad_rows_kernel<T><<<grid, block, 0, stream>>>(dy, out, rows, cols);
     });
     check_launch("bias_grad_rows");
+    if (chunks > 1) {
+        finish_column_sums_kernel<<<blocks_for(cols * 32), kThreads, 0, stream>>>(out, db, chunks, cols);
+        check_launch("finish_column_sums");
+    }
 }
 
 void add_bias_channels(DType t, void* y, const float* bias, int64_t n, int64_t c, int64_t hw, cudaStream_t stream) {

@@ -20,11 +20,12 @@
 //    cuBLASLt's BGRADB kernels are known to be offered for.)
 //
 // Bias type. cublasLt.h says the bias (and bias gradient) is "the same type as the output
-// elements (Dtype)" unless CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE says otherwise. Our bias and
-// bias gradient are always FP32 (master values), so we always ask for CUDA_R_32F. For FP32 output
-// that is the default; for FP16/BF16 output it is an exception cuBLASLt may or may not offer on a
-// given version and GPU. We do not guess: when the heuristic offers no algorithm (or rejects the
-// combination), supports() is false and the caller runs a plain GEMM plus its own bias kernel.
+// elements (Dtype)" unless CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE says otherwise; we always name it
+// (MatmulShape::bias). The forward bias is the FP32 master; a bias gradient is written in the
+// gradient's format. FP32 with FP16/BF16 output is an exception cuBLASLt may or may not offer on
+// a given version and GPU (cuBLASLt 13 on an H100 does not). We do not guess: when the heuristic
+// offers no algorithm (or rejects the combination), supports() is false and the caller runs a
+// plain GEMM plus its own bias kernel.
 //
 // Alignment. cuBLASLt's heuristic assumes 256-byte aligned A, B, C, D unless told otherwise, and
 // reads the bias pointer's value for its alignment. A plan therefore keeps one algorithm per
@@ -32,12 +33,25 @@
 // call); supports() answers for 16-byte alignment, the least any tensor-core kernel needs and
 // what every arena block starts on. The first call with a new tier asks the heuristic once more;
 // after that the step loop only looks up.
+//
+// Algorithm choice. cuBLASLt's heuristic ranks its candidates by a model, which misjudges some
+// of our shapes: the spiral's first-layer weight gradient (64 x 2, summed over a batch of 2048)
+// got a 64 x 256 tile with no split over k, several times slower than the runner-up. So the
+// first call of a shape (always an eager step, before any graph capture) times up to
+// kHeuristicCandidates algorithms on the real operands and keeps the fastest when it beats the
+// heuristic's pick by kTunedMargin; the margin keeps near-ties on the heuristic's choice, so
+// runs mostly pick the same algorithm. MPWB_GEMM_AUTOTUNE=0 keeps the heuristic's first pick
+// always, for runs that must repeat bit for bit. Calls with beta != 0 are never timed (a
+// repeated call would accumulate into C).
 #include "core/backend/cuda/gemm_lt.h"
 
 #include <algorithm>
 #include <cstdint>
-#include <optional>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "core/backend/cuda/cuda_check.h"
 
@@ -46,7 +60,17 @@ namespace {
 
 constexpr uint32_t kMaxAlignment = 256;        // cuBLASLt's own default assumption
 constexpr uint32_t kSupportsAlignment = 16;    // what supports() promises for
-constexpr int kHeuristicCandidates = 4;        // the first successful one is used
+constexpr int kHeuristicCandidates = 8;        // timed on a shape's first call
+constexpr double kTunedMargin = 1.25;          // how much faster than the heuristic's pick to switch
+constexpr int kTimedRepeats = 3;
+
+bool autotune_enabled() {
+    static const bool enabled = [] {
+        const char* v = std::getenv("MPWB_GEMM_AUTOTUNE");
+        return v == nullptr || std::strcmp(v, "0") != 0;
+    }();
+    return enabled;
+}
 
 cudaDataType_t cuda_data_type(DType t) {
     switch (t) {
@@ -71,7 +95,8 @@ std::string describe(const MatmulShape& s) {
     return "GEMM m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k) +
            (s.trans_a ? " A^T" : " A") + (s.trans_b ? " B^T" : " B") + " lda=" + std::to_string(s.lda) +
            " ldb=" + std::to_string(s.ldb) + " ldc=" + std::to_string(s.ldc) + " ab=" + dtype_name(s.ab) +
-           (s.tf32 ? "(tf32)" : "") + " c=" + dtype_name(s.c) + " epilogue=" + epilogue_name(s.epilogue);
+           (s.tf32 ? "(tf32)" : "") + " c=" + dtype_name(s.c) + " epilogue=" + epilogue_name(s.epilogue) +
+           (s.epilogue != Epilogue::None ? std::string(" bias=") + dtype_name(s.bias) : std::string());
 }
 
 uint32_t pointer_alignment(const void* p) {
@@ -126,8 +151,12 @@ struct GemmLt::Plan {
     MatmulShape shape;
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t lt_a = nullptr, lt_b = nullptr, lt_c = nullptr;
-    // By alignment tier; nullopt: the heuristic offered nothing for that tier.
-    std::map<uint32_t, std::optional<cublasLtMatmulAlgo_t>> algos;
+    // By alignment tier: the usable algorithms, the one in use first (empty: nothing offered).
+    struct Tier {
+        std::vector<cublasLtMatmulAlgo_t> algorithms;
+        bool tuned = false;
+    };
+    std::map<uint32_t, Tier> tiers;
     bool bias_type_refused = false;
 
     explicit Plan(const MatmulShape& s) : shape(s) {
@@ -154,7 +183,7 @@ struct GemmLt::Plan {
             set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<uint32_t>(lt_epilogue(shape.epilogue)));
             // A cuBLASLt that refuses an FP32 bias for this output type outright (rather than
             // offering no algorithm for it) means the same: this epilogue is not offered.
-            const auto bias_type = static_cast<int32_t>(CUDA_R_32F);
+            const auto bias_type = static_cast<int32_t>(cuda_data_type(shape.bias));
             bias_type_refused = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                                sizeof bias_type) != CUBLAS_STATUS_SUCCESS;
         }
@@ -184,12 +213,12 @@ struct GemmLt::Plan {
                      "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
     }
 
-    // The algorithm for pointers aligned to `alignment` bytes, asked of the heuristic once.
-    const std::optional<cublasLtMatmulAlgo_t>& algo_for(cublasLtHandle_t handle, uint32_t alignment,
-                                                        size_t workspace_bytes) {
-        auto found = algos.find(alignment);
-        if (found != algos.end()) return found->second;
-        if (bias_type_refused) return algos.emplace(alignment, std::nullopt).first->second;
+    // The algorithms for pointers aligned to `alignment` bytes, asked of the heuristic once.
+    Tier& tier_for(cublasLtHandle_t handle, uint32_t alignment, size_t workspace_bytes) {
+        auto found = tiers.find(alignment);
+        if (found != tiers.end()) return found->second;
+        Tier& tier = tiers[alignment];
+        if (bias_type_refused) return tier;
 
         PreferenceGuard preference;
         preference.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(workspace_bytes));
@@ -208,21 +237,17 @@ struct GemmLt::Plan {
             handle, desc, lt_a, lt_b, lt_c, lt_c, preference.get(), kHeuristicCandidates, results, &returned);
         if (shape.epilogue != Epilogue::None) set_bias_pointer(nullptr);
 
-        std::optional<cublasLtMatmulAlgo_t> chosen;
         // NOT_SUPPORTED is cuBLASLt's "nothing for this configuration". With an epilogue, an
         // unsupported bias type can also come back as INVALID_VALUE; both mean "not offered".
         const bool not_offered = status == CUBLAS_STATUS_NOT_SUPPORTED ||
                                  (status == CUBLAS_STATUS_INVALID_VALUE && shape.epilogue != Epilogue::None);
         if (!not_offered) {
             check_cublas(status, ("cublasLtMatmulAlgoGetHeuristic for " + describe(shape)).c_str());
-            for (int i = 0; i < returned; ++i) {
-                if (results[i].state == CUBLAS_STATUS_SUCCESS && results[i].workspaceSize <= workspace_bytes) {
-                    chosen = results[i].algo;
-                    break;
-                }
-            }
+            for (int i = 0; i < returned; ++i)
+                if (results[i].state == CUBLAS_STATUS_SUCCESS && results[i].workspaceSize <= workspace_bytes)
+                    tier.algorithms.push_back(results[i].algo);
         }
-        return algos.emplace(alignment, chosen).first->second;
+        return tier;
     }
 
     void release() {
@@ -252,13 +277,13 @@ GemmLt::Plan* GemmLt::plan_for(const MatmulShape& shape) {
         found = plans_.emplace(shape, std::make_unique<Plan>(shape)).first;
     }
     Plan* plan = found->second.get();
-    return plan->algo_for(handle_, kSupportsAlignment, workspace_bytes_) ? plan : nullptr;
+    return plan->tier_for(handle_, kSupportsAlignment, workspace_bytes_).algorithms.empty() ? nullptr : plan;
 }
 
 bool GemmLt::supports(const MatmulShape& shape) { return plan_for(shape) != nullptr; }
 
 void GemmLt::matmul(const MatmulShape& shape, float alpha, const void* a, const void* b, float beta, void* c,
-                    const float* bias, float* bias_grad, cudaStream_t stream) {
+                    const float* bias, void* bias_grad, cudaStream_t stream) {
     Plan* plan = plan_for(shape);
     if (!plan) throw DeviceError("cuBLASLt offers no algorithm for " + describe(shape));
 
@@ -273,18 +298,56 @@ void GemmLt::matmul(const MatmulShape& shape, float alpha, const void* a, const 
 
     const uint32_t alignment = std::min({pointer_alignment(a), pointer_alignment(b), pointer_alignment(c),
                                          pointer_alignment(epilogue_vector)});
-    const auto& algo = plan->algo_for(handle_, alignment, workspace_bytes_);
-    if (!algo)
+    auto& tier = plan->tier_for(handle_, alignment, workspace_bytes_);
+    if (tier.algorithms.empty())
         throw DeviceError("cuBLASLt offers no algorithm for " + describe(shape) + " with operands aligned to " +
                           std::to_string(alignment) + " bytes");
 
     // The descriptor is the plan's, so the bias pointer is set per call (a host-side write).
     if (shape.epilogue != Epilogue::None) plan->set_bias_pointer(epilogue_vector);
     // Swapped operands: cuBLASLt's A is our B, its B our A (see the file comment). C and D alias.
-    const cublasStatus_t status = cublasLtMatmul(handle_, plan->desc, &alpha, b, plan->lt_a, a, plan->lt_b, &beta, c,
-                                                 plan->lt_c, c, plan->lt_c, &*algo, workspace_, workspace_bytes_, stream);
+    auto run = [&](const cublasLtMatmulAlgo_t& algo) {
+        return cublasLtMatmul(handle_, plan->desc, &alpha, b, plan->lt_a, a, plan->lt_b, &beta, c, plan->lt_c, c,
+                              plan->lt_c, &algo, workspace_, workspace_bytes_, stream);
+    };
+    if (!tier.tuned) {
+        tier.tuned = true;
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        check_cuda(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+        if (beta == 0.0f && tier.algorithms.size() > 1 && autotune_enabled() && capture == cudaStreamCaptureStatusNone)
+            choose_fastest(tier.algorithms, run, stream);
+    }
+    const cublasStatus_t status = run(tier.algorithms.front());
     // The message is built only on failure: the step loop must not allocate.
     if (status != CUBLAS_STATUS_SUCCESS) check_cublas(status, ("cublasLtMatmul for " + describe(shape)).c_str());
+}
+
+// Times each algorithm (one untimed call, then kTimedRepeats) and moves the fastest to the front
+// when it beats the heuristic's pick by kTunedMargin. Runs once per shape and alignment, in an
+// eager step, so waiting for the device here costs nothing the step loop sees.
+template <class Run>
+void GemmLt::choose_fastest(std::vector<cublasLtMatmulAlgo_t>& algorithms, Run&& run, cudaStream_t stream) {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+    check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+    double first_ms = std::numeric_limits<double>::infinity(), best_ms = first_ms;
+    size_t best = 0;
+    for (size_t i = 0; i < algorithms.size(); ++i) {
+        if (run(algorithms[i]) != CUBLAS_STATUS_SUCCESS) continue;
+        check_cuda(cudaEventRecord(start, stream), "cudaEventRecord");
+        bool ok = true;
+        for (int r = 0; r < kTimedRepeats && ok; ++r) ok = run(algorithms[i]) == CUBLAS_STATUS_SUCCESS;
+        check_cuda(cudaEventRecord(stop, stream), "cudaEventRecord");
+        check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
+        float ms = 0;
+        check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+        if (!ok) continue;
+        if (i == 0) first_ms = ms;
+        if (ms < best_ms) best_ms = ms, best = i;
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    if (best != 0 && best_ms * kTunedMargin < first_ms) std::swap(algorithms[0], algorithms[best]);
 }
 
 }  // namespace mpwb::cuda

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 #include "core/backend/cuda/device_types.h"
 
@@ -23,9 +24,9 @@ namespace mpwb::cuda {
 
 enum class Epilogue : int32_t {
     None,
-    Bias,       // C[i, j] += bias[j] (bias FP32, one per column of the row-major C)
+    Bias,       // C[i, j] += bias[j] (one per column of the row-major C)
     ReluBias,   // C[i, j] = max(0, C[i, j] + bias[j])
-    BiasGradA,  // also bias_grad[i] = sum_k op(A)[i, k]  (FP32, one per row of C)
+    BiasGradA,  // also bias_grad[i] = sum_k op(A)[i, k], summed in FP32 (one per row of C)
 };
 
 // Row-major C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C.
@@ -37,7 +38,8 @@ struct MatmulShape {
     DType c = DType::F32;   // C: F32, or the same as ab
     bool tf32 = false;      // FP32 operands rounded to TF32 by the tensor cores
     Epilogue epilogue = Epilogue::None;
-    auto key() const { return std::tie(trans_a, trans_b, m, n, k, lda, ldb, ldc, ab, c, tf32, epilogue); }
+    DType bias = DType::F32;  // the bias or bias-gradient vector (a 16-bit gradient is the FP32 sum rounded once)
+    auto key() const { return std::tie(trans_a, trans_b, m, n, k, lda, ldb, ldc, ab, c, tf32, epilogue, bias); }
     bool operator<(const MatmulShape& o) const { return key() < o.key(); }
 };
 
@@ -56,11 +58,13 @@ public:
     // Enqueues the product on `stream`. bias: for Bias / ReluBias; bias_grad: for BiasGradA.
     // Throws DeviceError naming the shape when cuBLASLt has no algorithm for it.
     void matmul(const MatmulShape& shape, float alpha, const void* a, const void* b, float beta, void* c,
-                const float* bias, float* bias_grad, cudaStream_t stream);
+                const float* bias, void* bias_grad, cudaStream_t stream);
 
 private:
     struct Plan;
     Plan* plan_for(const MatmulShape& shape);  // null when no algorithm exists
+    template <class Run>
+    static void choose_fastest(std::vector<cublasLtMatmulAlgo_t>& algorithms, Run&& run, cudaStream_t stream);
     cublasLtHandle_t handle_ = nullptr;
     void* workspace_ = nullptr;
     size_t workspace_bytes_ = 0;

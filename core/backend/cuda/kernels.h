@@ -25,9 +25,11 @@ void convert(DType from, const void* in, DType to, void* out, int64_t n, cudaStr
 // An FP32 array rounded in place to `format`'s values (FP32 left alone; TF32 rounds the mantissa
 // to 10 bits; FP16 and BF16 as the formats hold them, subnormals included).
 void round_f32(Format format, float* x, int64_t n, cudaStream_t stream);
-// y[r, c] += bias[c] for a rows x cols row-major y; db[c] = sum_r dy[r, c] (FP32 sum).
-void add_bias_rows(DType t, void* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream);
-void bias_grad_rows(DType t, const void* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream);
+// y[r, c] += bias[c] for a rows x cols row-major y, then ReLU when `relu`; db[c] = sum_r dy[r, c]
+// (FP32 sum) in two passes through `scratch`, device memory of bias_grad_rows_scratch_bytes.
+void add_bias_rows(DType t, void* y, const float* bias, int64_t rows, int64_t cols, bool relu, cudaStream_t stream);
+size_t bias_grad_rows_scratch_bytes(int64_t rows, int64_t cols);
+void bias_grad_rows(DType t, const void* dy, float* db, int64_t rows, int64_t cols, void* scratch, cudaStream_t stream);
 // NCHW channel bias and its gradient (sum over n and hw).
 void add_bias_channels(DType t, void* y, const float* bias, int64_t n, int64_t c, int64_t hw, cudaStream_t stream);
 void bias_grad_channels(DType t, const void* dy, float* db, int64_t n, int64_t c, int64_t hw, cudaStream_t stream);
@@ -55,6 +57,8 @@ void batchnorm_backward(DType t, const void* x, const void* dy, const float* gam
                         int64_t hw, cudaStream_t stream);
 
 // ---- losses (loss.cu): FP32 math whatever the logits' dtype ----
+// Both losses reduce through `scratch`, device memory of loss_scratch_bytes() bytes.
+size_t loss_scratch_bytes();
 // Softmax cross-entropy over rows of logits[n, k] against class indices stored as floats.
 // Adds the batch's mean loss to *loss_sum and its correct-prediction count to *correct (so an
 // evaluation can accumulate over batches; zero them first). When dlogits is not null it writes
@@ -62,10 +66,10 @@ void batchnorm_backward(DType t, const void* x, const void* dy, const float* gam
 // (the scaler's current scale), null meaning 1.
 void softmax_cross_entropy(DType logits_t, const void* logits, const float* labels, DType grad_t, void* dlogits,
                            int64_t n, int64_t k, const float* grad_scale, float* loss_sum, int64_t* correct,
-                           cudaStream_t stream);
+                           void* scratch, cudaStream_t stream);
 // Mean squared error: *loss_sum += mean((pred - target)^2); dpred = scale * 2 (pred - target) / (n k).
 void mse(DType pred_t, const void* pred, const float* target, DType grad_t, void* dpred, int64_t n, int64_t k,
-         const float* grad_scale, float* loss_sum, cudaStream_t stream);
+         const float* grad_scale, float* loss_sum, void* scratch, cudaStream_t stream);
 
 // ---- gradient statistics (histogram.cu) ----
 // Adds the exponent histogram of x (see ExponentHistogram; the same bins, zero, non-finite,

@@ -38,6 +38,16 @@ public:
         for (auto& x : v) x = round_to_dtype(t, rng_.uniform(lo, hi));
         return v;
     }
+    // Copies ordered on the harness's stream (non-blocking, so a plain cudaMemcpy on the legacy
+    // stream would not wait for its kernels, nor they for the copy's DMA), then waited for.
+    void copy_in(void* dst, const void* src, size_t bytes) {
+        check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (selftest)");
+        check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (selftest)");
+    }
+    void copy_out(void* dst, const void* src, size_t bytes) {
+        check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync (selftest)");
+        check_cuda(cudaStreamSynchronize(stream_), "a selftest op");
+    }
     void* upload(const Host& v, DType t) {
         void* d = arena_.allocate(v.size() * dtype_size(t), "selftest input");
         std::vector<uint16_t> bits;
@@ -48,7 +58,7 @@ public:
                 bits[i] = t == DType::F16 ? half_bits_from_float(v[i]) : bf16_bits_from_float(v[i]);
             src = bits.data();
         }
-        check_cuda(cudaMemcpy(d, src, v.size() * dtype_size(t), cudaMemcpyHostToDevice), "cudaMemcpy (selftest)");
+        copy_in(d, src, v.size() * dtype_size(t));
         return d;
     }
     void* zeros(int64_t n, DType t) { return upload(Host(static_cast<size_t>(n), 0.0f), t); }
@@ -56,10 +66,10 @@ public:
         check_cuda(cudaStreamSynchronize(stream_), "a selftest op");
         Host v(static_cast<size_t>(n));
         if (t == DType::F32) {
-            check_cuda(cudaMemcpy(v.data(), d, v.size() * 4, cudaMemcpyDeviceToHost), "cudaMemcpy (selftest)");
+            copy_out(v.data(), d, v.size() * 4);
         } else {
             std::vector<uint16_t> bits(v.size());
-            check_cuda(cudaMemcpy(bits.data(), d, v.size() * 2, cudaMemcpyDeviceToHost), "cudaMemcpy (selftest)");
+            copy_out(bits.data(), d, v.size() * 2);
             for (size_t i = 0; i < v.size(); ++i)
                 v[i] = t == DType::F16 ? float_from_half_bits(bits[i]) : float_from_bf16_bits(bits[i]);
         }
@@ -123,17 +133,74 @@ const DType kDtypes[] = {DType::F32, DType::F16, DType::BF16};
 
 std::string dtype_label(DType t, bool tf32) { return tf32 ? "tf32" : dtype_name(t); }
 
+// Conversions compared bit for bit (NaN for NaN, payloads aside): every FP16 value decoded; for
+// encoding, every half, the floats one ulp either side of it and of each midpoint between
+// neighbours (where round-to-nearest-even decides), and a million random bit patterns.
+std::vector<uint32_t> conversion_inputs() {
+    std::vector<uint32_t> bits;
+    for (uint32_t hbits = 0; hbits < 0x10000u; ++hbits) {
+        const float v = float_from_half_bits(static_cast<uint16_t>(hbits));
+        if (!std::isfinite(v)) continue;
+        const float next = float_from_half_bits(static_cast<uint16_t>(hbits + 1));
+        for (float x : {v, std::nextafter(v, INFINITY), std::nextafter(v, -INFINITY)}) bits.push_back(bits_of(x));
+        if (std::isfinite(next) && (hbits & 0x7fffu) != 0x7bffu) {
+            const float mid = v + (next - v) / 2;  // exact: a half's neighbours differ by a power of two
+            for (float x : {mid, std::nextafter(mid, INFINITY), std::nextafter(mid, -INFINITY)}) bits.push_back(bits_of(x));
+        }
+    }
+    for (float x : {65504.0f, 65519.99f, 65520.0f, 1e30f, INFINITY, -INFINITY, NAN, 0.0f, -0.0f}) bits.push_back(bits_of(x));
+    Rng rng(7);
+    for (int i = 0; i < 1000000; ++i) bits.push_back(static_cast<uint32_t>(rng.next_u64()));
+    return bits;
+}
+
 void check_convert(Harness& h) {
+    auto same_bits16 = [](uint16_t a, uint16_t b, DType t) {
+        const bool a_nan = t == DType::F16 ? std::isnan(float_from_half_bits(a)) : std::isnan(float_from_bf16_bits(a));
+        const bool b_nan = t == DType::F16 ? std::isnan(float_from_half_bits(b)) : std::isnan(float_from_bf16_bits(b));
+        return a_nan || b_nan ? a_nan == b_nan : a == b;
+    };
+    const std::vector<uint32_t> inputs = conversion_inputs();
+    const auto n = static_cast<int64_t>(inputs.size());
+    auto* in = static_cast<uint32_t*>(h.zeros(n, DType::F32));
+    h.copy_in(in, inputs.data(), inputs.size() * 4);
     for (DType t : {DType::F16, DType::BF16}) {
-        Host x = h.random(100000, DType::F32, -70000.0f, 70000.0f);
-        for (size_t i = 0; i < 1000; ++i) x[i] = std::ldexp(x[i], -30);  // subnormal range of FP16
-        void* in = h.upload(x, DType::F32);
-        void* out = h.zeros(static_cast<int64_t>(x.size()), t);
-        kernels::convert(DType::F32, in, t, out, static_cast<int64_t>(x.size()), h.stream());
-        Host ref(x.size());
-        round_to_format(format_of(t), x.data(), ref.data(), x.size());
-        // Conversion is exact: any difference is a bug, so the tolerance is zero.
-        h.compare(std::string("convert f32->") + dtype_name(t), h.download(out, static_cast<int64_t>(x.size()), t), ref, t, 0.0);
+        void* out = h.zeros(n, t);
+        kernels::convert(DType::F32, in, t, out, n, h.stream());
+        std::vector<uint16_t> got(inputs.size());
+        check_cuda(cudaStreamSynchronize(h.stream()), "convert");
+        h.copy_out(got.data(), out, got.size() * 2);
+        int64_t wrong = 0, first = -1;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+            const float x = float_of(inputs[i]);
+            const uint16_t want = t == DType::F16 ? half_bits_from_float(x) : bf16_bits_from_float(x);
+            if (!same_bits16(got[i], want, t) && wrong++ == 0) first = static_cast<int64_t>(i);
+        }
+        const std::string name = std::string("convert f32->") + dtype_name(t) + " (" + std::to_string(n) + " values, bits)";
+        if (wrong == 0) h.note(name, "");
+        else
+            h.fail(name, std::to_string(wrong) + " differ, first at float bits " + std::to_string(inputs[static_cast<size_t>(first)]));
+    }
+    // Decoding: every 16-bit pattern.
+    for (DType t : {DType::F16, DType::BF16}) {
+        std::vector<uint16_t> all(0x10000);
+        for (uint32_t i = 0; i < 0x10000u; ++i) all[i] = static_cast<uint16_t>(i);
+        void* d = h.zeros(0x10000, t);
+        h.copy_in(d, all.data(), all.size() * 2);
+        auto* out = static_cast<uint32_t*>(h.zeros(0x10000, DType::F32));
+        kernels::convert(t, d, DType::F32, out, 0x10000, h.stream());
+        std::vector<uint32_t> got(0x10000);
+        check_cuda(cudaStreamSynchronize(h.stream()), "convert");
+        h.copy_out(got.data(), out, got.size() * 4);
+        int64_t wrong = 0;
+        for (uint32_t i = 0; i < 0x10000u; ++i) {
+            const float want = t == DType::F16 ? float_from_half_bits(all[i]) : float_from_bf16_bits(all[i]);
+            const float g = float_of(got[i]);
+            if (std::isnan(want) || std::isnan(g) ? std::isnan(want) != std::isnan(g) : bits_of(want) != got[i]) ++wrong;
+        }
+        const std::string name = std::string("convert ") + dtype_name(t) + "->f32 (every value, bits)";
+        if (wrong == 0) h.note(name, "");
+        else h.fail(name, std::to_string(wrong) + " of 65536 differ");
     }
     Host x = h.random(100000, DType::F32, -10.0f, 10.0f);
     void* d = h.upload(x, DType::F32);
@@ -148,10 +215,12 @@ void check_gemm(Harness& h) {
         bool ta, tb;
         int64_t m, n, k;
         Epilogue epilogue;
+        bool in_operand_dtype = false;  // C and the bias gradient in the operands' dtype (the step's weight-gradient GEMM)
     };
     const Case cases[] = {{false, true, 256, 128, 784, Epilogue::None},   {false, true, 256, 128, 784, Epilogue::Bias},
                           {false, true, 128, 64, 96, Epilogue::ReluBias}, {true, false, 128, 784, 256, Epilogue::BiasGradA},
-                          {false, false, 256, 784, 128, Epilogue::None},  {false, true, 7, 10, 33, Epilogue::Bias}};
+                          {false, false, 256, 784, 128, Epilogue::None},  {false, true, 7, 10, 33, Epilogue::Bias},
+                          {true, false, 64, 2, 2048, Epilogue::BiasGradA, true}};
     for (DType t : kDtypes)
         for (bool tf32 : {false, true}) {
             if (tf32 && t != DType::F32) continue;
@@ -159,13 +228,16 @@ void check_gemm(Harness& h) {
                 const int64_t lda = c.ta ? c.m : c.k, ldb = c.tb ? c.k : c.n, ldc = c.n;
                 const Host a = h.random(c.m * c.k, t), b = h.random(c.k * c.n, t);
                 const Host bias = h.random(c.n, DType::F32);
-                MatmulShape s{c.ta, c.tb, c.m, c.n, c.k, lda, ldb, ldc, t, DType::F32, tf32, c.epilogue};
+                const DType out = c.in_operand_dtype ? t : DType::F32;
+                MatmulShape s{c.ta, c.tb, c.m, c.n, c.k, lda, ldb, ldc, t, out, tf32, c.epilogue};
+                if (c.epilogue == Epilogue::BiasGradA) s.bias = out;
                 std::string name = "gemm " + dtype_label(t, tf32) + " " + std::to_string(c.m) + "x" + std::to_string(c.n) +
                                    "x" + std::to_string(c.k) + (c.ta ? " A^T" : "") + (c.tb ? " B^T" : "");
                 name += c.epilogue == Epilogue::Bias        ? " +bias"
                         : c.epilogue == Epilogue::ReluBias  ? " +bias+relu"
                         : c.epilogue == Epilogue::BiasGradA ? " +bias grad"
                                                             : "";
+                if (c.in_operand_dtype) name += std::string(" (") + dtype_name(out) + " out)";
                 if (!h.ctx().gemm().supports(s)) {
                     // Not a failure: the step asks the same question and falls back to a plain
                     // GEMM plus its own bias kernel, which the elementwise group checks.
@@ -174,9 +246,9 @@ void check_gemm(Harness& h) {
                 }
                 void* da = h.upload(a, t);
                 void* db = h.upload(b, t);
-                void* dc = h.zeros(c.m * c.n, DType::F32);
+                void* dc = h.zeros(c.m * c.n, out);
                 float* dbias = static_cast<float*>(h.upload(bias, DType::F32));
-                float* dgrad = static_cast<float*>(h.zeros(c.m, DType::F32));
+                void* dgrad = h.zeros(c.m, s.bias);
                 h.ctx().gemm().matmul(s, 1.0f, da, db, 0.0f, dc, dbias, dgrad, h.stream());
                 Host ref(static_cast<size_t>(c.m * c.n), 0.0f);
                 h.cpu().gemm(c.ta, c.tb, c.m, c.n, c.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, ref.data(), ldc,
@@ -185,13 +257,13 @@ void check_gemm(Harness& h) {
                     h.cpu().add_bias_rows(ref.data(), bias.data(), c.m, c.n);
                 if (c.epilogue == Epilogue::ReluBias)
                     h.cpu().activation_forward(Activation::ReLU, 0.0f, ref.data(), ref.data(), c.m * c.n);
-                h.compare(name, h.download(dc, c.m * c.n, DType::F32), ref, DType::F32, tolerance_for(t, tf32));
+                h.compare(name, h.download(dc, c.m * c.n, out), ref, out, tolerance_for(t, tf32));
                 if (c.epilogue == Epilogue::BiasGradA) {
                     // bias_grad[i] = sum_k op(A)[i, k]: op(A) is A^T here, so row sums of A^T.
                     Host sums(static_cast<size_t>(c.m), 0.0f);
                     for (int64_t i = 0; i < c.m; ++i)
                         for (int64_t p = 0; p < c.k; ++p) sums[static_cast<size_t>(i)] += a[static_cast<size_t>(p * lda + i)];
-                    h.compare(name + " (bias gradient)", h.download(dgrad, c.m, DType::F32), sums, DType::F32,
+                    h.compare(name + " (bias gradient)", h.download(dgrad, c.m, s.bias), sums, s.bias,
                               tolerance_for(t, false));
                 }
             }
@@ -228,18 +300,30 @@ void check_elementwise(Harness& h) {
         }
         // Bias rows and channels, and their gradients (FP32 sums).
         const Host y = h.random(n, t), bias = h.random(cols, DType::F32);
-        Host ref = y;
-        h.cpu().add_bias_rows(ref.data(), bias.data(), rows, cols);
-        void* dy = h.upload(y, t);
         float* db = static_cast<float*>(h.upload(bias, DType::F32));
-        kernels::add_bias_rows(t, dy, db, rows, cols, h.stream());
-        h.compare("add_bias_rows " + d, h.download(dy, n, t), ref, t, tolerance_for(t, false));
-        Host grad_ref(static_cast<size_t>(cols));
-        h.cpu().bias_grad_rows(y.data(), grad_ref.data(), rows, cols);
-        void* dy2 = h.upload(y, t);
-        float* dg = static_cast<float*>(h.zeros(cols, DType::F32));
-        kernels::bias_grad_rows(t, dy2, dg, rows, cols, h.stream());
-        h.compare("bias_grad_rows " + d, h.download(dg, cols, DType::F32), grad_ref, DType::F32, 1e-5);
+        for (const bool relu : {false, true}) {
+            Host ref = y;
+            h.cpu().add_bias_rows(ref.data(), bias.data(), rows, cols);
+            if (relu) {
+                for (auto& v : ref) v = round_to_dtype(t, v);  // the sum is stored, then ReLU
+                h.cpu().activation_forward(Activation::ReLU, 0.0f, ref.data(), ref.data(), n);
+            }
+            void* dy = h.upload(y, t);
+            kernels::add_bias_rows(t, dy, db, rows, cols, relu, h.stream());
+            h.compare(std::string("add_bias_rows ") + (relu ? "+relu " : "") + d, h.download(dy, n, t), ref, t,
+                      tolerance_for(t, false));
+        }
+        // 300 rows take the two-pass sum, 50 the single pass.
+        for (const int64_t sum_rows : {rows, int64_t{50}}) {
+            Host grad_ref(static_cast<size_t>(cols));
+            h.cpu().bias_grad_rows(y.data(), grad_ref.data(), sum_rows, cols);
+            void* dy2 = h.upload(y, t);
+            float* dg = static_cast<float*>(h.zeros(cols, DType::F32));
+            void* scratch = h.zeros(static_cast<int64_t>(kernels::bias_grad_rows_scratch_bytes(sum_rows, cols) / 4) + 1, DType::F32);
+            kernels::bias_grad_rows(t, dy2, dg, sum_rows, cols, scratch, h.stream());
+            h.compare("bias_grad_rows " + d + " " + std::to_string(sum_rows) + " rows", h.download(dg, cols, DType::F32),
+                      grad_ref, DType::F32, 1e-5);
+        }
         const int64_t batch = 6, channels = 10, hw = n / (batch * channels);
         const Host ych = h.random(batch * channels * hw, t), bch = h.random(channels, DType::F32);
         Host ref_ch = ych;
@@ -256,9 +340,12 @@ void check_elementwise(Harness& h) {
 }
 
 void check_losses(Harness& h) {
-    const int64_t n = 257, k = 10;
+    // k = 10 takes the thread-per-row kernel, k = 100 the warp-per-row one; both over several blocks.
+    const int64_t n = 2049;
+    void* scratch = h.zeros(static_cast<int64_t>(kernels::loss_scratch_bytes() / 4), DType::F32);
+    for (const int64_t k : {int64_t{10}, int64_t{100}})
     for (DType t : kDtypes) {
-        const std::string d = dtype_name(t);
+        const std::string d = std::string(dtype_name(t)) + " k=" + std::to_string(k);
         const Host logits = h.random(n * k, t, -5.0f, 5.0f);
         Host labels(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) labels[static_cast<size_t>(i)] = static_cast<float>((i * 7) % k);
@@ -270,12 +357,12 @@ void check_losses(Harness& h) {
         int64_t* dcorrect = static_cast<int64_t*>(h.zeros(2, DType::F32));  // 8 zero bytes
         void* dgrad = h.zeros(n * k, t);
         kernels::softmax_cross_entropy(t, h.upload(logits, t), static_cast<float*>(h.upload(labels, DType::F32)), t, dgrad,
-                                       n, k, dscale, dloss, dcorrect, h.stream());
+                                       n, k, dscale, dloss, dcorrect, scratch, h.stream());
         h.compare("softmax_cross_entropy " + d + " loss", h.download(dloss, 1, DType::F32), {static_cast<float>(r.loss)},
                   DType::F32, 1e-5);
         h.compare("softmax_cross_entropy " + d + " gradient", h.download(dgrad, n * k, t), dref, t, tolerance_for(t, false));
         int64_t correct = -1;
-        check_cuda(cudaMemcpy(&correct, dcorrect, sizeof correct, cudaMemcpyDeviceToHost), "cudaMemcpy (selftest)");
+        h.copy_out(&correct, dcorrect, sizeof correct);
         if (correct != r.correct)
             h.fail("softmax_cross_entropy " + d + " correct count",
                    "device " + std::to_string(correct) + ", CPU " + std::to_string(r.correct));
@@ -285,7 +372,7 @@ void check_losses(Harness& h) {
         float* mloss = static_cast<float*>(h.zeros(1, DType::F32));
         void* mgrad = h.zeros(n * k, t);
         kernels::mse(t, h.upload(logits, t), static_cast<float*>(h.upload(target, DType::F32)), t, mgrad, n, k, dscale,
-                     mloss, h.stream());
+                     mloss, scratch, h.stream());
         h.compare("mse " + d + " loss", h.download(mloss, 1, DType::F32), {static_cast<float>(m.loss)}, DType::F32, 1e-5);
         h.compare("mse " + d + " gradient", h.download(mgrad, n * k, t), mref, t, tolerance_for(t, false));
     }
@@ -406,7 +493,7 @@ void check_histogram(Harness& h) {
         kernels::exponent_histogram(t, h.upload(x, t), static_cast<int64_t>(x.size()), dh, h.stream());
         DeviceHistogram got{};
         check_cuda(cudaStreamSynchronize(h.stream()), "exponent_histogram");
-        check_cuda(cudaMemcpy(&got, dh, sizeof got, cudaMemcpyDeviceToHost), "cudaMemcpy (selftest)");
+        h.copy_out(&got, dh, sizeof got);
         const ExponentHistogram ref = ExponentHistogram::compute(x.data(), x.size());
         bool same = got.zeros == ref.zeros && got.non_finite == ref.non_finite;
         for (size_t b = 0; b < ExponentHistogram::kBinCount; ++b) same = same && got.bins[b] == ref.bins[b];

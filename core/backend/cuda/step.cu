@@ -202,6 +202,7 @@ __global__ void write_record_kernel(const StepInput* input, const float* loss_su
     // The trainer reports the norm of applied steps only; without clipping the sum stayed 0.
     r.grad_norm = r.applied ? static_cast<float>(sqrt_rn(flags->sum_squares)) : 0.0f;
     r.lr = step_lr(lr_table, lr_table_size, scaler->optimizer_iteration, input->lr_scale);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(r.end_ns));
     const int64_t index = *ring_count;
     ring[index % ring_size] = r;
     *ring_count = index + 1;

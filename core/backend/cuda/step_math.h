@@ -122,6 +122,9 @@ struct StepRecord {
     int32_t applied = 1;
     float grad_norm = 0.0f;  // before clipping; 0 when not clipping
     float lr = 0.0f;
+    // The device's global timer (ns) when the record was written: consecutive records give each
+    // step's own time, where host read-backs arrive in bursts.
+    uint64_t end_ns = 0;
 };
 
 // ExponentHistogram in device memory: counts as unsigned long long for atomicAdd, the largest
