@@ -23,6 +23,8 @@
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
+#include "widgets/plots/plot_widget.h"
+
 #include "core/data/csv_reader.h"
 #include "core/data/idx_reader.h"
 #include "core/data/synthetic.h"
@@ -324,8 +326,8 @@ void DatasetPanel::regeneratePreview() {
                 auto* g = plot_->addGraph();
                 g->setLineStyle(QCPGraph::lsNone);
                 const QColor col = kClassColors[cls % 8];
-                g->setScatterStyle(split == 0 ? QCPScatterStyle(QCPScatterStyle::ssDisc, col, col, marker)
-                                              : QCPScatterStyle(QCPScatterStyle::ssCircle, col, marker + 1));
+                g->setScatterStyle(split == 0 ? circle_marker(QPen(col), col, marker, plot_->devicePixelRatioF())
+                                              : circle_marker(QPen(col), Qt::NoBrush, marker + 1, plot_->devicePixelRatioF()));
                 g->setData(xs[size_t(split * k + cls)], ys[size_t(split * k + cls)]);
             }
         }

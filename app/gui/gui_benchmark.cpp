@@ -96,7 +96,7 @@ double run_until_idle(TrainingController* controller, double* mean_gap_ms, nlohm
     probe.stop();
     if (app) {
         *slowest_events = nlohmann::json::array();
-        for (const auto& e : app->slowest()) slowest_events->push_back({{"ms", e.ms}, {"event", e.what.toStdString()}});
+        for (const auto& e : app->slowest()) slowest_events->push_back({{"ms", e.ms}, {"cpu_ms", e.cpu_ms}, {"event", e.what.toStdString()}});
         if (std::getenv("MPWB_BENCH_DEBUG")) {
             int shown = 0;
             for (const auto& e : app->totals())

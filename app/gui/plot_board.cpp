@@ -53,9 +53,10 @@ bool shows_loss_scale(const QString& precision) {
 // where a replot costs 0.3 ms they follow every 30 Hz tick.
 constexpr double kCurveDrawShare = 0.06 / 4;
 constexpr double kCurveMaxHz = 30;
-// Queued replots run back to back in one pass of the event loop: when every plot is due at
-// once (a run starts, the tab comes back), two take their points now and the rest next tick.
-constexpr size_t kCurvePlotsPerTick = 2;
+// Queued replots run back to back in one pass of the event loop, which is one stall: when every
+// plot is due at once (a run starts, the tab comes back), one takes its points now and the
+// rest on the next ticks.
+constexpr size_t kCurvePlotsPerTick = 1;
 
 QString stat_key(const QString& layer, const QString& kind) { return layer + QLatin1Char('\n') + kind; }
 
@@ -97,6 +98,11 @@ QWidget* PlotBoard::makeCurvesTab() {
     accuracy_ = new SeriesPlot(SeriesPlot::Kind::Accuracy);
     throughput_ = new SeriesPlot(SeriesPlot::Kind::Throughput);
     scale_ = new SeriesPlot(SeriesPlot::Kind::LossScale);
+    // Names for the slow-event log (MPWB_SLOW_EVENT_MS) and the benchmark's slowest deliveries.
+    loss_->setObjectName(QStringLiteral("lossPlot"));
+    accuracy_->setObjectName(QStringLiteral("accuracyPlot"));
+    throughput_->setObjectName(QStringLiteral("throughputPlot"));
+    scale_->setObjectName(QStringLiteral("scalePlot"));
     for (auto* p : {loss_, accuracy_, throughput_, scale_}) p->setMinimumSize(260, 180);
 
     auto* bar = new QHBoxLayout;
@@ -139,6 +145,8 @@ QWidget* PlotBoard::makeCurvesTab() {
 QWidget* PlotBoard::makeGradientsTab() {
     histogram_ = new HistogramPlot;
     heatmap_ = new HeatmapPlot;
+    histogram_->setObjectName(QStringLiteral("histogramPlot"));
+    heatmap_->setObjectName(QStringLiteral("heatmapPlot"));
     heatmap_->setBoundaryFormats({Format::FP16, Format::BF16});
     run_select_ = new QComboBox;
     run_select_->setObjectName(QStringLiteral("gradientRun"));
@@ -343,6 +351,7 @@ void PlotBoard::setBoundaryPoints(int run, const Dataset& data) {
     RunView& r = *runs_[static_cast<size_t>(run)];
     if (!r.boundary) {
         r.boundary = new DecisionBoundaryPlot;
+        r.boundary->setObjectName(QStringLiteral("boundaryPlot"));
         r.boundary->setMinimumSize(280, 260);
         r.boundary->plotLayout()->insertRow(0);
         r.boundary->plotLayout()->addElement(0, 0, new QCPTextElement(r.boundary, r.label, QFont(font().family(), 10, QFont::Bold)));

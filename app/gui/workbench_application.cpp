@@ -9,8 +9,20 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 namespace mpwb {
+namespace {
+
+// CPU time of the calling thread: next to a delivery's wall time it tells a handler that worked
+// for long from one whose thread waited for a core.
+double thread_cpu_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+}  // namespace
 
 WorkbenchApplication::WorkbenchApplication(int& argc, char** argv) : QApplication(argc, argv) {
     if (const char* v = std::getenv("MPWB_SLOW_EVENT_MS")) {
@@ -45,6 +57,7 @@ bool WorkbenchApplication::notify(QObject* receiver, QEvent* event) {
     ++depth_;
     QElapsedTimer clock;
     clock.start();
+    const double cpu_start = thread_cpu_ms();
     const QEvent::Type type = event->type();  // the event may not outlive the delivery
     const char* cls = receiver ? receiver->metaObject()->className() : "?";
     const QString name = receiver ? receiver->objectName() : QString();
@@ -57,13 +70,15 @@ bool WorkbenchApplication::notify(QObject* receiver, QEvent* event) {
     }
     --depth_;
     const double ms = static_cast<double>(clock.nsecsElapsed()) * 1e-6;
+    const double cpu_ms = thread_cpu_ms() - cpu_start;
     const char* type_name = QMetaEnum::fromType<QEvent::Type>().valueToKey(type);
     SlowEvent e{ms, QStringLiteral("%1 '%2' %3").arg(QString::fromLatin1(cls), name,
                                                        type_name ? QString::fromLatin1(type_name) : QString::number(type))};
+    e.cpu_ms = cpu_ms;
     totals_[e.what] += ms;
     ++counts_[e.what];
     const bool keep = slowest_.size() < keep_ || ms > slowest_.back().ms;
-    if (print_over_ms_ >= 0 && ms > print_over_ms_) std::fprintf(stderr, "mpwb: slow event %.1f ms: %s\n", ms, qPrintable(e.what));
+    if (print_over_ms_ >= 0 && ms > print_over_ms_) std::fprintf(stderr, "mpwb: slow event %.1f ms (%.1f ms CPU): %s\n", ms, cpu_ms, qPrintable(e.what));
     if (keep) {
         slowest_.push_back(std::move(e));
         std::sort(slowest_.begin(), slowest_.end(), [](const SlowEvent& a, const SlowEvent& b) { return a.ms > b.ms; });

@@ -107,11 +107,9 @@ QCPGraph* DecisionBoundaryPlot::ensurePointGraph(int cls, bool test) {
         g->setLineStyle(QCPGraph::lsNone);
         g->setAdaptiveSampling(false);
         if (test)
-            g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(QColor(0x20, 0x20, 0x20), 1.2),
-                                               classColor(k), 6));
+            g->setScatterStyle(circle_marker(QPen(QColor(0x20, 0x20, 0x20), 1.2), classColor(k), 6, devicePixelRatioF()));
         else
-            g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(Qt::white, 1.0),
-                                               classColor(k), 6));
+            g->setScatterStyle(circle_marker(QPen(Qt::white, 1.0), classColor(k), 6, devicePixelRatioF()));
         g->setName(tr("class %1 (%2)").arg(k).arg(test ? tr("test") : tr("train")));
         list.append(g);
     }

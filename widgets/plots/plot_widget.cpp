@@ -8,6 +8,11 @@
 #include <QFileInfo>
 #include <QMenu>
 #include <QMessageBox>
+#include <QPainter>
+#include <QPixmap>
+
+#include <algorithm>
+#include <cmath>
 
 namespace mpwb {
 
@@ -59,6 +64,22 @@ void PlotWidget::setExportSize(int width, int height) {
 
 QSize PlotWidget::exportSize() const {
     return export_size_;
+}
+
+QCPScatterStyle circle_marker(const QPen& pen, const QBrush& brush, double diameter, qreal pixel_ratio) {
+    const qreal ratio = std::max<qreal>(1, pixel_ratio);
+    const double margin = pen.widthF() + 1;
+    const int side = static_cast<int>(std::ceil(diameter + 2 * margin));
+    QPixmap pixmap(static_cast<int>(std::ceil(side * ratio)), static_cast<int>(std::ceil(side * ratio)));
+    pixmap.setDevicePixelRatio(ratio);
+    pixmap.fill(Qt::transparent);
+    QPainter painter(&pixmap);
+    painter.setRenderHint(QPainter::Antialiasing);
+    painter.setPen(pen);
+    painter.setBrush(brush);
+    painter.drawEllipse(QRectF((side - diameter) / 2.0, (side - diameter) / 2.0, diameter, diameter));
+    painter.end();
+    return QCPScatterStyle(pixmap);
 }
 
 QString csv_field(const QString& text) {

@@ -41,6 +41,11 @@ private:
     QSize export_size_{900, 520};
 };
 
+// A circle marker drawn once into a pixmap (at the screen's pixel ratio): QCustomPlot blits it
+// per point, where an ssCircle style strokes and fills an antialiased ellipse each time, which
+// made a plot of a few hundred markers cost several milliseconds per replot.
+QCPScatterStyle circle_marker(const QPen& pen, const QBrush& brush, double diameter, qreal pixel_ratio);
+
 // CSV quoting of one field (quotes when it holds a comma, quote or newline).
 QString csv_field(const QString& text);
 

@@ -208,10 +208,12 @@ QCPGraph* SeriesPlot::makeGraph(RunData& r, Curve c) {
             g->setPen(pen);
             break;
         case Curve::Test:
+            // Solid and thicker than the train curve, with open circles on at most
+            // kMaxTestMarkers of its points: a dashed pen and a marker per evaluation cost
+            // most of a replot once a run had evaluated some hundred times.
             pen.setWidthF(1.6);
-            pen.setStyle(Qt::DashLine);
             g->setPen(pen);
-            g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, r.color, Qt::white, 5));
+            g->setScatterStyle(circle_marker(QPen(r.color, 1.2), Qt::white, 5, devicePixelRatioF()));
             break;
         case Curve::Scale:
             pen.setWidthF(1.4);
@@ -335,6 +337,7 @@ void SeriesPlot::appendPoints(int run, Curve curve, const QVector<double>& steps
     } else {
         g->addData(s, n == values.size() ? values : values.mid(0, n), true);
     }
+    if (curve == Curve::Test) g->setScatterSkip(std::max(0, g->dataCount() / kMaxTestMarkers - 1));
     afterAppend();
 }
 

@@ -22,6 +22,7 @@ public:
     // scale at that step; when the values vector is empty the last scale at or before the step).
     enum class Curve { Train, Test, Scale, Overflow, Skip };
     static constexpr int kCurveCount = 5;
+    static constexpr int kMaxTestMarkers = 40;  // evaluation markers drawn per test curve
 
     explicit SeriesPlot(Kind kind, QWidget* parent = nullptr);
     Kind kind() const { return kind_; }
