@@ -13,6 +13,7 @@
 #include "core/backend/cuda/cuda_check.h"
 #include "core/backend/cuda/kernels.h"
 #include "core/backend/cuda/step_math_host.h"
+#include "core/backend/cuda/stream_timer.h"
 
 namespace mpwb::cuda {
 namespace {
@@ -522,23 +523,6 @@ void CudaDeviceStep::store_param_grad(const ParamPlan& p, const float* sum) {
     }
 }
 
-double CudaDeviceStep::time_enqueued(const std::function<void()>& work) {
-    constexpr int kRepeats = 3;
-    cudaEvent_t start = nullptr, stop = nullptr;
-    check_cuda(cudaEventCreate(&start), "cudaEventCreate");
-    check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
-    work();
-    check_cuda(cudaEventRecord(start, stream_), "cudaEventRecord");
-    for (int r = 0; r < kRepeats; ++r) work();
-    check_cuda(cudaEventRecord(stop, stream_), "cudaEventRecord");
-    check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float ms = 0;
-    check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    return ms / kRepeats;
-}
-
 void CudaDeviceStep::backward_layer(size_t i, int64_t batch) {
     LayerPlan& L = layers_[i];
     const void* x = acts_[i].data;
@@ -581,7 +565,10 @@ void CudaDeviceStep::backward_layer(size_t i, int64_t batch) {
                     check_cuda(cudaStreamIsCapturing(stream_, &capture), "cudaStreamIsCapturing");
                     if (!ctx_.gemm().supports(s)) L.bias_grad_path = Path::Kernel;
                     else if (capture == cudaStreamCaptureStatusNone)
-                        L.bias_grad_path = time_enqueued(with_epilogue) <= time_enqueued(with_kernel) ? Path::Epilogue : Path::Kernel;
+                        L.bias_grad_path = milliseconds_per_call(stream_, [&] { return with_epilogue(), true; }) <=
+                                                   milliseconds_per_call(stream_, [&] { return with_kernel(), true; })
+                                               ? Path::Epilogue
+                                               : Path::Kernel;
                 }
                 if (L.bias_grad_path == Path::Epilogue && ctx_.gemm().supports(s)) with_epilogue();
                 else with_kernel();

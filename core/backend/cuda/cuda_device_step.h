@@ -14,7 +14,6 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -102,9 +101,6 @@ private:
     void backward_layer(size_t i, int64_t batch);
     // dst (dtype of the parameter's grad) from an FP32 sum, converting when they differ.
     void store_param_grad(const ParamPlan& p, const float* sum);
-    // Milliseconds per call of `work` enqueued on the stream (one untimed call, then three).
-    // Waits for the device: for choices made on a step that is not being captured.
-    double time_enqueued(const std::function<void()>& work);
 
     DeviceContext& ctx_;
     DeviceStepConfig config_;

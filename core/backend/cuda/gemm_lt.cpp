@@ -38,7 +38,7 @@
 // of our shapes: the spiral's first-layer weight gradient (64 x 2, summed over a batch of 2048)
 // got a 64 x 256 tile with no split over k, several times slower than the runner-up. So the
 // first call of a shape (always an eager step, before any graph capture) times up to
-// kHeuristicCandidates algorithms on the real operands and keeps the fastest when it beats the
+// kHeuristicCandidates algorithms on the real operands (stream_timer.h) and keeps the fastest when it beats the
 // heuristic's pick by kTunedMargin; the margin keeps near-ties on the heuristic's choice, so
 // runs mostly pick the same algorithm. MPWB_GEMM_AUTOTUNE=0 keeps the heuristic's first pick
 // always, for runs that must repeat bit for bit. Calls with beta != 0 are never timed (a
@@ -49,11 +49,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "core/backend/cuda/cuda_check.h"
+#include "core/backend/cuda/stream_timer.h"
 
 namespace mpwb::cuda {
 namespace {
@@ -62,7 +63,6 @@ constexpr uint32_t kMaxAlignment = 256;        // cuBLASLt's own default assumpt
 constexpr uint32_t kSupportsAlignment = 16;    // what supports() promises for
 constexpr int kHeuristicCandidates = 8;        // timed on a shape's first call
 constexpr double kTunedMargin = 1.25;          // how much faster than the heuristic's pick to switch
-constexpr int kTimedRepeats = 3;
 
 bool autotune_enabled() {
     static const bool enabled = [] {
@@ -143,6 +143,18 @@ public:
 private:
     cublasLtMatmulPreference_t pref_ = nullptr;
 };
+
+// Moves the fastest algorithm to the front when it beats the heuristic's pick by kTunedMargin.
+// Runs once per shape and alignment, in an eager step, so waiting for the device here costs
+// nothing the step loop sees.
+void choose_fastest(std::vector<cublasLtMatmulAlgo_t>& algorithms,
+                    const std::function<cublasStatus_t(const cublasLtMatmulAlgo_t&)>& run, cudaStream_t stream) {
+    std::vector<double> ms(algorithms.size());
+    for (size_t i = 0; i < algorithms.size(); ++i)
+        ms[i] = milliseconds_per_call(stream, [&] { return run(algorithms[i]) == CUBLAS_STATUS_SUCCESS; });
+    const size_t best = static_cast<size_t>(std::min_element(ms.begin(), ms.end()) - ms.begin());
+    if (best != 0 && ms[best] * kTunedMargin < ms[0]) std::swap(algorithms[0], algorithms[best]);
+}
 
 }  // namespace
 
@@ -320,34 +332,6 @@ void GemmLt::matmul(const MatmulShape& shape, float alpha, const void* a, const 
     const cublasStatus_t status = run(tier.algorithms.front());
     // The message is built only on failure: the step loop must not allocate.
     if (status != CUBLAS_STATUS_SUCCESS) check_cublas(status, ("cublasLtMatmul for " + describe(shape)).c_str());
-}
-
-// Times each algorithm (one untimed call, then kTimedRepeats) and moves the fastest to the front
-// when it beats the heuristic's pick by kTunedMargin. Runs once per shape and alignment, in an
-// eager step, so waiting for the device here costs nothing the step loop sees.
-template <class Run>
-void GemmLt::choose_fastest(std::vector<cublasLtMatmulAlgo_t>& algorithms, Run&& run, cudaStream_t stream) {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    check_cuda(cudaEventCreate(&start), "cudaEventCreate");
-    check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
-    double first_ms = std::numeric_limits<double>::infinity(), best_ms = first_ms;
-    size_t best = 0;
-    for (size_t i = 0; i < algorithms.size(); ++i) {
-        if (run(algorithms[i]) != CUBLAS_STATUS_SUCCESS) continue;
-        check_cuda(cudaEventRecord(start, stream), "cudaEventRecord");
-        bool ok = true;
-        for (int r = 0; r < kTimedRepeats && ok; ++r) ok = run(algorithms[i]) == CUBLAS_STATUS_SUCCESS;
-        check_cuda(cudaEventRecord(stop, stream), "cudaEventRecord");
-        check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
-        float ms = 0;
-        check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-        if (!ok) continue;
-        if (i == 0) first_ms = ms;
-        if (ms < best_ms) best_ms = ms, best = i;
-    }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    if (best != 0 && best_ms * kTunedMargin < first_ms) std::swap(algorithms[0], algorithms[best]);
 }
 
 }  // namespace mpwb::cuda

@@ -16,7 +16,6 @@
 #include <map>
 #include <memory>
 #include <tuple>
-#include <vector>
 
 #include "core/backend/cuda/device_types.h"
 
@@ -63,8 +62,6 @@ public:
 private:
     struct Plan;
     Plan* plan_for(const MatmulShape& shape);  // null when no algorithm exists
-    template <class Run>
-    static void choose_fastest(std::vector<cublasLtMatmulAlgo_t>& algorithms, Run&& run, cudaStream_t stream);
     cublasLtHandle_t handle_ = nullptr;
     void* workspace_ = nullptr;
     size_t workspace_bytes_ = 0;

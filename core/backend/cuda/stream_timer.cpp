@@ -1,0 +1,28 @@
+// milliseconds_per_call (stream_timer.h).
+#include "core/backend/cuda/stream_timer.h"
+
+#include <limits>
+
+#include "core/backend/cuda/cuda_check.h"
+
+namespace mpwb::cuda {
+
+double milliseconds_per_call(cudaStream_t stream, const std::function<bool()>& work, int repeats) {
+    if (!work()) return std::numeric_limits<double>::infinity();
+    cudaEvent_t start = nullptr, stop = nullptr;
+    check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+    if (const cudaError_t status = cudaEventCreate(&stop); status != cudaSuccess) {
+        cudaEventDestroy(start);
+        check_cuda(status, "cudaEventCreate");
+    }
+    bool ok = cudaEventRecord(start, stream) == cudaSuccess;
+    for (int r = 0; r < repeats && ok; ++r) ok = work();
+    ok = ok && cudaEventRecord(stop, stream) == cudaSuccess && cudaEventSynchronize(stop) == cudaSuccess;
+    float ms = 0;
+    ok = ok && cudaEventElapsedTime(&ms, start, stop) == cudaSuccess;
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    return ok && repeats > 0 ? static_cast<double>(ms) / repeats : std::numeric_limits<double>::infinity();
+}
+
+}  // namespace mpwb::cuda
