@@ -18,10 +18,11 @@
 // to run the algorithm with that math type, so each direction keeps its own convolution
 // descriptor set to its algorithm's math type, except under plain FP32, which stays FMA.
 //
-// Algorithms are chosen once per shape: the first (best-rated) algorithm whose status is success
-// and whose workspace fits the arena's, preferring a deterministic one ("same seed, same run";
-// only backward algorithms that reduce with atomics are not) and taking a non-deterministic one
-// only when no deterministic one fits.
+// Algorithms are chosen once per shape and direction: of the algorithms whose status is success
+// and whose workspace fits the arena's, the deterministic ones ("same seed, same run"; only
+// backward algorithms that reduce with atomics are not; the others only when none is), timed on
+// the first eager call and the fastest kept when it clearly beats the best-rated
+// (time_candidates, measured_choice).
 //
 // NaN: max pooling propagates NaN (as the CPU backend does, so an overflow is never hidden by
 // pooling); ReLU does not, matching the CPU's x > 0 ? x : 0, which maps NaN to 0.
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "core/backend/cuda/cuda_check.h"
+#include "core/backend/cuda/stream_timer.h"
 
 namespace mpwb::cuda {
 namespace {
@@ -122,29 +124,66 @@ bool math_allowed(MathPolicy p, cudnnMathType_t math) {
     return p == MathPolicy::Reduced || math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-// Picks from the _v7 results (best first): success, allowed math, workspace within budget (asked
-// again of cuDNN with the algorithm's own math type set, rather than trusting the heuristic's
-// estimate), deterministic preferred. Leaves `conv` set to the chosen algorithm's math type.
-template <typename Perf, typename WorkspaceQuery>
-Perf choose_algorithm(const std::vector<Perf>& results, int returned, MathPolicy policy, ConvDesc& conv,
-                      size_t workspace_bytes, WorkspaceQuery workspace_of, const std::string& what) {
-    const Perf* chosen = nullptr;
-    for (int pass = 0; pass < 2; ++pass) {
+// One direction of a convolution: its descriptor (set to the math type of the algorithm in
+// use), the algorithms it may run, the one in use first, and whether they have been timed.
+template <typename Algo>
+struct ConvDirection {
+    struct Candidate {
+        Algo algo;
+        cudnnMathType_t math;
+    };
+    ConvDesc desc;
+    std::vector<Candidate> candidates;
+    bool timed = false;
+    Algo algo() const { return candidates.front().algo; }
+};
+
+cudnnMathType_t math_for(MathPolicy policy, cudnnMathType_t rated) {
+    return policy == MathPolicy::StrictFp32 ? CUDNN_FMA_MATH : rated;
+}
+
+// The _v7 results (best-rated first) a direction may run: success, allowed math, workspace within
+// budget (asked again of cuDNN with the algorithm's own math type set, rather than trusting the
+// heuristic's estimate); the deterministic ones, or the others only when none is deterministic.
+// Leaves the descriptor set to the first one's math type.
+template <typename Algo, typename Perf, typename WorkspaceQuery>
+void choose_candidates(ConvDirection<Algo>& dir, const std::vector<Perf>& results, int returned, MathPolicy policy,
+                       size_t workspace_bytes, WorkspaceQuery workspace_of, const std::string& what) {
+    for (int pass = 0; pass < 2 && dir.candidates.empty(); ++pass) {
         for (int i = 0; i < returned; ++i) {
             const Perf& r = results[static_cast<size_t>(i)];
             if (r.status != CUDNN_STATUS_SUCCESS || !math_allowed(policy, r.mathType)) continue;
             if (pass == 0 && r.determinism != CUDNN_DETERMINISTIC) continue;
-            const cudnnMathType_t math = policy == MathPolicy::StrictFp32 ? CUDNN_FMA_MATH : r.mathType;
-            conv.set_math(math);
+            dir.desc.set_math(math_for(policy, r.mathType));
             size_t needed = 0;
             if (workspace_of(r.algo, &needed) != CUDNN_STATUS_SUCCESS || needed > workspace_bytes) continue;
-            chosen = &r;
-            break;
+            dir.candidates.push_back({r.algo, r.mathType});
         }
-        if (chosen) return *chosen;
     }
-    throw DeviceError("cuDNN offers no " + what + " algorithm within the " + format_bytes(workspace_bytes) +
-                      " workspace");
+    if (dir.candidates.empty())
+        throw DeviceError("cuDNN offers no " + what + " algorithm within the " + format_bytes(workspace_bytes) +
+                          " workspace");
+    dir.desc.set_math(math_for(policy, dir.candidates.front().math));
+}
+
+// On a direction's first call outside a graph capture: times its candidates on the real operands
+// and keeps the one measured_choice picks (every call writes its output with beta = 0, so
+// repeating it changes nothing). cuDNN's rating misjudges some of our small NCHW shapes.
+template <typename Algo, typename Run>
+void time_candidates(ConvDirection<Algo>& dir, MathPolicy policy, cudaStream_t stream, Run&& run) {
+    if (dir.timed) return;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    check_cuda(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+    if (capture != cudaStreamCaptureStatusNone) return;
+    dir.timed = true;
+    if (dir.candidates.size() < 2) return;
+    std::vector<double> ms;
+    for (const auto& c : dir.candidates) {
+        dir.desc.set_math(math_for(policy, c.math));
+        ms.push_back(milliseconds_per_call(stream, [&] { return run(c.algo) == CUDNN_STATUS_SUCCESS; }));
+    }
+    std::swap(dir.candidates[0], dir.candidates[measured_choice(ms)]);
+    dir.desc.set_math(math_for(policy, dir.candidates.front().math));
 }
 
 }  // namespace
@@ -152,14 +191,14 @@ Perf choose_algorithm(const std::vector<Perf>& results, int returned, MathPolicy
 struct CudnnOps::ConvPlan {
     TensorDesc x, y;  // y: the output (and dy); x: the input (and dx)
     FilterDesc w;
-    ConvDesc forward, backward_data, backward_filter;  // one per direction: each has its algorithm's math type
-    cudnnConvolutionFwdAlgo_t forward_algo{};
-    cudnnConvolutionBwdDataAlgo_t backward_data_algo{};
-    cudnnConvolutionBwdFilterAlgo_t backward_filter_algo{};
+    MathPolicy policy;
+    ConvDirection<cudnnConvolutionFwdAlgo_t> forward;
+    ConvDirection<cudnnConvolutionBwdDataAlgo_t> backward_data;
+    ConvDirection<cudnnConvolutionBwdFilterAlgo_t> backward_filter;
 
     ConvPlan(cudnnHandle_t handle, const ConvGeometry& g, DType t, bool tf32, size_t workspace_bytes) {
         const std::string what = describe(g, t, tf32);
-        const MathPolicy policy = math_policy(t, tf32);
+        policy = math_policy(t, tf32);
         x.set_nchw(t, g.batch, g.in_channels, g.in_h, g.in_w);
         y.set_nchw(t, g.batch, g.out_channels, g.out_h(), g.out_w());
         check_cudnn(cudnnSetFilter4dDescriptor(w.d, cudnn_data_type(t), CUDNN_TENSOR_NCHW,
@@ -167,11 +206,11 @@ struct CudnnOps::ConvPlan {
                                                to_int(g.in_channels, "input channels"),
                                                to_int(g.kernel_h, "kernel height"), to_int(g.kernel_w, "kernel width")),
                     "cudnnSetFilter4dDescriptor");
-        for (ConvDesc* c : {&forward, &backward_data, &backward_filter}) c->set(g, initial_math(policy));
+        for (ConvDesc* c : {&forward.desc, &backward_data.desc, &backward_filter.desc}) c->set(g, initial_math(policy));
 
         // cuDNN's output size must be the one the caller allocated for (ConvGeometry's formula).
         int n = 0, c = 0, h = 0, wd = 0;
-        check_cudnn(cudnnGetConvolution2dForwardOutputDim(forward.d, x.d, w.d, &n, &c, &h, &wd),
+        check_cudnn(cudnnGetConvolution2dForwardOutputDim(forward.desc.d, x.d, w.d, &n, &c, &h, &wd),
                     "cudnnGetConvolution2dForwardOutputDim");
         if (n != g.batch || c != g.out_channels || h != g.out_h() || wd != g.out_w())
             throw DeviceError("cuDNN computes a different output size for " + what);
@@ -181,51 +220,47 @@ struct CudnnOps::ConvPlan {
             check_cudnn(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count),
                         "cudnnGetConvolutionForwardAlgorithmMaxCount");
             std::vector<cudnnConvolutionFwdAlgoPerf_t> results(static_cast<size_t>(count > 0 ? count : 1));
-            check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(handle, x.d, w.d, forward.d, y.d, count, &returned,
+            check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(handle, x.d, w.d, forward.desc.d, y.d, count, &returned,
                                                                results.data()),
                         "cudnnGetConvolutionForwardAlgorithm_v7");
-            forward_algo = choose_algorithm(
-                               results, returned, policy, forward, workspace_bytes,
-                               [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
-                                   return cudnnGetConvolutionForwardWorkspaceSize(handle, x.d, w.d, forward.d, y.d,
-                                                                                  algo, bytes);
-                               },
-                               "forward " + what)
-                               .algo;
+            choose_candidates(
+                forward, results, returned, policy, workspace_bytes,
+                [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
+                    return cudnnGetConvolutionForwardWorkspaceSize(handle, x.d, w.d, forward.desc.d, y.d, algo, bytes);
+                },
+                "forward " + what);
         }
         {
             int count = 0, returned = 0;
             check_cudnn(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &count),
                         "cudnnGetConvolutionBackwardDataAlgorithmMaxCount");
             std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(static_cast<size_t>(count > 0 ? count : 1));
-            check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w.d, y.d, backward_data.d, x.d, count,
+            check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w.d, y.d, backward_data.desc.d, x.d, count,
                                                                     &returned, results.data()),
                         "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-            backward_data_algo = choose_algorithm(
-                                     results, returned, policy, backward_data, workspace_bytes,
-                                     [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
-                                         return cudnnGetConvolutionBackwardDataWorkspaceSize(
-                                             handle, w.d, y.d, backward_data.d, x.d, algo, bytes);
-                                     },
-                                     "backward-data " + what)
-                                     .algo;
+            choose_candidates(
+                backward_data, results, returned, policy, workspace_bytes,
+                [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
+                    return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w.d, y.d, backward_data.desc.d, x.d,
+                                                                        algo, bytes);
+                },
+                "backward-data " + what);
         }
         {
             int count = 0, returned = 0;
             check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &count),
                         "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount");
             std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(static_cast<size_t>(count > 0 ? count : 1));
-            check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x.d, y.d, backward_filter.d, w.d, count,
-                                                                      &returned, results.data()),
+            check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x.d, y.d, backward_filter.desc.d, w.d,
+                                                                      count, &returned, results.data()),
                         "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-            backward_filter_algo = choose_algorithm(
-                                       results, returned, policy, backward_filter, workspace_bytes,
-                                       [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
-                                           return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                                               handle, x.d, y.d, backward_filter.d, w.d, algo, bytes);
-                                       },
-                                       "backward-filter " + what)
-                                       .algo;
+            choose_candidates(
+                backward_filter, results, returned, policy, workspace_bytes,
+                [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
+                    return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x.d, y.d, backward_filter.desc.d, w.d,
+                                                                          algo, bytes);
+                },
+                "backward-filter " + what);
         }
     }
 };
@@ -310,19 +345,24 @@ void CudnnOps::conv_forward(const ConvGeometry& g, DType t, bool tf32, const voi
                             cudaStream_t stream) {
     ConvPlan& plan = conv_plan(g, t, tf32);
     check_cudnn(cudnnSetStream(handle_, stream), "cudnnSetStream");
-    check_cudnn(cudnnConvolutionForward(handle_, &kOne, plan.x.d, x, plan.w.d, w, plan.forward.d, plan.forward_algo,
-                                        workspace_, workspace_bytes_, &kZero, plan.y.d, y),
-                "cudnnConvolutionForward");
+    auto run = [&](cudnnConvolutionFwdAlgo_t algo) {
+        return cudnnConvolutionForward(handle_, &kOne, plan.x.d, x, plan.w.d, w, plan.forward.desc.d, algo, workspace_,
+                                       workspace_bytes_, &kZero, plan.y.d, y);
+    };
+    time_candidates(plan.forward, plan.policy, stream, run);
+    check_cudnn(run(plan.forward.algo()), "cudnnConvolutionForward");
 }
 
 void CudnnOps::conv_backward_data(const ConvGeometry& g, DType t, bool tf32, const void* w, const void* dy, void* dx,
                                   cudaStream_t stream) {
     ConvPlan& plan = conv_plan(g, t, tf32);
     check_cudnn(cudnnSetStream(handle_, stream), "cudnnSetStream");
-    check_cudnn(cudnnConvolutionBackwardData(handle_, &kOne, plan.w.d, w, plan.y.d, dy, plan.backward_data.d,
-                                             plan.backward_data_algo, workspace_, workspace_bytes_, &kZero, plan.x.d,
-                                             dx),
-                "cudnnConvolutionBackwardData");
+    auto run = [&](cudnnConvolutionBwdDataAlgo_t algo) {
+        return cudnnConvolutionBackwardData(handle_, &kOne, plan.w.d, w, plan.y.d, dy, plan.backward_data.desc.d, algo,
+                                            workspace_, workspace_bytes_, &kZero, plan.x.d, dx);
+    };
+    time_candidates(plan.backward_data, plan.policy, stream, run);
+    check_cudnn(run(plan.backward_data.algo()), "cudnnConvolutionBackwardData");
 }
 
 void CudnnOps::conv_backward_filter(const ConvGeometry& g, DType t, bool tf32, const void* x, const void* dy,
@@ -330,10 +370,12 @@ void CudnnOps::conv_backward_filter(const ConvGeometry& g, DType t, bool tf32, c
     ConvPlan& plan = conv_plan(g, t, tf32);
     check_cudnn(cudnnSetStream(handle_, stream), "cudnnSetStream");
     // beta = 0: dw is overwritten, as Backend::conv2d_backward promises.
-    check_cudnn(cudnnConvolutionBackwardFilter(handle_, &kOne, plan.x.d, x, plan.y.d, dy, plan.backward_filter.d,
-                                               plan.backward_filter_algo, workspace_, workspace_bytes_, &kZero,
-                                               plan.w.d, dw),
-                "cudnnConvolutionBackwardFilter");
+    auto run = [&](cudnnConvolutionBwdFilterAlgo_t algo) {
+        return cudnnConvolutionBackwardFilter(handle_, &kOne, plan.x.d, x, plan.y.d, dy, plan.backward_filter.desc.d,
+                                              algo, workspace_, workspace_bytes_, &kZero, plan.w.d, dw);
+    };
+    time_candidates(plan.backward_filter, plan.policy, stream, run);
+    check_cudnn(run(plan.backward_filter.algo()), "cudnnConvolutionBackwardFilter");
 }
 
 void CudnnOps::pool_forward(const PoolGeometry& g, PoolMode mode, DType t, const void* x, void* y,

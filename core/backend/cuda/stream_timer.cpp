@@ -1,6 +1,7 @@
 // milliseconds_per_call (stream_timer.h).
 #include "core/backend/cuda/stream_timer.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/backend/cuda/cuda_check.h"
@@ -23,6 +24,12 @@ double milliseconds_per_call(cudaStream_t stream, const std::function<bool()>& w
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
     return ok && repeats > 0 ? static_cast<double>(ms) / repeats : std::numeric_limits<double>::infinity();
+}
+
+size_t measured_choice(const std::vector<double>& milliseconds) {
+    if (milliseconds.empty()) return 0;
+    const auto best = static_cast<size_t>(std::min_element(milliseconds.begin(), milliseconds.end()) - milliseconds.begin());
+    return best != 0 && milliseconds[best] * kMeasuredMargin < milliseconds[0] ? best : 0;
 }
 
 }  // namespace mpwb::cuda

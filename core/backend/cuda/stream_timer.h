@@ -5,7 +5,9 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <functional>
+#include <vector>
 
 namespace mpwb::cuda {
 
@@ -13,5 +15,11 @@ namespace mpwb::cuda {
 // mean per call. `work` enqueues on `stream` and returns false when it could not (the result is
 // then +infinity).
 double milliseconds_per_call(cudaStream_t stream, const std::function<bool()>& work, int repeats = 3);
+
+// Which of several timed alternatives to use, the first being the library's own pick: the
+// fastest, when it beats the first by at least kMeasuredMargin. Near-ties keep the library's
+// pick, so separate runs mostly make the same choice.
+inline constexpr double kMeasuredMargin = 1.25;
+size_t measured_choice(const std::vector<double>& milliseconds);
 
 }  // namespace mpwb::cuda
