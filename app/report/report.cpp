@@ -209,7 +209,7 @@ std::vector<Figure> curve_figures(RunStore& store, const std::vector<RunRow>& ro
         QString caption;
         if (smoothed)
             caption = QStringLiteral("Training curves smoothed for display (EMA 0.8); the CSV holds the raw values.");
-        if (spec.test_key) caption += QStringLiteral(" Dashed: evaluation on the test set.");
+        if (spec.test_key) caption += QStringLiteral(" Thicker lines with open circles: evaluation on the test set.");
         figures.push_back(render(&plot, spec.title, caption.trimmed()));
     }
 
