@@ -564,6 +564,7 @@ void CudaDeviceStep::backward_layer(size_t i, int64_t batch) {
                     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
                     check_cuda(cudaStreamIsCapturing(stream_, &capture), "cudaStreamIsCapturing");
                     if (!ctx_.gemm().supports(s)) L.bias_grad_path = Path::Kernel;
+                    else if (!measured_choices_enabled()) L.bias_grad_path = Path::Epilogue;
                     else if (capture == cudaStreamCaptureStatusNone)
                         L.bias_grad_path = milliseconds_per_call(stream_, [&] { return with_epilogue(), true; }) <=
                                                    milliseconds_per_call(stream_, [&] { return with_kernel(), true; })

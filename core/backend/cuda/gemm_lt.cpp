@@ -40,7 +40,7 @@
 // first call of a shape (always an eager step, before any graph capture) times up to
 // kHeuristicCandidates algorithms on the real operands (stream_timer.h) and keeps the fastest
 // when it clearly beats the heuristic's pick (measured_choice), so runs mostly pick the same
-// algorithm. MPWB_GEMM_AUTOTUNE=0 keeps the heuristic's first pick always, for runs that must
+// algorithm. MPWB_CUDA_AUTOTUNE=0 keeps the heuristic's first pick always, for runs that must
 // repeat bit for bit. Calls with beta != 0 are never timed (a repeated call would accumulate
 // into C).
 #include "core/backend/cuda/gemm_lt.h"
@@ -63,13 +63,6 @@ constexpr uint32_t kMaxAlignment = 256;        // cuBLASLt's own default assumpt
 constexpr uint32_t kSupportsAlignment = 16;    // what supports() promises for
 constexpr int kHeuristicCandidates = 8;        // timed on a shape's first call
 
-bool autotune_enabled() {
-    static const bool enabled = [] {
-        const char* v = std::getenv("MPWB_GEMM_AUTOTUNE");
-        return v == nullptr || std::strcmp(v, "0") != 0;
-    }();
-    return enabled;
-}
 
 cudaDataType_t cuda_data_type(DType t) {
     switch (t) {
@@ -324,7 +317,7 @@ void GemmLt::matmul(const MatmulShape& shape, float alpha, const void* a, const 
         tier.tuned = true;
         cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
         check_cuda(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
-        if (beta == 0.0f && tier.algorithms.size() > 1 && autotune_enabled() && capture == cudaStreamCaptureStatusNone)
+        if (beta == 0.0f && tier.algorithms.size() > 1 && measured_choices_enabled() && capture == cudaStreamCaptureStatusNone)
             choose_fastest(tier.algorithms, run, stream);
     }
     const cublasStatus_t status = run(tier.algorithms.front());

@@ -2,6 +2,8 @@
 #include "core/backend/cuda/stream_timer.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "core/backend/cuda/cuda_check.h"
@@ -24,6 +26,14 @@ double milliseconds_per_call(cudaStream_t stream, const std::function<bool()>& w
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
     return ok && repeats > 0 ? static_cast<double>(ms) / repeats : std::numeric_limits<double>::infinity();
+}
+
+bool measured_choices_enabled() {
+    static const bool enabled = [] {
+        const char* v = std::getenv("MPWB_CUDA_AUTOTUNE");
+        return v == nullptr || std::strcmp(v, "0") != 0;
+    }();
+    return enabled;
 }
 
 size_t measured_choice(const std::vector<double>& milliseconds) {

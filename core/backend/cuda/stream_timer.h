@@ -22,4 +22,9 @@ double milliseconds_per_call(cudaStream_t stream, const std::function<bool()>& w
 inline constexpr double kMeasuredMargin = 1.25;
 size_t measured_choice(const std::vector<double>& milliseconds);
 
+// False when MPWB_CUDA_AUTOTUNE=0: every choice keeps the library's own pick (cuBLASLt's and
+// cuDNN's best-rated algorithm, the GEMM's bias-gradient epilogue where offered), so runs on the
+// same GPU and software repeat bit for bit, at some cost in speed.
+bool measured_choices_enabled();
+
 }  // namespace mpwb::cuda
