@@ -128,8 +128,9 @@ void CudaDeviceStep::plan_layers(Network& network) {
             pp.host = p;
             pp.n = p->value.numel();
             pp.decay = p->weight_decay;
-            // The layers read a reduced copy of their weights, not of their biases: biases enter
-            // through the FP32 bias epilogue, as autocast's addmm adds them. A reduced master
+            // The layers read a reduced copy of their weights, not of their biases: a bias stays
+            // FP32 and is added to the FP32 accumulator (in the GEMM's epilogue or the own bias
+            // kernel), as the CPU reference adds it. A reduced master
             // (fp16-pure) is kept in FP32 storage holding rounded values, so its layers read a
             // copy in the master's format.
             const Format read_format = policy.weight_copy != Format::FP32 ? policy.weight_copy : policy.master;
@@ -566,8 +567,8 @@ void CudaDeviceStep::backward_layer(size_t i, int64_t batch) {
                     if (!ctx_.gemm().supports(s)) L.bias_grad_path = Path::Kernel;
                     else if (!measured_choices_enabled()) L.bias_grad_path = Path::Epilogue;
                     else if (capture == cudaStreamCaptureStatusNone)
-                        L.bias_grad_path = milliseconds_per_call(stream_, [&] { return with_epilogue(), true; }) <=
-                                                   milliseconds_per_call(stream_, [&] { return with_kernel(), true; })
+                        L.bias_grad_path = measured_choice({milliseconds_per_call(stream_, [&] { return with_epilogue(), true; }),
+                                                            milliseconds_per_call(stream_, [&] { return with_kernel(), true; })}) == 0
                                                ? Path::Epilogue
                                                : Path::Kernel;
                 }
