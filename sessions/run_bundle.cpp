@@ -22,9 +22,8 @@ constexpr const char* kBundleFormat = "mpwb-run-bundle";
 constexpr int kBundleFormatVersion = 1;
 
 // Tables owned by a run, keyed by run_id.
-const std::vector<std::string> kRunTables = {"metrics",    "latest_metrics", "metric_blocks",
-                                             "histograms", "events",         "tags",
-                                             "notes"};
+const std::vector<std::string> kRunTables = {"metrics", "latest_metrics", "metric_blocks", "histograms",
+                                             "events",  "tags",           "notes",         "boundaries"};
 
 std::vector<std::string> columns(sqlite::Db& db, const std::string& schema, const std::string& table) {
     sqlite::Stmt s(db, "PRAGMA " + schema + ".table_info(" + table + ")");

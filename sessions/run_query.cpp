@@ -331,6 +331,13 @@ std::vector<Event> RunStore::events(std::int64_t run_id, const std::string& kind
     return out;
 }
 
+std::optional<std::pair<std::int64_t, std::vector<std::uint8_t>>> RunStore::boundary(std::int64_t run_id) {
+    sqlite::Stmt s(db_, "SELECT step, blob FROM boundaries WHERE run_id=?");
+    s.bind(1, run_id);
+    if (!s.step("reading the decision boundary")) return std::nullopt;
+    return std::make_pair(s.col_int(0), s.col_blob(1));
+}
+
 std::vector<Histogram> RunStore::histograms(std::int64_t run_id,
                                             std::optional<std::int64_t> step_lo,
                                             std::optional<std::int64_t> step_hi,

@@ -331,6 +331,13 @@ void RunStore::remove_tag(std::int64_t run_id, const std::string& key) {
     s.bind(1, run_id).bind(2, key).run("removing tag");
 }
 
+void RunStore::set_boundary(std::int64_t run_id, std::int64_t step, const std::vector<std::uint8_t>& blob) {
+    require_run(run_id);
+    sqlite::Stmt s(db_, "INSERT INTO boundaries(run_id, step, blob) VALUES(?,?,?) "
+                        "ON CONFLICT(run_id) DO UPDATE SET step=excluded.step, blob=excluded.blob");
+    s.bind(1, run_id).bind(2, step).bind_blob(3, blob.data(), blob.size()).run("storing the decision boundary");
+}
+
 void RunStore::set_note(std::int64_t run_id, const std::string& text) {
     require_run(run_id);
     if (text.empty()) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ public:
     void set_tag(std::int64_t run_id, const std::string& key, const std::string& value = {});
     void remove_tag(std::int64_t run_id, const std::string& key);
     void set_note(std::int64_t run_id, const std::string& text);
+    // The run's decision boundary at `step` (replacing an earlier one): an opaque blob that the
+    // workbench encodes (app/gui/boundary_grid.h).
+    void set_boundary(std::int64_t run_id, std::int64_t step, const std::vector<std::uint8_t>& blob);
     void soft_delete(std::int64_t run_id);
     void restore(std::int64_t run_id);
     // Removes soft-deleted runs and every row they own; returns how many runs went.
@@ -72,6 +76,8 @@ public:
                                    std::optional<std::int64_t> step_lo = {},
                                    std::optional<std::int64_t> step_hi = {});
     std::vector<Event> events(std::int64_t run_id, const std::string& kind = {});
+    // The stored decision boundary: its step and blob; nullopt when the run has none.
+    std::optional<std::pair<std::int64_t, std::vector<std::uint8_t>>> boundary(std::int64_t run_id);
     std::vector<Histogram> histograms(std::int64_t run_id, std::optional<std::int64_t> step_lo = {},
                                       std::optional<std::int64_t> step_hi = {},
                                       const std::string& layer = {}, const std::string& kind = {});

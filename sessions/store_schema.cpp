@@ -119,6 +119,14 @@ UPDATE metric_blocks SET
   last_value = (SELECT value FROM metrics AS m WHERE m.run_id = metric_blocks.run_id
                 AND m.key = metric_blocks.key AND m.step = metric_blocks.last_step LIMIT 1);
 )sql",
+        // 4: the final decision boundary of a run on a 2-D set (an opaque blob the workbench
+        // writes and reads), so a reopened run shows it again.
+        R"sql(
+CREATE TABLE boundaries(
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  blob BLOB NOT NULL);
+)sql",
     };
     return steps;
 }

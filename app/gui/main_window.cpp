@@ -33,6 +33,7 @@
 #include "core/backend/default_backend.h"
 #include "core/backend/backend.h"
 #include "core/common/error.h"
+#include "app/gui/boundary_grid.h"
 #include "core/train/dataset_source.h"
 #include "core/train/event_text.h"
 #include "resources/presets.h"
@@ -526,8 +527,9 @@ bool MainWindow::openStoredRuns(const QList<qint64>& ids) {
         events_->setRowCount(0);
         docks_[1]->raise();  // the run browser, where the runs came from
         for (qint64 id : ids) {
-            board_->addStoredRun(store, id);
+            const int index = board_->addStoredRun(store, id);
             const Run run = store.get_run(id);
+            showStoredBoundary(store, run, index);
             const QString label = QStringLiteral("#%1 %2").arg(id).arg(QString::fromStdString(run.name));
             for (const auto& e : store.events(id)) {
                 // The stored row is the event's detail with its source added (RunRecorder).
@@ -551,6 +553,24 @@ bool MainWindow::openStoredRuns(const QList<qint64>& ids) {
     } catch (const std::exception& e) {
         showError(tr("Open runs"), QString::fromUtf8(e.what()));
         return false;
+    }
+}
+
+void MainWindow::showStoredBoundary(RunStore& store, const Run& run, int board_index) {
+    const auto stored = store.boundary(run.id);
+    if (!stored) return;
+    try {
+        // The data points come from the run's own dataset settings (the synthetic sets are
+        // generated from their seed, so they are the points the run trained on).
+        const TrainConfig config = train_config_from_json(nlohmann::json::parse(run.config_json));
+        const Dataset data = load_dataset(config.dataset);
+        board_->setBoundaryPoints(board_index, data);
+        board_->setBoundary(board_index, boundary_from_blob(stored->second));
+    } catch (const std::exception& e) {
+        // The curves are there; only the boundary cannot be shown (a CSV file that moved, a
+        // damaged blob): say so and go on.
+        statusBar()->showMessage(tr("Run #%1: decision boundary not shown: %2").arg(run.id).arg(QString::fromUtf8(e.what())),
+                                 10000);
     }
 }
 

@@ -31,7 +31,9 @@ class NetworkEditor;
 class PlotBoard;
 class PrecisionPanel;
 class RunBrowser;
+class RunStore;
 class TrainingSettingsPanel;
+struct Run;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -93,6 +95,8 @@ protected:
     void showEvent(QShowEvent* event) override;
 
 private:
+    // A stored run's decision boundary with its dataset's points, when the store has one.
+    void showStoredBoundary(RunStore& store, const Run& run, int board_index);
     void buildActions();
     void buildDocks();
     void buildStatusBar();

@@ -204,6 +204,7 @@ private:
                 g.predicted[static_cast<size_t>(c)] = static_cast<int>(best);
                 g.confidence[static_cast<size_t>(c)] = std::isfinite(z) && z > 0 ? static_cast<float>(1.0 / z) : 0.0f;
             }
+            last_grid_ = g;
             std::lock_guard lock(shared_->mu);
             shared_->slot(slot_).boundary = std::move(g);
         } catch (const std::exception&) {
@@ -211,6 +212,12 @@ private:
         }
     }
 
+public:
+    // The newest grid (the final weights' once the run has ended), for the run store.
+    const std::optional<BoundaryGrid>& last_grid() const { return last_grid_; }
+
+private:
+    std::optional<BoundaryGrid> last_grid_;
     int slot_;
     std::shared_ptr<TrainingController::Shared> shared_;
     std::shared_ptr<const Dataset> data_;
@@ -299,6 +306,17 @@ void TrainingWorker::run() {
             trainer_ = nullptr;
         }
         if (recorder && !recorder->error().empty()) fail("recording: " + recorder->error());
+        // The final boundary goes into the store with the run (after the recorder's last commit).
+        if (recorder && recorder->run_id() > 0 && live.last_grid()) {
+            try {
+                RunStore::Options so;
+                so.detect_interrupted = false;
+                RunStore store(shared_->options.db_path, so);
+                store.set_boundary(recorder->run_id(), live.last_grid()->step, boundary_to_blob(*live.last_grid()));
+            } catch (const std::exception& e) {
+                fail(std::string("recording the decision boundary: ") + e.what());
+            }
+        }
         if (summary.status == RunStatus::Failed) fail("training failed: " + summary.error);
     } catch (const std::exception& e) {
         {

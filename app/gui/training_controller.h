@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/gui/boundary_grid.h"
 #include "core/data/dataset.h"
 #include "core/precision/loss_scaler.h"
 #include "core/train/observer.h"
@@ -35,17 +36,6 @@ class QThread;
 namespace mpwb {
 
 class Trainer;
-
-// The network's predicted class over a grid of the 2-D input plane (the decision boundary),
-// computed on the training thread with the current weights.
-struct BoundaryGrid {
-    int64_t step = 0;
-    double x_min = 0, x_max = 0, y_min = 0, y_max = 0;
-    int nx = 0, ny = 0;  // cell (ix, iy) at index iy * nx + ix; x = x_min + ix * (x_max - x_min) / (nx - 1)
-    int classes = 0;
-    std::vector<int> predicted;     // argmax class per cell
-    std::vector<float> confidence;  // softmax probability of that class
-};
 
 // What one run produced since the previous drain.
 struct RunUpdate {

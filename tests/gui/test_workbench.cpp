@@ -29,6 +29,8 @@
 #include "app/gui/training_controller.h"
 #include "sessions/run_store.h"
 #include "widgets/network_editor.h"
+#include "core/common/error.h"
+#include "widgets/plots/decision_boundary_plot.h"
 #include "widgets/plots/heatmap_plot.h"
 #include "widgets/plots/histogram_plot.h"
 #include "widgets/plots/series_plot.h"
@@ -231,6 +233,57 @@ private slots:
         QCOMPARE(w_->plots()->statsCount(0), int(store.histograms(mixed_id_).size()));
         QVERIFY(w_->plots()->statsCount(0) > 0);
         QVERIFY(w_->eventList()->rowCount() >= 1);
+        // The run's final decision boundary was stored with it and comes back over its points.
+        const auto stored = store.boundary(mixed_id_);
+        QVERIFY(stored.has_value());
+        const BoundaryGrid grid = boundary_from_blob(stored->second);
+        w_->plots()->showTab(QStringLiteral("Decision boundary"));
+        w_->plots()->replot();
+        DecisionBoundaryPlot* boundary = w_->plots()->boundaryPlot(0);
+        QVERIFY(boundary);
+        auto* map = qobject_cast<QCPColorMap*>(boundary->plottable(0));
+        QVERIFY(map);
+        QCOMPARE(map->data()->keySize(), grid.nx);
+        QCOMPARE(map->data()->valueSize(), grid.ny);
+        QVERIFY(boundary->graphCount() > 0 && boundary->graph(0)->dataCount() > 0);
+        w_->plots()->showTab(QStringLiteral("Curves"));
+    }
+
+    void boundaryBlobRoundTripsAndRefusesDamage() {
+        BoundaryGrid g;
+        g.step = 42;
+        g.x_min = -1.5;
+        g.x_max = 2.0;
+        g.y_min = -0.5;
+        g.y_max = 0.75;
+        g.nx = 3;
+        g.ny = 2;
+        g.classes = 3;
+        g.predicted = {0, 1, 2, 2, 1, 0};
+        g.confidence = {0.5f, 0.9f, 0.34f, 1.0f, 0.7f, 0.6f};
+        std::vector<uint8_t> blob = boundary_to_blob(g);
+        const BoundaryGrid back = boundary_from_blob(blob);
+        QCOMPARE(back.step, g.step);
+        QCOMPARE(back.x_min, g.x_min);
+        QCOMPARE(back.y_max, g.y_max);
+        QCOMPARE(back.nx, g.nx);
+        QCOMPARE(back.classes, g.classes);
+        QCOMPARE(back.predicted, g.predicted);
+        QCOMPARE(back.confidence, g.confidence);
+        auto refused = [](const std::vector<uint8_t>& bytes, const char* says) {
+            try {
+                boundary_from_blob(bytes);
+            } catch (const DataError& e) {
+                return std::string(e.what()).find(says) != std::string::npos;
+            }
+            return false;
+        };
+        std::vector<uint8_t> short_blob(blob.begin(), blob.end() - 1);
+        QVERIFY(refused(short_blob, "bytes of cells"));
+        std::vector<uint8_t> bad_magic = blob;
+        bad_magic[0] = 'X';
+        QVERIFY(refused(bad_magic, "bad magic"));
+        QVERIFY(refused(std::vector<uint8_t>(blob.begin(), blob.begin() + 20), "ends inside"));
     }
 
     void chunkGateLetsOneRunAtATime() {

@@ -69,6 +69,7 @@ private slots:
         RunStore src(src_path);
         src.create_group("a vs c", {a, c});
         src.create_group("b only", {b});
+        src.set_boundary(a, 499, {9, 8, 7});
 
         const auto bundle = p("export.mpwb");
         const auto csv = p("csv");
@@ -110,6 +111,7 @@ private slots:
             QCOMPARE(d.note, s.note);
             QCOMPARE(d.tags, s.tags);
             QCOMPARE(d.latest.at("loss").count, s.latest.at("loss").count);
+            QCOMPARE(dst.boundary(imp.store_id), src.boundary(imp.bundle_id));  // run a's travels; c has none
             QCOMPARE(d.latest.at("loss").min, s.latest.at("loss").min);
             for (const char* key : {"loss", "acc"}) {
                 const auto ss = src.series(imp.bundle_id, key), ds = dst.series(imp.store_id, key);

@@ -31,11 +31,12 @@ private slots:
         { RunStore store(path); }
         QVERIFY(std::filesystem::exists(path));
         Raw raw(path);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 3LL);
-        QCOMPARE(schema_version(), 3);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 4LL);
+        QCOMPARE(schema_version(), 4);
         QCOMPARE(raw.text("PRAGMA journal_mode"), std::string("wal"));
         for (const char* t : {"runs", "metrics", "latest_metrics", "metric_blocks", "histograms",
-                              "events", "tags", "notes", "comparison_groups", "comparison_members"}) {
+                              "events", "tags", "notes", "comparison_groups", "comparison_members",
+                              "boundaries"}) {
             QVERIFY2(raw.integer(std::string("SELECT count(*) FROM sqlite_master WHERE type='table' "
                                              "AND name='") + t + "'") == 1, t);
         }
@@ -43,7 +44,7 @@ private slots:
                              "name='metrics_series'"), 1LL);
         // Reopening an up-to-date file changes nothing.
         RunStore again(path);
-        QCOMPARE(again.opened_schema_version(), 3);
+        QCOMPARE(again.opened_schema_version(), 4);
     }
 
     void defaultPathFollowsXdg() {
@@ -104,7 +105,7 @@ PRAGMA user_version=1;
         }
         RunStore store(path);
         QCOMPARE(store.opened_schema_version(), 1);
-        { Raw raw(path); QCOMPARE(raw.integer("PRAGMA user_version"), 3LL); }
+        { Raw raw(path); QCOMPARE(raw.integer("PRAGMA user_version"), 4LL); }
         const Run r = store.get_run(7);
         QCOMPARE(r.name, std::string("old run"));
         QCOMPARE(r.status, RunStatus::Finished);
@@ -139,7 +140,7 @@ PRAGMA user_version=1;
         }
         const auto before = testsupport::file_bytes(path);
         EXPECT_STORE_ERROR(RunStore store(path), Kind::NewerSchema,
-                           "database schema version 9 is newer than this build supports (3); "
+                           "database schema version 9 is newer than this build supports (4); "
                            "upgrade MP Workbench");
         RunStore::Options ro;
         ro.read_only = true;
@@ -372,6 +373,16 @@ PRAGMA user_version=1;
         }
         store.set_tag(b, "t");
         store.set_note(b, "bye");
+        // The decision boundary: stored, replaced by a later one, read back, and purged with the run.
+        QVERIFY(!store.boundary(b));
+        store.set_boundary(b, 10, {1, 2, 3});
+        store.set_boundary(b, 20, {4, 5});
+        const auto boundary = store.boundary(b);
+        QVERIFY(boundary.has_value());
+        QCOMPARE(boundary->first, std::int64_t{20});
+        QCOMPARE(boundary->second, (std::vector<std::uint8_t>{4, 5}));
+        QVERIFY(!store.boundary(a));
+        EXPECT_STORE_ERROR(store.set_boundary(9999, 1, {1}), Kind::NotFound, "9999");
         const auto g = store.create_group("fp32 vs fp16", {a, b});
         store.soft_delete(b);
         QCOMPARE(store.list_runs().size(), std::size_t(1));
@@ -386,7 +397,7 @@ PRAGMA user_version=1;
         EXPECT_STORE_ERROR(store.get_run(b), Kind::NotFound, "does not exist");
         Raw raw(path);
         for (const char* t : {"metrics", "latest_metrics", "metric_blocks", "events", "histograms",
-                              "tags", "notes", "comparison_members"}) {
+                              "tags", "notes", "comparison_members", "boundaries"}) {
             QVERIFY2(raw.integer(std::string("SELECT count(*) FROM ") + t + " WHERE run_id=" +
                                  std::to_string(b)) == 0, t);
         }
