@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/common/byte_blob.h"
 #include "core/common/error.h"
 #include "core/common/parallel.h"
 #include "core/optim/config_json.h"
@@ -175,42 +176,13 @@ namespace {
 
 constexpr char kMagic[8] = {'M', 'P', 'W', 'B', 'O', 'P', 'T', '1'};
 
-template <class T>
-void put(std::vector<uint8_t>& out, const T& v) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    out.insert(out.end(), p, p + sizeof(T));
-}
-
-class Reader {
-public:
-    explicit Reader(std::span<const uint8_t> blob) : blob_(blob) {}
-    void read(void* dst, size_t bytes) {
-        if (bytes > blob_.size() - pos_)
-            throw DataError("optimizer state blob is truncated at byte " + std::to_string(pos_) +
-                            " of " + std::to_string(blob_.size()));
-        std::memcpy(dst, blob_.data() + pos_, bytes);
-        pos_ += bytes;
-    }
-    template <class T>
-    T get() {
-        T v;
-        read(&v, sizeof(T));
-        return v;
-    }
-    size_t remaining() const { return blob_.size() - pos_; }
-
-private:
-    std::span<const uint8_t> blob_;
-    size_t pos_ = 0;
-};
-
 void put_floats(std::vector<uint8_t>& out, const std::vector<float>& v) {
-    put(out, static_cast<uint64_t>(v.size()));
+    put_value(out, static_cast<uint64_t>(v.size()));
     const auto* p = reinterpret_cast<const uint8_t*>(v.data());
     out.insert(out.end(), p, p + v.size() * sizeof(float));
 }
 
-std::vector<float> get_floats(Reader& r) {
+std::vector<float> get_floats(BlobReader& r) {
     const auto n = r.get<uint64_t>();
     if (n > r.remaining() / sizeof(float))
         throw DataError("optimizer state blob is corrupt: a buffer of " + std::to_string(n) +
@@ -224,11 +196,11 @@ std::vector<float> get_floats(Reader& r) {
 
 std::vector<uint8_t> Optimizer::save_state() const {
     std::vector<uint8_t> out(kMagic, kMagic + sizeof kMagic);
-    put(out, static_cast<uint32_t>(config_.kind.size()));
+    put_value(out, static_cast<uint32_t>(config_.kind.size()));
     out.insert(out.end(), config_.kind.begin(), config_.kind.end());
-    put(out, static_cast<uint64_t>(state_.size()));
+    put_value(out, static_cast<uint64_t>(state_.size()));
     for (const State& s : state_) {
-        put(out, s.step);
+        put_value(out, s.step);
         put_floats(out, s.a);
         put_floats(out, s.b);
     }
@@ -236,7 +208,7 @@ std::vector<uint8_t> Optimizer::save_state() const {
 }
 
 void Optimizer::load_state(std::span<const uint8_t> blob) {
-    Reader r(blob);
+    BlobReader r(blob, "optimizer state blob");
     char magic[sizeof kMagic];
     r.read(magic, sizeof magic);
     if (std::memcmp(magic, kMagic, sizeof kMagic) != 0)

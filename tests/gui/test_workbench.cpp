@@ -283,7 +283,7 @@ private slots:
         std::vector<uint8_t> bad_magic = blob;
         bad_magic[0] = 'X';
         QVERIFY(refused(bad_magic, "bad magic"));
-        QVERIFY(refused(std::vector<uint8_t>(blob.begin(), blob.begin() + 20), "ends inside"));
+        QVERIFY(refused(std::vector<uint8_t>(blob.begin(), blob.begin() + 20), "stored decision boundary is truncated"));
     }
 
     void chunkGateLetsOneRunAtATime() {
