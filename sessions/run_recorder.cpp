@@ -217,6 +217,14 @@ void RunRecorder::on_event(const TrainingEvent& e) {
     writer_->log_event(e.step, t0_ + e.wall_time, e.kind, j.dump());
 }
 
+void RunRecorder::store_boundary(const BoundaryGrid& grid) const {
+    if (run_id_ <= 0) return;
+    RunStore::Options o;
+    o.detect_interrupted = false;
+    RunStore store(path_, o);
+    store.set_boundary(run_id_, grid.step, boundary_to_blob(grid));
+}
+
 void RunRecorder::on_run_end(const RunSummary& summary) {
     if (!writer_) return;
     const RunStatus status = summary.status == RunStatus::Running ? RunStatus::Finished : summary.status;

@@ -19,6 +19,7 @@
 // All times are seconds since the Unix epoch (store_now()), so started + metric offsets and
 // the crash detector's "ended" agree.
 #pragma once
+#include "core/train/decision_boundary.h"
 #include "core/train/observer.h"
 #include "sessions/run_store.h"
 #include "sessions/run_writer.h"
@@ -61,6 +62,10 @@ public:
     const std::string& db_path() const { return path_; }
     // 0 until on_run_start created the run.
     std::int64_t run_id() const { return run_id_; }
+    // Stores the run's decision boundary (RunStore::set_boundary), after the run: the workbench
+    // and mpwb-cli hand it the final weights' grid on 2-D sets. Nothing when no run row exists;
+    // throws StoreError when the database refuses the write.
+    void store_boundary(const BoundaryGrid& grid) const;
     // Why recording failed or rows were lost; empty when every row was committed.
     std::string error() const;
     // True once on_run_end committed everything including the final status.

@@ -235,6 +235,8 @@ int run_compare(const CompareArgs& args) {
             InterruptGuard guard(trainer);
             r.summary = trainer.run();
         }
+        if (r.summary.status != RunStatus::Failed)
+            record_final_boundary(recorder.get(), net, *backend, trainer.policy(), data, r.summary.steps);
         if (recorder) r.run_id = recorder->run_id();
         r.first_step_loss = probe.first_step_loss;
         r.stats_records = probe.stats_records;

@@ -33,6 +33,20 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
     throw ConfigError("unknown backend '" + name + "'; choose cpu, cuda or auto");
 }
 
+void record_final_boundary(const RunRecorder* recorder, Network& network, Backend& backend, const PrecisionPolicy& policy,
+                           const Dataset& data, int64_t step) {
+    // The workbench's grid size, so a run looks the same whichever program trained it.
+    constexpr int kResolution = 80;
+    if (!recorder || recorder->run_id() <= 0) return;
+    const BoundarySampler sampler(data, kResolution);
+    if (!sampler.applies()) return;
+    try {
+        recorder->store_boundary(sampler.sample(network, backend, policy, step));
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "mpwb-cli: warning: the decision boundary was not stored: %s\n", e.what());
+    }
+}
+
 InterruptGuard::InterruptGuard(Trainer& trainer) {
     g_trainer = &trainer;
     std::signal(SIGINT, on_interrupt);

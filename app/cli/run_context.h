@@ -8,12 +8,19 @@
 #include "core/nn/network.h"
 #include "core/train/trainer.h"
 #include "resources/presets.h"
+#include "sessions/run_recorder.h"
 
 namespace mpwb::cli {
 
 // The backend by name ("cpu", "cuda", "auto"); "auto" and "cuda" fall back to the CPU with one
 // line on stderr saying why, when no GPU can be used.
 std::unique_ptr<Backend> make_backend(const std::string& name);
+
+// After a recorded run on a 2-D classification set: stores the final weights' decision boundary
+// with the run, as the workbench does, so the run reopened there shows it. A store that refuses
+// is a warning on stderr, not a failed run.
+void record_final_boundary(const RunRecorder* recorder, Network& network, Backend& backend, const PrecisionPolicy& policy,
+                           const Dataset& data, int64_t step);
 
 // Routes Ctrl-C to trainer->stop() while it lives; a second Ctrl-C kills the process.
 class InterruptGuard {

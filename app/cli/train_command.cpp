@@ -46,6 +46,8 @@ int run_train(const TrainArgs& args) {
         InterruptGuard guard(trainer);
         summary = trainer.run();
     }
+    if (summary.status != RunStatus::Failed)
+        record_final_boundary(recorder.get(), net, *backend, trainer.policy(), data, summary.steps);
     if (!args.save_network.empty()) net.save_file(args.save_network);
     if (args.json) {
         nlohmann::json out = summary.to_json();

@@ -114,7 +114,7 @@ public:
                  Network& network, Backend& backend, const PrecisionPolicy& policy, const RunRecorder* recorder)
         : slot_(slot), shared_(std::move(shared)), data_(std::move(data)), network_(network), backend_(backend),
           policy_(policy), recorder_(recorder) {
-        boundary_ = data_->is_classification() && data_->sample_shape == Shape{2} && data_->train_size() > 0;
+        boundary_ = sampler_.applies();
     }
 
     void on_run_start(const RunStartInfo& info) override {
@@ -156,54 +156,9 @@ public:
     }
 
 private:
-    // Forward over a grid of the input plane with the current weights, between two steps (the
-    // trainer's evaluate() uses the network the same way).
     void compute_boundary(int64_t step) {
-        const int n = std::max(8, shared_->options.boundary_resolution);
-        if (grid_x_.empty()) {
-            const auto xs = data_->train_x.span();
-            double x0 = xs[0], x1 = xs[0], y0 = xs[1], y1 = xs[1];
-            for (size_t i = 0; i + 1 < xs.size(); i += 2) {
-                x0 = std::min<double>(x0, xs[i]);
-                x1 = std::max<double>(x1, xs[i]);
-                y0 = std::min<double>(y0, xs[i + 1]);
-                y1 = std::max<double>(y1, xs[i + 1]);
-            }
-            const double mx = 0.08 * (x1 - x0) + 1e-3, my = 0.08 * (y1 - y0) + 1e-3;
-            grid_.x_min = x0 - mx;
-            grid_.x_max = x1 + mx;
-            grid_.y_min = y0 - my;
-            grid_.y_max = y1 + my;
-            grid_.nx = grid_.ny = n;
-            grid_.classes = data_->num_classes;
-            grid_x_.resize({static_cast<int64_t>(n) * n, 2});
-            for (int iy = 0; iy < n; ++iy)
-                for (int ix = 0; ix < n; ++ix) {
-                    const int64_t c = static_cast<int64_t>(iy) * n + ix;
-                    grid_x_[2 * c] = static_cast<float>(grid_.x_min + ix * (grid_.x_max - grid_.x_min) / (n - 1));
-                    grid_x_[2 * c + 1] = static_cast<float>(grid_.y_min + iy * (grid_.y_max - grid_.y_min) / (n - 1));
-                }
-        }
         try {
-            LayerContext ctx{backend_, policy_.gemm_operands, false, nullptr};
-            const Tensor& out = network_.forward(ctx, grid_x_, policy_);
-            const int64_t cells = grid_x_.dim(0);
-            const int64_t k = out.numel() / cells;
-            BoundaryGrid g = grid_;
-            g.step = step;
-            g.predicted.resize(static_cast<size_t>(cells));
-            g.confidence.resize(static_cast<size_t>(cells));
-            const float* o = out.data();
-            for (int64_t c = 0; c < cells; ++c) {
-                const float* row = o + c * k;
-                int64_t best = 0;
-                for (int64_t j = 1; j < k; ++j)
-                    if (row[j] > row[best]) best = j;
-                double z = 0;
-                for (int64_t j = 0; j < k; ++j) z += std::exp(static_cast<double>(row[j] - row[best]));
-                g.predicted[static_cast<size_t>(c)] = static_cast<int>(best);
-                g.confidence[static_cast<size_t>(c)] = std::isfinite(z) && z > 0 ? static_cast<float>(1.0 / z) : 0.0f;
-            }
+            BoundaryGrid g = sampler_.sample(network_, backend_, policy_, step);
             last_grid_ = g;
             std::lock_guard lock(shared_->mu);
             shared_->slot(slot_).boundary = std::move(g);
@@ -225,9 +180,8 @@ private:
     Backend& backend_;
     const PrecisionPolicy& policy_;
     const RunRecorder* recorder_;
+    BoundarySampler sampler_{*data_, shared_->options.boundary_resolution};
     bool boundary_ = false;
-    BoundaryGrid grid_;
-    Tensor grid_x_;
     Clock::time_point last_boundary_;
 };
 
@@ -307,12 +261,9 @@ void TrainingWorker::run() {
         }
         if (recorder && !recorder->error().empty()) fail("recording: " + recorder->error());
         // The final boundary goes into the store with the run (after the recorder's last commit).
-        if (recorder && recorder->run_id() > 0 && live.last_grid()) {
+        if (recorder && live.last_grid()) {
             try {
-                RunStore::Options so;
-                so.detect_interrupted = false;
-                RunStore store(shared_->options.db_path, so);
-                store.set_boundary(recorder->run_id(), live.last_grid()->step, boundary_to_blob(*live.last_grid()));
+                recorder->store_boundary(*live.last_grid());
             } catch (const std::exception& e) {
                 fail(std::string("recording the decision boundary: ") + e.what());
             }

@@ -25,9 +25,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/gui/boundary_grid.h"
 #include "core/data/dataset.h"
 #include "core/precision/loss_scaler.h"
+#include "core/train/decision_boundary.h"
 #include "core/train/observer.h"
 #include "core/train/train_config.h"
 

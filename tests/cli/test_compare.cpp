@@ -6,8 +6,12 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
+
+#include "core/train/decision_boundary.h"
+#include "sessions/run_store.h"
 
 namespace {
 
@@ -46,6 +50,27 @@ class TestCompare : public QObject {
     Q_OBJECT
 
 private slots:
+    // A headless run on a 2-D set stores its final decision boundary, as the workbench does, so
+    // the run reopened on a desktop shows it.
+    void trainRecordsTheDecisionBoundary() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const auto r = run_cli({"train", "--preset", "spiral-mlp", "--epochs", "2", "--backend", "cpu", "--db", db,
+                                "--json", "--quiet"});
+        QVERIFY2(r.exit_code == 0, r.err.constData());
+        const QJsonObject out = parse_object(r.out);
+        QVERIFY2(!out.isEmpty(), r.out.constData());
+        mpwb::RunStore store(db.toStdString());
+        const auto stored = store.boundary(out["run_id"].toInteger());
+        QVERIFY(stored.has_value());
+        QCOMPARE(stored->first, out["steps"].toInteger());
+        const mpwb::BoundaryGrid grid = mpwb::boundary_from_blob(stored->second);
+        QCOMPARE(grid.nx, 80);
+        QCOMPARE(grid.ny, 80);
+        QCOMPARE(grid.classes, 2);
+        for (int c : grid.predicted) QVERIFY(c == 0 || c == 1);
+    }
+
     void compareFp32AndFp16Mixed() {
         const auto r = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp32,fp16-mixed", "--epochs", "5",
                                 "--json", "--backend", "cpu"});
