@@ -13,6 +13,10 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   dataset-fashion-mnist
   xvfb xauth fonts-dejavu-core
+  # Packaging test (lintian on both .debs, help2man man pages), the load test of the suite,
+  # and the sanitizer / libFuzzer builds of .ci/run.
+  dpkg-dev fakeroot lintian help2man stress-ng
+  clang-14 libclang-rt-14-dev libfuzzer-14-dev
 )
 if [ "${1:-}" = "--with-torch" ]; then packages+=(python3-torch); fi
 missing=()
