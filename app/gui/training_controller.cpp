@@ -29,6 +29,8 @@ ChunkGate::ChunkGate(int runs, double chunk_seconds)
 
 void ChunkGate::acquire(int slot) {
     std::unique_lock lock(mu_);
+    active_[static_cast<size_t>(slot)] = true;
+    if (!active_[static_cast<size_t>(turn_)]) turn_ = slot;  // left by a run that paused or ended
     cv_.wait(lock, [&] { return open_ || turn_ == slot; });
     if (turn_ == slot) turn_start_ = Clock::now();
 }
@@ -45,6 +47,14 @@ void ChunkGate::step_done(int slot) {
 
 void ChunkGate::finish(int slot) {
     std::lock_guard lock(mu_);
+    active_[static_cast<size_t>(slot)] = false;
+    if (turn_ == slot) pass_turn_locked(slot);
+    cv_.notify_all();
+}
+
+void ChunkGate::yield(int slot) {
+    std::lock_guard lock(mu_);
+    if (open_) return;
     active_[static_cast<size_t>(slot)] = false;
     if (turn_ == slot) pass_turn_locked(slot);
     cv_.notify_all();
@@ -187,11 +197,16 @@ private:
 
 // Keeps the run in the comparison's rotation (the worker takes the first turn before run(), so
 // the FP32 run, slot 0, also creates its run row first). Added last, so the other observers
-// have each step before it blocks.
+// have each step before it blocks. A paused run leaves the rotation until it resumes, so a
+// run paused alone (a test's hold) never keeps the other waiting for its turn.
 class GateTurns final : public TrainingObserver {
 public:
     GateTurns(ChunkGate& gate, int slot) : gate_(gate), slot_(slot) {}
     void on_step(const StepMetrics&) override { gate_.step_done(slot_); }
+    void on_event(const TrainingEvent& e) override {
+        if (e.kind == "paused") gate_.yield(slot_);
+        if (e.kind == "resumed") gate_.acquire(slot_);
+    }
     void on_run_end(const RunSummary&) override { gate_.finish(slot_); }
 
 private:
@@ -250,6 +265,7 @@ void TrainingWorker::run() {
             trainer_ = &trainer;
             if (pause_requested_) trainer.pause();
             if (stop_requested_) trainer.stop();
+            trainer.hold_after_step(hold_step_);
         }
         // A comparison's run starts on its turn: Trainer::run() first sets the thread count of
         // the process-wide pool, which must not change under the other run's step.
@@ -304,6 +320,12 @@ void TrainingWorker::stop() {
     std::lock_guard lock(mu_);
     stop_requested_ = true;
     if (trainer_) trainer_->stop();
+}
+
+void TrainingWorker::hold_after_step(int64_t step) {
+    std::lock_guard lock(mu_);
+    hold_step_ = step;
+    if (trainer_) trainer_->hold_after_step(step);
 }
 
 void TrainingWorker::request_scaler_config(const LossScalerConfig& config) {
@@ -405,6 +427,7 @@ bool TrainingController::launch(const nlohmann::json& network, const std::vector
         auto* thread = new QThread();
         thread->setObjectName(QStringLiteral("training-%1").arg(i));
         auto* worker = new TrainingWorker(static_cast<int>(i), network, configs[i], names[i], shared_);
+        worker->hold_after_step(hold_step_);
         worker->moveToThread(thread);
         threads_.push_back(thread);
         workers_.push_back(worker);
@@ -463,6 +486,11 @@ void TrainingController::request_learning_rate(float lr) {
     if (!(lr > 0) || !std::isfinite(lr))
         throw ConfigError("learning rate must be a positive finite number, got " + std::to_string(lr));
     for (auto* w : workers_) w->request_learning_rate(lr);
+}
+
+void TrainingController::hold_after_step(int64_t step) {
+    hold_step_ = step;
+    for (auto* w : workers_) w->hold_after_step(step);
 }
 
 int64_t TrainingController::gate_handovers() const {

@@ -64,6 +64,9 @@ public:
     void step_done(int slot);
     // `slot` ends: it leaves the rotation and passes the turn on.
     void finish(int slot);
+    // `slot` pauses: it leaves the rotation, so the other run can go on (or pause in its turn),
+    // until it comes back with acquire().
+    void yield(int slot);
     // Nobody waits any more (stop): every run proceeds.
     void open();
     int64_t handovers() const;
@@ -120,6 +123,10 @@ public:
     void request_scaler_config(const LossScalerConfig& config);
     void request_loss_scale(double scale);
     void request_learning_rate(float lr);
+    // Tests: every run, of this launch and of later ones, pauses itself once it has done `step`
+    // steps (Trainer::hold_after_step); 0 = none. The state stays Running; pause() then resume()
+    // releases the runs. Lets a test act on runs that are certainly still going.
+    void hold_after_step(int64_t step);
 
     State state() const { return state_; }
     bool busy() const { return state_ != State::Idle; }
@@ -155,6 +162,7 @@ private:
     std::vector<int64_t> total_steps_, done_steps_;
     std::vector<bool> slot_done_;
     std::chrono::steady_clock::time_point started_;
+    int64_t hold_step_ = 0;
     QTimer drain_timer_;
     State state_ = State::Idle;
 };
@@ -172,6 +180,7 @@ public:
     void request_scaler_config(const LossScalerConfig& config);
     void request_loss_scale(double scale);
     void request_learning_rate(float lr);
+    void hold_after_step(int64_t step);
     bool reduced() const;
 
 public slots:
@@ -187,6 +196,7 @@ private:
     Trainer* trainer_ = nullptr;  // valid while run() trains; guarded by mu_
     bool stop_requested_ = false;
     bool pause_requested_ = false;
+    int64_t hold_step_ = 0;
 };
 
 }  // namespace mpwb

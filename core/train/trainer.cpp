@@ -83,7 +83,10 @@ Trainer::Trainer(Network& network, const Dataset& data, TrainConfig config, Back
       scaler_(config_.effective_scaler()) {
     config_.validate();
     if (data_.train_size() == 0) throw DataError("dataset '" + data_.name + "' has no training samples");
-    network_.build(data_.sample_shape);
+    // Sized for the largest batch a step or an evaluation will run, so a network too large for
+    // it is refused here with the numbers, before anything is allocated.
+    const int64_t eval_batch = std::min(config_.eval_batch, std::max<int64_t>(data_.test_size(), 1));
+    network_.build(data_.sample_shape, std::max(std::min(config_.batch_size, data_.train_size()), eval_batch));
     if (data_.is_classification()) {
         if (network_.loss() != "cross_entropy")
             throw NetworkError("dataset '" + data_.name + "' is a classification set; the network's loss must be cross_entropy");
@@ -120,6 +123,15 @@ void Trainer::resume() {
         paused_ = false;
     }
     pause_cv_.notify_all();
+}
+
+void Trainer::hold_after_step(int64_t step) { hold_step_ = step; }
+
+bool Trainer::take_hold(int64_t steps_done) {
+    int64_t expected = steps_done;
+    if (steps_done <= 0 || !hold_step_.compare_exchange_strong(expected, 0)) return false;
+    paused_ = true;
+    return true;
 }
 
 void Trainer::stop() {
@@ -360,9 +372,10 @@ RunSummary Trainer::run() {
         const int64_t per_epoch = batches.batches_per_epoch();
         bool evaluated = false;
         for (int64_t b = 0; b < per_epoch && !stop_ && (config_.max_steps == 0 || step < config_.max_steps); ++b) {
+            const bool held = take_hold(step);
             if (paused_) {
                 drain_device(true, epoch);
-                emit_event({step, seconds_since(t0), "paused", "user", {}});
+                emit_event({step, seconds_since(t0), "paused", held ? "hold" : "user", {}});
                 wait_while_paused();
                 emit_event({step, seconds_since(t0), "resumed", "user", {}});
                 if (stop_) break;
@@ -430,8 +443,9 @@ RunSummary Trainer::run() {
             const int64_t steps_before_epoch = step;
             if (device) evaluated_at_end = device_epoch(epoch);
             while (!device && !stop_ && (config_.max_steps == 0 || step < config_.max_steps)) {
+                const bool held = take_hold(step);
                 if (paused_) {
-                    emit_event({step, seconds_since(t0), "paused", "user", {}});
+                    emit_event({step, seconds_since(t0), "paused", held ? "hold" : "user", {}});
                     wait_while_paused();
                     emit_event({step, seconds_since(t0), "resumed", "user", {}});
                     if (stop_) break;

@@ -40,6 +40,11 @@ public:
     void resume();
     void stop();
     bool paused() const { return paused_; }
+    // Any thread. Once `step` steps are done the trainer pauses itself, as if pause() had been
+    // called right after that step; resume() or stop() releases it. The hold fires once; a later
+    // call moves it (0 = none). Gives tests a point where a run is certainly still going, at
+    // any machine speed, instead of racing its end.
+    void hold_after_step(int64_t step);
     // Validated now (ConfigError to the caller), applied at the next step boundary.
     void request_scaler_config(const LossScalerConfig& config);
     void request_loss_scale(double scale);
@@ -55,6 +60,8 @@ public:
 private:
     struct AttemptResult;
     void wait_while_paused();
+    // Pauses now if the hold is set at `steps_done` (and uses it up); true when it did.
+    bool take_hold(int64_t steps_done);
     void emit_event(const TrainingEvent& event);
     void drain_scaler_events(double wall);
 
@@ -70,6 +77,7 @@ private:
 
     std::atomic<bool> stop_{false};
     std::atomic<bool> paused_{false};
+    std::atomic<int64_t> hold_step_{0};
     std::mutex pause_mutex_;
     std::condition_variable pause_cv_;
     std::mutex request_mutex_;

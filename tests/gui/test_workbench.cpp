@@ -4,6 +4,10 @@
 // preset and see the plots grow, change a scaler parameter mid-run through the precision panel
 // and find its event in the run database, stop, export a report, reopen a run from the run
 // browser. Plus the chunk gate's mutual exclusion, a failing run, and the saved dock layout.
+//
+// Nothing here depends on how fast the machine trains: the runs hold at fixed steps
+// (TrainingController::hold_after_step), so the plots, the database and the Stop click see
+// known step counts, and every wait is on a state, with a limit only for when it never comes.
 #include <QAction>
 #include <QApplication>
 #include <QFile>
@@ -40,6 +44,17 @@
 
 using namespace mpwb;
 
+namespace {
+// Waits on states return as soon as the state holds; the limit only ends a wait that would
+// never return, so it is generous enough for a sanitizer build on a loaded machine.
+constexpr int kStateWaitMs = 120000;
+// The comparison's runs hold after these steps (far fewer than the 400 epochs x 25 steps they
+// are given). Gradient statistics come every 25 steps and at step 1: 3 by the first hold, 7 by
+// the second.
+constexpr int kFirstHold = 60;
+constexpr int kSecondHold = 160;
+}  // namespace
+
 class TestWorkbench : public QObject {
     Q_OBJECT
 
@@ -60,6 +75,13 @@ private:
     int points(SeriesPlot* plot, int run, SeriesPlot::Curve curve = SeriesPlot::Curve::Train) {
         return plot->pointCount(w_->plots()->seriesKey(run), curve);
     }
+    // Both runs' loss curves hold `steps` points (points waiting for their drawing turn first
+    // go to the plots: the runs are held, so no new points would trigger that).
+    bool bothCurvesAt(int steps) {
+        w_->plots()->flushAll();
+        auto* loss = w_->plots()->lossPlot();
+        return points(loss, 0) == steps && points(loss, 1) == steps;
+    }
 
 private slots:
     void initTestCase() {
@@ -74,7 +96,7 @@ private slots:
         w_ = std::make_unique<MainWindow>(o);
         w_->show();
         QVERIFY(QTest::qWaitForWindowExposed(w_.get()));
-        QTRY_COMPARE_WITH_TIMEOUT(w_->presetName(), QString("spiral-mlp"), 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(w_->presetName(), QString("spiral-mlp"), kStateWaitMs);
     }
 
     void buildNetworkWithEditorButtons() {
@@ -112,33 +134,33 @@ private slots:
     }
 
     void comparisonFeedsPlots() {
-        // Long enough that the test stops it: 400 epochs x 25 steps per run.
+        // 400 epochs x 25 steps per run, held after kFirstHold steps: the test, not the
+        // machine's speed, decides where the runs are when it looks at them.
         w_->precisionPanel()->setPrecision(PrecisionKind::FP16Mixed);
         TrainConfig c = w_->currentConfig();
         c.epochs = 400;
         w_->trainingPanel()->setFromConfig(c);
+        w_->controller()->hold_after_step(kFirstHold);
         click(w_->compareAction());
         QVERIFY(w_->controller()->comparing());
         auto* loss = w_->plots()->lossPlot();
         QCOMPARE(w_->plots()->runCount(), 2);
-        QTRY_VERIFY_WITH_TIMEOUT(points(loss, 0) > 0 && points(loss, 1) > 0, 20000);
-        const int a0 = points(loss, 0), b0 = points(loss, 1);
-        // Both curves keep growing while the two runs take turns.
-        QTRY_VERIFY_WITH_TIMEOUT(points(loss, 0) > a0 + 50 && points(loss, 1) > b0 + 50, 20000);
-        QTRY_VERIFY_WITH_TIMEOUT(points(w_->plots()->scalePlot(), 1, SeriesPlot::Curve::Scale) > 0, 5000);
+        // Both curves grow to the hold: a held run leaves its turn to the other.
+        QTRY_VERIFY_WITH_TIMEOUT(bothCurvesAt(kFirstHold), kStateWaitMs);
+        QCOMPARE(w_->controller()->state(), TrainingController::State::Running);
+        QCOMPARE(points(w_->plots()->scalePlot(), 1, SeriesPlot::Curve::Scale), kFirstHold);
         QCOMPARE(points(w_->plots()->scalePlot(), 0, SeriesPlot::Curve::Scale), 0);  // FP32 has no loss scale
-        QVERIFY(points(w_->plots()->accuracyPlot(), 0) > 0);
-        QVERIFY(points(w_->plots()->throughputPlot(), 1) > 0);
-        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->statsCount(1) > 0, 10000);  // gradient statistics every 25 steps
-        // The gradient views draw while their tab is shown.
+        QCOMPARE(points(w_->plots()->accuracyPlot(), 0), kFirstHold);
+        QCOMPARE(points(w_->plots()->throughputPlot(), 1), kFirstHold);
+        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->statsCount(1) > 0, kStateWaitMs);  // gradient statistics every 25 steps
+        // The gradient views draw while their tab is shown (it stays shown: the next test sees
+        // the heatmap grow).
         w_->plots()->showTab("Gradients");
-        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->heatmapPlot()->columnCount() > 0, 10000);
-        const int columns = w_->plots()->heatmapPlot()->columnCount();
-        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->heatmapPlot()->columnCount() > columns, 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->heatmapPlot()->columnCount() > 0, kStateWaitMs);
         QVERIFY(w_->plots()->histogramPlot()->histogram().total() > 0);
-        w_->plots()->showTab("Curves");
         QVERIFY(w_->controller()->gate_handovers() > 0);  // they did alternate
-        QTRY_VERIFY_WITH_TIMEOUT(w_->controller()->run_ids()[0] > 0 && w_->controller()->run_ids()[1] > 0, 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(w_->controller()->run_ids()[0] > 0 && w_->controller()->run_ids()[1] > 0,
+                                 kStateWaitMs);
         fp32_id_ = w_->controller()->run_ids()[0];
         mixed_id_ = w_->controller()->run_ids()[1];
         QVERIFY(fp32_id_ != mixed_id_);
@@ -151,13 +173,12 @@ private slots:
         QVERIFY2(std::abs(v0.front() - v1.front()) < 2e-2 * std::abs(v0.front()),
                  qPrintable(QString("%1 vs %2").arg(v0.front()).arg(v1.front())));
         // The 2-D set gets a decision boundary per run.
-        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->boundaryPlot(0) && w_->plots()->boundaryPlot(1), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->boundaryPlot(0) && w_->plots()->boundaryPlot(1), kStateWaitMs);
     }
 
     void changeScalerMidRunIsRecorded() {
         click(w_->pauseAction());
-        QTRY_COMPARE_WITH_TIMEOUT(w_->controller()->state(), TrainingController::State::Paused, 5000);
-        QTest::qWait(100);
+        QTRY_COMPARE_WITH_TIMEOUT(w_->controller()->state(), TrainingController::State::Paused, kStateWaitMs);
         auto* panel = w_->precisionPanel();
         auto* interval = panel->findChild<QSpinBox*>("intervalSpin");
         auto* apply = panel->findChild<QPushButton*>("applyButton");
@@ -168,8 +189,11 @@ private slots:
         QVERIFY(apply->isEnabled());
         QTest::mouseClick(apply, Qt::LeftButton);
         QVERIFY2(!w_->statusBar()->currentMessage().contains("refused"), qPrintable(w_->statusBar()->currentMessage()));
+        // Resumed, the runs go on to the next hold, where Stop will find them still running.
+        const int columns = w_->plots()->heatmapPlot()->columnCount();
+        w_->controller()->hold_after_step(kSecondHold);
         click(w_->pauseAction());  // resume
-        QTRY_COMPARE_WITH_TIMEOUT(w_->controller()->state(), TrainingController::State::Running, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(w_->controller()->state(), TrainingController::State::Running, kStateWaitMs);
         // The live event list shows it once the trainer applied it.
         auto has_event = [&] {
             auto* t = w_->eventList();
@@ -177,19 +201,28 @@ private slots:
                 if (t->item(r, 2)->text() == "config_changed") return true;
             return false;
         };
-        QTRY_VERIFY_WITH_TIMEOUT(has_event(), 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(has_event(), kStateWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(bothCurvesAt(kSecondHold), kStateWaitMs);
+        // The gradient heatmap, on screen, took the new statistics.
+        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->heatmapPlot()->columnCount() > columns, kStateWaitMs);
+        w_->plots()->showTab("Curves");
     }
 
     void stopEndsBothRuns() {
+        QVERIFY(w_->controller()->busy());  // held at kSecondHold, so certainly not finished
         click(w_->stopAction());
-        QTRY_COMPARE_WITH_TIMEOUT(w_->controller()->state(), TrainingController::State::Idle, 20000);
+        QTRY_COMPARE_WITH_TIMEOUT(w_->controller()->state(), TrainingController::State::Idle, kStateWaitMs);
+        w_->controller()->hold_after_step(0);
         RunStore store(db_);
         QCOMPARE(store.get_run(fp32_id_).status, RunStatus::Stopped);
         QCOMPARE(store.get_run(mixed_id_).status, RunStatus::Stopped);
-        // The scaler change is in the database, on the mixed run only, after step 0.
+        QCOMPARE(store.series(fp32_id_, "train_loss").size(), size_t(kSecondHold));
+        QCOMPARE(store.series(mixed_id_, "train_loss").size(), size_t(kSecondHold));
+        // The scaler change is in the database, on the mixed run only, at the first step after
+        // the pause.
         const auto events = store.events(mixed_id_, "config_changed");
         QCOMPARE(events.size(), size_t(1));
-        QVERIFY(events.front().step > 0);
+        QCOMPARE(events.front().step, int64_t(kFirstHold + 1));
         QVERIFY2(QString::fromStdString(events.front().json).contains("123"), events.front().json.c_str());
         QVERIFY(store.events(fp32_id_, "config_changed").empty());
         // Both runs are in one comparison group.
@@ -221,10 +254,11 @@ private slots:
         QTest::mouseClick(open, Qt::LeftButton);
         QCOMPARE(w_->plots()->runCount(), 1);
         QCOMPARE(w_->plots()->runId(0), mixed_id_);
-        // What the plots show is what the store holds (short series are shown whole).
+        // What the plots show is what the store holds (a series of up to 4000 points is shown
+        // whole; the run stopped at its hold).
         RunStore store(db_);
         const auto loss = store.series(mixed_id_, "train_loss");
-        QVERIFY(!loss.empty() && loss.size() <= 4000);
+        QCOMPARE(loss.size(), size_t(kSecondHold));
         QCOMPARE(points(w_->plots()->lossPlot(), 0), int(loss.size()));
         QCOMPARE(points(w_->plots()->lossPlot(), 0, SeriesPlot::Curve::Test),
                  int(store.series(mixed_id_, "test_loss").size()));
@@ -307,6 +341,43 @@ private slots:
         QVERIFY(gate.handovers() >= 2);
     }
 
+    // A paused run leaves the rotation (a comparison's run held alone must not keep the other
+    // waiting for a turn it never passes on) and rejoins when it resumes.
+    void pausedRunLeavesTheGateToTheOther() {
+        ChunkGate gate(2, 3600.0);  // no turn ends by time here
+        gate.acquire(0);
+        std::atomic<bool> second_in{false};
+        std::thread second([&] {
+            gate.acquire(1);
+            second_in = true;
+        });
+        gate.yield(0);  // slot 0 pauses while it holds the turn
+        QTRY_VERIFY_WITH_TIMEOUT(second_in.load(), kStateWaitMs);
+        second.join();
+        // Slot 0 resumes while slot 1 holds the turn: it gets it back once slot 1 passes it on.
+        std::atomic<bool> first_back{false};
+        std::thread first([&] {
+            gate.acquire(0);
+            first_back = true;
+        });
+        gate.finish(1);
+        QTRY_VERIFY_WITH_TIMEOUT(first_back.load(), kStateWaitMs);
+        first.join();
+        QVERIFY(gate.handovers() >= 1);
+        // Both paused: whichever resumes first takes the turn.
+        ChunkGate both(2, 3600.0);
+        both.acquire(0);
+        both.yield(0);
+        both.yield(1);
+        std::atomic<bool> resumed{false};
+        std::thread again([&] {
+            both.acquire(1);
+            resumed = true;
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(resumed.load(), kStateWaitMs);
+        again.join();
+    }
+
     void failingRunReportsItsError() {
         TrainingController::Options o;
         o.db_path = db_;
@@ -323,7 +394,7 @@ private slots:
         c.dataset.kind = "csv";
         c.dataset.path = (tmp_.path() + "/missing.csv").toStdString();
         QVERIFY(ctl.start({{"layers", {{{"type", "Linear"}, {"out", 2}}}}}, c));
-        QTRY_COMPARE_WITH_TIMEOUT(ctl.state(), TrainingController::State::Idle, 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(ctl.state(), TrainingController::State::Idle, kStateWaitMs);
         QVERIFY(finished);
         QCOMPARE(errors.size(), size_t(1));
         QVERIFY2(QString::fromStdString(errors.front()).contains("missing.csv"), errors.front().c_str());
@@ -336,7 +407,7 @@ private slots:
     // slower to start than the GUI thread to reach its event loop, which a test cannot force.
     void backToBackRunsAllFinish() {
         auto* c = w_->controller();
-        QTRY_VERIFY_WITH_TIMEOUT(!c->busy(), 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(!c->busy(), kStateWaitMs);
         TrainConfig cfg = w_->currentConfig();
         cfg.max_steps = 3;
         const auto net = w_->networkEditor()->networkJson();
@@ -347,7 +418,7 @@ private slots:
                 QVERIFY(!c->busy());
             }
             QVERIFY(c->start(net, cfg, "after the others"));
-            QTRY_VERIFY_WITH_TIMEOUT(!c->busy(), 20000);
+            QTRY_VERIFY_WITH_TIMEOUT(!c->busy(), kStateWaitMs);
         }
     }
 
