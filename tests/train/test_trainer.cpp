@@ -44,6 +44,7 @@ public:
     void on_event(const TrainingEvent& e) override {
         std::lock_guard lock(mutex);
         events.push_back(e.kind);
+        sources.push_back(e.source);
         if (e.kind == "paused") paused_at.store(e.step);
     }
     void on_run_end(const RunSummary& s) override { ended = s.status; }
@@ -53,6 +54,7 @@ public:
     std::vector<int64_t> step_numbers;
     std::vector<EvalMetrics> evals;
     std::vector<std::string> events;
+    std::vector<std::string> sources;
     std::atomic<int64_t> steps{0};
     std::atomic<int64_t> paused_at{-1};
     std::chrono::microseconds step_delay{0};
@@ -78,8 +80,10 @@ RunSummary train(TrainConfig config, Recorder& recorder, const nlohmann::json* n
     return trainer.run();
 }
 
+// Waits on a state: returns as soon as it holds, so the limit only ends a wait that would never
+// return and can be generous enough for a sanitizer build on a loaded machine.
 template <class Pred>
-bool wait_for(Pred pred, std::chrono::milliseconds limit = 20s) {
+bool wait_for(Pred pred, std::chrono::milliseconds limit = 120s) {
     const auto until = std::chrono::steady_clock::now() + limit;
     while (!pred()) {
         if (std::chrono::steady_clock::now() > until) return false;
@@ -202,6 +206,37 @@ private slots:
         QCOMPARE(summary.status, RunStatus::Stopped);
         QVERIFY(summary.steps >= 50);
         QVERIFY(summary.steps < c.epochs * trainer.steps_per_epoch());
+    }
+
+    // The hold tests use instead of racing a run's end: the run pauses itself right after the
+    // given step, at any machine speed; moved and resumed, it holds again at the next one. A
+    // hold on the last step of an epoch fires once, not again at the next epoch's start.
+    void holdAfterStep() {
+        TrainConfig c = spiral().preset.training;  // 25 steps per epoch
+        c.epochs = 100000;
+        Recorder r;
+        auto backend = make_cpu_backend();
+        Network net = Network::from_json(spiral().preset.network);
+        Trainer trainer(net, spiral().data, c, *backend);
+        trainer.add_observer(&r);
+        trainer.hold_after_step(25);
+        RunSummary summary;
+        std::thread worker([&] { summary = trainer.run(); });
+        QVERIFY2(wait_for([&] { return r.paused_at.load() == 25; }), "no hold at step 25");
+        QVERIFY(trainer.paused());
+        QCOMPARE(r.steps.load(), int64_t{25});
+        trainer.hold_after_step(40);
+        trainer.resume();
+        QVERIFY2(wait_for([&] { return r.paused_at.load() == 40; }), "no hold at step 40");
+        QCOMPARE(r.steps.load(), int64_t{40});
+        trainer.stop();
+        worker.join();
+        QCOMPARE(summary.status, RunStatus::Stopped);
+        QCOMPARE(summary.steps, int64_t{40});
+        std::lock_guard lock(r.mutex);
+        QCOMPARE(std::count(r.events.begin(), r.events.end(), "paused"), 2);
+        for (size_t i = 0; i < r.events.size(); ++i)
+            if (r.events[i] == "paused") QCOMPARE(r.sources[i], std::string("hold"));
     }
 
     void maxStepsHonoured() {
