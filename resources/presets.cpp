@@ -1,12 +1,26 @@
 // Preset lookup over the embedded table.
 #include "resources/presets.h"
 
-#include <fstream>
 #include <string_view>
 
 #include "core/common/error.h"
+#include "core/common/json_input.h"
 
 namespace mpwb {
+
+namespace {
+
+// A string setting of a preset, or fallback when absent; a ConfigError naming it otherwise.
+std::string string_field(const nlohmann::json& j, const char* key, const std::string& fallback,
+                         const std::string& origin) {
+    const auto it = j.find(key);
+    if (it == j.end()) return fallback;
+    if (!it->is_string())
+        throw ConfigError(origin + ": \"" + key + "\" must be a string, gets " + it->dump());
+    return it->get<std::string>();
+}
+
+}  // namespace
 
 const std::vector<std::pair<std::string_view, std::string_view>>& embedded_presets();
 
@@ -20,19 +34,21 @@ Preset parse_preset(const nlohmann::json& j, const std::string& origin) {
     if (!j.is_object()) throw ConfigError(origin + ": a preset must be a JSON object");
     Preset p;
     if (j.contains("layers")) {  // a bare network file
-        p.name = j.value("name", origin);
+        p.name = string_field(j, "name", origin, origin);
         p.network = j;
         return p;
     }
     if (!j.contains("network")) throw ConfigError(origin + ": a preset needs \"network\" (or \"layers\" for a bare network)");
-    p.name = j.value("name", origin);
-    p.description = j.value("description", "");
+    p.name = string_field(j, "name", origin, origin);
+    p.description = string_field(j, "description", "", origin);
     p.network = j["network"];
     if (j.contains("training")) {
         try {
             p.training = train_config_from_json(j["training"]);
         } catch (const Error& e) {
             throw ConfigError(origin + ": " + e.what());
+        } catch (const nlohmann::json::exception& e) {  // a get<T>() a reader did not check
+            throw ConfigError(origin + ", \"training\": " + json_exception_text(e));
         }
     }
     return p;
@@ -40,20 +56,18 @@ Preset parse_preset(const nlohmann::json& j, const std::string& origin) {
 
 Preset load_preset(const std::string& name) {
     for (const auto& [n, text] : embedded_presets())
-        if (n == name) return parse_preset(nlohmann::json::parse(text), "preset " + name);
+        if (n == name) return parse_preset(parse_json_text(text, "preset " + name), "preset " + name);
     std::string known;
     for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
     throw ConfigError("unknown preset '" + name + "'; known presets: " + known);
 }
 
 Preset load_preset_file(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw ConfigError("cannot open " + path);
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw NetworkError(path + " is not valid JSON: " + e.what());
+        j = read_json_file(path, "preset file");
+    } catch (const JsonInputError& e) {
+        throw ConfigError(e.what());
     }
     return parse_preset(j, path);
 }

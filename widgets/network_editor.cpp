@@ -29,6 +29,7 @@
 #include <QVBoxLayout>
 
 #include "core/common/error.h"
+#include "core/common/json_input.h"
 #include "resources/presets.h"
 
 namespace mpwb {
@@ -100,19 +101,7 @@ QString layer_kind_of(const nlohmann::json& spec) {
     return QStringLiteral("?");
 }
 
-// Line and column of a byte offset, for JSON parse errors a person can find in an editor.
-QString position_text(const QByteArray& bytes, size_t byte) {
-    int line = 1, col = 1;
-    for (size_t i = 0; i + 1 < byte && i < size_t(bytes.size()); ++i) {
-        if (bytes[qsizetype(i)] == '\n') {
-            ++line;
-            col = 1;
-        } else {
-            ++col;
-        }
-    }
-    return QStringLiteral("line %1, column %2").arg(line).arg(col);
-}
+
 
 // The palette: a list of layer kinds that drags its kind name into the layer table.
 class PaletteList : public QListWidget {
@@ -680,14 +669,15 @@ void NetworkEditor::rebuildForm() {
 QString NetworkEditor::loadJson(const QByteArray& bytes) {
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size());
-    } catch (const nlohmann::json::parse_error& e) {
-        QString what = QString::fromUtf8(e.what());
-        // nlohmann's text starts with "[json.exception.parse_error.101] parse error at line ..."
-        const int colon = what.indexOf("] ");
-        if (colon >= 0) what = what.mid(colon + 2);
-        return tr("Not valid JSON (%1): %2").arg(position_text(bytes, e.byte), what);
+        // The project's one JSON reader: depth and size limits, every library error with its field.
+        j = parse_json_text(std::string_view(bytes.constData(), size_t(bytes.size())), "network text");
+    } catch (const JsonInputError& e) {
+        return tr("Not valid JSON: %1").arg(QString::fromUtf8(e.what()));
     }
+    return loadParsed(std::move(j));
+}
+
+QString NetworkEditor::loadParsed(nlohmann::json j) {
     // A preset file holds the network under "network".
     if (j.is_object() && j.contains("network") && !j.contains("layers")) j = j["network"];
     try {
@@ -699,15 +689,20 @@ QString NetworkEditor::loadJson(const QByteArray& bytes) {
     return {};
 }
 
-bool NetworkEditor::openFile(const QString& path, bool interactive) {
-    QFile f(path);
-    QString error;
-    if (!f.open(QIODevice::ReadOnly)) {
-        error = tr("Cannot open %1: %2").arg(path, f.errorString());
-    } else {
-        error = loadJson(f.readAll());
-        if (!error.isEmpty()) error = tr("%1: %2").arg(QFileInfo(path).fileName(), error);
+QString NetworkEditor::loadFile(const QString& path) {
+    nlohmann::json j;
+    try {
+        // Refuses a folder, a missing file and one over the size limit before reading it.
+        j = read_json_file(path.toStdString(), "network file");
+    } catch (const JsonInputError& e) {
+        return QString::fromUtf8(e.what());
     }
+    const QString error = loadParsed(std::move(j));
+    return error.isEmpty() ? error : tr("%1: %2").arg(QFileInfo(path).fileName(), error);
+}
+
+bool NetworkEditor::openFile(const QString& path, bool interactive) {
+    const QString error = loadFile(path);
     if (!error.isEmpty() && interactive) QMessageBox::warning(this, tr("Open network"), error);
     return error.isEmpty();
 }

@@ -41,6 +41,8 @@ public:
     // an empty string on success, else a message naming the problem; the network is unchanged
     // on error. No dialogs, so the logic is testable.
     QString loadJson(const QByteArray& bytes);
+    // loadJson for a file, through the same checks as every file reader (folder, size limit).
+    QString loadFile(const QString& path);
     // File variants: show a message box on error when interactive is true.
     bool openFile(const QString& path, bool interactive = true);
     bool saveFile(const QString& path, bool interactive = true);
@@ -85,6 +87,7 @@ private:
     friend class NetworkEditCommand;
     // Called by undo commands: installs a description and selects a row.
     void applyState(const nlohmann::json& network, int select_row);
+    QString loadParsed(nlohmann::json j);
     void reinspect();
     void rebuildForm();
     void updateButtons();

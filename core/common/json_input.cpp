@@ -112,7 +112,7 @@ json parse_json_text(std::string_view text, const std::string& source, const Jso
 json read_json_file(const std::string& path, const std::string& what, const JsonLimits& limits) {
     const std::string source = what + " " + path;
     if (const std::string problem = input_file_problem(path); !problem.empty())
-        throw JsonInputError(source + " " + problem);
+        throw JsonInputError("cannot open " + source + ": it " + problem);
     const uint64_t size = input_file_size(path);
     if (size > limits.max_bytes)
         throw JsonInputError(source + " is " + byte_size_text(size) + ", more than the " +

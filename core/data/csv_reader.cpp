@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/common/error.h"
+#include "core/common/input_file.h"
 #include "core/common/rng.h"
 
 namespace mpwb {
@@ -120,14 +121,61 @@ std::string number_name(double v) {
     return os.str();
 }
 
+// The whole file, after the checks every input file gets (a folder read as a stream fails
+// with "basic_filebuf::underflow"; a huge file is refused from its size).
+std::string read_csv_text(const std::string& path) {
+    if (const std::string problem = input_file_problem(path); !problem.empty())
+        throw DataError("cannot open CSV file '" + path + "': it " + problem);
+    const uint64_t size = input_file_size(path);
+    if (size > kCsvMaxBytes)
+        throw DataError("CSV file '" + path + "' is " + byte_size_text(size) + ", more than the " +
+                        byte_size_text(kCsvMaxBytes) + " limit");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw DataError("cannot open CSV file '" + path + "'");
+    std::string text(static_cast<size_t>(size), '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    if (in.bad()) throw DataError("cannot read CSV file '" + path + "'");
+    text.resize(static_cast<size_t>(in.gcount()));
+    return text;
+}
+
+Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& opt);
+
 }  // namespace
+
+void set_label_column(CsvOptions& options, const std::string& text, const std::string& path) {
+    options.label_name.clear();
+    options.label_index = -1;
+    if (text.empty()) return;
+    if (text.find_first_not_of("-0123456789") != std::string::npos) {
+        options.label_name = text;
+        return;
+    }
+    int index = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), index);
+    if (ec == std::errc::result_out_of_range)
+        throw ConfigError("CSV label_column '" + text + "' for '" + path + "' is out of range for a column index");
+    if (ec != std::errc() || end != text.data() + text.size())
+        throw ConfigError("CSV label_column '" + text + "' for '" + path +
+                          "' is not a column index (an integer such as 0 or -1) or a column name");
+    options.label_index = index;
+}
 
 Dataset load_csv_dataset(const std::string& path, const CsvOptions& opt) {
     if (!std::isfinite(opt.test_ratio) || opt.test_ratio <= 0.0 || opt.test_ratio >= 1.0)
         throw ConfigError("CSV test_ratio " + std::to_string(opt.test_ratio) + " out of range (0, 1)");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw DataError("cannot open CSV file '" + path + "'");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string text = read_csv_text(path);
+    const size_t size = text.size();
+    try {
+        return parse_csv(path, std::move(text), opt);
+    } catch (const std::bad_alloc&) {
+        throw DataError("not enough memory to load CSV file '" + path + "' (" + byte_size_text(size) + ")");
+    }
+}
+
+namespace {
+
+Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& opt) {
     if (text.size() >= 3 && static_cast<unsigned char>(text[0]) == 0xEF &&
         static_cast<unsigned char>(text[1]) == 0xBB && static_cast<unsigned char>(text[2]) == 0xBF)
         text.erase(0, 3);  // UTF-8 byte order mark from spreadsheet exports
@@ -158,6 +206,9 @@ Dataset load_csv_dataset(const std::string& path, const CsvOptions& opt) {
         throw DataError("CSV file '" + path + "' has " + std::to_string(ncols) +
                         " column; it needs at least one feature column and a label column");
     if (rows.size() <= first) throw DataError("CSV file '" + path + "' has a header but no data rows");
+    // Before the classes are counted: one row is one class, but the problem is the row count.
+    if (rows.size() - first < 2)
+        throw DataError("CSV file '" + path + "' has 1 data row; a train/test split needs at least 2");
 
     // Label column.
     size_t label_col = 0;
@@ -270,7 +321,6 @@ Dataset load_csv_dataset(const std::string& path, const CsvOptions& opt) {
                             "'; classification needs at least 2 (or load it as regression)");
     }
 
-    if (n < 2) throw DataError("CSV file '" + path + "' has 1 data row; a train/test split needs at least 2");
     std::vector<int64_t> order(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
     Rng rng(opt.seed);
@@ -294,5 +344,7 @@ Dataset load_csv_dataset(const std::string& path, const CsvOptions& opt) {
     }
     return ds;
 }
+
+}  // namespace
 
 }  // namespace mpwb

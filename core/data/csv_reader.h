@@ -31,10 +31,19 @@ struct CsvOptions {
     char delimiter = ',';
 };
 
+// Largest CSV file read (the parsed cells take several times the file's size in memory).
+inline constexpr uint64_t kCsvMaxBytes = uint64_t{256} << 20;
+
+// Sets the label column from its text form as configs and the CLI give it: an integer ("0",
+// "-1") is an index, anything else a column name. ConfigError naming label_column, the text
+// and the file when it is made of digits and '-' but is not an integer in range ("-", "1-").
+void set_label_column(CsvOptions& options, const std::string& text, const std::string& path);
+
 // Blank lines and lines starting with '#' are skipped; cells may be surrounded by spaces or
 // double quotes. Throws DataError for an empty file, a ragged row (line number and cell counts),
 // a non-numeric feature cell (line, column, text), NaN or infinite values (line, column), too few
-// rows to split; ConfigError for a label column that does not exist.
+// rows to split, a folder or a file over kCsvMaxBytes (before reading it); ConfigError for a
+// label column that does not exist.
 Dataset load_csv_dataset(const std::string& path, const CsvOptions& options = {});
 
 }  // namespace mpwb

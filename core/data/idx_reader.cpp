@@ -12,7 +12,9 @@
 #include <future>
 #include <memory>
 
+#include "core/common/checked_arith.h"
 #include "core/common/error.h"
+#include "core/common/input_file.h"
 
 namespace mpwb {
 namespace {
@@ -49,16 +51,16 @@ size_t gzip_size_hint(std::FILE* f) {
     return std::min(isize, static_cast<size_t>(compressed) * 1032);
 }
 
-std::vector<uint8_t> read_gzip(const std::string& path, size_t hint, bool* truncated) {
+std::vector<uint8_t> read_gzip(const std::string& path, size_t hint, size_t max_bytes, bool* truncated) {
     std::unique_ptr<gzFile_s, GzCloser> gz(gzopen(path.c_str(), "rb"));
     if (!gz) throw DataError("cannot open '" + path + "' for reading");
     gzbuffer(gz.get(), 1 << 18);
     std::vector<uint8_t> out;
     // The hint is a hint: a corrupt trailer must not cause a huge allocation.
-    out.resize(std::clamp<size_t>(hint + 1, size_t{1} << 16, size_t{1} << 31));
+    out.resize(std::min(std::clamp<size_t>(hint + 1, size_t{1} << 16, size_t{1} << 31), std::max<size_t>(max_bytes, 1)));
     size_t have = 0;
-    for (;;) {
-        if (have == out.size()) out.resize(out.size() * 2);
+    while (have < max_bytes) {
+        if (have == out.size()) out.resize(std::min(out.size() * 2, max_bytes));
         const size_t want = std::min<size_t>(out.size() - have, size_t{1} << 30);
         const int got = gzread(gz.get(), out.data() + have, static_cast<unsigned>(want));
         if (got < 0) {
@@ -80,6 +82,15 @@ std::vector<uint8_t> read_gzip(const std::string& path, size_t hint, bool* trunc
     }
     out.resize(have);
     return out;
+}
+
+// Slack read past the length the header gives, so a few trailing bytes are counted exactly.
+constexpr size_t kTrailingSlack = size_t{1} << 20;
+
+bool is_gzip_file(const std::string& path) {
+    std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
+    uint8_t magic[2] = {0, 0};
+    return f && std::fread(magic, 1, 2, f.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
 }
 
 std::string size_note(bool truncated_gzip) {
@@ -125,6 +136,81 @@ void check_length(const std::string& path, size_t actual, unsigned __int128 expe
                     " unexpected trailing bytes: " + counts);
 }
 
+struct ImagesHeader {
+    uint32_t count = 0, rows = 0, cols = 0;
+    int64_t payload = 0;  // count * rows * cols
+    std::string what;     // "60000 images of 28x28"
+};
+
+// Values (pixels or labels) the header promises, against kIdxMaxElements.
+void check_element_limit(const std::string& path, int64_t elements, const std::string& what) {
+    if (elements > kIdxMaxElements)
+        throw DataError("IDX file '" + path + "': header says " + what + ", " + size_text(elements) +
+                        " values, more than the limit of " + size_text(kIdxMaxElements));
+}
+
+// A raw file's length is known without reading it: a wrong one is refused before its body.
+void check_raw_length(const std::string& path, int64_t expected, const std::string& what) {
+    if (!is_gzip_file(path)) check_length(path, input_file_size(path), static_cast<unsigned __int128>(expected), what, false);
+}
+
+// The 16-byte header of an image file, checked against itself, the limit and (raw files) the
+// file's length; the body is not read.
+ImagesHeader read_images_header(const std::string& path) {
+    bool trunc = false;
+    const std::vector<uint8_t> head = read_file_bytes(path, &trunc, 16);
+    need_header(path, head, 4, "image", trunc);
+    check_magic(path, read_be32(head.data()), kIdxImagesMagic, "image");
+    need_header(path, head, 16, "image", trunc);
+    ImagesHeader h;
+    h.count = read_be32(head.data() + 4);
+    h.rows = read_be32(head.data() + 8);
+    h.cols = read_be32(head.data() + 12);
+    if (h.count == 0) throw DataError("IDX image file '" + path + "' holds no images");
+    if (h.rows == 0 || h.cols == 0 || h.rows > 65536 || h.cols > 65536)
+        throw DataError("IDX image file '" + path + "' has implausible image dimensions " +
+                        std::to_string(h.rows) + "x" + std::to_string(h.cols));
+    h.payload = saturating_mul(saturating_mul(h.count, h.rows), h.cols);
+    h.what = std::to_string(h.count) + " images of " + std::to_string(h.rows) + "x" + std::to_string(h.cols);
+    check_element_limit(path, h.payload, h.what);
+    check_raw_length(path, 16 + h.payload, h.what);
+    return h;
+}
+
+// The label count from the 8-byte header, checked like read_images_header.
+uint32_t read_labels_header(const std::string& path) {
+    bool trunc = false;
+    const std::vector<uint8_t> head = read_file_bytes(path, &trunc, 8);
+    need_header(path, head, 4, "label", trunc);
+    check_magic(path, read_be32(head.data()), kIdxLabelsMagic, "label");
+    need_header(path, head, 8, "label", trunc);
+    const uint32_t count = read_be32(head.data() + 4);
+    if (count == 0) throw DataError("IDX label file '" + path + "' holds no labels");
+    const std::string what = std::to_string(count) + " labels";
+    check_element_limit(path, count, what);
+    check_raw_length(path, 8 + int64_t{count}, what);
+    return count;
+}
+
+// The whole file once its header has passed: at most the length it gives plus a little slack
+// for counting trailing bytes.
+std::vector<uint8_t> read_body(const std::string& path, int64_t expected, const std::string& what) {
+    bool trunc = false;
+    const size_t cap = static_cast<size_t>(expected) + kTrailingSlack;
+    std::vector<uint8_t> bytes;
+    try {
+        bytes = read_file_bytes(path, &trunc, cap);
+    } catch (const std::bad_alloc&) {
+        throw DataError("not enough memory to read IDX file '" + path + "' (" + what + ", " +
+                        size_text(expected) + " bytes)");
+    }
+    if (bytes.size() == cap)
+        throw DataError("IDX file '" + path + "' has more than " + std::to_string(kTrailingSlack) +
+                        " unexpected trailing bytes after " + what);
+    check_length(path, bytes.size(), static_cast<unsigned __int128>(expected), what, trunc);
+    return bytes;
+}
+
 // The data file for `base` in folder: raw first, then ".gz".
 std::string find_idx_file(const fs::path& folder, const std::string& base) {
     const fs::path raw = folder / base;
@@ -145,12 +231,14 @@ Split load_split(const fs::path& folder, const std::string& prefix) {
     Split s;
     s.images_path = find_idx_file(folder, prefix + "-images-idx3-ubyte");
     s.labels_path = find_idx_file(folder, prefix + "-labels-idx1-ubyte");
+    // Both headers first: a count mismatch is found before either body is read.
+    const uint32_t images = read_images_header(s.images_path).count;
+    const uint32_t labels = read_labels_header(s.labels_path);
+    if (images != labels)
+        throw DataError("image/label count mismatch: '" + s.images_path + "' holds " + std::to_string(images) +
+                        " images but '" + s.labels_path + "' holds " + std::to_string(labels) + " labels");
     s.images = read_idx_images(s.images_path);
     s.labels = read_idx_labels(s.labels_path, 10);
-    if (static_cast<int64_t>(s.labels.size()) != s.images.count)
-        throw DataError("image/label count mismatch: '" + s.images_path + "' holds " +
-                        std::to_string(s.images.count) + " images but '" + s.labels_path +
-                        "' holds " + std::to_string(s.labels.size()) + " labels");
     return s;
 }
 
@@ -169,8 +257,11 @@ void to_tensors(const Split& s, Tensor& x, Tensor& y) {
 
 }  // namespace
 
-std::vector<uint8_t> read_file_bytes(const std::string& path, bool* gzip_truncated) {
+std::vector<uint8_t> read_file_bytes(const std::string& path, bool* gzip_truncated, size_t max_bytes) {
     if (gzip_truncated) *gzip_truncated = false;
+    // fopen succeeds on a folder; what follows would size a buffer from its nonsense length.
+    if (const std::string problem = input_file_problem(path); !problem.empty())
+        throw DataError("cannot open '" + path + "': it " + problem);
     std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
     if (!f) throw DataError("cannot open '" + path + "' for reading");
     uint8_t magic[2] = {0, 0};
@@ -178,54 +269,32 @@ std::vector<uint8_t> read_file_bytes(const std::string& path, bool* gzip_truncat
     if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
         const size_t hint = gzip_size_hint(f.get());
         f.reset();
-        return read_gzip(path, hint, gzip_truncated);
+        return read_gzip(path, hint, max_bytes, gzip_truncated);
     }
     if (std::fseek(f.get(), 0, SEEK_END) != 0) throw DataError("cannot seek in '" + path + "'");
     const long size = std::ftell(f.get());
     if (size < 0) throw DataError("cannot determine the size of '" + path + "'");
     std::rewind(f.get());
-    std::vector<uint8_t> out(static_cast<size_t>(size));
+    std::vector<uint8_t> out(std::min(static_cast<size_t>(size), max_bytes));
     if (size && std::fread(out.data(), 1, out.size(), f.get()) != out.size())
         throw DataError("read error in '" + path + "'");
     return out;
 }
 
 IdxImages read_idx_images(const std::string& path) {
-    bool trunc = false;
-    const std::vector<uint8_t> bytes = read_file_bytes(path, &trunc);
-    need_header(path, bytes, 4, "image", trunc);
-    check_magic(path, read_be32(bytes.data()), kIdxImagesMagic, "image");
-    need_header(path, bytes, 16, "image", trunc);
-    const uint32_t count = read_be32(bytes.data() + 4);
-    const uint32_t rows = read_be32(bytes.data() + 8);
-    const uint32_t cols = read_be32(bytes.data() + 12);
-    if (count == 0) throw DataError("IDX image file '" + path + "' holds no images");
-    if (rows == 0 || cols == 0 || rows > 65536 || cols > 65536)
-        throw DataError("IDX image file '" + path + "' has implausible image dimensions " +
-                        std::to_string(rows) + "x" + std::to_string(cols));
-    const unsigned __int128 payload = static_cast<unsigned __int128>(count) * rows * cols;
-    check_length(path, bytes.size(), payload + 16,
-                 std::to_string(count) + " images of " + std::to_string(rows) + "x" +
-                     std::to_string(cols),
-                 trunc);
+    const ImagesHeader h = read_images_header(path);
+    const std::vector<uint8_t> bytes = read_body(path, 16 + h.payload, h.what);
     IdxImages img;
-    img.count = count;
-    img.rows = rows;
-    img.cols = cols;
+    img.count = h.count;
+    img.rows = h.rows;
+    img.cols = h.cols;
     img.pixels.assign(bytes.begin() + 16, bytes.end());
     return img;
 }
 
 std::vector<uint8_t> read_idx_labels(const std::string& path, int max_label) {
-    bool trunc = false;
-    const std::vector<uint8_t> bytes = read_file_bytes(path, &trunc);
-    need_header(path, bytes, 4, "label", trunc);
-    check_magic(path, read_be32(bytes.data()), kIdxLabelsMagic, "label");
-    need_header(path, bytes, 8, "label", trunc);
-    const uint32_t count = read_be32(bytes.data() + 4);
-    if (count == 0) throw DataError("IDX label file '" + path + "' holds no labels");
-    check_length(path, bytes.size(), static_cast<unsigned __int128>(count) + 8,
-                 std::to_string(count) + " labels", trunc);
+    const uint32_t count = read_labels_header(path);
+    const std::vector<uint8_t> bytes = read_body(path, 8 + int64_t{count}, std::to_string(count) + " labels");
     std::vector<uint8_t> labels(bytes.begin() + 8, bytes.end());
     for (size_t i = 0; i < labels.size(); ++i)
         if (labels[i] >= max_label)

@@ -11,9 +11,14 @@ BatchNorm::BatchNorm(float momentum, float eps) : momentum_(momentum), eps_(eps)
     if (!(eps > 0.0f && std::isfinite(eps))) throw ShapeError("needs a positive eps, gets " + std::to_string(eps));
 }
 
-Shape BatchNorm::build(const Shape& input) {
+LayerPlan BatchNorm::plan(const Shape& input) const {
     if (input.size() != 1 && input.size() != 3)
         throw ShapeError("expects features [F] or an image [C x H x W], gets " + shape_to_string(input));
+    return {input, saturating_mul(2, input[0]), 0};
+}
+
+Shape BatchNorm::build(const Shape& input) {
+    (void)plan(input);
     channels_ = input[0];
     spatial_ = input.size() == 3 ? input[1] * input[2] : 1;
     gamma_.name = "gamma";

@@ -9,6 +9,7 @@ class BatchNorm final : public Layer {
 public:
     explicit BatchNorm(float momentum = 0.1f, float eps = 1e-5f);
     std::string kind() const override { return "BatchNorm"; }
+    LayerPlan plan(const Shape& input) const override;
     Shape build(const Shape& input) override;
     void init(Rng& rng) override;
     std::vector<Parameter*> parameters() override { return {&gamma_, &beta_}; }

@@ -15,17 +15,29 @@ Conv2d::Conv2d(int64_t out_channels, int64_t kernel, int64_t stride, int64_t pad
     if (padding < 0) throw ShapeError("needs padding >= 0, gets " + std::to_string(padding));
 }
 
-Shape Conv2d::build(const Shape& input) {
+LayerPlan Conv2d::plan(const Shape& input) const {
     if (input.size() != 3)
         throw ShapeError("expects an image input [channels x height x width], gets " + shape_to_string(input));
     if (in_c_ != 0 && in_c_ != input[0])
         throw ShapeError("expects " + std::to_string(in_c_) + " input channels, gets " + std::to_string(input[0]));
+    const int64_t out_h = window_output(input[1], kernel_, stride_, padding_);
+    const int64_t out_w = window_output(input[2], kernel_, stride_, padding_);
+    if (out_h < 1 || out_w < 1)
+        throw ShapeError("kernel " + std::to_string(kernel_) + " does not fit a " + std::to_string(input[1]) + "x" +
+                         std::to_string(input[2]) + " input with padding " + std::to_string(padding_));
+    const int64_t taps = saturating_mul(input[0], saturating_mul(kernel_, kernel_));  // in_c * k * k
+    LayerPlan p;
+    p.output = {out_c_, out_h, out_w};
+    p.parameters = saturating_add(saturating_mul(out_c_, taps), has_bias_ ? out_c_ : 0);
+    p.workspace = saturating_mul(taps, saturating_mul(out_h, out_w));
+    return p;
+}
+
+Shape Conv2d::build(const Shape& input) {
+    LayerPlan p = plan(input);
     in_c_ = input[0];
     in_h_ = input[1];
     in_w_ = input[2];
-    if (in_h_ + 2 * padding_ < kernel_ || in_w_ + 2 * padding_ < kernel_)
-        throw ShapeError("kernel " + std::to_string(kernel_) + " does not fit a " + std::to_string(in_h_) + "x" +
-                         std::to_string(in_w_) + " input with padding " + std::to_string(padding_));
     weight_.name = "weight";
     bias_.name = "bias";
     weight_.value.resize({out_c_, in_c_, kernel_, kernel_});
@@ -35,8 +47,7 @@ Shape Conv2d::build(const Shape& input) {
         bias_.grad.resize({out_c_});
         bias_.weight_decay = false;
     }
-    const auto g = geometry(1);
-    return {out_c_, g.out_h(), g.out_w()};
+    return std::move(p.output);
 }
 
 ConvGeometry Conv2d::geometry(int64_t batch) const {

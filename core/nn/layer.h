@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/backend/backend.h"
+#include "core/common/checked_arith.h"
 #include "core/common/rng.h"
 #include "core/tensor/parameter.h"
 #include "core/tensor/tensor.h"
@@ -29,6 +30,22 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// What a layer would make of a per-sample input, worked out without allocating anything, so a
+// network can be measured against its limits before a byte of it exists. Sizes saturate at
+// INT64_MAX instead of wrapping (a wrapped product once sized a too-small weight buffer).
+struct LayerPlan {
+    Shape output;            // per-sample output shape
+    int64_t parameters = 0;  // trainable values
+    int64_t workspace = 0;   // per-sample scratch the backend needs (im2col columns), in elements
+};
+
+// Output length of a sliding window (convolution, pooling) over a padded input; saturates.
+// 0 when the window does not fit.
+inline int64_t window_output(int64_t in, int64_t kernel, int64_t stride, int64_t padding) {
+    const int64_t padded = saturating_add(in, saturating_mul(2, padding));
+    return padded < kernel ? 0 : (padded - kernel) / stride + 1;
+}
+
 struct LayerContext {
     Backend& backend;
     Format gemm_operands = Format::FP32;  // TF32 rounds GEMM/conv operands; other policies store them rounded
@@ -40,7 +57,9 @@ class Layer {
 public:
     virtual ~Layer() = default;
     virtual std::string kind() const = 0;
-    // Checks the per-sample input shape, sizes the parameters and returns the output shape.
+    // Checks the per-sample input shape and works out the sizes; ShapeError when it does not fit.
+    virtual LayerPlan plan(const Shape& input) const = 0;
+    // plan(), then sizes the parameters; returns the output shape.
     virtual Shape build(const Shape& input) = 0;
     virtual void init(Rng&) {}
     virtual std::vector<Parameter*> parameters() { return {}; }

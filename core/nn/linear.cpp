@@ -11,11 +11,19 @@ Linear::Linear(int64_t out_features, int64_t in_features, bool bias)
     if (out_features <= 0) throw ShapeError("needs a positive number of outputs, gets " + std::to_string(out_features));
 }
 
-Shape Linear::build(const Shape& input) {
+LayerPlan Linear::plan(const Shape& input) const {
     if (input.size() != 1)
         throw ShapeError("expects a flat input of features, gets " + shape_to_string(input) + "; add Flatten before it");
     if (in_ != 0 && in_ != input[0])
         throw ShapeError("expects " + std::to_string(in_) + " inputs, gets " + std::to_string(input[0]));
+    LayerPlan p;
+    p.output = {out_};
+    p.parameters = saturating_add(saturating_mul(out_, input[0]), has_bias_ ? out_ : 0);
+    return p;
+}
+
+Shape Linear::build(const Shape& input) {
+    LayerPlan p = plan(input);
     in_ = input[0];
     weight_.name = "weight";
     bias_.name = "bias";
@@ -26,7 +34,7 @@ Shape Linear::build(const Shape& input) {
         bias_.grad.resize({out_});
         bias_.weight_decay = false;
     }
-    return {out_};
+    return std::move(p.output);
 }
 
 void Linear::init(Rng& rng) {

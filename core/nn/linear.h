@@ -8,6 +8,7 @@ class Linear final : public Layer {
 public:
     Linear(int64_t out_features, int64_t in_features = 0, bool bias = true);
     std::string kind() const override { return "Linear"; }
+    LayerPlan plan(const Shape& input) const override;
     Shape build(const Shape& input) override;
     void init(Rng& rng) override;
     std::vector<Parameter*> parameters() override;

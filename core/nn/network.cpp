@@ -1,10 +1,13 @@
 // Network: JSON, shape inference and the precision-aware forward and backward passes.
 #include "core/nn/network.h"
 
+#include <cfloat>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "core/common/error.h"
+#include "core/common/json_input.h"
 #include "core/nn/batchnorm.h"
 #include "core/nn/conv2d.h"
 #include "core/nn/linear.h"
@@ -31,6 +34,8 @@ int64_t int_field(const nlohmann::json& spec, const char* key, std::optional<int
     }
     const auto& v = spec[key];
     if (!v.is_number_integer()) throw ShapeError(std::string("\"") + key + "\" must be an integer, gets " + v.dump());
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kInt64Max))
+        throw ShapeError(std::string("\"") + key + "\" is too large, gets " + v.dump());
     return v.get<int64_t>();
 }
 
@@ -38,7 +43,9 @@ float float_field(const nlohmann::json& spec, const char* key, float fallback) {
     if (!spec.contains(key)) return fallback;
     const auto& v = spec[key];
     if (!v.is_number()) throw ShapeError(std::string("\"") + key + "\" must be a number, gets " + v.dump());
-    return v.get<float>();
+    const double d = v.get<double>();
+    if (std::fabs(d) > FLT_MAX) throw ShapeError(std::string("\"") + key + "\" is out of the float range, gets " + v.dump());
+    return static_cast<float>(d);
 }
 
 bool bool_field(const nlohmann::json& spec, const char* key, bool fallback) {
@@ -59,6 +66,41 @@ void check_keys(const nlohmann::json& spec, std::initializer_list<const char*> a
         }
     }
 }
+
+// Running totals of a network measured layer by layer against NetworkLimits.
+class SizeBudget {
+public:
+    SizeBudget(const Shape& input, int64_t batch)
+        : batch_(batch), activations_(saturating_mul(checked_product(input).value_or(kInt64Max), batch)) {}
+
+    // Empty when the layer keeps the network within the limits; else what is over, with the
+    // numbers and the limit.
+    std::string add(const LayerPlan& p) {
+        using L = NetworkLimits;
+        parameters_ = saturating_add(parameters_, p.parameters);
+        if (parameters_ > L::kMaxParameters)
+            return "the network reaches " + size_text(parameters_) + " parameters here, more than the limit of " +
+                   size_text(L::kMaxParameters);
+        const int64_t out = saturating_mul(checked_product(p.output).value_or(kInt64Max), batch_);
+        if (out > L::kMaxTensorElements)
+            return "its output " + shape_to_string(p.output) + " is " + size_text(out) + " elements at batch " +
+                   std::to_string(batch_) + ", more than the " + size_text(L::kMaxTensorElements) +
+                   " one tensor may hold";
+        activations_ = saturating_add(activations_, out);
+        if (activations_ > L::kMaxActivations)
+            return "the activations reach " + size_text(activations_) + " elements here at batch " +
+                   std::to_string(batch_) + ", more than the limit of " + size_text(L::kMaxActivations);
+        if (p.workspace > L::kMaxActivations)
+            return "its im2col workspace is " + size_text(p.workspace) + " elements per sample, more than the limit of " +
+                   size_text(L::kMaxActivations);
+        return {};
+    }
+
+private:
+    int64_t batch_;
+    int64_t activations_;
+    int64_t parameters_ = 0;
+};
 
 }  // namespace
 
@@ -132,6 +174,9 @@ Network Network::from_json(const nlohmann::json& description) {
     }
     const auto& layers = description["layers"];
     if (layers.empty()) throw NetworkError("network has no layers");
+    if (layers.size() > NetworkLimits::kMaxLayers)
+        throw NetworkError("network has " + std::to_string(layers.size()) + " layers, more than the limit of " +
+                           std::to_string(NetworkLimits::kMaxLayers));
     for (size_t i = 0; i < layers.size(); ++i) {
         try {
             net.layers_.push_back(make_layer(layers[i]));
@@ -143,13 +188,11 @@ Network Network::from_json(const nlohmann::json& description) {
 }
 
 Network Network::load_file(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw NetworkError("cannot open network file " + path);
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw NetworkError("network file " + path + " is not valid JSON: " + e.what());
+        j = read_json_file(path, "network file");
+    } catch (const JsonInputError& e) {
+        throw NetworkError(e.what());
     }
     try {
         return from_json(j);
@@ -170,11 +213,12 @@ void Network::save_file(const std::string& path) const {
     out << to_json().dump(2) << "\n";
 }
 
-std::vector<LayerReport> Network::inspect(const nlohmann::json& description, const Shape& input) {
+std::vector<LayerReport> Network::inspect(const nlohmann::json& description, const Shape& input, int64_t batch) {
     std::vector<LayerReport> reports;
     if (!description.is_object() || !description.contains("layers") || !description["layers"].is_array()) return reports;
     Shape shape = input;
     bool shape_known = true;
+    SizeBudget budget(input, batch);
     const auto& layers = description["layers"];
     for (size_t i = 0; i < layers.size(); ++i) {
         LayerReport r;
@@ -183,9 +227,12 @@ std::vector<LayerReport> Network::inspect(const nlohmann::json& description, con
         try {
             auto layer = make_layer(layers[i]);
             if (shape_known) {
-                shape = layer->build(shape);
-                r.output = shape;
-                r.parameters = layer->parameter_count();
+                LayerPlan p = layer->plan(shape);
+                r.error = budget.add(p);
+                r.output = p.output;
+                r.parameters = p.parameters;
+                shape = std::move(p.output);
+                shape_known = r.error.empty();
             }
         } catch (const std::exception& e) {
             r.error = e.what();
@@ -196,7 +243,20 @@ std::vector<LayerReport> Network::inspect(const nlohmann::json& description, con
     return reports;
 }
 
-void Network::build(const Shape& input) {
+void Network::build(const Shape& input, int64_t batch) {
+    if (batch < 1) throw NetworkError("network built for batch " + std::to_string(batch) + "; it must be at least 1");
+    // Every layer measured before any allocates: a refused network costs nothing.
+    SizeBudget budget(input, batch);
+    Shape planned = input;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        try {
+            LayerPlan p = layers_[i]->plan(planned);
+            if (const std::string over = budget.add(p); !over.empty()) throw ShapeError(over);
+            planned = std::move(p.output);
+        } catch (const ShapeError& e) {
+            throw NetworkError(layer_prefix(i, layers_[i]->kind()) + e.what());
+        }
+    }
     input_shape_ = input;
     Shape shape = input;
     parameter_layer_.clear();

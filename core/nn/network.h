@@ -24,6 +24,16 @@ public:
                          int64_t count) = 0;
 };
 
+// What a network may need, checked before anything is allocated (Network::build, inspect).
+// Every figure is in elements of 4 bytes; the training step keeps about three copies of the
+// parameters (value, gradient, optimizer state) and two of the activations (value, gradient).
+struct NetworkLimits {
+    static constexpr int64_t kMaxParameters = int64_t{1} << 28;          // 268,435,456: 1 GiB per copy
+    static constexpr int64_t kMaxActivations = int64_t{1} << 29;         // all layers' outputs at the batch: 2 GiB
+    static constexpr int64_t kMaxTensorElements = kInt32Max;             // one tensor: BLAS takes int sizes
+    static constexpr size_t kMaxLayers = 4096;
+};
+
 struct LayerReport {
     size_t index = 0;
     std::string kind;
@@ -43,11 +53,15 @@ public:
     static Network load_file(const std::string& path);
     nlohmann::json to_json() const;
     void save_file(const std::string& path) const;
-    // Checks every layer, going on after an error so an editor can mark each one.
-    static std::vector<LayerReport> inspect(const nlohmann::json& description, const Shape& input);
+    // Checks every layer, sizes against NetworkLimits at the batch included, going on after an
+    // error so an editor can mark each one. Allocates nothing.
+    static std::vector<LayerReport> inspect(const nlohmann::json& description, const Shape& input,
+                                            int64_t batch = 1);
 
-    // Shape inference from the per-sample input shape; NetworkError on the first layer that does not fit.
-    void build(const Shape& input);
+    // Shape inference from the per-sample input shape; NetworkError on the first layer that does
+    // not fit, or that takes the network over NetworkLimits at this batch (checked before
+    // anything is allocated; the message has the numbers and the limit).
+    void build(const Shape& input, int64_t batch = 1);
     void init(uint64_t seed);
     // Applies the policy to the freshly initialised weights: rounds masters under fp16-pure and
     // writes the reduced copies the forward pass reads.

@@ -11,17 +11,23 @@ Pool2d::Pool2d(Mode mode, int64_t kernel, int64_t stride, int64_t padding)
         throw ShapeError("needs 0 <= padding <= kernel/2, gets padding " + std::to_string(padding));
 }
 
-Shape Pool2d::build(const Shape& input) {
+LayerPlan Pool2d::plan(const Shape& input) const {
     if (input.size() != 3)
         throw ShapeError("expects an image input [channels x height x width], gets " + shape_to_string(input));
+    const int64_t out_h = window_output(input[1], kernel_, stride_, padding_);
+    const int64_t out_w = window_output(input[2], kernel_, stride_, padding_);
+    if (out_h < 1 || out_w < 1)
+        throw ShapeError("window " + std::to_string(kernel_) + " does not fit a " + std::to_string(input[1]) + "x" +
+                         std::to_string(input[2]) + " input");
+    return {{input[0], out_h, out_w}, 0, 0};
+}
+
+Shape Pool2d::build(const Shape& input) {
+    LayerPlan p = plan(input);
     channels_ = input[0];
     in_h_ = input[1];
     in_w_ = input[2];
-    if (in_h_ + 2 * padding_ < kernel_ || in_w_ + 2 * padding_ < kernel_)
-        throw ShapeError("window " + std::to_string(kernel_) + " does not fit a " + std::to_string(in_h_) + "x" +
-                         std::to_string(in_w_) + " input");
-    const auto g = geometry(1);
-    return {channels_, g.out_h(), g.out_w()};
+    return std::move(p.output);
 }
 
 PoolGeometry Pool2d::geometry(int64_t batch) const {

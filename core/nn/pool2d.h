@@ -11,6 +11,7 @@ public:
     enum class Mode { Max, Average };
     Pool2d(Mode mode, int64_t kernel, int64_t stride, int64_t padding = 0);
     std::string kind() const override { return mode_ == Mode::Max ? "MaxPool2d" : "AvgPool2d"; }
+    LayerPlan plan(const Shape& input) const override;
     Shape build(const Shape& input) override;
     void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;

@@ -8,6 +8,7 @@ class ActivationLayer final : public Layer {
 public:
     explicit ActivationLayer(Activation kind, float slope = 0.01f);
     std::string kind() const override;
+    LayerPlan plan(const Shape& input) const override { return {input, 0, 0}; }
     Shape build(const Shape& input) override { return input; }
     void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
@@ -21,7 +22,10 @@ private:
 class Flatten final : public Layer {
 public:
     std::string kind() const override { return "Flatten"; }
-    Shape build(const Shape& input) override { return {shape_numel(input)}; }
+    LayerPlan plan(const Shape& input) const override {
+        return {{checked_product(input).value_or(kInt64Max)}, 0, 0};
+    }
+    Shape build(const Shape& input) override { return plan(input).output; }
     void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
     nlohmann::json to_json() const override { return {{"type", "Flatten"}}; }
@@ -31,6 +35,7 @@ class Dropout final : public Layer {
 public:
     explicit Dropout(float p);
     std::string kind() const override { return "Dropout"; }
+    LayerPlan plan(const Shape& input) const override { return {input, 0, 0}; }
     Shape build(const Shape& input) override { return input; }
     void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;

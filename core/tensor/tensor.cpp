@@ -6,6 +6,9 @@
 #include <cstring>
 #include <new>
 
+#include "core/common/checked_arith.h"
+#include "core/common/error.h"
+
 namespace mpwb {
 
 void Tensor::AlignedFree::operator()(float* p) const { std::free(p); }
@@ -25,13 +28,20 @@ Tensor& Tensor::operator=(const Tensor& other) {
 }
 
 void Tensor::resize(Shape shape) {
-    const int64_t n = shape_numel(shape);
-    if (n < 0) throw std::bad_array_new_length();
+    // A wrapped product would allocate a buffer smaller than the shape says: refuse it instead,
+    // and say what could not be allocated rather than a bare std::bad_alloc.
+    const auto count = checked_product(shape);
+    const bool negative = std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; });
+    if (!count || negative || *count > kInt64Max / 4 - 64)
+        throw DeviceError("cannot allocate a tensor of shape " + shape_to_string(shape) + ": not a valid size");
+    const int64_t n = *count;
     const auto needed = static_cast<size_t>(n);
     if (needed > capacity_) {
         const size_t bytes = ((needed * sizeof(float) + 63) / 64) * 64;
         auto* fresh = static_cast<float*>(std::aligned_alloc(64, bytes));
-        if (!fresh) throw std::bad_alloc();
+        if (!fresh)
+            throw DeviceError("out of memory allocating a tensor of shape " + shape_to_string(shape) + " (" +
+                              size_text(static_cast<int64_t>(bytes >> 20)) + " MiB)");
         if (numel_) std::memcpy(fresh, data_.get(), static_cast<size_t>(numel_) * sizeof(float));
         std::memset(fresh + numel_, 0, (needed - static_cast<size_t>(numel_)) * sizeof(float));
         data_.reset(fresh);

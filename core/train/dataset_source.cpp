@@ -31,13 +31,7 @@ Dataset load_dataset(const DatasetSpec& spec) {
         CsvOptions options;
         options.test_ratio = spec.test_ratio;
         options.seed = spec.seed;
-        if (!spec.label_column.empty()) {
-            const bool numeric = spec.label_column.find_first_not_of("-0123456789") == std::string::npos;
-            if (numeric)
-                options.label_index = std::stoi(spec.label_column);
-            else
-                options.label_name = spec.label_column;
-        }
+        set_label_column(options, spec.label_column, spec.path);
         data = load_csv_dataset(spec.path, options);
     } else {
         throw ConfigError("unknown dataset '" + spec.kind +

@@ -16,7 +16,9 @@
 #include "core/backend/backend.h"
 #include "core/common/parallel.h"
 #include "core/common/rng.h"
+#include "core/common/error.h"
 #include "core/numeric/format.h"
+#include "tests/common/test_support.h"
 #include "tests/backend/reference_ops.h"
 
 using namespace mpwb;
@@ -213,6 +215,21 @@ private slots:
                     check_gemm(ta, tb, 23, 31, 67, 1.0f, 0.0f, f);
                     check_gemm(ta, tb, 40, 9, 150, -1.25f, 0.5f, f, 3);
                 }
+    }
+
+    // Sizes beyond BLAS's int are refused before any operand is touched (the pointers here are
+    // null): cast down they wrapped, and OpenBLAS looped on "parameter number 13 had an illegal
+    // value" or wrote past the end of C.
+    void gemmRefusesSizesBeyondBlasInt() {
+        const int64_t huge = int64_t{3} << 30;  // 3,221,225,472
+        const QString msg = mpwb::test::error_text<DeviceError>([&] {
+            be_->gemm(false, false, huge, 1, 1, 1.0f, nullptr, 1, nullptr, 1, 0.0f, nullptr, 1, Format::FP32);
+        });
+        VERIFY_MSG(msg, "GEMM size m", "3,221,225,472");
+        const QString neg = mpwb::test::error_text<DeviceError>([&] {
+            be_->gemm(false, false, 2, 2, 2, 1.0f, nullptr, -1, nullptr, 2, 0.0f, nullptr, 2, Format::FP32);
+        });
+        VERIFY_MSG(neg, "GEMM size lda", "-1");
     }
 
     // The operands are m x k / k x n regions of larger arrays: the backend may read exactly

@@ -3,11 +3,13 @@
 #include <QtTest>
 #include <QTemporaryDir>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "core/common/error.h"
 #include "core/data/csv_reader.h"
+#include "core/train/dataset_source.h"
 #include "tests/common/test_support.h"
 
 using mpwb::test::error_text;
@@ -188,6 +190,40 @@ private slots:
         opt = {};
         opt.test_ratio = 1.0;
         QVERIFY_THROWS_EXCEPTION(ConfigError, load_csv_dataset(good, opt));
+    }
+
+    // Inputs whose errors explained nothing: label_column "-" ("stoi"), a one-row file ("single
+    // class"), a folder given as the file ("basic_filebuf::underflow").
+    void hostile_inputs_name_file_field_and_problem() {
+        QTemporaryDir tmp;
+        const std::string good = write(tmp, "g.csv", "a,b,c\n1,2,0\n3,4,1\n");
+        DatasetSpec spec;
+        spec.kind = "csv";
+        spec.path = good;
+        spec.normalize = false;
+        for (const char* text : {"-", "--1", "1-", "99999999999999999999"}) {
+            spec.label_column = text;
+            const QString msg = error_text<ConfigError>([&] { load_dataset(spec); });
+            VERIFY_MSG(msg, "label_column", text, "g.csv");
+        }
+        spec.label_column = "-1";
+        QCOMPARE(load_dataset(spec).sample_shape, (Shape{2}));
+        spec.label_column = "c";
+        QCOMPARE(load_dataset(spec).num_classes, 2);
+
+        QString msg = error_text<DataError>([&] { load_csv_dataset(write(tmp, "row.csv", "a,b\n1,0\n")); });
+        VERIFY_MSG(msg, "row.csv", "1 data row", "at least 2");
+        QVERIFY2(!msg.contains("single class"), qPrintable(msg));
+
+        const std::string folder = tmp.path().toStdString();
+        msg = error_text<DataError>([&] { load_csv_dataset(folder); });
+        VERIFY_MSG(msg, folder.c_str(), "is a folder");
+
+        // Over the size limit: refused from its size (a sparse file; nothing is read).
+        const std::string huge = write(tmp, "huge.csv", "a,b\n");
+        std::filesystem::resize_file(huge, 300u << 20);
+        msg = error_text<DataError>([&] { load_csv_dataset(huge); });
+        VERIFY_MSG(msg, "huge.csv", "300 MiB", "256 MiB");
     }
 
     void explicit_header_modes() {

@@ -242,6 +242,55 @@ private slots:
         QVERIFY2(msg.contains("gzip") || msg.contains("truncated"), qPrintable(msg));
     }
 
+    // A .gz image file whose header promises far more images than its label file has labels:
+    // the counts are compared from the two headers before the body is inflated (a 2 MB file
+    // inflating to 2^31 images took 6.5 GB first). The body here is damaged past its first
+    // megabyte, so an error about the damage would show that the body was read.
+    void counts_compared_before_the_body_is_read() {
+        QTemporaryDir tmp;
+        const std::string dir = tmp.path().toStdString();
+        write_set(dir, 32, 32, true);
+        std::vector<uint8_t> noise(4u << 20);
+        uint32_t state = 12345;
+        for (uint8_t& b : noise) {  // incompressible, so the damage sits far into the file
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            b = static_cast<uint8_t>(state);
+        }
+        const std::string images = dir + "/train-images-idx3-ubyte.gz";
+        write_file(images, images_bytes(4096, 32, 32, noise), true);
+        {
+            std::fstream f(images, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(-4096, std::ios::end);
+            const std::string junk(2048, '\xff');
+            f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+        }
+        const QString msg = error_text<DataError>([&] { load_idx_dataset(dir); });
+        VERIFY_MSG(msg, "mismatch", "4096 images", "5 labels", "train-images-idx3-ubyte.gz");
+    }
+
+    // Dimensions whose product is beyond the element limit are refused from the header.
+    void element_limit_from_the_header() {
+        QTemporaryDir tmp;
+        const std::string path = tmp.path().toStdString() + "/big.gz";
+        write_file(path, images_bytes(100000, 1000, 1000, pattern(64, 0)), true);
+        const QString msg = error_text<DataError>([&] { read_idx_images(path); });
+        VERIFY_MSG(msg, "big.gz", "100000 images of 1000x1000", "100,000,000,000", "limit");
+        // 2^32-1 labels in a raw file of 9 bytes: refused from the header and the file's size.
+        const std::string labels = tmp.path().toStdString() + "/labels";
+        write_file(labels, labels_bytes(0xFFFFFFFFu, {1}), false);
+        VERIFY_MSG(error_text<DataError>([&] { read_idx_labels(labels); }), "labels", "4294967295 labels");
+    }
+
+    // A folder given where a file is expected (fopen succeeds on a folder).
+    void folder_instead_of_file() {
+        QTemporaryDir tmp;
+        const std::string dir = tmp.path().toStdString();
+        VERIFY_MSG(error_text<DataError>([&] { read_idx_images(dir); }), dir.c_str(), "is a folder");
+        VERIFY_MSG(error_text<DataError>([&] { read_idx_labels(dir); }), dir.c_str(), "is a folder");
+    }
+
     void installed_fashion_mnist() {
         if (!std::filesystem::exists(kDebianFashionMnistDir))
             QSKIP("Fashion-MNIST not installed at /usr/share/datasets/fashion-mnist "

@@ -6,6 +6,7 @@
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
+#include <filesystem>
 #include <fstream>
 
 #include "core/common/error.h"
@@ -178,6 +179,76 @@ private slots:
         QCOMPARE(back.to_json(), net.to_json());
         back.build({1, 28, 28});
         QCOMPARE(back.parameter_count(), int64_t{206922});
+    }
+
+    // Layer sizes from a file are bounded: an int64 overflow in the shape product (which ended
+    // in a heap-buffer-overflow WRITE), 2e9 outputs (OOM-killed at 23 GB) and outputs too large
+    // for BLAS's int sizes are refused when the network is built, before anything is allocated,
+    // with the limit and the actual numbers in the message.
+    void hugeLayerSizesAreRefused() {
+        QString msg = build_error(net_of({{{"type", "Flatten"}}, {{"type", "Linear"}, {"out", 4611686018427388032}}}),
+                                  {1, 28, 28});
+        VERIFY_MSG(msg, "layer 1 (Linear): ", "parameters", "more than 9,223,372,036,854,775,807", "268,435,456");
+        msg = build_error(net_of({{{"type", "Linear"}, {"out", 2000000000}}}), {784});
+        VERIFY_MSG(msg, "layer 0 (Linear): ", "1,570,000,000,000 parameters", "268,435,456");
+        // Small weights, but one sample's output has 4096 x 1024 x 1024 elements.
+        msg = build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 4096}, {"kernel", 1}}}), {1, 1024, 1024});
+        VERIFY_MSG(msg, "layer 0 (Conv2d): ", "4,294,967,296", "2,147,483,647");
+        // Padding that overflows the output height.
+        msg = build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 1}, {"kernel", 1}, {"padding", 4611686018427388032}}}),
+                          {1, 4, 4});
+        VERIFY_MSG(msg, "layer 0 (Conv2d): ", "elements");
+        msg = build_error(net_of({{{"type", "MaxPool2d"}, {"kernel", 2}, {"padding", 4611686018427388032}}}), {1, 4, 4});
+        VERIFY_MSG(msg, "layer 0 (MaxPool2d): ", "elements");
+        // An integer beyond int64 is not read as a negative number.
+        VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 18446744073709551615u}}})),
+                   "layer 0 (Linear): ", "\"out\"", "18446744073709551615");
+        // Thousands of layers.
+        json many = json::array();
+        for (int i = 0; i < 5000; ++i) many.push_back({{"type", "ReLU"}});
+        VERIFY_MSG(from_json_error(json{{"layers", many}}), "5000 layers", "4096");
+    }
+
+    // The editor's per-layer check reports the same limit on the layer that crosses it.
+    void inspectReportsSizeLimits() {
+        const auto r = Network::inspect(net_of({{{"type", "Flatten"}}, {{"type", "Linear"}, {"out", 2000000000}},
+                                                {{"type", "Linear"}, {"out", 2}}}),
+                                        {1, 28, 28});
+        QCOMPARE(r.size(), size_t{3});
+        QVERIFY(r[0].error.empty());
+        VERIFY_MSG(QString::fromStdString(r[1].error), "1,570,000,000,000 parameters", "268,435,456");
+    }
+
+    // Hostile network files: 100k-deep JSON (a stack overflow), a number out of double range
+    // (an uncaught out_of_range that aborted the GUI), a folder (basic_filebuf::underflow), a
+    // 50 MB file (11 GB and 29 s), a preset whose "name" is a number (type_error.302).
+    void hostileFiles() {
+        QTemporaryDir dir;
+        const std::string d = dir.path().toStdString();
+        const std::string deep = d + "/deep.json";
+        std::ofstream(deep) << "{\"layers\": " << std::string(100000, '[') << std::string(100000, ']') << "}";
+        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(deep); }), "deep.json", "nested deeper than 64");
+
+        const std::string overflow = d + "/overflow.json";
+        std::ofstream(overflow) << R"({"layers": [{"type": "Linear", "out": 1e400}]})";
+        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(overflow); }), "overflow.json", "layers[0].out",
+                   "1e400");
+
+        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(d); }), d.c_str(), "is a folder");
+
+        // Sparse: the test writes a few bytes; the reader must refuse it from its size alone.
+        const std::string huge = d + "/huge.json";
+        std::ofstream(huge) << "{\"layers\": [";
+        std::filesystem::resize_file(huge, 50u << 20);
+        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(huge); }), "huge.json", "50 MiB", "4 MiB");
+
+        const std::string named = d + "/named.json";
+        std::ofstream(named) << R"({"name": 5, "network": {"layers": [{"type": "ReLU"}]}})";
+        VERIFY_MSG(error_text<ConfigError>([&] { load_preset_file(named); }), "named.json", "\"name\"", "string");
+        std::ofstream(named) << R"({"name": "n", "description": [], "network": {"layers": [{"type": "ReLU"}]}})";
+        VERIFY_MSG(error_text<ConfigError>([&] { load_preset_file(named); }), "named.json", "\"description\"");
+        VERIFY_MSG(error_text<ConfigError>([&] { load_preset_file(deep); }), "deep.json", "nested deeper than 64");
+        VERIFY_MSG(error_text<ConfigError>([&] { load_preset_file(overflow); }), "overflow.json", "1e400");
     }
 
     void inspectGoesOnAfterAnError() {

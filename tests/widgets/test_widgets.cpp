@@ -96,6 +96,7 @@ private slots:
     void network_editor_marks_errors_and_undoes();
     void network_editor_reorders_and_drops();
     void network_editor_preset_and_json();
+    void network_editor_refuses_hostile_files();
     void dataset_panel_round_trip_and_preview();
     void dataset_panel_idx_folder();
     void precision_panel_validation_and_live_requests();
@@ -296,6 +297,36 @@ void TestWidgets::network_editor_preset_and_json() {
     QVERIFY(ed.openFile(path, false));
     QCOMPARE(ed.networkJson()["layers"], before["layers"]);
     QVERIFY(!ed.openFile(dir.filePath("missing.json"), false));
+}
+
+// Files that crashed the editor: 100k-deep JSON (stack overflow), a number beyond double range
+// (an uncaught out_of_range, std::terminate), a folder; a layer too large to allocate is marked
+// with the numbers instead of being allocated.
+void TestWidgets::network_editor_refuses_hostile_files() {
+    NetworkEditor ed;
+    ed.setInputShape({1, 28, 28});
+    const auto before = ed.networkJson();
+    QString err = ed.loadJson("{\"layers\": " + QByteArray(100000, '[') + QByteArray(100000, ']') + "}");
+    QVERIFY2(err.contains("nested deeper than 64"), qPrintable(err));
+    err = ed.loadJson(R"({"layers": [{"type": "Linear", "out": 1e400}]})");
+    QVERIFY2(err.contains("layers[0].out") && err.contains("1e400"), qPrintable(err));
+    QCOMPARE(ed.networkJson(), before);
+
+    QTemporaryDir dir;
+    err = ed.loadFile(dir.path());
+    QVERIFY2(err.contains("is a folder") && err.contains(dir.path()), qPrintable(err));
+    const QString name = dir.filePath("name.json");
+    QFile f(name);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"name": 5, "layers": [{"type": "ReLU"}]})");
+    f.close();
+    err = ed.loadFile(name);
+    QVERIFY2(err.contains("name.json") && err.contains("\"name\""), qPrintable(err));
+
+    QVERIFY(ed.loadJson(R"({"layers": [{"type": "Flatten"}, {"type": "Linear", "out": 2000000000}]})").isEmpty());
+    QVERIFY(!ed.isValid());
+    const QString row = QString::fromStdString(ed.reports().at(1).error);
+    QVERIFY2(row.contains("1,570,000,000,000 parameters") && row.contains("268,435,456"), qPrintable(row));
 }
 
 void TestWidgets::dataset_panel_round_trip_and_preview() {

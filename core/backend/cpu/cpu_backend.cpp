@@ -10,6 +10,8 @@
 #include <limits>
 #include <thread>
 
+#include "core/common/checked_arith.h"
+#include "core/common/error.h"
 #include "core/common/parallel.h"
 
 namespace mpwb {
@@ -95,6 +97,18 @@ void col2im(const ConvGeometry& g, const float* cols, int64_t n0, int64_t nb, fl
     });
 }
 
+// BLAS takes its sizes as int: a larger one cast down wraps to a negative or a small int, which
+// OpenBLAS answers with "parameter number 13 had an illegal value" (forever, in a training loop)
+// or with writes past the end of C. Networks are refused long before (NetworkLimits); this is
+// the backend's own guard for any caller.
+void check_blas_sizes(std::initializer_list<std::pair<const char*, int64_t>> sizes) {
+    constexpr int64_t kMax = std::numeric_limits<blasint>::max();
+    for (const auto& [name, value] : sizes)
+        if (value < 0 || value > kMax)
+            throw DeviceError("GEMM size " + std::string(name) + " = " + size_text(value) +
+                              " is outside what BLAS accepts (0 to " + size_text(kMax) + ")");
+}
+
 // Samples per im2col chunk, keeping the column buffer near 32 MB.
 int64_t conv_chunk(const ConvGeometry& g) {
     const int64_t per_sample = g.in_channels * g.kernel_h * g.kernel_w * g.out_h() * g.out_w();
@@ -129,6 +143,7 @@ std::string CpuBackend::device_name() const {
 void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                       int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                       Format operand_format) {
+    check_blas_sizes({{"m", m}, {"n", n}, {"k", k}, {"lda", lda}, {"ldb", ldb}, {"ldc", ldc}});
     sync_blas_threads();
     // A region of rows x cols with leading dimension ld spans (rows - 1) * ld + cols elements;
     // rows * ld would read past the end of an operand that is a sub-matrix of a larger array.
@@ -147,7 +162,7 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     const int64_t blocks = (extent + kBlock - 1) / kBlock;
     const auto ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
     // Small products stay on the calling thread (the blocks are the same either way).
-    const int64_t grain = m * n * k < (int64_t{1} << 18) ? blocks + 1 : 1;
+    const int64_t grain = saturating_mul(saturating_mul(m, n), k) < (int64_t{1} << 18) ? blocks + 1 : 1;
     parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
         for (int64_t blk = b0; blk < b1; ++blk) {
             const int64_t s = blk * kBlock, len = std::min(kBlock, extent - s);
