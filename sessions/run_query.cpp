@@ -5,6 +5,8 @@
 #include "sessions/run_store.h"
 #include "sessions/store_schema.h"
 
+#include "core/common/json_input.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -145,10 +147,11 @@ std::map<std::string, std::string> flatten_config(std::string_view json_text,
                                                   std::string_view what) {
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(json_text.begin(), json_text.end());
-    } catch (const nlohmann::json::parse_error& e) {
-        throw StoreError(StoreError::Kind::Invalid,
-                         std::string(what) + " is not valid JSON: " + e.what());
+        // Depth-limited: flatten_into recurses once per level (a 100k-deep stored value from a
+        // crafted bundle overflowed the stack of runs show, runs compare and mpwb report).
+        j = parse_json_text(json_text, std::string(what));
+    } catch (const JsonInputError& e) {
+        throw StoreError(StoreError::Kind::Invalid, e.what());
     }
     std::map<std::string, std::string> out;
     flatten_into(j, "", out);

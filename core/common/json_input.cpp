@@ -102,10 +102,10 @@ json parse_json_text(std::string_view text, const std::string& source, const Jso
     try {
         return json::parse(text.begin(), text.end(), track);
     } catch (const TooDeep&) {
-        throw JsonInputError(source + ": JSON nested deeper than " + std::to_string(max_depth) + " levels" +
-                             at_path(path) + "; refusing it");
+        throw JsonInputError(source + " holds JSON nested deeper than " + std::to_string(max_depth) + " levels" +
+                             at_path(path) + "; it is refused");
     } catch (const json::exception& e) {
-        throw JsonInputError(source + ": not valid JSON" + at_path(path) + ": " + json_exception_text(e));
+        throw JsonInputError(source + " is not valid JSON" + at_path(path) + ": " + json_exception_text(e));
     }
 }
 

@@ -3,7 +3,7 @@
 // 100k-deep array overflows the stack of anything that walks it recursively: dump(), flatten,
 // the network builder), and every nlohmann exception (parse_error, type_error, out_of_range,
 // other_error) becomes a JsonInputError whose message names the source and the field
-// ("network file a.json, at layers[0].out: number overflow parsing '1e400'").
+// ("network file a.json is not valid JSON at layers[0].out: number overflow parsing '1e400'").
 // Callers that have their own error type (NetworkError, ConfigError, StoreError) rethrow the text.
 #pragma once
 #include <cstddef>
