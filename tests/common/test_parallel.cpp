@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -49,24 +50,33 @@ private slots:
     }
 
     // A thread held up in its chunk (preempted by the GUI, say) leaves the rest to the others:
-    // the caller must not wait for the slow thread's share of the range.
+    // the caller must not wait for the slow thread's share of the range. The worker's first
+    // chunk is held until every other chunk is done, so the test sees the same at any machine
+    // speed; were the rest waiting for the worker, the hold would end only at its limit, and
+    // the worker would then run more than that one chunk.
     void slowThreadDoesNotHoldTheRest() {
         set_thread_count(2);
         const auto caller = std::this_thread::get_id();
         std::mutex mu;
+        std::condition_variable others_done;
         std::map<std::thread::id, int> chunks_by_thread;
         std::atomic<bool> slowed{false};
+        int done = 0;
+        bool hold_timed_out = false;
         const int64_t n = 8;  // 8 chunks of one index with 2 threads
         parallel_for(n, 1, [&](int64_t b, int64_t e) {
             const auto me = std::this_thread::get_id();
-            if (me != caller && !slowed.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-            std::lock_guard lock(mu);
+            std::unique_lock lock(mu);
+            if (me != caller && !slowed.exchange(true))
+                hold_timed_out = !others_done.wait_for(lock, std::chrono::seconds(60), [&] { return done == n - 1; });
             chunks_by_thread[me] += static_cast<int>(e - b);
+            if (++done == n - 1) others_done.notify_all();
         });
         int total = 0;
         for (const auto& [id, count] : chunks_by_thread) total += count;
         QCOMPARE(total, 8);
-        // The worker slept in its first chunk; the caller did everything else.
+        QVERIFY2(!hold_timed_out, "the other chunks waited for the held worker");
+        // The worker was held in its first chunk; the caller did everything else.
         for (const auto& [id, count] : chunks_by_thread)
             if (id != caller) QVERIFY2(count <= 1, qPrintable(QStringLiteral("the slowed worker ran %1 chunks").arg(count)));
     }
