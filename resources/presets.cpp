@@ -65,7 +65,7 @@ Preset load_preset(const std::string& name) {
 Preset load_preset_file(const std::string& path) {
     nlohmann::json j;
     try {
-        j = read_json_file(path, "preset file");
+        j = read_json_file(path, "network or preset file");
     } catch (const JsonInputError& e) {
         throw ConfigError(e.what());
     }

@@ -32,6 +32,7 @@
 #include "app/report/report.h"
 #include "core/backend/default_backend.h"
 #include "core/backend/backend.h"
+#include "core/common/json_input.h"
 #include "core/common/error.h"
 #include "core/train/dataset_source.h"
 #include "core/train/decision_boundary.h"
@@ -533,7 +534,12 @@ bool MainWindow::openStoredRuns(const QList<qint64>& ids) {
             const QString label = QStringLiteral("#%1 %2").arg(id).arg(QString::fromStdString(run.name));
             for (const auto& e : store.events(id)) {
                 // The stored row is the event's detail with its source added (RunRecorder).
-                nlohmann::json detail = nlohmann::json::parse(e.json, nullptr, false);
+                nlohmann::json detail;
+                try {
+                    detail = parse_json_text(e.json, "event " + std::to_string(e.id));
+                } catch (const JsonInputError&) {
+                    detail = nlohmann::json::value_t::discarded;  // shown as its stored text
+                }
                 std::string source;
                 if (detail.is_object() && detail.contains("source") && detail["source"].is_string()) {
                     source = detail["source"].get<std::string>();
@@ -562,7 +568,8 @@ void MainWindow::showStoredBoundary(RunStore& store, const Run& run, int board_i
     try {
         // The data points come from the run's own dataset settings (the synthetic sets are
         // generated from their seed, so they are the points the run trained on).
-        const TrainConfig config = train_config_from_json(nlohmann::json::parse(run.config_json));
+        const TrainConfig config =
+            train_config_from_json(parse_json_text(run.config_json, "configuration of run " + std::to_string(run.id)));
         const Dataset data = load_dataset(config.dataset);
         board_->setBoundaryPoints(board_index, data);
         board_->setBoundary(board_index, boundary_from_blob(stored->second));

@@ -43,7 +43,7 @@ inline std::optional<int64_t> checked_product(const std::vector<int64_t>& dims) 
     return n;
 }
 
-// "1,234,567" for messages about sizes; "more than 9,223,372,036,854,775,807" for a saturated one.
+// "1,234,567" for messages about sizes; "over 9,223,372,036,854,775,807" for a saturated one.
 inline std::string size_text(int64_t n) {
     std::string digits = std::to_string(n);
     std::string out;
@@ -52,7 +52,7 @@ inline std::string size_text(int64_t n) {
         if (i > first && (digits.size() - i) % 3 == 0) out += ',';
         out += digits[i];
     }
-    return n == kInt64Max ? "more than " + out : out;
+    return n == kInt64Max ? "over " + out : out;
 }
 
 }  // namespace mpwb

@@ -99,7 +99,7 @@ private slots:
         QVERIFY(!checked_product({4611686018427388032, 2, 2}));
         QCOMPARE(checked_product({2, 3, 4}).value(), int64_t{24});
         QCOMPARE(QString::fromStdString(size_text(268435456)), QString("268,435,456"));
-        QCOMPARE(QString::fromStdString(size_text(kInt64Max)), QString("more than 9,223,372,036,854,775,807"));
+        QCOMPARE(QString::fromStdString(size_text(kInt64Max)), QString("over 9,223,372,036,854,775,807"));
     }
 
 private:

@@ -188,7 +188,7 @@ private slots:
     void hugeLayerSizesAreRefused() {
         QString msg = build_error(net_of({{{"type", "Flatten"}}, {{"type", "Linear"}, {"out", 4611686018427388032}}}),
                                   {1, 28, 28});
-        VERIFY_MSG(msg, "layer 1 (Linear): ", "parameters", "more than 9,223,372,036,854,775,807", "268,435,456");
+        VERIFY_MSG(msg, "layer 1 (Linear): ", "parameters", "over 9,223,372,036,854,775,807", "268,435,456");
         msg = build_error(net_of({{{"type", "Linear"}, {"out", 2000000000}}}), {784});
         VERIFY_MSG(msg, "layer 0 (Linear): ", "1,570,000,000,000 parameters", "268,435,456");
         // Small weights, but one sample's output has 4096 x 1024 x 1024 elements.
