@@ -20,6 +20,7 @@
 
 #include "app/cli/commands.h"
 #include "core/common/error.h"
+#include "core/common/json_input.h"
 #include "sessions/run_bundle.h"
 #include "sessions/run_query.h"
 #include "sessions/run_store.h"
@@ -167,16 +168,18 @@ nlohmann::json run_summary(RunStore& store, std::int64_t id) {
     const auto ev = store.events(id, "summary");
     if (ev.empty()) return nullptr;
     try {
-        return nlohmann::json::parse(ev.back().json);
-    } catch (const std::exception&) {
+        return parse_json_text(ev.back().json, "summary of run " + std::to_string(id));
+    } catch (const JsonInputError&) {
         return nullptr;
     }
 }
 
+// Stored JSON as JSON, or as its text when it is not (over-deep JSON stays text: printing it
+// as JSON would recurse once per level).
 nlohmann::json parse_or_text(const std::string& text) {
     try {
-        return nlohmann::json::parse(text);
-    } catch (const std::exception&) {
+        return parse_json_text(text, "stored value");
+    } catch (const JsonInputError&) {
         return text;
     }
 }
