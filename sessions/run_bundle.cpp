@@ -2,6 +2,7 @@
 // C++; column lists come from PRAGMA table_info so an older bundle (fewer columns) still imports.
 #include "sessions/run_bundle.h"
 
+#include "sessions/file_identity.h"
 #include "sessions/store_schema.h"
 
 #include <algorithm>
@@ -148,6 +149,38 @@ private:
     std::string name_;
 };
 
+// The CSV files an export writes: runs.csv, then run_<id>.csv per run.
+std::string csv_index_name() { return "runs.csv"; }
+std::string csv_run_name(std::int64_t id) { return "run_" + std::to_string(id) + ".csv"; }
+
+// Refuses an export whose bundle or CSV files would land on the database it reads.
+void refuse_outputs_onto_source(const std::string& source, const std::set<std::int64_t>& ids,
+                                const std::string& bundle_path, const std::string& csv_dir) {
+    refuse_output_onto_database(bundle_path, source, "the bundle");
+    if (csv_dir.empty()) {
+        return;
+    }
+    refuse_output_onto_database((fs::path(csv_dir) / csv_index_name()).string(), source, "a CSV file");
+    for (auto id : ids) {
+        refuse_output_onto_database((fs::path(csv_dir) / csv_run_name(id)).string(), source, "a CSV file");
+    }
+}
+
+// After a Corrupt error while rows moved between two files: the damaged one is the one whose
+// quick_check fails (throws naming it); when neither does, the original error stands.
+[[noreturn]] void blame_damaged_file(const StoreError& error, sqlite::Db& suspect, const std::string& what) {
+    std::string findings;
+    try {
+        findings = sqlite::integrity_findings(suspect);
+    } catch (const StoreError& e) {
+        findings = e.what();
+    }
+    if (!findings.empty()) {
+        throw StoreError(StoreError::Kind::Corrupt, what + " " + suspect.path() + " is corrupt: " + findings);
+    }
+    throw error;
+}
+
 void write_csv(RunStore& store, const std::vector<std::int64_t>& ids, const std::string& dir,
                BundleExportResult& result) {
     std::error_code ec;
@@ -165,7 +198,7 @@ void write_csv(RunStore& store, const std::vector<std::int64_t>& ids, const std:
         result.csv_files.push_back(p);
         return f;
     };
-    auto index = open("runs.csv");
+    auto index = open(csv_index_name());
     index << "id,uuid,name,status,dataset,precision,backend,device,seed,created,ended\n";
     for (auto id : ids) {
         const Run r = store.get_run(id);
@@ -174,7 +207,7 @@ void write_csv(RunStore& store, const std::vector<std::int64_t>& ids, const std:
               << csv_field(r.backend) << ',' << csv_field(r.device) << ','
               << (r.seed ? std::to_string(*r.seed) : "") << ',' << num(r.created) << ','
               << (r.ended ? num(*r.ended) : "") << '\n';
-        auto f = open("run_" + std::to_string(id) + ".csv");
+        auto f = open(csv_run_name(id));
         f << "key,step,wall_time,value\n";
         for (const auto& key : store.metric_keys(id)) {
             const std::string k = csv_field(key);
@@ -188,6 +221,25 @@ void write_csv(RunStore& store, const std::vector<std::int64_t>& ids, const std:
         }
     }
 }
+
+// A bundle is read whole by an import: its quick_check costs about as much, and tells a
+// damaged bundle from a damaged store before anything is written.
+void check_bundle_integrity(const std::string& path) {
+    sqlite::Db db(path, SQLITE_OPEN_READONLY);
+    std::string findings;
+    try {
+        findings = sqlite::integrity_findings(db);
+    } catch (const StoreError& e) {
+        findings = e.what();
+    }
+    if (!findings.empty()) {
+        throw StoreError(StoreError::Kind::Corrupt,
+                         "bundle " + path + " is damaged (it fails SQLite's integrity check: " + findings +
+                             "); nothing was imported");
+    }
+}
+
+ImportReport import_checked_bundle(RunStore& store, const std::string& bundle_path);
 
 }  // namespace
 
@@ -207,6 +259,8 @@ BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t
         throw StoreError(StoreError::Kind::Invalid, "export of " + bundle_path + ": no runs given");
     }
     const std::set<std::int64_t> ids(run_ids.begin(), run_ids.end());
+    // Before anything is removed or written: --force must never delete the database it reads.
+    refuse_outputs_onto_source(store.path(), ids, bundle_path, options.csv_dir);
     for (auto id : ids) {
         store.get_run(id);  // NotFound names the run
     }
@@ -267,6 +321,14 @@ BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t
         // One self-contained file: no -wal/-shm companions to forget when it is copied.
         db.query_text("PRAGMA journal_mode=DELETE");
         result.runs = ids.size();
+    } catch (const StoreError& e) {
+        remove_db_files(bundle_path);  // a half-written bundle is worse than none
+        // The copy runs on the bundle's connection, so SQLite blames the bundle for any
+        // damaged page; a fresh bundle is not the damaged file when the source fails its check.
+        if (e.kind() == StoreError::Kind::Corrupt) {
+            blame_damaged_file(e, store.db(), "database");
+        }
+        throw;
     } catch (...) {
         remove_db_files(bundle_path);  // a half-written bundle is worse than none
         throw;
@@ -278,7 +340,28 @@ BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t
 }
 
 ImportReport import_bundle(RunStore& store, const std::string& bundle_path) {
+    // Attaching the store's own file makes SQLite see two writers of one file ("locked").
+    if (same_file(bundle_path, store.path())) {
+        throw StoreError(StoreError::Kind::Invalid,
+                         "cannot import " + bundle_path + " into itself: it is the database " + store.path() +
+                             " the runs would be imported into");
+    }
     validate_bundle(bundle_path);
+    check_bundle_integrity(bundle_path);
+    try {
+        return import_checked_bundle(store, bundle_path);
+    } catch (const StoreError& e) {
+        // The bundle passed its check: a damaged page met now is the store's.
+        if (e.kind() == StoreError::Kind::Corrupt) {
+            blame_damaged_file(e, store.db(), "database");
+        }
+        throw;
+    }
+}
+
+namespace {
+
+ImportReport import_checked_bundle(RunStore& store, const std::string& bundle_path) {
     auto& db = store.db();
     ImportReport report;
     Attached b(db, bundle_path, "bundle");
@@ -304,7 +387,7 @@ ImportReport import_bundle(RunStore& store, const std::string& bundle_path) {
                                     join(run_cols) + " FROM bundle.runs WHERE id=?");
     sqlite::Stmt orphan(db, "UPDATE main.runs SET status='INTERRUPTED', ended=coalesce(ended, "
                             "(SELECT max(wall_time) FROM main.latest_metrics WHERE run_id=?1), "
-                            "started, created), owner_pid=NULL, owner_host=NULL "
+                            "started, created), owner_pid=NULL, owner_host=NULL, owner_start=NULL "
                             "WHERE id=?1 AND status='RUNNING'");
     struct ChildCopy {
         std::string table;
@@ -399,5 +482,7 @@ ImportReport import_bundle(RunStore& store, const std::string& bundle_path) {
     tx.commit();
     return report;
 }
+
+}  // namespace
 
 }  // namespace mpwb

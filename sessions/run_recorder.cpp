@@ -221,6 +221,7 @@ void RunRecorder::store_boundary(const BoundaryGrid& grid) const {
     if (run_id_ <= 0) return;
     RunStore::Options o;
     o.detect_interrupted = false;
+    o.verify_integrity = false;  // checked when this recorder opened the store
     RunStore store(path_, o);
     store.set_boundary(run_id_, grid.step, boundary_to_blob(grid));
 }

@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <signal.h>
 #include <unistd.h>
 
@@ -118,11 +120,67 @@ std::string host_name() {
     return buf;
 }
 
-bool process_is_dead(std::int64_t pid) {
-    if (pid <= 0) {
-        return false;  // unknown owner: never guess
+// What tells this boot's process `pid` from a later one with the same pid: the boot id and the
+// process's start time in clock ticks since boot (field 22 of /proc/PID/stat). Empty where
+// /proc cannot say (then the pid alone is trusted).
+std::string process_start_token(pid_t pid) {
+    std::ifstream boot("/proc/sys/kernel/random/boot_id");
+    std::string boot_id;
+    std::getline(boot, boot_id);
+    std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat;
+    std::getline(stat_file, stat);
+    // The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
+    const auto close = stat.rfind(')');
+    if (boot_id.empty() || close == std::string::npos) return {};
+    std::istringstream fields(stat.substr(close + 1));
+    std::string field;
+    for (int i = 3; i <= 22 && (fields >> field); ++i) {
+        if (i == 22) return boot_id + ":" + field;
     }
-    return kill(static_cast<pid_t>(pid), 0) == -1 && errno == ESRCH;
+    return {};
+}
+
+// Whether the process that writes a RUNNING run still does, judged from this machine.
+enum class WriterState {
+    Alive,      // this host, pid alive with the recorded start time
+    Dead,       // this host, no such process (or the pid now belongs to another one)
+    Elsewhere,  // written on another host: cannot be judged from here
+    Unknown     // no writer recorded (files from before schema 2)
+};
+
+WriterState writer_state(const std::optional<std::int64_t>& pid, const std::string& host,
+                         const std::string& start) {
+    if (!pid || *pid <= 0 || host.empty()) return WriterState::Unknown;
+    if (host != host_name()) return WriterState::Elsewhere;
+    if (kill(static_cast<pid_t>(*pid), 0) == -1 && errno == ESRCH) return WriterState::Dead;
+    if (!start.empty()) {
+        const std::string now = process_start_token(static_cast<pid_t>(*pid));
+        if (!now.empty() && now != start) return WriterState::Dead;
+    }
+    return WriterState::Alive;
+}
+
+// The writer of one run as stored: status and owner columns.
+struct RunOwner {
+    bool running = false;
+    std::optional<std::int64_t> pid;
+    std::string host, start;
+};
+
+constexpr const char* kOwnerColumns =
+    "status='RUNNING', owner_pid, coalesce(owner_host,''), coalesce(owner_start,'')";
+
+RunOwner read_owner(const sqlite::Stmt& s, int first_column) {
+    return {s.col_int(first_column) != 0, s.col_opt_int(first_column + 1), s.col_text(first_column + 2),
+            s.col_text(first_column + 3)};
+}
+
+// Kinds of failure that mean "the -shm/-wal cannot be used here", after which a read-only open
+// reads the file as immutable; corruption, a newer schema and bad arguments are not among them.
+bool is_wal_trouble(StoreError::Kind kind) {
+    return kind == StoreError::Kind::Other || kind == StoreError::Kind::NotFound ||
+           kind == StoreError::Kind::ReadOnly || kind == StoreError::Kind::DiskFull;
 }
 
 }  // namespace
@@ -143,23 +201,73 @@ void RunStore::open(const std::string& path) {
             throw StoreError(StoreError::Kind::NotFound, "database " + path + " does not exist");
         }
     }
-    int flags = SQLITE_OPEN_NOMUTEX;
-    flags |= options_.read_only ? SQLITE_OPEN_READONLY
-                                : (SQLITE_OPEN_READWRITE | (options_.create ? SQLITE_OPEN_CREATE : 0));
+    if (options_.read_only) {
+        open_for_reading(path);
+    } else {
+        open_for_writing(path, exists);
+    }
+}
+
+void RunStore::open_for_reading(const std::string& path) {
+    const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
+    try {
+        db_ = sqlite::Db(path, flags);
+        sqlite3_busy_timeout(db_.handle(), options_.busy_timeout_ms);
+        check_schema(path);
+    } catch (const StoreError& e) {
+        // A WAL database needs its -shm even to be read; where that cannot be created or grown
+        // (a read-only folder, a full disk) the file is read as it is, without the WAL.
+        if (!is_wal_trouble(e.kind())) {
+            throw;
+        }
+        db_ = sqlite::Db(sqlite::immutable_uri(path), flags, path);
+        sqlite3_busy_timeout(db_.handle(), options_.busy_timeout_ms);
+        check_schema(path);
+        without_wal_ = true;
+    }
+    db_.exec("PRAGMA foreign_keys=ON");
+}
+
+void RunStore::open_for_writing(const std::string& path, bool existed) {
+    const int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_READWRITE | (options_.create ? SQLITE_OPEN_CREATE : 0);
     db_ = sqlite::Db(path, flags);
     sqlite3_busy_timeout(db_.handle(), options_.busy_timeout_ms);
+    // SQLite silently falls back to read-only when the file is not writable (permissions, a
+    // read-only mount); a writer must hear that now, not at its first commit.
+    if (sqlite3_db_readonly(db_.handle(), "main") == 1) {
+        throw StoreError(StoreError::Kind::ReadOnly, "database " + path + " is read-only");
+    }
+    check_schema(path);
+    // Nothing is written to a damaged file: not the WAL switch, not a migration, not a run.
+    if (existed && options_.verify_integrity) {
+        check_integrity();
+    }
+    const std::string mode = db_.query_text("PRAGMA journal_mode=WAL");
+    if (mode != "wal") {
+        throw StoreError(StoreError::Kind::Other,
+                         "database " + path + ": cannot switch to WAL mode (got '" + mode + "')");
+    }
+    db_.exec("PRAGMA synchronous=NORMAL");
+    migrate();
+    db_.exec("PRAGMA foreign_keys=ON");
+    if (options_.detect_interrupted) {
+        try {
+            interrupted_ = mark_interrupted_runs();
+        } catch (const StoreError& e) {
+            // Another process is writing right now: detection waits for the next open.
+            if (e.kind() != StoreError::Kind::Locked) {
+                throw;
+            }
+        }
+    }
+}
+
+// Reads the header and the schema version: what detects a file that is not a database (or a
+// damaged schema) before anything is written to it. Refuses files this build cannot use.
+void RunStore::check_schema(const std::string& path) {
     // The default 2 MiB page cache cannot hold the index pages of a long series, and
     // downsampling re-reads them on every zoom; 64 MiB is a cap, not an allocation.
     db_.exec("PRAGMA cache_size=-65536");
-
-    // SQLite silently falls back to read-only when the file is not writable (permissions, a
-    // read-only mount); a writer must hear that now, not at its first commit.
-    if (!options_.read_only && sqlite3_db_readonly(db_.handle(), "main") == 1) {
-        throw StoreError(StoreError::Kind::ReadOnly, "database " + path + " is read-only");
-    }
-
-    // Reading the header and the schema is what detects a file that is not a database (or a
-    // damaged schema) before anything is written to it.
     opened_version_ = static_cast<int>(db_.query_int("PRAGMA user_version", 0));
     const auto objects = db_.query_int("SELECT count(*) FROM sqlite_master", 0);
     const int current = schema_version();
@@ -175,40 +283,22 @@ void RunStore::open(const std::string& path) {
                              " is not an MP Workbench run store (it has tables but no schema "
                              "version)");
     }
-    if (options_.read_only) {
-        if (opened_version_ < current) {
-            throw StoreError(StoreError::Kind::ReadOnly,
-                             "database " + path + " has schema version " +
-                                 std::to_string(opened_version_) + ", older than this build's " +
-                                 std::to_string(current) +
-                                 "; open it once for writing to upgrade it");
-        }
-        db_.exec("PRAGMA foreign_keys=ON");
-        return;
-    }
-
-    const std::string mode = db_.query_text("PRAGMA journal_mode=WAL");
-    if (mode != "wal") {
-        throw StoreError(StoreError::Kind::Other,
-                         "database " + path + ": cannot switch to WAL mode (got '" + mode + "')");
-    }
-    db_.exec("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON");
-    migrate();
-    if (options_.detect_interrupted) {
-        try {
-            interrupted_ = mark_interrupted_runs();
-        } catch (const StoreError& e) {
-            // Another process is writing right now: detection waits for the next open.
-            if (e.kind() != StoreError::Kind::Locked) {
-                throw;
-            }
-        }
+    if (options_.read_only && opened_version_ < kOldestReadableSchema) {
+        throw StoreError(StoreError::Kind::ReadOnly,
+                         "database " + path + " has schema version " +
+                             std::to_string(opened_version_) + ", older than this build's " +
+                             std::to_string(current) +
+                             "; open it once for writing to upgrade it");
     }
 }
 
 void RunStore::migrate() {
     const auto& steps = schema_migrations();
     int version = opened_version_;
+    // A step may rebuild a table that others reference (schema 5 rebuilds runs); with foreign
+    // keys on, dropping the old table would cascade into every child row. The pragma has no
+    // effect inside a transaction, so it is set around the steps.
+    db_.exec("PRAGMA foreign_keys=OFF");
     while (version < static_cast<int>(steps.size())) {
         sqlite::Transaction tx(db_, "migrate schema");
         // Re-read under the write lock: another process may have migrated meanwhile.
@@ -227,30 +317,34 @@ void RunStore::migrate() {
 std::vector<std::int64_t> RunStore::mark_interrupted_runs() {
     std::vector<std::int64_t> dead;
     {
-        sqlite::Stmt s(db_, "SELECT id, owner_pid FROM runs WHERE status='RUNNING' AND owner_host=?");
-        s.bind(1, host_name());
+        sqlite::Stmt s(db_, std::string("SELECT id, ") + kOwnerColumns + " FROM runs WHERE status='RUNNING'");
         while (s.step("finding running runs")) {
-            if (!s.col_null(1) && process_is_dead(s.col_int(1))) {
+            const RunOwner owner = read_owner(s, 1);
+            if (writer_state(owner.pid, owner.host, owner.start) == WriterState::Dead) {
                 dead.push_back(s.col_int(0));
             }
         }
     }
-    if (dead.empty()) {
-        return dead;
+    if (!dead.empty()) {
+        sqlite::Transaction tx(db_, "marking interrupted runs");
+        mark_interrupted(dead);
+        tx.commit();
     }
-    sqlite::Transaction tx(db_, "marking interrupted runs");
+    return dead;
+}
+
+// The run ends where its last sign of life was: its newest metric or event.
+void RunStore::mark_interrupted(const std::vector<std::int64_t>& run_ids) {
     sqlite::Stmt up(db_,
                     "UPDATE runs SET status='INTERRUPTED', ended=coalesce("
                     "(SELECT max(wall_time) FROM latest_metrics WHERE run_id=?1),"
                     "(SELECT max(time) FROM events WHERE run_id=?1), started, created) "
                     "WHERE id=?1 AND status='RUNNING'");
-    for (auto id : dead) {
+    for (auto id : run_ids) {
         up.bind(1, id);
         up.run("marking run interrupted");
         up.reset();
     }
-    tx.commit();
-    return dead;
 }
 
 void RunStore::require_run(std::int64_t run_id) {
@@ -267,7 +361,7 @@ std::int64_t RunStore::create_run(const RunInfo& info) {
     sqlite::Stmt s(db_,
                    "INSERT INTO runs(uuid, name, status, config_json, network_json, dataset, "
                    "precision, backend, device, versions_json, machine, seed, created, started, "
-                   "owner_pid, owner_host) VALUES(?,?,'RUNNING',?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                   "owner_pid, owner_host, owner_start) VALUES(?,?,'RUNNING',?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     const double now = store_now();
     s.bind(1, uuid).bind(2, info.name);
     s.bind(3, info.config_json.empty() ? std::string("{}") : info.config_json);
@@ -276,6 +370,7 @@ std::int64_t RunStore::create_run(const RunInfo& info) {
     s.bind(9, info.versions_json.empty() ? std::string("{}") : info.versions_json);
     s.bind(10, info.machine).bind(11, info.seed).bind(12, now).bind(13, now);
     s.bind(14, static_cast<std::int64_t>(getpid())).bind(15, host_name());
+    s.bind(16, process_start_token(getpid()));
     try {
         s.run("creating run");
     } catch (const StoreError& e) {
@@ -352,9 +447,39 @@ void RunStore::set_note(std::int64_t run_id, const std::string& text) {
 }
 
 void RunStore::soft_delete(std::int64_t run_id) {
+    sqlite::Transaction tx(db_, "deleting run");
+    RunOwner owner;
+    {
+        sqlite::Stmt s(db_, std::string("SELECT ") + kOwnerColumns + " FROM runs WHERE id=?");
+        s.bind(1, run_id);
+        if (!s.step("deleting run")) {
+            throw StoreError(StoreError::Kind::NotFound,
+                             "run " + std::to_string(run_id) + " does not exist in " + path());
+        }
+        owner = read_owner(s, 0);
+    }
+    if (owner.running) {
+        const std::string run = "run " + std::to_string(run_id);
+        const std::string writer = "process " + std::to_string(owner.pid.value_or(0)) + " on " + owner.host;
+        switch (writer_state(owner.pid, owner.host, owner.start)) {
+            case WriterState::Alive:
+                throw StoreError(StoreError::Kind::InUse,
+                                 run + " is still running (" + writer + "); stop it, then delete it");
+            case WriterState::Elsewhere:
+                throw StoreError(StoreError::Kind::InUse,
+                                 run + " is RUNNING on another machine (" + writer +
+                                     "): whether it is still writing cannot be told from here; delete it "
+                                     "there, or once it has ended");
+            case WriterState::Dead:
+                mark_interrupted({run_id});
+                break;
+            case WriterState::Unknown:
+                break;  // no writer was ever recorded: nothing can still be writing through an id
+        }
+    }
     sqlite::Stmt s(db_, "UPDATE runs SET deleted=1 WHERE id=?");
     s.bind(1, run_id).run("deleting run");
-    expect_changed(db_, run_id);
+    tx.commit();
 }
 
 void RunStore::restore(std::int64_t run_id) {
@@ -363,13 +488,34 @@ void RunStore::restore(std::int64_t run_id) {
     expect_changed(db_, run_id);
 }
 
-int RunStore::purge() {
+RunStore::PurgeReport RunStore::purge() {
     sqlite::Transaction tx(db_, "purging deleted runs");
+    PurgeReport report;
+    std::vector<std::int64_t> dead;
+    {
+        sqlite::Stmt s(db_, std::string("SELECT id, ") + kOwnerColumns +
+                                " FROM runs WHERE deleted=1 AND status='RUNNING' ORDER BY id");
+        while (s.step("purging deleted runs")) {
+            const RunOwner owner = read_owner(s, 1);
+            const WriterState state = writer_state(owner.pid, owner.host, owner.start);
+            if (state == WriterState::Alive || state == WriterState::Elsewhere) {
+                report.still_running.push_back(s.col_int(0));
+            } else if (state == WriterState::Dead) {
+                dead.push_back(s.col_int(0));
+            }
+        }
+    }
+    mark_interrupted(dead);
+    std::string keep;
+    for (auto id : report.still_running) {
+        keep += (keep.empty() ? "" : ",") + std::to_string(id);
+    }
     // Child rows go through ON DELETE CASCADE (foreign_keys is on for every connection).
-    db_.exec("DELETE FROM runs WHERE deleted=1", "purging deleted runs");
-    const int n = db_.changes();
+    db_.exec("DELETE FROM runs WHERE deleted=1" + (keep.empty() ? std::string() : " AND id NOT IN (" + keep + ")"),
+             "purging deleted runs");
+    report.purged = db_.changes();
     tx.commit();
-    return n;
+    return report;
 }
 
 std::int64_t RunStore::create_group(const std::string& name,
@@ -441,14 +587,7 @@ void RunStore::delete_group(std::int64_t group_id) {
 }
 
 void RunStore::check_integrity() {
-    sqlite::Stmt s(db_, "PRAGMA quick_check");
-    std::string findings;
-    while (s.step("integrity check")) {
-        const auto line = s.col_text(0);
-        if (line != "ok") {
-            findings += (findings.empty() ? "" : "; ") + line;
-        }
-    }
+    const std::string findings = sqlite::integrity_findings(db_);
     if (!findings.empty()) {
         throw StoreError(StoreError::Kind::Corrupt,
                          "database " + path() + " is corrupt: " + findings);

@@ -30,6 +30,9 @@ public:
         bool create = true;      // create the file when it does not exist (read-write only)
         int busy_timeout_ms = 2000;
         bool detect_interrupted = true;
+        // PRAGMA quick_check before the first write, so a damaged file is refused instead of
+        // written to. Off only for a second connection of a process whose first one checked.
+        bool verify_integrity = true;
     };
 
     explicit RunStore(const std::string& path);
@@ -42,9 +45,13 @@ public:
     int opened_schema_version() const { return opened_version_; }
     // Runs marked INTERRUPTED by this open.
     const std::vector<std::int64_t>& interrupted_on_open() const { return interrupted_; }
+    // True when a read-only open had to read the file without its -wal and -shm (they could not
+    // be created: a read-only folder, a full disk); rows still in a -wal are then not seen.
+    bool read_without_wal() const { return without_wal_; }
 
     // --- runs ---------------------------------------------------------------------------
-    // Inserts a RUNNING run owned by this process (pid + hostname) and returns its id.
+    // Inserts a RUNNING run owned by this process (pid, hostname and the process's start time)
+    // and returns its id, never one a purged run had.
     std::int64_t create_run(const RunInfo& info);
     void set_status(std::int64_t run_id, RunStatus status, std::optional<double> ended = {});
     void rename(std::int64_t run_id, const std::string& name);
@@ -54,11 +61,20 @@ public:
     // The run's decision boundary at `step` (replacing an earlier one): an opaque blob that the
     // workbench encodes (app/gui/boundary_grid.h).
     void set_boundary(std::int64_t run_id, std::int64_t step, const std::vector<std::uint8_t>& blob);
+    // Moves the run to the trash. A RUNNING run whose writer is alive (or runs on another
+    // machine, where this process cannot tell) is refused with StoreError(InUse); one whose
+    // writer died is marked INTERRUPTED first.
     void soft_delete(std::int64_t run_id);
     void restore(std::int64_t run_id);
-    // Removes soft-deleted runs and every row they own; returns how many runs went.
-    int purge();
+    struct PurgeReport {
+        int purged = 0;                          // runs removed with every row they own
+        std::vector<std::int64_t> still_running;  // deleted runs kept: their writer is alive
+    };
+    // Removes soft-deleted runs and every row they own, except RUNNING runs whose writer is alive.
+    PurgeReport purge();
     // Marks RUNNING runs owned by a dead process on this host as INTERRUPTED; returns their ids.
+    // A process is the owner only when its pid and its start time both match what the run
+    // recorded, so a pid reused by another process does not keep a crashed run RUNNING.
     std::vector<std::int64_t> mark_interrupted_runs();
 
     // --- queries (run_query.cpp) ---------------------------------------------------------
@@ -90,8 +106,8 @@ public:
     std::vector<ComparisonGroup> list_groups();
     void delete_group(std::int64_t group_id);
 
-    // PRAGMA quick_check over the whole file (slow on big stores; not done on open).
-    // Throws StoreError(Corrupt) with SQLite's findings.
+    // PRAGMA quick_check over the whole file (done on every open for writing unless
+    // Options::verify_integrity is off). Throws StoreError(Corrupt) with SQLite's findings.
     void check_integrity();
 
     // The connection, for the bundle exporter and tests.
@@ -99,13 +115,18 @@ public:
 
 private:
     void open(const std::string& path);
+    void open_for_reading(const std::string& path);
+    void open_for_writing(const std::string& path, bool existed);
+    void check_schema(const std::string& path);
     void migrate();
+    void mark_interrupted(const std::vector<std::int64_t>& run_ids);
     void require_run(std::int64_t run_id);
 
     Options options_;
     sqlite::Db db_;
     int opened_version_ = 0;
     std::vector<std::int64_t> interrupted_;
+    bool without_wal_ = false;
 };
 
 }  // namespace mpwb

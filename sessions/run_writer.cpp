@@ -44,6 +44,7 @@ RunWriter::RunWriter(const std::string& db_path, std::int64_t run_id, const Opti
     RunStore::Options so;
     so.busy_timeout_ms = options.busy_timeout_ms;
     so.detect_interrupted = false;
+    so.verify_integrity = false;  // the store that created the run checked the file a moment ago
     store_ = std::make_unique<RunStore>(db_path, so);
     store_->get_run(run_id);  // throws NotFound naming the run
     auto& db = store_->db();

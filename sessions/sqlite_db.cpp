@@ -1,15 +1,22 @@
 // RAII wrappers over the SQLite C API and the mapping from result codes to StoreError messages.
 #include "sessions/sqlite_db.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <utility>
 
 namespace mpwb::sqlite {
 
 StoreError make_error(int rc, const std::string& path, std::string_view sqlite_message,
-                      std::string_view what) {
+                      std::string_view what, int system_errno) {
     const std::string msg(sqlite_message);
+    const bool no_space = system_errno == ENOSPC || system_errno == EDQUOT;
+    if ((rc & 0xff) == SQLITE_FULL || ((rc & 0xff) == SQLITE_IOERR && no_space)) {
+        return StoreError(StoreError::Kind::DiskFull, "the disk holding " + path + " is full");
+    }
     switch (rc & 0xff) {
         case SQLITE_BUSY:
         case SQLITE_LOCKED:
@@ -21,9 +28,6 @@ StoreError make_error(int rc, const std::string& path, std::string_view sqlite_m
         case SQLITE_NOTADB:
             return StoreError(StoreError::Kind::Corrupt,
                               "database " + path + " is corrupt: " + msg);
-        case SQLITE_FULL:
-            return StoreError(StoreError::Kind::DiskFull,
-                              "database " + path + ": the disk is full (" + msg + ")");
         case SQLITE_CANTOPEN:
             return StoreError(StoreError::Kind::NotFound,
                               "cannot open database " + path + ": " + msg);
@@ -41,15 +45,53 @@ StoreError make_error(int rc, const std::string& path, std::string_view sqlite_m
     return StoreError(StoreError::Kind::Other, text + msg);
 }
 
-Db::Db(const std::string& path, int flags) : path_(path) {
-    const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+Db::Db(const std::string& path, int flags) : path_(path) { open(path, flags); }
+
+Db::Db(const std::string& uri, int flags, const std::string& path) : path_(path) {
+    open(uri, flags | SQLITE_OPEN_URI);
+}
+
+void Db::open(const std::string& name, int flags) {
+    const int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr);
     if (rc != SQLITE_OK) {
         const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+        const int sys = db_ ? sqlite3_system_errno(db_) : 0;
         sqlite3_close_v2(db_);
         db_ = nullptr;
-        throw make_error(rc, path, msg, "open");
+        throw make_error(rc, path_, msg, "open", sys);
     }
     sqlite3_extended_result_codes(db_, 1);
+}
+
+std::string integrity_findings(Db& db) {
+    Stmt s(db, "PRAGMA quick_check");
+    std::string findings;
+    while (s.step("integrity check")) {
+        const auto line = s.col_text(0);
+        if (line != "ok") {
+            findings += (findings.empty() ? "" : "; ") + line;
+        }
+    }
+    return findings;
+}
+
+std::string immutable_uri(const std::string& path) {
+    std::string absolute = path;
+    if (!path.empty() && path.front() != '/') {
+        std::error_code ec;
+        absolute = std::filesystem::absolute(path, ec).string();
+    }
+    std::string uri = "file:";
+    for (unsigned char c : absolute) {
+        if (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7f) {
+            char buf[4];
+            std::snprintf(buf, sizeof buf, "%%%02X", c);
+            uri += buf;
+        } else {
+            uri += static_cast<char>(c);
+        }
+    }
+    return uri + "?immutable=1";
 }
 
 Db::~Db() { close(); }
@@ -73,7 +115,8 @@ Db& Db::operator=(Db&& other) noexcept {
 }
 
 void Db::fail(int rc, std::string_view what) const {
-    throw make_error(rc, path_, db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc), what);
+    throw make_error(rc, path_, db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc), what,
+                     db_ ? sqlite3_system_errno(db_) : 0);
 }
 
 void Db::exec(const std::string& sql, std::string_view what) {
@@ -82,7 +125,8 @@ void Db::exec(const std::string& sql, std::string_view what) {
     if (rc != SQLITE_OK) {
         const std::string msg = err ? err : sqlite3_errstr(rc);
         sqlite3_free(err);
-        throw make_error(rc, path_, msg, what.empty() ? std::string_view(sql) : what);
+        throw make_error(rc, path_, msg, what.empty() ? std::string_view(sql) : what,
+                         sqlite3_system_errno(db_));
     }
 }
 

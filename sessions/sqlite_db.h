@@ -16,15 +16,18 @@
 namespace mpwb::sqlite {
 
 // Builds the StoreError for a failed SQLite call on the database at `path`. `what` names the
-// operation ("commit", "reading run 3") for the generic case.
+// operation ("commit", "reading run 3") for the generic case. `system_errno` (from
+// sqlite3_system_errno) tells an I/O error that is really a full disk (ENOSPC, EDQUOT).
 StoreError make_error(int rc, const std::string& path, std::string_view sqlite_message,
-                      std::string_view what);
+                      std::string_view what, int system_errno = 0);
 
 class Db {
 public:
     Db() = default;
     // Opens `path` with sqlite3_open_v2 flags; throws StoreError when the file cannot be opened.
     Db(const std::string& path, int flags);
+    // Opens a "file:" URI (SQLITE_OPEN_URI is added) while messages name `path`, the file.
+    Db(const std::string& uri, int flags, const std::string& path);
     ~Db();
     Db(Db&& other) noexcept;
     Db& operator=(Db&& other) noexcept;
@@ -47,9 +50,18 @@ public:
     void close() noexcept;
 
 private:
+    void open(const std::string& name, int flags);
+
     sqlite3* db_ = nullptr;
     std::string path_;
 };
+
+// PRAGMA quick_check's findings joined with "; ", empty when the file is sound.
+std::string integrity_findings(Db& db);
+
+// "file:/abs/path?immutable=1": SQLite reads the file as it is, without the -wal and -shm files
+// (for reading a database where those cannot be created). Reserved URI characters are escaped.
+std::string immutable_uri(const std::string& path);
 
 class Stmt {
 public:

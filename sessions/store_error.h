@@ -18,6 +18,7 @@ public:
         NotFound,      // a run, group or file that does not exist
         DiskFull,      // the disk or quota is full
         Invalid,       // a bad argument (empty name, zero buckets, ...)
+        InUse,         // a RUNNING run whose writer is (or may be) alive: not deleted or purged
         Other          // any other SQLite or I/O failure
     };
 

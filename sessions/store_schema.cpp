@@ -3,6 +3,9 @@
 //   2: owner pid/host (crash detection), latest_metrics summary, histograms, comparison groups
 //   3: metric_blocks (per-32-step min/max/first/last so downsampling never scans a whole series)
 //      and a covering (run_id, key, step, value) series index
+//   4: boundaries (a run's final decision boundary)
+//   5: runs rebuilt with AUTOINCREMENT (an id is never reused, not even after a purge) and
+//      owner_start (the writer's boot and start time, so a reused pid is not taken for it)
 #include "sessions/store_schema.h"
 
 namespace mpwb {
@@ -126,6 +129,42 @@ CREATE TABLE boundaries(
   run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
   step INTEGER NOT NULL,
   blob BLOB NOT NULL);
+)sql",
+        // 5: SQLite cannot add AUTOINCREMENT to a table, so runs is rebuilt (the documented
+        // create-copy-drop-rename; RunStore::migrate turns foreign keys off around it, so the
+        // drop does not cascade). The child tables' REFERENCES runs(id) then name the new table.
+        R"sql(
+CREATE TABLE runs_v5(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  uuid TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL DEFAULT 'RUNNING'
+    CHECK(status IN ('RUNNING','FINISHED','FAILED','STOPPED','INTERRUPTED')),
+  config_json TEXT NOT NULL DEFAULT '{}',
+  network_json TEXT NOT NULL DEFAULT '{}',
+  dataset TEXT NOT NULL DEFAULT '',
+  precision TEXT NOT NULL DEFAULT '',
+  backend TEXT NOT NULL DEFAULT '',
+  device TEXT NOT NULL DEFAULT '',
+  versions_json TEXT NOT NULL DEFAULT '{}',
+  machine TEXT NOT NULL DEFAULT '',
+  seed INTEGER,
+  created REAL NOT NULL,
+  started REAL,
+  ended REAL,
+  deleted INTEGER NOT NULL DEFAULT 0,
+  owner_pid INTEGER,
+  owner_host TEXT,
+  owner_start TEXT);
+INSERT INTO runs_v5(id, uuid, name, status, config_json, network_json, dataset, precision, backend,
+                    device, versions_json, machine, seed, created, started, ended, deleted,
+                    owner_pid, owner_host)
+  SELECT id, uuid, name, status, config_json, network_json, dataset, precision, backend, device,
+         versions_json, machine, seed, created, started, ended, deleted, owner_pid, owner_host
+  FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_v5 RENAME TO runs;
+CREATE INDEX runs_status ON runs(status);
 )sql",
     };
     return steps;

@@ -13,6 +13,10 @@ const std::vector<std::string>& schema_migrations();
 // The schema version this build writes: the number of migration steps.
 int schema_version();
 
+// The oldest version a read-only open accepts without migrating: every query reads the same
+// columns from it (version 5 only changed how ids are given and what a writer records).
+constexpr int kOldestReadableSchema = 4;
+
 // Steps of 2^kMetricBlockShift consecutive step numbers are summarised in metric_blocks.
 constexpr int kMetricBlockShift = 5;
 

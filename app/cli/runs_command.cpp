@@ -380,7 +380,7 @@ void cmd_delete(const RunsArgs& a, bool restore) {
 
 void cmd_purge(const RunsArgs& a) {
     auto store = open_store(a.db, true);
-    const int n = store->purge();
+    const int n = store->purge().purged;
     std::printf("purged %d deleted run%s\n", n, n == 1 ? "" : "s");
 }
 

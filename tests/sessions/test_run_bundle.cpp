@@ -190,6 +190,119 @@ private slots:
         QCOMPARE(runs[0].id, id);
         QCOMPARE(testsupport::file_bytes(garbage), std::vector<char>(5000, 'x'));
     }
+
+    // Issue 12, 3.4: a bundle carrying 100k-deep JSON imported, then crashed runs show, runs
+    // compare and mpwb report. Every stored JSON text is checked at import; nothing is imported.
+    void deepJsonBundleRefused() {
+        const auto src = p("deep_src.sqlite");
+        const auto id = make_run(src, "deep", 5, 9);
+        const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+        for (const char* target : {"runs.network_json", "events.json"}) {
+            const std::string bundle = p(target) + std::string(".mpwb");
+            {
+                RunStore store(src);
+                export_bundle(store, {id}, bundle);
+            }
+            {
+                Raw raw(bundle);
+                const std::string table = std::string(target).substr(0, std::string(target).find('.'));
+                const std::string column = std::string(target).substr(table.size() + 1);
+                QCOMPARE(raw.exec("UPDATE " + table + " SET " + column + "='" + deep + "'"), SQLITE_OK);
+            }
+            RunStore dst(p(target) + std::string("_dst.sqlite"));
+            EXPECT_STORE_ERROR(import_bundle(dst, bundle), Kind::Invalid, "nested deeper than 64 levels");
+            EXPECT_STORE_ERROR(import_bundle(dst, bundle), Kind::Invalid, bundle);
+            QVERIFY(dst.list_runs().empty());
+        }
+    }
+
+    // Issue 12, 3.2: an export whose output is the database it reads deletes the database. Every
+    // spelling of the same file is refused before anything is removed: the path itself, a
+    // relative path, a symlink, a hard link, and the WAL beside it; the CSV files too.
+    void exportOntoItsOwnDatabaseRefused() {
+        namespace fs = std::filesystem;
+        const auto db = p("self_export.sqlite");
+        const auto id = make_run(db, "precious", 20, 8);
+        const auto symlink = p("self_export_link.mpwb");
+        const auto hardlink = p("self_export_hard.mpwb");
+        fs::create_symlink(db, symlink);
+        fs::create_hard_link(db, hardlink);
+        const auto relative = fs::relative(db, fs::current_path()).string();
+        RunStore store(db);
+        BundleExportOptions force;
+        force.overwrite = true;
+        for (const std::string& out : {db, relative, p("sub/../self_export.sqlite"), symlink, hardlink, db + "-wal"}) {
+            EXPECT_STORE_ERROR(export_bundle(store, {id}, out, force), Kind::Invalid,
+                               "it is the run database " + db);
+            QVERIFY2(fs::exists(db), out.c_str());
+            QCOMPARE(store.get_run(id).name, std::string("precious"));
+        }
+        QVERIFY(fs::is_symlink(symlink));
+        QVERIFY(fs::exists(hardlink));
+        // The CSV folder holds the database under the name of the CSV index.
+        const auto csv_dir = p("csv_clash");
+        fs::create_directories(csv_dir);
+        const auto db_in_csv_dir = csv_dir + "/runs.csv";
+        make_run(db_in_csv_dir, "in the csv folder", 5, 9);
+        RunStore csv_store(db_in_csv_dir);
+        BundleExportOptions with_csv;
+        with_csv.csv_dir = csv_dir;
+        EXPECT_STORE_ERROR(export_bundle(csv_store, {1}, p("csv_clash.mpwb"), with_csv), Kind::Invalid,
+                           "it is the run database " + db_in_csv_dir);
+        QCOMPARE(csv_store.list_runs().size(), std::size_t(1));
+    }
+
+    // Issue 12, 3.9: importing a database (or a bundle opened as a store) into itself used to be
+    // reported as "locked by another process".
+    void selfImportNamesTheRealProblem() {
+        const auto db = p("self_import.sqlite");
+        const auto id = make_run(db, "x", 5, 10);
+        RunStore store(db);
+        export_bundle(store, {id}, p("self_import.mpwb"));
+        EXPECT_STORE_ERROR(import_bundle(store, db), Kind::Invalid, "cannot import " + db + " into itself");
+        RunStore bundle_as_store(p("self_import.mpwb"));
+        EXPECT_STORE_ERROR(import_bundle(bundle_as_store, p("self_import.mpwb")), Kind::Invalid,
+                           "into itself");
+        QCOMPARE(store.list_runs().size(), std::size_t(1));
+    }
+
+    // Issue 12, 3.7: a damaged source is named as the source, a damaged bundle as the bundle;
+    // the healthy file is never blamed.
+    void corruptionBlamesTheDamagedFile() {
+        const auto src = p("corrupt_src.sqlite");
+        const auto id = make_run(src, "src", 3000, 11);
+        QVERIFY(testsupport::damage_page_of(src, "metrics_series") > 0);
+        {
+            RunStore::Options ro;
+            ro.read_only = true;
+            RunStore store(src, ro);
+            const auto out = p("from_corrupt.mpwb");
+            EXPECT_STORE_ERROR(export_bundle(store, {id}, out), Kind::Corrupt, "database " + src + " is corrupt");
+            QVERIFY(!std::filesystem::exists(out));
+        }
+        const auto good = p("good_src.sqlite");
+        const auto gid = make_run(good, "good", 3000, 12);
+        const auto bundle = p("damaged.mpwb");
+        {
+            RunStore store(good);
+            export_bundle(store, {gid}, bundle);
+        }
+        QVERIFY(testsupport::damage_page_of(bundle, "metrics_series") > 0);
+        const auto target = p("healthy_target.sqlite");
+        RunStore dst(target);
+        bool thrown = false;
+        try {
+            import_bundle(dst, bundle);
+        } catch (const StoreError& e) {
+            thrown = true;
+            const std::string msg = e.what();
+            QVERIFY2(msg.find(bundle) != std::string::npos, e.what());
+            QVERIFY2(msg.find(target) == std::string::npos, e.what());
+            QVERIFY2(msg.find("corrupt") != std::string::npos || msg.find("damaged") != std::string::npos, e.what());
+        }
+        QVERIFY(thrown);
+        QVERIFY(dst.list_runs().empty());
+    }
 };
 
 QTEST_APPLESS_MAIN(TestRunBundle)

@@ -86,6 +86,7 @@ private slots:
         store.set_tag(c, "paper", "fig2");
         store.set_tag(d, "baseline");
         store.set_note(d, "Loss went NaN at step 40");
+        store.set_status(e, RunStatus::Stopped);  // a RUNNING run with a live writer cannot be deleted
         store.soft_delete(e);
 
         using S = std::set<std::int64_t>;

@@ -31,8 +31,8 @@ private slots:
         { RunStore store(path); }
         QVERIFY(std::filesystem::exists(path));
         Raw raw(path);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 4LL);
-        QCOMPARE(schema_version(), 4);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
+        QCOMPARE(schema_version(), 5);
         QCOMPARE(raw.text("PRAGMA journal_mode"), std::string("wal"));
         for (const char* t : {"runs", "metrics", "latest_metrics", "metric_blocks", "histograms",
                               "events", "tags", "notes", "comparison_groups", "comparison_members",
@@ -44,7 +44,7 @@ private slots:
                              "name='metrics_series'"), 1LL);
         // Reopening an up-to-date file changes nothing.
         RunStore again(path);
-        QCOMPARE(again.opened_schema_version(), 4);
+        QCOMPARE(again.opened_schema_version(), 5);
     }
 
     void defaultPathFollowsXdg() {
@@ -105,7 +105,7 @@ PRAGMA user_version=1;
         }
         RunStore store(path);
         QCOMPARE(store.opened_schema_version(), 1);
-        { Raw raw(path); QCOMPARE(raw.integer("PRAGMA user_version"), 4LL); }
+        { Raw raw(path); QCOMPARE(raw.integer("PRAGMA user_version"), 5LL); }
         const Run r = store.get_run(7);
         QCOMPARE(r.name, std::string("old run"));
         QCOMPARE(r.status, RunStatus::Finished);
@@ -140,7 +140,7 @@ PRAGMA user_version=1;
         }
         const auto before = testsupport::file_bytes(path);
         EXPECT_STORE_ERROR(RunStore store(path), Kind::NewerSchema,
-                           "database schema version 9 is newer than this build supports (4); "
+                           "database schema version 9 is newer than this build supports (5); "
                            "upgrade MP Workbench");
         RunStore::Options ro;
         ro.read_only = true;
@@ -384,6 +384,7 @@ PRAGMA user_version=1;
         QVERIFY(!store.boundary(a));
         EXPECT_STORE_ERROR(store.set_boundary(9999, 1, {1}), Kind::NotFound, "9999");
         const auto g = store.create_group("fp32 vs fp16", {a, b});
+        store.set_status(b, RunStatus::Finished);  // a RUNNING run with a live writer cannot be deleted
         store.soft_delete(b);
         QCOMPARE(store.list_runs().size(), std::size_t(1));
         RunFilter trash;
@@ -393,7 +394,7 @@ PRAGMA user_version=1;
         store.restore(b);
         QCOMPARE(store.list_runs().size(), std::size_t(2));
         store.soft_delete(b);
-        QCOMPARE(store.purge(), 1);
+        QCOMPARE(store.purge().purged, 1);
         EXPECT_STORE_ERROR(store.get_run(b), Kind::NotFound, "does not exist");
         Raw raw(path);
         for (const char* t : {"metrics", "latest_metrics", "metric_blocks", "events", "histograms",
@@ -402,7 +403,7 @@ PRAGMA user_version=1;
                                  std::to_string(b)) == 0, t);
         }
         QCOMPARE(store.list_groups().front().run_ids, std::vector<std::int64_t>{a});
-        QCOMPARE(store.purge(), 0);
+        QCOMPARE(store.purge().purged, 0);
         store.delete_group(g);
         QVERIFY(store.list_groups().empty());
     }
@@ -425,6 +426,155 @@ PRAGMA user_version=1;
         EXPECT_STORE_ERROR(store.create_group("", {a}), Kind::Invalid, "name is empty");
         EXPECT_STORE_ERROR(store.add_to_group(99, {a}), Kind::NotFound, "comparison group 99");
         EXPECT_STORE_ERROR(store.delete_group(99), Kind::NotFound, "comparison group 99");
+    }
+
+    // Issue 12, 3.3: ids are never reused, not even the highest one after a purge; a file from
+    // schema 4 is migrated (rows, child rows and their cascade kept) and then obeys the same rule.
+    void runIdsNeverReused() {
+        const auto path = fresh("ids");
+        RunStore store(path);
+        const auto a = store.create_run(RunInfo{});
+        const auto b = store.create_run(RunInfo{});
+        store.set_status(b, RunStatus::Finished);
+        store.soft_delete(b);
+        QCOMPARE(store.purge().purged, 1);
+        const auto c = store.create_run(RunInfo{});
+        QVERIFY2(c > b, qPrintable(QString("run %1 reused the id of purged run %2").arg(c).arg(b)));
+        QVERIFY(c != a);
+    }
+
+    void migrationFromVersion4KeepsRowsAndStopsIdReuse() {
+        const auto path = fresh("v4");
+        {
+            Raw raw(path);
+            QCOMPARE(raw.exec("PRAGMA journal_mode=WAL"), SQLITE_OK);
+            for (int v = 0; v < 4; ++v) {
+                QCOMPARE(raw.exec(schema_migrations()[static_cast<std::size_t>(v)]), SQLITE_OK);
+            }
+            QCOMPARE(raw.exec("PRAGMA user_version=4"), SQLITE_OK);
+            QCOMPARE(raw.exec("INSERT INTO runs(id, uuid, name, status, created) VALUES"
+                              "(1,'u1','kept','FINISHED',1),(2,'u2','deleted','FINISHED',2),"
+                              "(3,'u3','last','FINISHED',3);"
+                              "INSERT INTO metrics(run_id, key, step, wall_time, value) VALUES(1,'loss',0,1,0.5),(3,'loss',0,1,0.25);"
+                              "INSERT INTO tags(run_id, key, value) VALUES(1,'k','v'),(3,'k','w');"
+                              "UPDATE runs SET deleted=1 WHERE id=3;"), SQLITE_OK);
+        }
+        RunStore store(path);
+        QCOMPARE(store.opened_schema_version(), 4);
+        QCOMPARE(store.get_run(1).name, std::string("kept"));
+        QCOMPARE(store.get_run(1).tags.at("k"), std::string("v"));
+        QCOMPARE(store.series(1, "loss").size(), std::size_t(1));
+        QCOMPARE(store.purge().purged, 1);  // run 3 and, through the cascade, its rows
+        Raw raw(path);
+        QCOMPARE(raw.integer("SELECT count(*) FROM metrics WHERE run_id=3"), 0LL);
+        QCOMPARE(raw.integer("SELECT count(*) FROM tags WHERE run_id=3"), 0LL);
+        QCOMPARE(raw.integer("PRAGMA foreign_key_check"), -1LL);  // no row: nothing dangles
+        QVERIFY(store.create_run(RunInfo{}) > 3);
+    }
+
+    // Issue 12, 3.3: a RUNNING run whose writer is alive cannot be deleted or purged; one whose
+    // writer died becomes INTERRUPTED and can; one written on another machine cannot be judged
+    // from here and is refused with the host named.
+    void runningRunCannotBeDeleted() {
+        const auto path = fresh("running");
+        RunStore store(path);
+        const auto live = store.create_run(RunInfo{});
+        const auto dead = store.create_run(RunInfo{});
+        const auto remote = store.create_run(RunInfo{});
+        {
+            Raw raw(path);
+            raw.exec("UPDATE runs SET owner_pid=" + std::to_string(testsupport::dead_pid()) +
+                     " WHERE id=" + std::to_string(dead));
+            raw.exec("UPDATE runs SET owner_host='another-machine' WHERE id=" + std::to_string(remote));
+        }
+        EXPECT_STORE_ERROR(store.soft_delete(live), Kind::InUse,
+                           "run " + std::to_string(live) + " is still running (process " +
+                               std::to_string(getpid()) + " on " + testsupport::host() + ")");
+        QVERIFY(!store.get_run(live).deleted);
+        EXPECT_STORE_ERROR(store.soft_delete(remote), Kind::InUse, "another-machine");
+        store.soft_delete(dead);
+        QCOMPARE(store.get_run(dead).status, RunStatus::Interrupted);
+        QVERIFY(store.get_run(dead).deleted);
+
+        // A live run marked deleted behind the store's back (an older build) survives a purge.
+        Raw(path).exec("UPDATE runs SET deleted=1 WHERE id=" + std::to_string(live));
+        const auto report = store.purge();
+        QCOMPARE(report.purged, 1);
+        QCOMPARE(report.still_running, std::vector<std::int64_t>{live});
+        QCOMPARE(store.get_run(live).status, RunStatus::Running);
+        store.set_status(live, RunStatus::Finished);
+        QCOMPARE(store.purge().purged, 1);
+    }
+
+    // A pid that now belongs to another process is not the run's writer: the start time
+    // recorded with the run tells them apart, so the run is INTERRUPTED on the next open.
+    void reusedPidIsNotTheWriter() {
+        const auto path = fresh("pidreuse");
+        std::int64_t id;
+        {
+            RunStore store(path);
+            id = store.create_run(RunInfo{});
+        }
+        QVERIFY(!Raw(path).text("SELECT owner_start FROM runs WHERE id=" + std::to_string(id)).empty());
+        Raw(path).exec("UPDATE runs SET owner_pid=" + std::to_string(getppid()) + " WHERE id=" + std::to_string(id));
+        RunStore store(path);
+        QCOMPARE(store.interrupted_on_open(), std::vector<std::int64_t>{id});
+        QCOMPARE(store.get_run(id).status, RunStatus::Interrupted);
+    }
+
+    // Issue 12, 3.7: a file whose quick_check fails is refused for writing, untouched, naming the
+    // file; it can still be read.
+    void corruptRefusedForWriting() {
+        const auto path = fresh("quickcheck");
+        std::int64_t id;
+        {
+            RunStore store(path);
+            id = store.create_run(RunInfo{});
+            RunWriter w(path, id);
+            for (int i = 0; i < 3000; ++i) w.log_metric("loss", i, i, i * 0.5);
+            QVERIFY(w.finish(RunStatus::Finished));
+        }
+        QVERIFY(testsupport::damage_page_of(path, "metrics_series") > 0);
+        const auto before = testsupport::file_bytes(path);
+        EXPECT_STORE_ERROR(RunStore store(path), Kind::Corrupt, "database " + path + " is corrupt");
+        QCOMPARE(testsupport::file_bytes(path), before);
+        RunStore::Options ro;
+        ro.read_only = true;
+        RunStore reader(path, ro);
+        QCOMPARE(reader.get_run(id).status, RunStatus::Finished);
+    }
+
+    // Issue 12, 3.8: when SQLite cannot create or grow the -shm beside a WAL database (a
+    // read-only folder, a full disk), a read-only open still reads the file. Here the -shm is a
+    // link to /dev/full, which opens but cannot be sized: that fails for root too.
+    void readOnlyOpenWithoutShm() {
+        const auto path = fresh("noshm");
+        std::int64_t id;
+        {
+            RunStore store(path);
+            RunInfo info;
+            info.name = "readable";
+            id = store.create_run(info);
+            store.set_status(id, RunStatus::Finished);
+        }
+        QVERIFY(!std::filesystem::exists(path + "-shm"));
+        std::filesystem::create_symlink("/dev/full", path + "-shm");
+        RunStore::Options ro;
+        ro.read_only = true;
+        RunStore store(path, ro);
+        QCOMPARE(store.get_run(id).name, std::string("readable"));
+        QCOMPARE(store.list_runs().size(), std::size_t(1));
+    }
+
+    // Issue 12, 3.8: a full disk is said in one sentence naming the file.
+    void diskFullMessage() {
+        const auto path = fresh("full");
+        RunStore store(path);
+        const auto pages = store.db().query_int("PRAGMA page_count");
+        store.db().exec("PRAGMA max_page_count=" + std::to_string(pages));
+        RunInfo big;
+        big.config_json = "{\"pad\":\"" + std::string(200000, 'x') + "\"}";
+        EXPECT_STORE_ERROR(store.create_run(big), Kind::DiskFull, "the disk holding " + path + " is full");
     }
 
     void statusText() {

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -74,6 +75,28 @@ public:
 private:
     sqlite3* db_ = nullptr;
 };
+
+// Overwrites the first page of table or index `object` with zeros behind SQLite's back, after
+// moving everything out of the WAL into the main file: a file that still opens but whose
+// PRAGMA quick_check fails. Returns the damaged page number (0 when the object was not found).
+inline long long damage_page_of(const std::string& path, const std::string& object) {
+    long long page = 0, page_size = 0;
+    {
+        Raw raw(path);
+        raw.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+        raw.exec("PRAGMA journal_mode=DELETE");
+        page = raw.integer("SELECT rootpage FROM sqlite_master WHERE name='" + object + "'");
+        page_size = raw.integer("PRAGMA page_size");
+    }
+    if (page <= 0 || page_size <= 0) return 0;
+    auto bytes = file_bytes(path);
+    const auto offset = static_cast<std::size_t>((page - 1) * page_size);
+    if (offset + static_cast<std::size_t>(page_size) > bytes.size()) return 0;
+    std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(offset),
+              bytes.begin() + static_cast<std::ptrdiff_t>(offset + static_cast<std::size_t>(page_size)), 0);
+    write_bytes(path, bytes);
+    return page;
+}
 
 // A pid that belonged to a process which has exited and been reaped.
 inline long long dead_pid() {
