@@ -1,0 +1,16 @@
+// libFuzzer harness: a network file, as `mpwb-cli train --network FILE` and the workbench's
+// Open... read it (Network::load_file), then built for the two input shapes the app trains on
+// (2-D points and 28x28 images), which checks every layer's shape and sizes.
+#include "core/nn/network.h"
+#include "tests/fuzz/fuzz_support.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    const std::string path = mpwb::fuzz::write_input("network.json", data, size);
+    for (const mpwb::Shape& input : {mpwb::Shape{2}, mpwb::Shape{1, 28, 28}}) {
+        mpwb::fuzz::expect_app_errors([&] {
+            mpwb::Network net = mpwb::Network::load_file(path);
+            net.build(input);
+        });
+    }
+    return 0;
+}

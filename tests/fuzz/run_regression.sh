@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer harness of a -DMPWB_FUZZ=ON build over its seed corpus for a fixed time
+# (CI: 30 s each). New inputs go to <build>/fuzz-work/<harness>/corpus, never into the tree;
+# a finding (crash, sanitizer report, escaped exception, timeout, out of memory) is written to
+# <build>/fuzz-work/<harness>/ and fails the run.
+#   usage: tests/fuzz/run_regression.sh BUILD_DIR [SECONDS] [HARNESS...]
+set -euo pipefail
+build=${1:?usage: run_regression.sh BUILD_DIR [SECONDS] [HARNESS...]}
+seconds=${2:-30}
+shift $(( $# >= 2 ? 2 : 1 ))
+source_dir=$(cd "$(dirname "$0")" && pwd)
+harnesses=("$@")
+if [ ${#harnesses[@]} -eq 0 ]; then
+  for dir in "$source_dir"/corpus/*/; do harnesses+=("$(basename "$dir")"); done
+fi
+failed=()
+for h in "${harnesses[@]}"; do
+  work="$build/fuzz-work/$h"
+  mkdir -p "$work/corpus"
+  echo "--- $h: ${seconds} s"
+  # -timeout and -rss_limit_mb make a slow or memory-hungry input a finding, as a crash is.
+  if ! "$build/tests/fuzz/$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+       -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" "$source_dir/corpus/$h" \
+       >"$work/log.txt" 2>&1; then
+    tail -n 60 "$work/log.txt"
+    failed+=("$h")
+  fi
+  grep -E '^stat::number_of_executed_units|^#[0-9]+ +DONE' "$work/log.txt" || true
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz findings in: ${failed[*]} (inputs in $build/fuzz-work/<harness>/)" >&2
+  exit 1
+fi
