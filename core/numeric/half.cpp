@@ -6,6 +6,7 @@
 #include "core/numeric/minifloat.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define MPWB_X86 1
 #endif
@@ -67,7 +68,11 @@ void half_bits_to_float_software(const uint16_t* in, float* out, size_t n) {
 bool cpu_has_f16c() {
     static const bool has = [] {
         __builtin_cpu_init();
-        return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+        // F16C from CPUID leaf 1 (ECX bit 29): clang 14, the fuzz build's compiler, does not
+        // know "f16c" in __builtin_cpu_supports. "avx" there also checks the OS saves YMM.
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+        return f16c && __builtin_cpu_supports("avx");
     }();
     return has;
 }
