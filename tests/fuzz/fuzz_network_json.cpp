@@ -1,7 +1,9 @@
 // libFuzzer harness: a network file, as `mpwb-cli train --network FILE` and the workbench's
 // Open... read it (Network::load_file), then built for the two input shapes the app trains on
-// (2-D points and 28x28 images), which checks every layer's shape and sizes.
+// (2-D points and 28x28 images) at the default training batch, which checks every layer's shape
+// and its sizes against the network limits before anything is allocated.
 #include "core/nn/network.h"
+#include "core/train/train_config.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -9,7 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const mpwb::Shape& input : {mpwb::Shape{2}, mpwb::Shape{1, 28, 28}}) {
         mpwb::fuzz::expect_app_errors([&] {
             mpwb::Network net = mpwb::Network::load_file(path);
-            net.build(input);
+            net.build(input, mpwb::TrainConfig{}.batch_size);
         });
     }
     return 0;
