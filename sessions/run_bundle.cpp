@@ -5,6 +5,8 @@
 #include "sessions/file_identity.h"
 #include "sessions/store_schema.h"
 
+#include "core/common/json_input.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -129,6 +131,31 @@ void validate_bundle(const std::string& path) {
     }
     if (version < 2) {
         throw not_a_bundle(path, "schema version " + std::to_string(version) + " is too old");
+    }
+}
+
+// Every JSON text a bundle carries, parsed under the project's limits before anything is
+// imported: a crafted 100k-deep value imported fine and then crashed runs show, runs compare
+// and mpwb report (each walks stored JSON recursively).
+void check_bundle_json(const std::string& path) {
+    sqlite::Db db(path, SQLITE_OPEN_READONLY);
+    auto check = [&](const std::string& text, const std::string& where) {
+        try {
+            check_json_text(text, "bundle " + path + ", " + where);
+        } catch (const JsonInputError& e) {
+            throw StoreError(StoreError::Kind::Invalid, std::string(e.what()) + "; nothing was imported");
+        }
+    };
+    sqlite::Stmt runs(db, "SELECT uuid, config_json, network_json, versions_json FROM runs");
+    while (runs.step("reading bundle runs")) {
+        const std::string run = "run " + runs.col_text(0);
+        check(runs.col_text(1), run + ", config_json");
+        check(runs.col_text(2), run + ", network_json");
+        check(runs.col_text(3), run + ", versions_json");
+    }
+    sqlite::Stmt events(db, "SELECT e.id, coalesce(r.uuid, ''), e.json FROM events e LEFT JOIN runs r ON r.id = e.run_id");
+    while (events.step("reading bundle events")) {
+        check(events.col_text(2), "run " + events.col_text(1) + ", event " + events.col_text(0) + " json");
     }
 }
 
@@ -348,6 +375,7 @@ ImportReport import_bundle(RunStore& store, const std::string& bundle_path) {
     }
     validate_bundle(bundle_path);
     check_bundle_integrity(bundle_path);
+    check_bundle_json(bundle_path);
     try {
         return import_checked_bundle(store, bundle_path);
     } catch (const StoreError& e) {
