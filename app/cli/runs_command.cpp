@@ -299,7 +299,7 @@ void cmd_show(const RunsArgs& a) {
     std::printf("  histograms %s\n", j["histograms"].dump().c_str());
 
     std::printf("\nconfiguration\n");
-    for (const auto& [p, v] : flatten_config(r.config_json)) std::printf("  %-36s %s\n", p.c_str(), v.c_str());
+    for (const auto& [p, v] : flatten_config(r.config_json, "configuration of run " + std::to_string(r.id))) std::printf("  %-36s %s\n", p.c_str(), v.c_str());
 
     if (!j["summary"].is_null()) {
         std::printf("\nsummary\n");
