@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "app/cli/commands.h"
+#include "app/cli/option_checks.h"
 #include "app/cli/run_context.h"
 #include "app/cli/training_options.h"
 #include "core/common/error.h"
@@ -309,17 +310,17 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--backend", args->backend, "cpu, cuda or auto");
     cmd->add_option("--batches", args->batches, "Comma-separated batch sizes");
     cmd->add_option("--precisions", args->precisions, "Comma-separated precision policies");
-    cmd->add_option("--steps", args->steps, "Timed steps per configuration");
-    cmd->add_option("--untimed-steps", args->warmup, "Untimed steps before the timed ones");
-    cmd->add_option("--input", args->input, "Features per sample of the random inputs (default: the preset's data shape)");
-    cmd->add_option("--classes", args->classes, "Classes of the random labels (default: the preset's)");
+    cmd->add_option("--steps", args->steps, "Timed steps per configuration")->check(whole_number(1, kMaxSteps));
+    cmd->add_option("--untimed-steps", args->warmup, "Untimed steps before the timed ones")->check(whole_number(0, kMaxSteps));
+    cmd->add_option("--input", args->input, "Features per sample of the random inputs (default: the preset's data shape)")->check(whole_number(1, 1 << 24));
+    cmd->add_option("--classes", args->classes, "Classes of the random labels (default: the preset's)")->check(whole_number(2, 1 << 20));
     cmd->add_option("--graphs", args->graphs, "Device backends: CUDA graphs on, off or both");
     cmd->add_flag("--json", args->json, "Print JSON only");
     cmd->add_flag("--store", args->store,
                   "Benchmark the run store: step time with recording on vs off, writer rows/s, downsampling");
     cmd->add_option("--store-db", args->store_db, "Database for --store (default: a scratch file, removed after)");
-    cmd->add_option("--store-rounds", args->store_rounds, "Alternating off/on run pairs per configuration (--store)");
-    cmd->add_option("--store-points", args->store_points, "Points of the downsampled series (--store)");
+    cmd->add_option("--store-rounds", args->store_rounds, "Alternating off/on run pairs per configuration (--store)")->check(whole_number(1, 1000));
+    cmd->add_option("--store-points", args->store_points, "Points of the downsampled series (--store)")->check(whole_number(1, 1'000'000'000));
     cmd->callback([args, cmd] {
         // The store's cost is reported at the batch size the target is stated for, unless asked.
         if (args->store && cmd->count("--batches") == 0) args->batches = "256";

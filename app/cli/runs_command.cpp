@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/option_checks.h"
 #include "core/common/error.h"
 #include "core/common/json_input.h"
 #include "sessions/run_bundle.h"
@@ -44,6 +46,13 @@ struct RunsArgs {
 
 std::string resolve_path(const std::string& db) { return db.empty() ? default_database_path() : db; }
 
+// Failures of a read-write open after which a read-only open may still succeed: the file or
+// its folder is not writable, another process writes, the disk is full, the -shm cannot be made.
+bool can_still_read(StoreError::Kind kind) {
+    using K = StoreError::Kind;
+    return kind == K::ReadOnly || kind == K::Locked || kind == K::DiskFull || kind == K::Other || kind == K::Corrupt;
+}
+
 // Opens the store for a command. `write`: the command changes the store. A missing file is an
 // error (not silently created) except where `create` says so.
 std::unique_ptr<RunStore> open_store(const std::string& db, bool write, bool create = false) {
@@ -56,9 +65,17 @@ std::unique_ptr<RunStore> open_store(const std::string& db, bool write, bool cre
     try {
         return std::make_unique<RunStore>(path, o);
     } catch (const StoreError& e) {
-        if (write || (e.kind() != StoreError::Kind::ReadOnly && e.kind() != StoreError::Kind::Locked)) throw;
+        if (write || !can_still_read(e.kind())) throw;
+        // Reading goes on without the write-side work (marking crashed runs INTERRUPTED): a
+        // damaged file is still listed so its runs can be got out, and it is said so once.
+        if (e.kind() == StoreError::Kind::Corrupt)
+            std::fprintf(stderr, "mpwb-cli: warning: %s; reading it anyway, nothing is written to it\n", e.what());
         o.read_only = true;
-        return std::make_unique<RunStore>(path, o);
+        auto store = std::make_unique<RunStore>(path, o);
+        if (store->read_without_wal())
+            std::fprintf(stderr, "mpwb-cli: note: %s was read without its -wal file (the folder is read-only or the disk "
+                                 "is full); rows a running writer has not yet checkpointed are not shown\n", path.c_str());
+        return store;
     }
 }
 
@@ -380,8 +397,11 @@ void cmd_delete(const RunsArgs& a, bool restore) {
 
 void cmd_purge(const RunsArgs& a) {
     auto store = open_store(a.db, true);
-    const int n = store->purge().purged;
+    const auto report = store->purge();
+    const int n = report.purged;
     std::printf("purged %d deleted run%s\n", n, n == 1 ? "" : "s");
+    for (auto id : report.still_running)
+        std::printf("  kept run %lld: it is still running (stop it, then purge again)\n", static_cast<long long>(id));
 }
 
 // --- export / import ----------------------------------------------------------------------------
@@ -544,7 +564,7 @@ void add_runs_command(CLI::App& app) {
     list->add_option("--text", a->text, "Substring of the name, note or configuration");
     auto* del = list->add_flag("--deleted", a->deleted, "Only soft-deleted runs (the trash)");
     list->add_flag("--all", a->all, "Include soft-deleted runs")->excludes(del);
-    list->add_option("--limit", a->limit, "At most this many runs");
+    list->add_option("--limit", a->limit, "At most this many runs (0 = all)")->check(whole_number(0, std::numeric_limits<int>::max()));
     list->add_flag("--json", a->json, "JSON instead of a table");
     list->callback([a] { cmd_list(*a); });
 

@@ -14,6 +14,7 @@
 #include "app/cli/training_options.h"
 #include "core/common/error.h"
 #include "core/train/dataset_source.h"
+#include "sessions/file_identity.h"
 #include "sessions/run_recorder.h"
 
 namespace mpwb::cli {
@@ -30,6 +31,9 @@ struct TrainArgs {
 
 int run_train(const TrainArgs& args) {
     Preset preset = args.training.resolve();
+    // Checked before training: the network file written at the end must not be the database.
+    if (!args.save_network.empty() && !args.store.no_store)
+        refuse_output_onto_database(args.save_network, args.store.database_path(), "the network (--save-network)");
     Trainer* trainer_ptr = nullptr;  // set below; the recorder's callbacks run inside run()
     auto recorder = args.store.open_recorder(preset.name + " " + precision_name(preset.training.precision),
                                              preset.name, std::nullopt, &trainer_ptr);

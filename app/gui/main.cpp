@@ -6,11 +6,13 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QIcon>
+#include <QStatusBar>
 #include <QTimer>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "app/gui/gui_benchmark.h"
@@ -20,11 +22,27 @@
 #include "app/gui/workbench_application.h"
 #include "app/report/report.h"
 #include "core/backend/cpu/blas_kernel.h"
+#include "resources/presets.h"
 #include "sessions/run_store.h"
 #include "widgets/run_browser.h"
 #include "widgets/training_settings_panel.h"
 
 namespace {
+// A command-line value outside its range: said on stderr naming the option, exit status 2.
+int option_error(const QString& option, const QString& value, const QString& expected) {
+    std::fprintf(stderr, "mpwb: --%s: '%s' %s\n", qPrintable(option), qPrintable(value), qPrintable(expected));
+    return 2;
+}
+
+// Whole numbers are read with toLongLong, which refuses (ok = false) text beyond int64 instead
+// of clamping it.
+bool whole_in(const QString& text, qlonglong lo, qlonglong hi, qlonglong* out = nullptr) {
+    bool ok = false;
+    const qlonglong v = text.trimmed().toLongLong(&ok);
+    if (out) *out = v;
+    return ok && v >= lo && v <= hi;
+}
+
 void set_identity() {
     QApplication::setOrganizationName(QStringLiteral("mpwb"));
     QApplication::setApplicationName(QStringLiteral("MP Workbench"));
@@ -79,6 +97,39 @@ int main(int argc, char** argv) {
     for (const auto* o : {&db, &preset, &start, &epochs, &tab, &open, &quit_after, &quit_done, &fresh, &bench, &bench_steps, &bench_rounds}) cli.addOption(*o);
     cli.process(app);
 
+    // Every value is checked before anything starts, so a scripted run fails at once and says
+    // why instead of training something else (--epochs -5 used to train 1 epoch) or never
+    // quitting (--quit-after -1).
+    constexpr qlonglong kMaxEpochs = 1'000'000'000;
+    constexpr double kMaxQuitAfterSeconds = 2'000'000;  // the close timer counts int milliseconds
+    if (cli.isSet(epochs) && !whole_in(cli.value(epochs), 1, kMaxEpochs))
+        return option_error(QStringLiteral("epochs"), cli.value(epochs), QStringLiteral("is not a whole number from 1 to 1000000000"));
+    if (cli.isSet(bench_steps) && !whole_in(cli.value(bench_steps), 1, kMaxEpochs))
+        return option_error(QStringLiteral("benchmark-steps"), cli.value(bench_steps), QStringLiteral("is not a whole number from 1 to 1000000000"));
+    if (cli.isSet(bench_rounds) && !whole_in(cli.value(bench_rounds), 1, 1000))
+        return option_error(QStringLiteral("benchmark-rounds"), cli.value(bench_rounds), QStringLiteral("is not a whole number from 1 to 1000"));
+    if (cli.isSet(quit_after)) {
+        bool ok = false;
+        const double seconds = cli.value(quit_after).toDouble(&ok);
+        if (!ok || !(seconds >= 0) || seconds > kMaxQuitAfterSeconds)
+            return option_error(QStringLiteral("quit-after"), cli.value(quit_after), QStringLiteral("is not a number of seconds from 0 to 2000000"));
+    }
+    if (cli.isSet(start) && cli.value(start) != QLatin1String("train") && cli.value(start) != QLatin1String("compare"))
+        return option_error(QStringLiteral("start"), cli.value(start), QStringLiteral("is not train or compare"));
+    if (cli.isSet(open))
+        for (const auto& part : cli.value(open).split(QLatin1Char(','), Qt::SkipEmptyParts))
+            if (!whole_in(part, 1, std::numeric_limits<qlonglong>::max()))
+                return option_error(QStringLiteral("open-runs"), part, QStringLiteral("is not a run id (a positive whole number)"));
+    if (cli.isSet(preset)) {
+        try {
+            mpwb::load_preset(cli.value(preset).toStdString());
+        } catch (const std::exception& e) {
+            return option_error(QStringLiteral("preset"), cli.value(preset), QString::fromUtf8(e.what()));
+        }
+    }
+    const bool scripted = cli.isSet(quit_after) || cli.isSet(quit_done);
+    int startup_status = 0;  // 1 when a scripted start failed: the process's exit status
+
     if (cli.isSet(bench)) {
         mpwb::GuiBenchmarkOptions bo;
         if (cli.isSet(preset)) bo.preset = cli.value(preset);
@@ -124,22 +175,45 @@ int main(int argc, char** argv) {
                 window.openStoredRuns(ids);
                 window.runBrowser()->selectRuns(ids);
             }
+            // What went wrong while the window set itself up (the database, the preset) is
+            // shown in the window; a scripted run also says it on stderr and fails.
+            for (const QString& error : {window.runBrowser()->errorText(), window.lastError()}) {
+                if (error.isEmpty()) continue;
+                std::fprintf(stderr, "mpwb: %s\n", qPrintable(error));
+                startup_status = 1;
+            }
+            if (startup_status != 0 && scripted) {
+                QCoreApplication::exit(startup_status);
+                return;
+            }
             const QString what = cli.value(start);
-            if (what == QLatin1String("train")) window.startTraining();
-            else if (what == QLatin1String("compare")) window.startComparison();
-            else if (!what.isEmpty()) std::fprintf(stderr, "mpwb: --start takes train or compare, not '%s'\n", qPrintable(what));
+            const bool started = what == QLatin1String("train")     ? window.startTraining()
+                                 : what == QLatin1String("compare") ? window.startComparison()
+                                                                    : true;
+            if (!started) {
+                const QString why = window.lastError().isEmpty() ? window.statusBar()->currentMessage() : window.lastError();
+                std::fprintf(stderr, "mpwb: --start %s failed: %s\n", qPrintable(what), qPrintable(why));
+                startup_status = 1;
+                if (scripted) {
+                    QCoreApplication::exit(startup_status);
+                    return;
+                }
+            }
             if (cli.isSet(tab)) window.plots()->showTab(cli.value(tab));
             if (cli.isSet(quit_done) && window.controller()->busy())
                 QObject::connect(window.controller(), &mpwb::TrainingController::stateChanged, &window,
                                  [&](mpwb::TrainingController::State s) {
                                      if (s == mpwb::TrainingController::State::Idle) window.close();
                                  });
+            else if (cli.isSet(quit_done))
+                window.close();  // nothing was started, so nothing will end: done now
         });
     });
     window.show();
     if (cli.isSet(quit_after)) {
-        const int ms = static_cast<int>(cli.value(quit_after).toDouble() * 1000);
+        const int ms = static_cast<int>(cli.value(quit_after).toDouble() * 1000);  // range checked above
         QTimer::singleShot(ms, &window, &QWidget::close);
     }
-    return app.exec();
+    const int status = app.exec();
+    return status != 0 ? status : (scripted ? startup_status : 0);
 }

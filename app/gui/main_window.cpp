@@ -484,7 +484,8 @@ void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
             const QString text = tr("%1: %2").arg(label, QString::fromStdString(err));
             addEventRow(label, u.steps.empty() ? 0 : u.steps.back().step, tr("error"), tr("workbench"),
                         QString::fromStdString(err), {});
-            showError(tr("Run failed"), text + tr("\n\nWhat the run recorded so far stays in the plots and in the database."));
+            // What is kept depends on how far the run got (nothing, an empty row, or its steps).
+            showError(tr("Run failed"), u.kept.empty() ? text : text + QStringLiteral("\n\n") + QString::fromStdString(u.kept));
         }
     }
     board_->replot();

@@ -225,10 +225,27 @@ TrainingWorker::~TrainingWorker() = default;
 
 bool TrainingWorker::reduced() const { return config_.policy().reduced(); }
 
+namespace {
+// What a failed run leaves behind, said as it is: nothing, an empty row, or its steps.
+std::string kept_text(int64_t steps, int64_t run_id) {
+    const std::string run = "run #" + std::to_string(run_id);
+    if (steps == 0)
+        return run_id > 0 ? "The run failed before its first step; " + run + " stays in the database without data."
+                          : "The run failed before its first step: nothing was recorded.";
+    const std::string what = std::to_string(steps) + (steps == 1 ? " step" : " steps");
+    return run_id > 0 ? "What the run recorded so far (" + what + ") stays in the plots and in the database as " + run + "."
+                      : "What the run showed so far (" + what + ") stays in the plots; it is not in the database.";
+}
+}  // namespace
+
 void TrainingWorker::run() {
-    auto fail = [&](const std::string& what) {
-        std::lock_guard lock(shared_->mu);
-        shared_->slot(slot_).errors.push_back(what);
+    // Errors of the run's end go out together with what is kept, in one update.
+    std::vector<std::string> errors;
+    int64_t steps_done = 0, run_id = 0;
+    auto fail = [&](const std::string& what) { errors.push_back(what); };
+    auto fail_now = [shared = shared_, slot = slot_](const std::string& what) {
+        std::lock_guard lock(shared->mu);
+        shared->slot(slot).errors.push_back(what);
     };
     try {
         auto data = shared_->dataset(config_.dataset);
@@ -247,10 +264,8 @@ void TrainingWorker::run() {
             ro.tags = {{"source", "mpwb"}};
             if (shared_->gate) ro.tags["comparison"] = "fp32-vs-mixed";
             ro.group_id = shared_->group_id;
-            ro.on_failure = [this, fail](const std::string& m) {
-                fail("recording failed: " + m);
-                (void)this;
-            };
+            // Called while the run trains: shown at once.
+            ro.on_failure = [fail_now](const std::string& m) { fail_now("recording failed: " + m); };
             recorder = std::make_unique<RunRecorder>(ro);
         }
         Trainer trainer(net, *data, config_, *backend);
@@ -275,6 +290,8 @@ void TrainingWorker::run() {
             std::lock_guard lock(mu_);
             trainer_ = nullptr;
         }
+        steps_done = summary.steps;
+        run_id = recorder ? recorder->run_id() : 0;
         if (recorder && !recorder->error().empty()) fail("recording: " + recorder->error());
         // The final boundary goes into the store with the run (after the recorder's last commit).
         if (recorder && live.last_grid()) {
@@ -295,7 +312,10 @@ void TrainingWorker::run() {
     }
     {
         std::lock_guard lock(shared_->mu);
-        shared_->slot(slot_).finished = true;
+        auto& update = shared_->slot(slot_);
+        update.errors.insert(update.errors.end(), errors.begin(), errors.end());
+        if (!errors.empty()) update.kept = kept_text(steps_done, run_id);
+        update.finished = true;
     }
     // The thread ends itself here, without a round trip through the GUI thread (which may be
     // waiting for it). A "done" signal queued to the controller used to quit the thread by

@@ -50,6 +50,7 @@ struct RunUpdate {
     std::optional<BoundaryGrid> boundary;  // the newest only
     std::optional<RunSummary> end;
     std::vector<std::string> errors;  // setup failures, recorder failures
+    std::string kept;                 // with a run's final errors: what of it is kept, in one sentence
     bool finished = false;            // the worker is done (after `end`, or after a setup error)
 };
 

@@ -4,6 +4,7 @@
 
 #include "app/report/report_html.h"
 #include "core/numeric/exponent_histogram.h"
+#include "sessions/file_identity.h"
 #include "sessions/run_store.h"
 #include "widgets/plots/heatmap_plot.h"
 #include "widgets/plots/histogram_plot.h"
@@ -366,6 +367,12 @@ QByteArray series_csv(RunStore& store, const std::vector<RunRow>& rows) {
     return out;
 }
 
+// The series CSV goes beside the first output: report.html -> report.csv.
+QString csv_beside(const std::string& output) {
+    const QFileInfo first(QString::fromStdString(output));
+    return first.absoluteDir().filePath(first.completeBaseName() + QStringLiteral(".csv"));
+}
+
 void check_output(const std::string& path) {
     const QFileInfo info(QString::fromStdString(path));
     const QString suffix = info.suffix().toLower();
@@ -396,6 +403,13 @@ std::vector<std::string> write_report(const ReportRequest& request) {
     const std::string db_path = request.database.empty() ? default_database_path() : request.database;
     if (!QFileInfo::exists(QString::fromStdString(db_path)))
         throw ReportError("run database not found: " + db_path);
+    // No output (nor the CSV written beside the first) may overwrite the database it reads.
+    try {
+        for (const std::string& o : outputs) refuse_output_onto_database(o, db_path, "the report");
+        refuse_output_onto_database(csv_beside(outputs.front()).toStdString(), db_path, "the report's CSV");
+    } catch (const StoreError& e) {
+        throw ReportError(e.what());
+    }
     std::unique_ptr<RunStore> store;
     try {
         RunStore::Options options;
@@ -468,8 +482,7 @@ std::vector<std::string> write_report(const ReportRequest& request) {
             write_text(path, report_detail::to_browser_html(content).toUtf8());
         written.push_back(o);
     }
-    const QFileInfo first(QString::fromStdString(outputs.front()));
-    const QString csv = first.absoluteDir().filePath(first.completeBaseName() + QStringLiteral(".csv"));
+    const QString csv = csv_beside(outputs.front());
     write_text(csv, series_csv(*store, content.rows));
     written.push_back(csv.toStdString());
     return written;

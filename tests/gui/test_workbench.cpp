@@ -383,10 +383,12 @@ private slots:
         o.db_path = db_;
         TrainingController ctl(o);
         std::vector<std::string> errors;
+        std::string kept;
         bool finished = false;
         connect(&ctl, &TrainingController::updates, this, [&](const std::vector<RunUpdate>& us) {
             for (const auto& u : us) {
                 errors.insert(errors.end(), u.errors.begin(), u.errors.end());
+                kept += u.kept;
                 finished = finished || u.finished;
             }
         });
@@ -398,6 +400,8 @@ private slots:
         QVERIFY(finished);
         QCOMPARE(errors.size(), size_t(1));
         QVERIFY2(QString::fromStdString(errors.front()).contains("missing.csv"), errors.front().c_str());
+        // Issue 12, 3.9: the run failed before its first step, so nothing "recorded so far" stays.
+        QVERIFY2(QString::fromStdString(kept).contains("nothing was recorded"), kept.c_str());
     }
 
     // Runs started one after the other while the event loop does not run in between (as
