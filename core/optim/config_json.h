@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -50,7 +51,13 @@ inline void read_key(const nlohmann::json& j, const char* what, const char* key,
     if (it == j.end()) return;
     if (!it->is_number())
         throw ConfigError(std::string(what) + ": '" + key + "' must be a number, got " + it->dump());
-    out = it->get<float>();
+    // A double beyond float's range has no float value (the conversion is undefined), so it is
+    // refused here rather than becoming inf or garbage.
+    const double value = it->get<double>();
+    if (std::isfinite(value) && std::fabs(value) > double(std::numeric_limits<float>::max()))
+        throw ConfigError(std::string(what) + ": '" + key + "' is " + it->dump() +
+                          ", beyond the largest float (3.4e38)");
+    out = static_cast<float>(value);
 }
 
 inline void read_key(const nlohmann::json& j, const char* what, const char* key, int64_t& out) {
@@ -59,6 +66,10 @@ inline void read_key(const nlohmann::json& j, const char* what, const char* key,
     if (!it->is_number_integer())
         throw ConfigError(std::string(what) + ": '" + key + "' must be an integer, got " +
                           it->dump());
+    // nlohmann keeps integers above INT64_MAX as unsigned; get<int64_t> would wrap them.
+    if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+        throw ConfigError(std::string(what) + ": '" + key + "' is " + it->dump() +
+                          ", beyond the largest 64-bit integer");
     out = it->get<int64_t>();
 }
 

@@ -2,18 +2,44 @@
 #include "core/train/train_config.h"
 
 #include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
 
 #include "core/common/error.h"
 
 namespace mpwb {
 namespace {
 
+[[noreturn]] void wrong_field(const std::string& key, const nlohmann::json& v, const char* wanted) {
+    throw ConfigError("setting \"" + key + "\" must be " + wanted + ", got " + v.dump());
+}
+
+// Numbers are range-checked before conversion: nlohmann converts with static_cast, which is
+// undefined for a double beyond the target's range and wraps integers beyond it.
 template <typename T>
 T get_field(const nlohmann::json& j, const std::string& key) {
-    try {
-        return j.at(key).get<T>();
-    } catch (const nlohmann::json::exception&) {
-        throw ConfigError("setting \"" + key + "\" has the wrong type: " + j.at(key).dump());
+    const nlohmann::json& v = j.at(key);
+    if constexpr (std::is_same_v<T, bool>) {
+        if (!v.is_boolean()) wrong_field(key, v, "true or false");
+        return v.get<bool>();
+    } else if constexpr (std::is_integral_v<T>) {
+        if (!v.is_number_integer()) wrong_field(key, v, "an integer");
+        const bool fits = v.is_number_unsigned()
+                              ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max())
+                              : std::in_range<T>(v.get<int64_t>());
+        if (!fits) wrong_field(key, v, ("an integer from " + std::to_string(std::numeric_limits<T>::min()) +
+                                        " to " + std::to_string(std::numeric_limits<T>::max())).c_str());
+        return v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>()) : static_cast<T>(v.get<int64_t>());
+    } else if constexpr (std::is_floating_point_v<T>) {
+        if (!v.is_number()) wrong_field(key, v, "a number");
+        const double x = v.get<double>();
+        if (std::fabs(x) > double(std::numeric_limits<T>::max())) wrong_field(key, v, "a number within float range");
+        return static_cast<T>(x);
+    } else {
+        if (!v.is_string()) wrong_field(key, v, "a string");
+        return v.get<T>();
     }
 }
 

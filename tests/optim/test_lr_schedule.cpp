@@ -151,6 +151,8 @@ private slots:
         QVERIFY2(m.contains("'milestones'"), qPrintable(m));
         m = msg(R"({"kind": "step", "step_size": 2.5})");
         QVERIFY2(m.contains("step_size") && m.contains("integer"), qPrintable(m));
+        m = msg(R"({"kind": "step", "step_size": 9223372036854775808})");  // INT64_MAX + 1: no wrap
+        QVERIFY2(m.contains("step_size") && m.contains("64-bit"), qPrintable(m));
         m = msg(R"({"kind": "cosine", "total_steps": 5, "warmup_steps": 5})");
         QVERIFY2(m.contains("total_steps = 5"), qPrintable(m));
         // total_steps 0 is a valid config ("the whole run", set by the trainer) but no schedule

@@ -555,6 +555,12 @@ private slots:
         QVERIFY2(m.contains("beta1"), qPrintable(m));
         m = msg(R"([1, 2])");
         QVERIFY2(m.contains("object"), qPrintable(m));
+        // Numbers beyond the field's type are refused, not converted (undefined for floats,
+        // wrapped for integers).
+        m = msg(R"({"eps": 1e39})");
+        QVERIFY2(m.contains("eps") && m.contains("largest float"), qPrintable(m));
+        m = msg(R"({"momentum": -1e300})");
+        QVERIFY2(m.contains("momentum") && m.contains("largest float"), qPrintable(m));
     }
 };
 

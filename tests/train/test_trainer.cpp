@@ -293,6 +293,22 @@ private slots:
                  qPrintable("message: " + message));
     }
 
+    // Numbers beyond a setting's type are refused by name instead of being converted (undefined
+    // for 1e300 into an int) or wrapped (INT64_MAX + 1 into an int64).
+    void settingsBeyondTheirTypeAreRefused() {
+        for (const char* text : {R"({"epochs": 1e300})", R"({"max_steps": 9223372036854775808})",
+                                 R"({"dataset": {"noise": 1e39}})", R"({"dataset": {"classes": 4294967296}})"}) {
+            QString message;
+            try {
+                (void)train_config_from_json(nlohmann::json::parse(text));
+            } catch (const ConfigError& e) {
+                message = e.what();
+            }
+            const QString key = QString(text).section('"', -2, -2);
+            QVERIFY2(message.contains(key) && message.contains("must be"), qPrintable(QString(text) + " -> " + message));
+        }
+    }
+
     void nanInDataIsRefused() {
         QTemporaryDir dir;
         const std::string path = dir.path().toStdString() + "/table.csv";
