@@ -10,6 +10,8 @@
 int main(int argc, char** argv) {
     mpwb::ensure_fast_blas_kernels(argv);
     CLI::App app{"MP Workbench headless: mixed-precision training from the command line", "mpwb-cli"};
+    // --version answers before a subcommand is required (help2man reads it for the man page).
+    app.set_version_flag("--version", "mpwb-cli " MPWB_VERSION);
     app.require_subcommand(1);
     mpwb::cli::add_train_command(app);
     mpwb::cli::add_bench_command(app);

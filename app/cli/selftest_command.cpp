@@ -2,7 +2,8 @@
 // "N passed, N failed" at the end (exit 0 when nothing failed, 1 when something did, 77 when
 // the backend cannot run here, the conventional "skipped" code the Qt Test suite reads).
 //
-// cuda: every device op against the CPU backend (core/backend/cuda/selftest), then whole
+// cuda: every device op against the CPU backend (core/backend/cuda/selftest, in the CUDA module,
+//   reached through its table), then whole
 //   training steps in every precision policy: the spiral MLP trained for a few dozen steps on
 //   the device (with and without CUDA graphs) and on the CPU from the same seed, every step's
 //   loss and the final weights compared within the policy's tolerance.
@@ -16,15 +17,12 @@
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "core/backend/default_backend.h"
 #include "core/common/error.h"
 #include "core/common/parallel.h"
 #include "core/train/dataset_source.h"
 #include "core/train/trainer.h"
 #include "resources/presets.h"
-#ifdef MPWB_HAVE_CUDA
-#include "core/backend/cuda/cuda_backend.h"
-#include "core/backend/cuda/selftest.h"
-#endif
 
 namespace mpwb::cli {
 namespace {
@@ -145,10 +143,8 @@ void cpu_checks(Tally& tally) {
     }
 }
 
-#ifdef MPWB_HAVE_CUDA
 void cuda_checks(Tally& tally, Backend& backend) {
-    auto& cuda = dynamic_cast<cuda::CudaBackend&>(backend);
-    cuda::run_op_checks(cuda.context(), [&](const cuda::SelftestLine& l) {
+    run_cuda_op_checks(backend, [&](const CudaCheckLine& l) {
         tally.line(l.passed, l.name, l.error, l.tolerance, l.detail);
     });
     auto cpu = make_cpu_backend();
@@ -188,7 +184,6 @@ void cuda_checks(Tally& tally, Backend& backend) {
         }
     }
 }
-#endif
 
 int run_selftest(const std::string& backend_name) {
     Tally tally;
@@ -196,7 +191,6 @@ int run_selftest(const std::string& backend_name) {
         std::printf("selftest: backend cpu (%d threads)\n", thread_count());
         cpu_checks(tally);
     } else if (backend_name == "cuda") {
-#ifdef MPWB_HAVE_CUDA
         std::string why;
         auto backend = make_cuda_backend(&why);
         if (!backend) {
@@ -205,10 +199,6 @@ int run_selftest(const std::string& backend_name) {
         }
         std::printf("selftest: backend cuda on %s\n", backend->device_name().c_str());
         cuda_checks(tally, *backend);
-#else
-        std::printf("SKIP: this build has no CUDA backend (built without the CUDA toolkit)\n");
-        return kSkipped;
-#endif
     } else {
         throw ConfigError("unknown backend '" + backend_name + "'; choose cpu or cuda");
     }

@@ -110,11 +110,7 @@ public:
 
 // The CPU backend; always available.
 std::unique_ptr<Backend> make_cpu_backend();
-#ifdef MPWB_HAVE_CUDA
-// The CUDA backend, or null with the reason in why_not (no driver, no device). Its op methods
-// take host pointers and stage them through the device (the selftest's parity surface); training
-// runs through device_steps(). device_index -1: MPWB_CUDA_DEVICE, else device 0.
-std::unique_ptr<Backend> make_cuda_backend(std::string* why_not, int device_index = -1);
-#endif
+// The CUDA backend lives in a module loaded at run time: make_cuda_backend and
+// make_default_backend in core/backend/default_backend.h.
 
 }  // namespace mpwb

@@ -9,16 +9,12 @@
 #include <string>
 
 #include "core/backend/cuda/device_context.h"
+#include "core/backend/cuda_module.h"
 
 namespace mpwb::cuda {
 
-struct SelftestLine {
-    std::string name;
-    bool passed = false;
-    double error = 0;      // normwise relative error (max |device - cpu| / max |cpu|)
-    double tolerance = 0;
-    std::string detail;    // why it failed, or what it measured
-};
+// The line the module's table hands to the program (core/backend/cuda_module.h).
+using SelftestLine = CudaCheckLine;
 
 // Runs every op check on `context`, calling `report` once per check. Returns the failure count.
 int run_op_checks(DeviceContext& context, const std::function<void(const SelftestLine&)>& report);
