@@ -28,7 +28,7 @@ public:
     void read(void* dst, size_t bytes) {
         if (bytes > blob_.size() - pos_)
             throw DataError(what_ + " is truncated at byte " + std::to_string(pos_) + " of " + std::to_string(blob_.size()));
-        std::memcpy(dst, blob_.data() + pos_, bytes);
+        if (bytes > 0) std::memcpy(dst, blob_.data() + pos_, bytes);  // an empty vector's data() may be null
         pos_ += bytes;
     }
     template <class T>

@@ -198,8 +198,9 @@ private slots:
         msg = build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 1}, {"kernel", 1}, {"padding", 4611686018427388032}}}),
                           {1, 4, 4});
         VERIFY_MSG(msg, "layer 0 (Conv2d): ", "elements");
+        // A pooling padding beyond kernel/2 is refused as such (checked without overflowing).
         msg = build_error(net_of({{{"type", "MaxPool2d"}, {"kernel", 2}, {"padding", 4611686018427388032}}}), {1, 4, 4});
-        VERIFY_MSG(msg, "layer 0 (MaxPool2d): ", "elements");
+        VERIFY_MSG(msg, "layer 0 (MaxPool2d): ", "padding <= kernel/2", "4611686018427388032");
         // An integer beyond int64 is not read as a negative number.
         VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 18446744073709551615u}}})),
                    "layer 0 (Linear): ", "\"out\"", "18446744073709551615");

@@ -49,7 +49,10 @@ Trajectory run_engine(LossScaler& s, const std::vector<bool>& flags, int64_t fir
     for (int64_t step = first_step; i < flags.size(); ++step) {
         s.begin_step(step);
         while (i < flags.size()) {
-            const StepOutcome o = s.on_step_result(step, flags[i++], flags[i - 1] ? "fc2.weight" : "");
+            // Read before the call: argument order is unspecified, and flags[i - 1] evaluated
+            // before i++ read flags[-1] (ASan: heap-buffer-overflow).
+            const bool overflow = flags[i++];
+            const StepOutcome o = s.on_step_result(step, overflow, overflow ? "fc2.weight" : "");
             t.push_back({o.scale_used, act_of(o.action)});
             if (o.action != StepAction::Retry) break;
         }
