@@ -1,6 +1,7 @@
 // NetworkEditor: palette, layer table model with drag-and-drop, settings form, undo commands,
 // shape inference through Network::inspect, JSON and preset loading.
 #include "widgets/network_editor.h"
+#include "widgets/output_guard.h"
 
 #include <QAbstractTableModel>
 #include <QApplication>
@@ -707,16 +708,18 @@ bool NetworkEditor::openFile(const QString& path, bool interactive) {
     return error.isEmpty();
 }
 
-bool NetworkEditor::saveFile(const QString& path, bool interactive) {
+QString NetworkEditor::writeNetworkFile(const QString& path) const {
     QSaveFile f(path);
-    QString error;
-    if (!f.open(QIODevice::WriteOnly)) {
-        error = tr("Cannot write %1: %2").arg(path, f.errorString());
-    } else {
-        const std::string text = network_.dump(2) + "\n";
-        f.write(text.data(), qint64(text.size()));
-        if (!f.commit()) error = tr("Cannot write %1: %2").arg(path, f.errorString());
-    }
+    if (!f.open(QIODevice::WriteOnly)) return tr("Cannot write %1: %2").arg(path, f.errorString());
+    const std::string text = network_.dump(2) + "\n";
+    f.write(text.data(), qint64(text.size()));
+    if (!f.commit()) return tr("Cannot write %1: %2").arg(path, f.errorString());
+    return {};
+}
+
+bool NetworkEditor::saveFile(const QString& path, bool interactive) {
+    QString error = output_refusal(path, tr("the network"));
+    if (error.isEmpty()) error = writeNetworkFile(path);
     if (!error.isEmpty() && interactive) QMessageBox::warning(this, tr("Save network"), error);
     if (error.isEmpty()) undo_->setClean();
     return error.isEmpty();

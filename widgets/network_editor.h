@@ -83,6 +83,8 @@ signals:
     void presetLoaded(const QString& name);
 
 private:
+    // Writes the network as indented JSON to path; empty on success, else the reason.
+    QString writeNetworkFile(const QString& path) const;
     friend class LayerTableModel;
     friend class NetworkEditCommand;
     // Called by undo commands: installs a description and selects a row.

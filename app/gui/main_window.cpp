@@ -42,6 +42,7 @@
 #include "widgets/dataset_panel.h"
 #include "widgets/live_label.h"
 #include "widgets/network_editor.h"
+#include "widgets/output_guard.h"
 #include "widgets/precision_panel.h"
 #include "widgets/run_browser.h"
 #include "widgets/training_settings_panel.h"
@@ -88,6 +89,7 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
     co.chunk_seconds = options_.chunk_seconds;
     controller_ = new TrainingController(co, this);
     options_.db_path = controller_->db_path();
+    set_guarded_database(QString::fromStdString(options_.db_path));
 
     board_ = new PlotBoard(this);
     setCentralWidget(board_);

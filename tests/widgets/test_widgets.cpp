@@ -29,6 +29,9 @@
 #include "sessions/run_store.h"
 #include "widgets/dataset_panel.h"
 #include "widgets/network_editor.h"
+#include "widgets/output_guard.h"
+#include "widgets/plots/plot_export.h"
+#include "widgets/plots/series_plot.h"
 #include "widgets/precision_panel.h"
 #include "widgets/run_browser.h"
 #include "widgets/training_settings_panel.h"
@@ -97,6 +100,7 @@ private slots:
     void network_editor_reorders_and_drops();
     void network_editor_preset_and_json();
     void network_editor_refuses_hostile_files();
+    void exports_never_overwrite_the_run_database();
     void dataset_panel_round_trip_and_preview();
     void dataset_panel_idx_folder();
     void precision_panel_validation_and_live_requests();
@@ -327,6 +331,36 @@ void TestWidgets::network_editor_refuses_hostile_files() {
     QVERIFY(!ed.isValid());
     const QString row = QString::fromStdString(ed.reports().at(1).error);
     QVERIFY2(row.contains("1,570,000,000,000 parameters") && row.contains("268,435,456"), qPrintable(row));
+}
+
+// A plot export or a saved network aimed at the run database (here through a symlink) is
+// refused with a sentence naming both files, and the database keeps every byte.
+void TestWidgets::exports_never_overwrite_the_run_database() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath("runs.sqlite");
+    const QByteArray content("SQLite format 3\0 stand-in bytes", 31);
+    QFile f(db);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(content);
+    f.close();
+    const QString alias = dir.filePath("plot.csv");
+    QVERIFY(QFile::link(db, alias));
+    set_guarded_database(db);
+
+    SeriesPlot plot(SeriesPlot::Kind::Loss);
+    QString error;
+    QVERIFY(!export_plot(&plot, alias, &error));
+    QVERIFY2(error.contains(alias) && error.contains(db) && error.contains("run database"), qPrintable(error));
+    NetworkEditor ed;
+    QVERIFY(!ed.saveFile(db, false));
+    QVERIFY(!ed.saveFile(db + "-wal", false));  // the WAL beside it, even before it exists
+    QVERIFY(!QFile::exists(db + "-wal"));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll(), content);
+    f.close();
+    QVERIFY(ed.saveFile(dir.filePath("net.json"), false));  // other files are written as before
+    QVERIFY(export_plot(&plot, dir.filePath("plot.png"), &error));
+    set_guarded_database({});
 }
 
 void TestWidgets::dataset_panel_round_trip_and_preview() {

@@ -1,5 +1,6 @@
 // export_plot: PNG/PDF/CSV export of any QCustomPlot, chosen by the file suffix.
 #include "widgets/plots/plot_export.h"
+#include "widgets/output_guard.h"
 
 #include "widgets/plots/plot_widget.h"
 
@@ -56,6 +57,8 @@ bool export_plot(QCustomPlot* plot, const QString& path, QString* error, int wid
     if (!plot) return fail(error, QStringLiteral("no plot to export"));
     const QFileInfo info(path);
     const QString suffix = info.suffix().toLower();
+    if (const QString refusal = output_refusal(path, QStringLiteral("the plot")); !refusal.isEmpty())
+        return fail(error, refusal);
     if (!info.absoluteDir().exists())
         return fail(error, QStringLiteral("cannot write %1: the folder %2 does not exist")
                                .arg(path, info.absolutePath()));
