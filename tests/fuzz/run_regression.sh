@@ -13,6 +13,9 @@ harnesses=("$@")
 if [ ${#harnesses[@]} -eq 0 ]; then
   for dir in "$source_dir"/corpus/*/; do harnesses+=("$(basename "$dir")"); done
 fi
+# Scratch files on tmpfs when there is one: the bundle harness creates a store per input, and
+# SQLite's syncs on a disk-backed /tmp cost it most of its speed.
+if [ -z "${TMPDIR:-}" ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 failed=()
 for h in "${harnesses[@]}"; do
   work="$build/fuzz-work/$h"
