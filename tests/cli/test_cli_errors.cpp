@@ -13,30 +13,11 @@
 
 #include "sessions/run_store.h"
 #include "../sessions/test_support.h"
+#include "program_runner.h"
 
 namespace {
 
-struct Result {
-    int exit_code = -1;
-    bool finished = false;
-    QByteArray out, err;
-};
-
-Result run_program(const QString& program, const QStringList& args, int timeout_ms = 120000) {
-    QProcess p;
-    p.start(program, args);
-    Result r;
-    if (!p.waitForStarted(10000)) return r;
-    r.finished = p.waitForFinished(timeout_ms);
-    if (!r.finished) {
-        p.kill();
-        p.waitForFinished();
-    }
-    r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = p.readAllStandardOutput();
-    r.err = p.readAllStandardError();
-    return r;
-}
+using Result = ProgramResult;
 
 const QString kCli = QStringLiteral(MPWB_BINARY_DIR "/app/cli/mpwb-cli");
 const QString kGui = QStringLiteral(MPWB_BINARY_DIR "/app/gui/mpwb");

@@ -12,32 +12,13 @@
 
 #include "core/train/decision_boundary.h"
 #include "sessions/run_store.h"
+#include "program_runner.h"
 
 namespace {
 
-struct CliResult {
-    int exit_code = -1;
-    bool finished = false;
-    QByteArray out, err;
-};
+using CliResult = ProgramResult;
 
-// The limit only ends a command that would never finish (waitForFinished returns at its end), so
-// it is generous enough for a sanitizer build on a loaded machine.
-CliResult run_cli(const QStringList& args, int timeout_ms = 300000) {
-    QProcess p;
-    p.start(QStringLiteral(MPWB_BINARY_DIR "/app/cli/mpwb-cli"), args);
-    CliResult r;
-    if (!p.waitForStarted(60000)) return r;
-    r.finished = p.waitForFinished(timeout_ms);
-    if (!r.finished) {
-        p.kill();
-        p.waitForFinished();
-    }
-    r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = p.readAllStandardOutput();
-    r.err = p.readAllStandardError();
-    return r;
-}
+CliResult run_cli(const QStringList& args) { return run_program(QStringLiteral(MPWB_BINARY_DIR "/app/cli/mpwb-cli"), args); }
 
 QJsonObject parse_object(const QByteArray& text) {
     QJsonParseError error;
