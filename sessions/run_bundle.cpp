@@ -193,16 +193,20 @@ void refuse_outputs_onto_source(const std::string& source, const std::set<std::i
     }
 }
 
+// What SQLite's integrity check finds in db; a file too damaged to be checked at all reports
+// the error that stopped the check. Empty: healthy.
+std::string damage_found(sqlite::Db& db) {
+    try {
+        return sqlite::integrity_findings(db);
+    } catch (const StoreError& e) {
+        return e.what();
+    }
+}
+
 // After a Corrupt error while rows moved between two files: the damaged one is the one whose
 // quick_check fails (throws naming it); when neither does, the original error stands.
 [[noreturn]] void blame_damaged_file(const StoreError& error, sqlite::Db& suspect, const std::string& what) {
-    std::string findings;
-    try {
-        findings = sqlite::integrity_findings(suspect);
-    } catch (const StoreError& e) {
-        findings = e.what();
-    }
-    if (!findings.empty()) {
+    if (const std::string findings = damage_found(suspect); !findings.empty()) {
         throw StoreError(StoreError::Kind::Corrupt, what + " " + suspect.path() + " is corrupt: " + findings);
     }
     throw error;
@@ -253,13 +257,7 @@ void write_csv(RunStore& store, const std::vector<std::int64_t>& ids, const std:
 // damaged bundle from a damaged store before anything is written.
 void check_bundle_integrity(const std::string& path) {
     sqlite::Db db(path, SQLITE_OPEN_READONLY);
-    std::string findings;
-    try {
-        findings = sqlite::integrity_findings(db);
-    } catch (const StoreError& e) {
-        findings = e.what();
-    }
-    if (!findings.empty()) {
+    if (const std::string findings = damage_found(db); !findings.empty()) {
         throw StoreError(StoreError::Kind::Corrupt,
                          "bundle " + path + " is damaged (it fails SQLite's integrity check: " + findings +
                              "); nothing was imported");
