@@ -18,6 +18,9 @@ public:
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
     nlohmann::json to_json() const override;
 
+    float momentum() const { return momentum_; }
+    float eps() const { return eps_; }
+
 private:
     float momentum_, eps_;
     int64_t channels_ = 0, spatial_ = 1;

@@ -17,6 +17,10 @@ public:
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
     nlohmann::json to_json() const override;
 
+    int64_t out_features() const { return out_; }
+    int64_t in_features() const { return in_; }  // 0 until built unless the description fixed it
+    bool has_bias() const { return has_bias_; }
+
 private:
     int64_t out_, in_;
     bool has_bias_;

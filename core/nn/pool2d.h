@@ -17,8 +17,14 @@ public:
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
     nlohmann::json to_json() const override;
 
-private:
+    // The pooling at this batch; the input sizes are known once the layer is built.
     PoolGeometry geometry(int64_t batch) const;
+    Mode mode() const { return mode_; }
+    int64_t kernel() const { return kernel_; }
+    int64_t stride() const { return stride_; }
+    int64_t padding() const { return padding_; }
+
+private:
     Mode mode_;
     int64_t kernel_, stride_, padding_, channels_ = 0, in_h_ = 0, in_w_ = 0;
     std::vector<int32_t> argmax_;

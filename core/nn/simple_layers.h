@@ -14,6 +14,9 @@ public:
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
     nlohmann::json to_json() const override;
 
+    Activation activation() const { return activation_; }
+    float slope() const { return slope_; }  // used by LeakyReLU only
+
 private:
     Activation activation_;
     float slope_;
@@ -40,6 +43,8 @@ public:
     void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
     nlohmann::json to_json() const override { return {{"type", "Dropout"}, {"p", json_float(p_)}}; }
+
+    float p() const { return p_; }  // drop probability
 
 private:
     float p_;
