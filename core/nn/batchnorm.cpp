@@ -6,10 +6,7 @@
 
 namespace mpwb {
 
-BatchNorm::BatchNorm(float momentum, float eps) : momentum_(momentum), eps_(eps) {
-    if (!(momentum > 0.0f && momentum <= 1.0f)) throw ShapeError("needs momentum in (0, 1], gets " + std::to_string(momentum));
-    if (!(eps > 0.0f && std::isfinite(eps))) throw ShapeError("needs a positive eps, gets " + std::to_string(eps));
-}
+BatchNorm::BatchNorm(float momentum, float eps) : momentum_(momentum), eps_(eps) {}
 
 LayerPlan BatchNorm::plan(const Shape& input) const {
     if (input.size() != 1 && input.size() != 3)
@@ -53,6 +50,8 @@ void BatchNorm::backward(LayerContext& ctx, const Tensor& x, const Tensor&, cons
                                    channels_, spatial_);
 }
 
-nlohmann::json BatchNorm::to_json() const { return {{"type", "BatchNorm"}, {"momentum", json_float(momentum_)}, {"eps", json_float(eps_)}}; }
+nlohmann::json BatchNorm::to_json() const { return {{"type", "BatchNorm"},
+            {"momentum", float_as_json_double(momentum_)},
+            {"eps", float_as_json_double(eps_)}}; }
 
 }  // namespace mpwb

@@ -1,9 +1,9 @@
 // Layer: one step of a sequential network. Layers compute in FP32 on inputs the network has
 // already rounded to the storage format; the network, not the layer, rounds what a layer stores
 // (outputs, input gradients, weight gradients), so the precision policy lives in one place.
+// Layers are made from their JSON by the layer registry (layer_registry.h), which checks every
+// setting's type and range; a layer's constructor trusts its arguments.
 #pragma once
-#include <charconv>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -11,18 +11,11 @@
 #include "core/backend/backend.h"
 #include "core/common/checked_arith.h"
 #include "core/common/rng.h"
+#include "core/common/text_format.h"  // float_as_json_double: how each layer's to_json writes a float setting
 #include "core/tensor/parameter.h"
 #include "core/tensor/tensor.h"
 
 namespace mpwb {
-
-// A float setting as JSON: the double with the float's shortest decimal form, so a saved network
-// says 0.001 where the user wrote 0.001, not 0.0010000000474974513.
-inline double json_float(float v) {
-    char buf[32];
-    const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-    return std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
-}
 
 // Thrown by Layer::build with the reason only; Network adds "layer i (Kind): ".
 class ShapeError : public std::runtime_error {

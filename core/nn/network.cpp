@@ -8,11 +8,6 @@
 
 #include "core/common/error.h"
 #include "core/common/json_input.h"
-#include "core/nn/batchnorm.h"
-#include "core/nn/conv2d.h"
-#include "core/nn/linear.h"
-#include "core/nn/pool2d.h"
-#include "core/nn/simple_layers.h"
 
 namespace mpwb {
 namespace {
@@ -24,47 +19,6 @@ std::string layer_prefix(size_t index, const std::string& kind) {
 std::string spec_kind(const nlohmann::json& spec) {
     if (spec.is_object() && spec.contains("type") && spec["type"].is_string()) return spec["type"].get<std::string>();
     return "?";
-}
-
-// Reads an integer field, with a clear message when it is missing or of the wrong type.
-int64_t int_field(const nlohmann::json& spec, const char* key, std::optional<int64_t> fallback = {}) {
-    if (!spec.contains(key)) {
-        if (fallback) return *fallback;
-        throw ShapeError(std::string("needs \"") + key + "\"");
-    }
-    const auto& v = spec[key];
-    if (!v.is_number_integer()) throw ShapeError(std::string("\"") + key + "\" must be an integer, gets " + v.dump());
-    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kInt64Max))
-        throw ShapeError(std::string("\"") + key + "\" is too large, gets " + v.dump());
-    return v.get<int64_t>();
-}
-
-float float_field(const nlohmann::json& spec, const char* key, float fallback) {
-    if (!spec.contains(key)) return fallback;
-    const auto& v = spec[key];
-    if (!v.is_number()) throw ShapeError(std::string("\"") + key + "\" must be a number, gets " + v.dump());
-    const double d = v.get<double>();
-    if (std::fabs(d) > FLT_MAX) throw ShapeError(std::string("\"") + key + "\" is out of the float range, gets " + v.dump());
-    return static_cast<float>(d);
-}
-
-bool bool_field(const nlohmann::json& spec, const char* key, bool fallback) {
-    if (!spec.contains(key)) return fallback;
-    if (!spec[key].is_boolean()) throw ShapeError(std::string("\"") + key + "\" must be true or false");
-    return spec[key].get<bool>();
-}
-
-void check_keys(const nlohmann::json& spec, std::initializer_list<const char*> allowed) {
-    for (const auto& [key, value] : spec.items()) {
-        if (key == "type") continue;
-        bool known = false;
-        for (const char* a : allowed) known |= key == a;
-        if (!known) {
-            std::string list;
-            for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
-            throw ShapeError("unknown setting \"" + key + "\"" + (list.empty() ? "" : " (known: " + list + ")"));
-        }
-    }
 }
 
 // Running totals of a network measured layer by layer against NetworkLimits.
@@ -103,60 +57,6 @@ private:
 };
 
 }  // namespace
-
-std::vector<std::string> layer_kinds() {
-    return {"Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "ReLU", "LeakyReLU", "GELU", "Tanh",
-            "Sigmoid", "Flatten", "Dropout", "BatchNorm"};
-}
-
-std::unique_ptr<Layer> make_layer(const nlohmann::json& spec) {
-    if (!spec.is_object()) throw ShapeError("must be a JSON object, gets " + spec.dump());
-    if (!spec.contains("type") || !spec["type"].is_string()) throw ShapeError("needs a \"type\" string");
-    const std::string type = spec["type"];
-    if (type == "Linear") {
-        check_keys(spec, {"out", "in", "bias"});
-        return std::make_unique<Linear>(int_field(spec, "out"), int_field(spec, "in", 0), bool_field(spec, "bias", true));
-    }
-    if (type == "Conv2d") {
-        check_keys(spec, {"out_channels", "kernel", "stride", "padding", "in_channels", "bias"});
-        return std::make_unique<Conv2d>(int_field(spec, "out_channels"), int_field(spec, "kernel"),
-                                        int_field(spec, "stride", 1), int_field(spec, "padding", 0),
-                                        int_field(spec, "in_channels", 0), bool_field(spec, "bias", true));
-    }
-    if (type == "MaxPool2d" || type == "AvgPool2d") {
-        check_keys(spec, {"kernel", "stride", "padding"});
-        const int64_t kernel = int_field(spec, "kernel", 2);
-        return std::make_unique<Pool2d>(type == "MaxPool2d" ? Pool2d::Mode::Max : Pool2d::Mode::Average, kernel,
-                                        int_field(spec, "stride", kernel), int_field(spec, "padding", 0));
-    }
-    if (type == "ReLU" || type == "GELU" || type == "Tanh" || type == "Sigmoid") {
-        check_keys(spec, {});
-        const Activation a = type == "ReLU" ? Activation::ReLU
-                             : type == "GELU" ? Activation::GELU
-                             : type == "Tanh" ? Activation::Tanh
-                                              : Activation::Sigmoid;
-        return std::make_unique<ActivationLayer>(a);
-    }
-    if (type == "LeakyReLU") {
-        check_keys(spec, {"slope"});
-        return std::make_unique<ActivationLayer>(Activation::LeakyReLU, float_field(spec, "slope", 0.01f));
-    }
-    if (type == "Flatten") {
-        check_keys(spec, {});
-        return std::make_unique<Flatten>();
-    }
-    if (type == "Dropout") {
-        check_keys(spec, {"p"});
-        return std::make_unique<Dropout>(float_field(spec, "p", 0.5f));
-    }
-    if (type == "BatchNorm") {
-        check_keys(spec, {"momentum", "eps"});
-        return std::make_unique<BatchNorm>(float_field(spec, "momentum", 0.1f), float_field(spec, "eps", 1e-5f));
-    }
-    std::string known;
-    for (const auto& k : layer_kinds()) known += (known.empty() ? "" : ", ") + k;
-    throw ShapeError("unknown layer type \"" + type + "\" (known: " + known + ")");
-}
 
 Network Network::from_json(const nlohmann::json& description) {
     if (!description.is_object()) throw NetworkError("network description must be a JSON object");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/nn/layer.h"
+#include "core/nn/layer_registry.h"  // make_layer, layer_kinds: the kinds a description may name
 #include "core/precision/precision_policy.h"
 
 namespace mpwb {
@@ -97,9 +98,5 @@ private:
     std::vector<Tensor> activations_;  // activations_[i] is layer i's input; the last is the output
     std::vector<Tensor> gradients_;    // gradients_[i] is the gradient of activations_[i]
 };
-
-// Makes one layer from its JSON object; ShapeError/NetworkError with the reason.
-std::unique_ptr<Layer> make_layer(const nlohmann::json& spec);
-std::vector<std::string> layer_kinds();
 
 }  // namespace mpwb

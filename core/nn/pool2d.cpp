@@ -5,9 +5,8 @@ namespace mpwb {
 
 Pool2d::Pool2d(Mode mode, int64_t kernel, int64_t stride, int64_t padding)
     : mode_(mode), kernel_(kernel), stride_(stride), padding_(padding) {
-    if (kernel <= 0) throw ShapeError("needs a positive kernel size, gets " + std::to_string(kernel));
-    if (stride <= 0) throw ShapeError("needs a positive stride, gets " + std::to_string(stride));
-    if (padding < 0 || padding > kernel / 2)  // not padding * 2: a huge padding overflows
+    // The registry checks each setting's range; this rule ties two of them.
+    if (padding > kernel / 2)  // not padding * 2: a huge padding overflows
         throw ShapeError("needs 0 <= padding <= kernel/2, gets padding " + std::to_string(padding));
 }
 

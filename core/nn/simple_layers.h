@@ -42,7 +42,7 @@ public:
     Shape build(const Shape& input) override { return input; }
     void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
-    nlohmann::json to_json() const override { return {{"type", "Dropout"}, {"p", json_float(p_)}}; }
+    nlohmann::json to_json() const override { return {{"type", "Dropout"}, {"p", float_as_json_double(p_)}}; }
 
     float p() const { return p_; }  // drop probability
 

@@ -127,7 +127,7 @@ private slots:
         VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 4}}, {{"type", "Dense"}, {"out", 2}}})),
                         "layer 1 (Dense): unknown layer type \"Dense\"", "Linear", "Conv2d", "BatchNorm");
         VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 4}, {"units", 5}}})),
-                        "layer 0 (Linear): unknown setting \"units\"", "out, in, bias");
+                        "layer 0 (Linear): unknown setting \"units\"", "out, bias, in");
         VERIFY_MSG(from_json_error(net_of({{{"type", "ReLU"}, {"slope", 0.1}}})),
                         "layer 0 (ReLU): unknown setting \"slope\"");
         VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", "ten"}}})),
@@ -136,12 +136,12 @@ private slots:
         VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 2}, {"bias", "yes"}}})),
                         "\"bias\" must be true or false");
         VERIFY_MSG(from_json_error(net_of({{{"type", "Dropout"}, {"p", "half"}}})), "\"p\" must be a number");
-        VERIFY_MSG(from_json_error(net_of({{{"type", "Dropout"}, {"p", 1.0}}})), "layer 0 (Dropout): ",
-                        "drop probability in [0, 1)");
+        VERIFY_MSG(from_json_error(net_of({{{"type", "Dropout"}, {"p", 1.0}}})),
+                        "layer 0 (Dropout): \"p\" (drop probability) must be in [0, 1), gets 1");
         VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}}})), "layer 0 (Linear): needs \"out\"");
         VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", -3}}})), "positive", "-3");
         VERIFY_MSG(from_json_error(net_of({{{"type", "Conv2d"}, {"out_channels", 2}, {"kernel", 3}, {"stride", 0}}})),
-                        "layer 0 (Conv2d): needs a positive stride");
+                        "layer 0 (Conv2d): \"stride\" must be positive, gets 0");
         VERIFY_MSG(from_json_error(net_of({json{{"out", 3}}})), "layer 0 (?): needs a \"type\" string");
         VERIFY_MSG(from_json_error(net_of({json("Linear")})), "layer 0 (?): must be a JSON object");
         VERIFY_MSG(from_json_error(json{{"layer", json::array()}}), "needs a \"layers\" array");
