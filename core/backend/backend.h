@@ -12,7 +12,7 @@
 
 namespace mpwb {
 
-class DeviceStepFactory;  // core/train/device_step.h
+class StepEngineFactory;  // core/backend/step_engine.h
 
 enum class Activation : uint8_t { ReLU, LeakyReLU, GELU, Tanh, Sigmoid };
 
@@ -103,9 +103,10 @@ public:
     virtual bool scale_and_check_finite(float factor, float* x, int64_t n) = 0;
     virtual double sum_squares(const float* x, int64_t n) = 0;
 
-    // A backend that can keep whole training steps on its device offers them here; the Trainer
-    // then drives a DeviceStep instead of calling the ops above one by one. Null: op by op.
-    virtual DeviceStepFactory* device_steps() { return nullptr; }
+    // A backend that can keep whole training steps on its device offers a step engine for them
+    // here; the Trainer then drives it instead of the host engine, which calls the ops above one
+    // by one. Null: op by op.
+    virtual StepEngineFactory* device_steps() { return nullptr; }
 };
 
 // The CPU backend; always available.

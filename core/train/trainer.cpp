@@ -1,16 +1,16 @@
-// The step loop.
+// The step loop: one loop over one StepEngine (trainer.h), with the state of a run in Trainer::Run.
 #include "core/train/trainer.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <optional>
 
 #include "core/common/error.h"
 #include "core/common/parallel.h"
 #include "core/data/batcher.h"
-#include "core/optim/grad_clip.h"
-#include "core/train/device_step.h"
+#include "core/train/host_step_engine.h"
 
 namespace mpwb {
 namespace {
@@ -37,6 +37,7 @@ public:
         r.loss_scale = scale_;
         records.push_back(std::move(r));
     }
+    int64_t step() const { return step_; }
     std::vector<GradientStatsRecord> records;
 
 private:
@@ -100,10 +101,8 @@ Trainer::Trainer(Network& network, const Dataset& data, TrainConfig config, Back
     }
     network_.init(config_.seed);
     network_.prepare_weights(policy_);
-    optimizer_ = make_optimizer(config_.optimizer);
     ScheduleConfig schedule = config_.schedule;
-    const int64_t total = config_.max_steps > 0 ? config_.max_steps : config_.epochs * steps_per_epoch();
-    if (schedule.kind == "cosine" && schedule.total_steps == 0) schedule.total_steps = total;
+    if (schedule.kind == "cosine" && schedule.total_steps == 0) schedule.total_steps = total_steps();
     schedule_ = std::make_unique<LrSchedule>(schedule, config_.lr);
 }
 
@@ -111,6 +110,10 @@ Trainer::~Trainer() = default;
 
 int64_t Trainer::steps_per_epoch() const {
     return (data_.train_size() + config_.batch_size - 1) / config_.batch_size;
+}
+
+int64_t Trainer::total_steps() const {
+    return config_.max_steps > 0 ? config_.max_steps : config_.epochs * steps_per_epoch();
 }
 
 void Trainer::add_observer(TrainingObserver* observer) { observers_.push_back(observer); }
@@ -149,6 +152,21 @@ void Trainer::request_learning_rate(float lr) {
     pending_lr_ = lr;
 }
 
+bool Trainer::lr_request_pending() {
+    std::lock_guard lock(request_mutex_);
+    return pending_lr_.has_value();
+}
+
+void Trainer::apply_lr_request(int64_t at_step, double wall) {
+    std::lock_guard lock(request_mutex_);
+    if (!pending_lr_) return;
+    const float base = schedule_->lr_at(scaler_.optimizer_iteration());
+    const float old_lr = base * lr_scale_;
+    lr_scale_ = *pending_lr_ / base;
+    emit_event({at_step, wall, "lr_changed", "user", {{"from", old_lr}, {"to", *pending_lr_}}});
+    pending_lr_.reset();
+}
+
 void Trainer::wait_while_paused() {
     std::unique_lock lock(pause_mutex_);
     pause_cv_.wait(lock, [this] { return !paused_ || stop_; });
@@ -162,33 +180,101 @@ void Trainer::drain_scaler_events(double wall) {
     for (auto& e : scaler_.take_events()) emit_event({e.step, wall, e.kind, e.source, e.detail});
 }
 
-Backend::LossResult Trainer::evaluate() {
-    LayerContext ctx{backend_, policy_.gemm_operands, false, nullptr};
-    BatchIterator batches(data_.test_x, data_.test_y, config_.eval_batch, 0, false, false);
-    batches.start_epoch(0);
-    Tensor bx, by;
-    Backend::LossResult total;
-    int64_t seen = 0;
-    while (batches.next(bx, by)) {
-        const Tensor& out = network_.forward(ctx, bx, policy_);
-        const int64_t n = bx.dim(0);
-        const auto r = data_.is_classification()
-                           ? backend_.softmax_cross_entropy(out.data(), by.data(), nullptr, n, out.numel() / n, 1.0f)
-                           : backend_.mse(out.data(), by.data(), nullptr, n, out.numel() / n, 1.0f);
-        total.loss += r.loss * static_cast<double>(n);
-        total.correct += r.correct;
-        seen += n;
-    }
-    if (seen) total.loss /= static_cast<double>(seen);
-    return total;
-}
+// ---------------------------------------------------------------------------------------------
+// The state of one run
+
+struct Trainer::InFlight {
+    int64_t step = 0, epoch = 0;
+    int64_t offset = 0, n = 0;  // the batch: order[offset, offset + n)
+    bool statistics = false;    // a gradient-statistics step
+    int retries = 0;
+    double seconds = 0;  // of its attempts so far
+};
+
+struct Trainer::Run {
+    Run(const Dataset& data, const TrainConfig& config, const PrecisionPolicy& policy)
+        : batches(data.train_x, data.train_y, config.batch_size, config.seed, true, false),
+          stats_format(policy.reduced() ? policy.activations : Format::FP16) {}
+    double seconds() const { return seconds_since(t0); }
+
+    const Clock::time_point t0 = Clock::now();
+    RunSummary summary;
+    BatchIterator batches;
+    const Format stats_format;  // what the gradient statistics' fractions refer to
+    std::unique_ptr<StepEngine> engine;
+    std::deque<InFlight> in_flight;  // oldest first, as the records arrive
+    std::vector<StepResult> arrived;
+    std::optional<StatsProbe> probe;  // the histograms of the statistics step in flight
+    std::optional<HostGradientPass> host_pass;  // statistics for an engine that takes none
+    int64_t step = 0;  // steps launched
+    bool finished = false;
+    // Running sums: since the last evaluation, over the epoch, over the run.
+    double since_eval_loss = 0, since_eval_correct = 0;
+    int64_t since_eval_steps = 0, since_eval_samples = 0;
+    double epoch_loss = 0;
+    int64_t epoch_steps = 0;
+    int64_t trained_samples = 0;
+    double underflow_sum = 0;
+    int64_t underflow_count = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The loop
 
 RunSummary Trainer::run() {
     set_thread_count(config_.threads);
-    const auto t0 = Clock::now();
-    RunSummary summary;
-    summary.min_scale = summary.max_scale = scaler_.scale();
+    Run run(data_, config_, policy_);
+    run.summary.min_scale = run.summary.max_scale = scaler_.scale();
+    announce_start();
+    try {
+        run.engine = make_engine(total_steps());
+        for (int64_t epoch = 0; !run.finished && (epoch < config_.epochs || config_.max_steps > 0); ++epoch) {
+            run.batches.start_epoch(epoch);
+            run.engine->set_epoch_order(run.batches.order());
+            run.epoch_loss = 0;
+            run.epoch_steps = 0;
+            int64_t batch = 0;
+            bool evaluated = false;
+            for (; batch < run.batches.batches_per_epoch() && !stop_; ++batch) {
+                if (config_.max_steps > 0 && run.step >= config_.max_steps) break;
+                if (!pause_point(run)) break;
+                train_step(run, epoch, batch);
+                evaluated = config_.eval_every > 0 && run.step % config_.eval_every == 0;
+                if (evaluated) evaluate_now(run, epoch);
+            }
+            end_epoch(run, epoch, batch, evaluated);
+        }
+        run.engine->download_weights();
+        run.summary.status = stop_ ? RunStatus::Stopped : RunStatus::Finished;
+        if (stop_) emit_event({run.step, run.seconds(), "stopped", "user", {}});
+    } catch (const std::exception& e) {
+        run.summary.status = RunStatus::Failed;
+        run.summary.error = e.what();
+        emit_event({run.step, run.seconds(), "failed", "trainer", {{"error", e.what()}}});
+    }
+    close_summary(run);
+    for (auto* o : observers_) o->on_run_end(run.summary);
+    return run.summary;
+}
 
+std::unique_ptr<StepEngine> Trainer::make_engine(int64_t total_steps) {
+    StepEngineConfig c;
+    c.policy = policy_;
+    c.optimizer = config_.optimizer;
+    c.clip_norm = config_.clip_norm;
+    c.schedule = schedule_.get();
+    c.total_steps = total_steps;
+    c.batch_size = config_.batch_size;
+    c.eval_batch = config_.eval_batch;
+    c.seed = config_.seed;
+    c.use_graphs = config_.device_graphs;
+    StepEngineFactory* device = backend_.device_steps();
+    auto engine = device ? device->make_step_engine(network_, data_, c) : make_host_step_engine(network_, data_, backend_, c);
+    engine->set_scaler(scaler_.config(), scaler_);
+    return engine;
+}
+
+void Trainer::announce_start() {
     RunStartInfo info;
     info.config = to_json(config_);
     info.network = network_.to_json();
@@ -198,347 +284,214 @@ RunSummary Trainer::run() {
     info.device = backend_.device_name();
     info.parameters = network_.parameter_count();
     info.steps_per_epoch = steps_per_epoch();
-    info.total_steps = config_.max_steps > 0 ? config_.max_steps : config_.epochs * steps_per_epoch();
+    info.total_steps = total_steps();
     info.train_samples = data_.train_size();
     info.test_samples = data_.test_size();
     for (size_t i = 0; i < network_.size(); ++i) info.layer_labels.push_back(network_.layer_label(i));
     for (auto* o : observers_) o->on_run_start(info);
+}
 
-    const Format stats_format = policy_.reduced() ? policy_.activations : Format::FP16;
-    const auto params = network_.parameters();
-    Rng dropout_rng(config_.seed ^ 0xD50Full);
-    LayerContext ctx{backend_, policy_.gemm_operands, true, &dropout_rng};
-    BatchIterator batches(data_.train_x, data_.train_y, config_.batch_size, config_.seed, true, false);
-    Tensor bx, by, dout;
-    int64_t step = 0;
-    double since_eval_loss = 0, since_eval_correct = 0;
-    int64_t since_eval_steps = 0, since_eval_samples = 0;
-    double underflow_sum = 0;
-    int64_t underflow_count = 0;
-    double epoch_loss = 0;
-    int64_t epoch_steps = 0;
-    int64_t trained_samples = 0;
+bool Trainer::pause_point(Run& run) {
+    const bool held = take_hold(run.step);
+    if (!paused_) return true;
+    collect(run, true);
+    emit_event({run.step, run.seconds(), "paused", held ? "hold" : "user", {}});
+    wait_while_paused();
+    emit_event({run.step, run.seconds(), "resumed", "user", {}});
+    return !stop_;
+}
 
-    std::unique_ptr<DeviceStep> device;  // set when the backend keeps steps on its device
-    auto run_eval = [&](int64_t epoch) {
-        const auto r = device ? device->evaluate(data_) : evaluate();
-        EvalMetrics m;
-        m.step = step;
-        m.epoch = epoch;
-        m.wall_time = seconds_since(t0);
-        m.test_loss = r.loss;
-        m.test_accuracy = data_.test_size() ? static_cast<double>(r.correct) / static_cast<double>(data_.test_size()) : 0;
-        m.train_loss = since_eval_steps ? since_eval_loss / static_cast<double>(since_eval_steps) : 0;
-        m.train_accuracy = since_eval_samples ? since_eval_correct / static_cast<double>(since_eval_samples) : 0;
-        since_eval_loss = since_eval_correct = 0;
-        since_eval_steps = since_eval_samples = 0;
-        summary.test_loss = m.test_loss;
-        summary.test_accuracy = m.test_accuracy;
-        summary.best_test_accuracy = std::max(summary.best_test_accuracy, m.test_accuracy);
-        for (auto* o : observers_) o->on_eval(m);
-    };
-
-    auto apply_lr_request = [&](int64_t at_step) {
-        std::lock_guard lock(request_mutex_);
-        if (!pending_lr_) return;
-        const float base = schedule_->lr_at(scaler_.optimizer_iteration());
-        const float old_lr = base * lr_scale_;
-        lr_scale_ = *pending_lr_ / base;
-        emit_event({at_step, seconds_since(t0), "lr_changed", "user", {{"from", old_lr}, {"to", *pending_lr_}}});
-        pending_lr_.reset();
-    };
-    auto lr_request_pending = [&] {
-        std::lock_guard lock(request_mutex_);
-        return pending_lr_.has_value();
-    };
-
-    // What every step reports, whichever path computed it: summary, running means, observers.
-    auto finish_step = [&](StepMetrics& m, const StepOutcome& outcome, const Backend::LossResult& loss, int64_t n,
-                           std::vector<GradientStatsRecord>* stats) {
-        summary.train_seconds += m.step_seconds;
-        m.wall_time = seconds_since(t0);
-        m.loss = loss.loss;
-        m.accuracy = data_.is_classification() ? static_cast<double>(loss.correct) / static_cast<double>(n) : 0;
-        m.samples_per_second = static_cast<double>(n) / std::max(m.step_seconds, 1e-9);
-        m.loss_scale = outcome.scale_used;
-        m.overflow_count = scaler_.overflow_count();
-        m.skipped_count = scaler_.skipped_steps();
-        summary.min_scale = std::min(summary.min_scale, outcome.next_scale);
-        summary.max_scale = std::max(summary.max_scale, outcome.next_scale);
-        summary.steps = m.step;
-        if (std::isfinite(loss.loss)) {
-            since_eval_loss += loss.loss;
-            epoch_loss += loss.loss;
-        }
-        since_eval_correct += static_cast<double>(loss.correct);
-        ++since_eval_steps;
-        ++epoch_steps;
-        since_eval_samples += n;
-        trained_samples += n;
-        for (auto* o : observers_) o->on_step(m);
-        if (stats) {
-            for (auto& r : *stats) {
-                if (r.kind == GradientKind::Activation) {
-                    underflow_sum += r.stats.underflow_fraction;
-                    ++underflow_count;
-                }
-                for (auto* o : observers_) o->on_gradient_stats(r);
-            }
-        }
-        drain_scaler_events(m.wall_time);
-    };
-
-    // The device path: steps are launched ahead and narrated when their records arrive.
-    struct Launched {
-        int64_t step, offset, n;
-        int retries = 0;
-    };
-    std::deque<Launched> in_flight;
-    std::vector<DeviceStepResult> arrived;
-    // A statistics step's histograms, taken by the CPU engine on the step's batch and weights.
-    std::optional<std::pair<int64_t, std::vector<GradientStatsRecord>>> host_stats;
-    auto host_gradient_stats = [&](int64_t at_step, int64_t offset, int64_t n) {
-        device->download(network_);
-        const auto order = std::span<const int64_t>(batches.order()).subspan(static_cast<size_t>(offset), static_cast<size_t>(n));
-        gather_rows(data_.train_x, order, bx);
-        gather_rows(data_.train_y, order, by);
-        LayerContext host_ctx{backend_, policy_.gemm_operands, true, &dropout_rng};
-        const float scale = scaler_.scale();
-        const Tensor& out = network_.forward(host_ctx, bx, policy_);
-        dout.resize(out.shape());
-        const int64_t k = out.numel() / n;
-        if (data_.is_classification())
-            backend_.softmax_cross_entropy(out.data(), by.data(), dout.data(), n, k, scale);
-        else
-            backend_.mse(out.data(), by.data(), dout.data(), n, k, scale);
-        StatsProbe probe(network_, at_step, stats_format, scale);
-        network_.backward(host_ctx, dout, policy_, &probe);
-        host_stats.emplace(at_step, std::move(probe.records));
-    };
-    const bool device_retries = scaler_.config().on_overflow == OverflowAction::Retry;
-    // Narrates every record that has arrived (all launched ones when wait). Returns false when
-    // the last one asked for a retry of its batch, which the caller relaunches.
-    auto drain_device = [&](bool wait, int64_t epoch) -> bool {
-        arrived.clear();
-        device->collect(arrived, wait);
-        bool retry = false;
-        for (const auto& r : arrived) {
-            if (in_flight.empty() || in_flight.front().step != r.step)
-                throw Error("device step record for step " + std::to_string(r.step) + " arrived out of order");
-            Launched& l = in_flight.front();
-            std::string first_bad;
-            if (r.nonfinite)
-                first_bad = r.first_nonfinite_parameter >= 0
-                                ? network_.parameter_owner(static_cast<size_t>(r.first_nonfinite_parameter)) + " " +
-                                      params.at(static_cast<size_t>(r.first_nonfinite_parameter))->name
-                                : std::string("loss");
-            const StepOutcome outcome = scaler_.on_step_result(r.step, r.nonfinite, first_bad);
-            const bool host_applies = outcome.action == StepAction::Apply;
-            if (host_applies != r.applied || outcome.scale_used != r.scale_used)
-                throw Error("the device's loss scaler disagreed with the host's at step " + std::to_string(r.step) +
-                            ": device " + (r.applied ? "applied" : "skipped") + " at scale " +
-                            std::to_string(r.scale_used) + ", host " + to_string(outcome.action) + " at scale " +
-                            std::to_string(outcome.scale_used));
-            if (outcome.action == StepAction::Retry) {
-                ++l.retries;
-                retry = true;
-                continue;
-            }
-            StepMetrics m;
-            m.step = r.step;
-            m.epoch = epoch;
-            m.retries = l.retries;
-            m.lr = r.lr;  // the record's rate includes the live factor
-            m.grad_norm = r.grad_norm;
-            if (!host_applies) {
-                m.skipped = true;
-                m.skip_reason = outcome.reason;
-                m.first_nonfinite_layer = outcome.first_nonfinite_layer;
-            }
-            m.step_seconds = r.seconds;
-            std::vector<GradientStatsRecord>* stats = nullptr;
-            if (host_stats && host_stats->first == r.step) stats = &host_stats->second;
-            const int64_t n = l.n;
-            in_flight.pop_front();
-            finish_step(m, outcome, {r.loss, r.correct}, n, stats);
-            if (stats) host_stats.reset();
-        }
-        return !retry;
-    };
-    // One epoch on the device; returns whether it ended with an evaluation.
-    auto device_epoch = [&](int64_t epoch) -> bool {
-        device->set_epoch_order(batches.order());
-        const int64_t total = batches.samples();
-        const int64_t per_epoch = batches.batches_per_epoch();
-        bool evaluated = false;
-        for (int64_t b = 0; b < per_epoch && !stop_ && (config_.max_steps == 0 || step < config_.max_steps); ++b) {
-            const bool held = take_hold(step);
-            if (paused_) {
-                drain_device(true, epoch);
-                emit_event({step, seconds_since(t0), "paused", held ? "hold" : "user", {}});
-                wait_while_paused();
-                emit_event({step, seconds_since(t0), "resumed", "user", {}});
-                if (stop_) break;
-            }
-            ++step;
-            const int64_t offset = b * config_.batch_size;
-            const int64_t n = std::min(config_.batch_size, total - offset);
-            // A live change lands on a step boundary the host and the device agree on: the host
-            // catches up with every step in flight, applies it, and hands the device its scaler.
-            if (scaler_.has_pending_requests() || lr_request_pending()) {
-                drain_device(true, epoch);
-                scaler_.begin_step(step);
-                apply_lr_request(step);
-                device->set_scaler(scaler_.config(), scaler_);
-            }
-            const bool stats_step = config_.stats_every > 0 && (step % config_.stats_every == 0 || step == 1);
-            if (stats_step) {
-                drain_device(true, epoch);
-                host_gradient_stats(step, offset, n);
-            }
-            in_flight.push_back({step, offset, n});
-            device->launch(step, offset, n, lr_scale_);
-            // Retries need the verdict before the next batch.
-            if (device_retries) {
-                while (!drain_device(true, epoch)) {
-                    device->set_scaler(scaler_.config(), scaler_);
-                    device->launch(step, offset, n, lr_scale_);
-                }
-                if (device_retries) device->set_scaler(scaler_.config(), scaler_);
-            } else {
-                drain_device(false, epoch);
-            }
-            evaluated = false;
-            if (config_.eval_every > 0 && step % config_.eval_every == 0) {
-                drain_device(true, epoch);
-                run_eval(epoch);
-                evaluated = true;
-            }
-        }
-        drain_device(true, epoch);
-        return evaluated;
-    };
-
-    try {
-        if (DeviceStepFactory* factory = backend_.device_steps()) {
-            DeviceStepConfig dc;
-            dc.policy = policy_;
-            dc.optimizer = config_.optimizer;
-            dc.clip_norm = config_.clip_norm;
-            // One entry past the last step: the schedule's clock can run one ahead on a skip.
-            for (int64_t i = 0; i <= info.total_steps; ++i) dc.lr_by_iteration.push_back(schedule_->lr_at(i));
-            dc.batch_size = config_.batch_size;
-            dc.eval_batch = config_.eval_batch;
-            dc.seed = config_.seed;
-            dc.use_graphs = config_.device_graphs;
-            device = factory->make_device_step(network_, dc);
-            device->upload(data_, network_);
-            device->set_scaler(scaler_.config(), scaler_);
-        }
-        for (int64_t epoch = 0; epoch < config_.epochs || config_.max_steps > 0; ++epoch) {
-            batches.start_epoch(epoch);
-            epoch_loss = 0;
-            epoch_steps = 0;
-            bool evaluated_at_end = false;
-            const int64_t steps_before_epoch = step;
-            if (device) evaluated_at_end = device_epoch(epoch);
-            while (!device && !stop_ && (config_.max_steps == 0 || step < config_.max_steps)) {
-                const bool held = take_hold(step);
-                if (paused_) {
-                    emit_event({step, seconds_since(t0), "paused", held ? "hold" : "user", {}});
-                    wait_while_paused();
-                    emit_event({step, seconds_since(t0), "resumed", "user", {}});
-                    if (stop_) break;
-                }
-                if (!batches.next(bx, by)) break;
-                ++step;
-                const auto step_start = Clock::now();
-                scaler_.begin_step(step);
-                apply_lr_request(step);
-                const int64_t n = bx.dim(0);
-                StepMetrics m;
-                m.step = step;
-                m.epoch = epoch;
-                StepOutcome outcome;
-                Backend::LossResult loss;
-                const bool stats_step = config_.stats_every > 0 && (step % config_.stats_every == 0 || step == 1);
-                std::optional<StatsProbe> probe;
-                for (;;) {
-                    const float scale = scaler_.scale();
-                    const Tensor& out = network_.forward(ctx, bx, policy_);
-                    dout.resize(out.shape());
-                    const int64_t k = out.numel() / n;
-                    loss = data_.is_classification()
-                               ? backend_.softmax_cross_entropy(out.data(), by.data(), dout.data(), n, k, scale)
-                               : backend_.mse(out.data(), by.data(), dout.data(), n, k, scale);
-                    if (stats_step) probe.emplace(network_, step, stats_format, scale);
-                    network_.backward(ctx, dout, policy_, probe ? &*probe : nullptr);
-                    // Unscale from the loss backwards so the first non-finite layer is the one
-                    // nearest the loss, where an overflow starts.
-                    bool finite = true;
-                    std::string first_bad;
-                    const float inverse = 1.0f / scale;
-                    for (size_t p = params.size(); p-- > 0;) {
-                        Tensor& g = params[p]->grad;
-                        if (!backend_.scale_and_check_finite(inverse, g.data(), g.numel()) && finite) {
-                            finite = false;
-                            first_bad = network_.parameter_owner(p) + " " + params[p]->name;
-                        }
-                    }
-                    if (!std::isfinite(loss.loss) && finite) {
-                        finite = false;
-                        first_bad = "loss";
-                    }
-                    outcome = scaler_.on_step_result(step, !finite, first_bad);
-                    if (outcome.action != StepAction::Retry) break;
-                    ++m.retries;
-                }
-                if (outcome.action == StepAction::Apply) {
-                    if (config_.clip_norm > 0)
-                        m.grad_norm = clip_grad_norm(params, config_.clip_norm);
-                    const float lr = schedule_->lr_at(outcome.optimizer_iteration - 1) * lr_scale_;
-                    m.lr = lr;
-                    optimizer_->step(params, lr, {policy_.master, policy_.weight_copy});
-                } else {
-                    m.skipped = true;
-                    m.skip_reason = outcome.reason;
-                    m.first_nonfinite_layer = outcome.first_nonfinite_layer;
-                    m.lr = schedule_->lr_at(std::max<int64_t>(0, outcome.optimizer_iteration - 1)) * lr_scale_;
-                }
-                m.step_seconds = seconds_since(step_start);
-                finish_step(m, outcome, loss, n, probe ? &probe->records : nullptr);
-                evaluated_at_end = false;
-                if (config_.eval_every > 0 && step % config_.eval_every == 0) {
-                    run_eval(epoch);
-                    evaluated_at_end = true;
-                }
-            }
-            summary.train_loss = epoch_steps ? epoch_loss / static_cast<double>(epoch_steps) : summary.train_loss;
-            if (stop_) break;
-            const int64_t batches_done = device ? step - steps_before_epoch : batches.batch_index();
-            if (batches_done >= batches.batches_per_epoch()) summary.epochs_completed = epoch + 1;
-            // Every epoch ends with an evaluation unless eval_every sets the rhythm; the last
-            // one always does, so the summary holds the final weights' accuracy.
-            const bool last = config_.max_steps > 0 ? step >= config_.max_steps : epoch + 1 == config_.epochs;
-            if (!evaluated_at_end && (config_.eval_every == 0 || last)) run_eval(epoch);
-            if (config_.max_steps > 0 && step >= config_.max_steps) break;
-        }
-        if (device) device->download(network_);
-        summary.status = stop_ ? RunStatus::Stopped : RunStatus::Finished;
-        if (stop_) emit_event({step, seconds_since(t0), "stopped", "user", {}});
-    } catch (const std::exception& e) {
-        summary.status = RunStatus::Failed;
-        summary.error = e.what();
-        emit_event({step, seconds_since(t0), "failed", "trainer", {{"error", e.what()}}});
+void Trainer::train_step(Run& run, int64_t epoch, int64_t batch) {
+    InFlight step;
+    step.step = ++run.step;
+    step.epoch = epoch;
+    step.offset = batch * config_.batch_size;
+    step.n = std::min(config_.batch_size, run.batches.samples() - step.offset);
+    step.statistics = config_.stats_every > 0 && (step.step % config_.stats_every == 0 || step.step == 1);
+    if (scaler_.has_pending_requests() || lr_request_pending()) apply_live_changes(run, step.step);
+    if (step.statistics) collect(run, true);  // the histograms see the weights the step starts from
+    run.in_flight.push_back(step);
+    launch(run, run.in_flight.back());
+    if (scaler_.config().on_overflow != OverflowAction::Retry) {
+        collect(run, false);
+        return;
     }
+    // A retry needs the verdict before the next batch, and hands the engine the host's scaler.
+    while (!collect(run, true)) {
+        run.engine->set_scaler(scaler_.config(), scaler_);
+        launch(run, run.in_flight.back());
+    }
+    run.engine->set_scaler(scaler_.config(), scaler_);
+}
+
+// A live change lands on a step boundary the host and the engine agree on: the host catches up
+// with every step in flight, applies it, and hands the engine its scaler.
+void Trainer::apply_live_changes(Run& run, int64_t step) {
+    collect(run, true);
+    scaler_.begin_step(step);
+    apply_lr_request(step, run.seconds());
+    run.engine->set_scaler(scaler_.config(), scaler_);
+}
+
+void Trainer::launch(Run& run, InFlight& step) {
+    StepLaunch attempt{step.step, step.offset, step.n, lr_scale_, nullptr};
+    // An engine that takes statistics feeds a probe made for each attempt's scale; for one that
+    // does not, the host takes them once per step, before its first attempt.
+    const bool engine_statistics = run.engine->capabilities().gradient_statistics;
+    if (step.statistics && (engine_statistics || step.retries == 0)) {
+        run.probe.emplace(network_, step.step, run.stats_format, scaler_.scale());
+        if (engine_statistics) attempt.probe = &*run.probe;
+        else host_statistics(run, step);
+    }
+    run.engine->launch(attempt);
+}
+
+// The step's batch through the host backend with the engine's weights, synchronising once every
+// K steps: the histograms must see the scaled FP32 values before they are rounded, which a real
+// FP16 GEMM never writes to memory.
+void Trainer::host_statistics(Run& run, const InFlight& step) {
+    run.engine->download_weights();
+    if (!run.host_pass) run.host_pass.emplace(network_, data_, backend_, policy_, config_.seed);
+    const auto rows = std::span<const int64_t>(run.batches.order())
+                          .subspan(static_cast<size_t>(step.offset), static_cast<size_t>(step.n));
+    run.host_pass->run(rows, scaler_.scale(), &*run.probe);
+}
+
+bool Trainer::collect(Run& run, bool wait) {
+    run.arrived.clear();
+    run.engine->collect(run.arrived, wait);
+    bool decided = true;
+    for (const StepResult& record : run.arrived) decided = narrate(run, record);
+    return decided;
+}
+
+bool Trainer::narrate(Run& run, const StepResult& record) {
+    if (run.in_flight.empty() || run.in_flight.front().step != record.step)
+        throw Error("step record for step " + std::to_string(record.step) + " arrived out of order");
+    InFlight& step = run.in_flight.front();
+    const StepOutcome outcome = replay(record);
+    step.seconds += record.seconds;
+    if (outcome.action == StepAction::Retry) {
+        ++step.retries;
+        return false;
+    }
+    StepMetrics m;
+    m.step = record.step;
+    m.epoch = step.epoch;
+    m.retries = step.retries;
+    m.lr = record.lr;  // the record's rate includes the live factor
+    m.grad_norm = record.grad_norm;
+    if (outcome.action != StepAction::Apply) {
+        m.skipped = true;
+        m.skip_reason = outcome.reason;
+        m.first_nonfinite_layer = outcome.first_nonfinite_layer;
+    }
+    m.step_seconds = step.seconds;
+    const int64_t n = step.n;
+    run.in_flight.pop_front();
+    finish_step(run, m, outcome, record, n);
+    return true;
+}
+
+// The engine decided; the run's scaler takes the same verdict and says it to the observers.
+StepOutcome Trainer::replay(const StepResult& record) {
+    std::string first_bad;
+    if (record.nonfinite) {
+        const int p = record.first_nonfinite_parameter;
+        first_bad = p >= 0 ? network_.parameter_owner(static_cast<size_t>(p)) + " " +
+                                 network_.parameters().at(static_cast<size_t>(p))->name
+                           : std::string("loss");
+    }
+    const StepOutcome outcome = scaler_.on_step_result(record.step, record.nonfinite, first_bad);
+    const bool host_applies = outcome.action == StepAction::Apply;
+    if (host_applies != record.applied || outcome.scale_used != record.scale_used)
+        throw Error("the step engine's loss scaler disagreed with the host's at step " + std::to_string(record.step) +
+                    ": engine " + (record.applied ? "applied" : "skipped") + " at scale " +
+                    std::to_string(record.scale_used) + ", host " + to_string(outcome.action) + " at scale " +
+                    std::to_string(outcome.scale_used));
+    return outcome;
+}
+
+// What every step reports, whichever engine ran it: summary, running means, observers.
+void Trainer::finish_step(Run& run, StepMetrics& m, const StepOutcome& outcome, const StepResult& record, int64_t n) {
+    RunSummary& summary = run.summary;
+    summary.train_seconds += m.step_seconds;
+    m.wall_time = run.seconds();
+    m.loss = record.loss;
+    m.accuracy = data_.is_classification() ? static_cast<double>(record.correct) / static_cast<double>(n) : 0;
+    m.samples_per_second = static_cast<double>(n) / std::max(m.step_seconds, 1e-9);
+    m.loss_scale = outcome.scale_used;
+    m.overflow_count = scaler_.overflow_count();
+    m.skipped_count = scaler_.skipped_steps();
+    summary.min_scale = std::min(summary.min_scale, outcome.next_scale);
+    summary.max_scale = std::max(summary.max_scale, outcome.next_scale);
+    summary.steps = m.step;
+    if (std::isfinite(record.loss)) {
+        run.since_eval_loss += record.loss;
+        run.epoch_loss += record.loss;
+    }
+    run.since_eval_correct += static_cast<double>(record.correct);
+    ++run.since_eval_steps;
+    ++run.epoch_steps;
+    run.since_eval_samples += n;
+    run.trained_samples += n;
+    for (auto* o : observers_) o->on_step(m);
+    if (run.probe && run.probe->step() == m.step) {
+        for (auto& r : run.probe->records) {
+            if (r.kind == GradientKind::Activation) {
+                run.underflow_sum += r.stats.underflow_fraction;
+                ++run.underflow_count;
+            }
+            for (auto* o : observers_) o->on_gradient_stats(r);
+        }
+        run.probe.reset();
+    }
+    drain_scaler_events(m.wall_time);
+}
+
+void Trainer::evaluate_now(Run& run, int64_t epoch) {
+    collect(run, true);
+    const auto r = run.engine->evaluate();
+    EvalMetrics m;
+    m.step = run.step;
+    m.epoch = epoch;
+    m.wall_time = run.seconds();
+    m.test_loss = r.loss;
+    m.test_accuracy = data_.test_size() ? static_cast<double>(r.correct) / static_cast<double>(data_.test_size()) : 0;
+    m.train_loss = run.since_eval_steps ? run.since_eval_loss / static_cast<double>(run.since_eval_steps) : 0;
+    m.train_accuracy = run.since_eval_samples ? run.since_eval_correct / static_cast<double>(run.since_eval_samples) : 0;
+    run.since_eval_loss = run.since_eval_correct = 0;
+    run.since_eval_steps = run.since_eval_samples = 0;
+    run.summary.test_loss = m.test_loss;
+    run.summary.test_accuracy = m.test_accuracy;
+    run.summary.best_test_accuracy = std::max(run.summary.best_test_accuracy, m.test_accuracy);
+    for (auto* o : observers_) o->on_eval(m);
+}
+
+void Trainer::end_epoch(Run& run, int64_t epoch, int64_t batches_done, bool evaluated) {
+    collect(run, true);
+    if (run.epoch_steps) run.summary.train_loss = run.epoch_loss / static_cast<double>(run.epoch_steps);
+    if (stop_) {
+        run.finished = true;
+        return;
+    }
+    if (batches_done >= run.batches.batches_per_epoch()) run.summary.epochs_completed = epoch + 1;
+    // Every epoch ends with an evaluation unless eval_every sets the rhythm; the last one always
+    // does, so the summary holds the final weights' accuracy.
+    const bool last = config_.max_steps > 0 ? run.step >= config_.max_steps : epoch + 1 == config_.epochs;
+    if (!evaluated && (config_.eval_every == 0 || last)) evaluate_now(run, epoch);
+    run.finished = config_.max_steps > 0 && run.step >= config_.max_steps;
+}
+
+void Trainer::close_summary(Run& run) {
+    RunSummary& summary = run.summary;
     summary.skipped_steps = scaler_.skipped_steps();
     summary.overflow_count = scaler_.overflow_count();
-    summary.wall_seconds = seconds_since(t0);
+    summary.wall_seconds = run.seconds();
     summary.samples_per_second =
-        summary.train_seconds > 0 ? static_cast<double>(trained_samples) / summary.train_seconds : 0;
-    summary.mean_activation_underflow = underflow_count ? underflow_sum / static_cast<double>(underflow_count) : 0;
-    for (auto* o : observers_) o->on_run_end(summary);
-    return summary;
+        summary.train_seconds > 0 ? static_cast<double>(run.trained_samples) / summary.train_seconds : 0;
+    summary.mean_activation_underflow =
+        run.underflow_count ? run.underflow_sum / static_cast<double>(run.underflow_count) : 0;
 }
 
 }  // namespace mpwb

@@ -1,9 +1,12 @@
-// Trainer: the step loop. Forward in the policy's formats, FP32 loss with the loss scale folded
-// into its gradient, backward, a fused unscale + non-finite check that names the first layer
-// (from the loss backwards) holding a non-finite value, the scaler's verdict (apply, skip,
-// retry), clipping after unscaling, and the optimizer's FP32 master update that rewrites the
-// reduced weight copy. Pause, resume and stop act between steps; live setting changes (scaler,
-// learning rate) apply at the next step boundary and are recorded as events.
+// Trainer: the step loop. One loop over one StepEngine (core/backend/step_engine.h): the host
+// engine runs each step op by op (forward in the policy's formats, FP32 loss with the loss scale
+// folded into its gradient, backward, unscale + non-finite check, the scaler's verdict, clipping
+// after unscaling, the optimizer's FP32 master update); a device engine does the same on its
+// accelerator. The loop launches steps, collects their records, replays each verdict through the
+// run's LossScaler and narrates it to the observers, evaluates, and takes gradient statistics on
+// the host for an engine that does not take them itself. Pause, resume and stop act between
+// steps; live setting changes (scaler, learning rate) apply at the next step boundary, once the
+// host has caught up with every step in flight, and are recorded as events.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -13,10 +16,10 @@
 #include <vector>
 
 #include "core/backend/backend.h"
+#include "core/backend/step_engine.h"
 #include "core/data/dataset.h"
 #include "core/nn/network.h"
 #include "core/optim/lr_schedule.h"
-#include "core/optim/optimizer.h"
 #include "core/precision/loss_scaler.h"
 #include "core/train/observer.h"
 #include "core/train/train_config.h"
@@ -53,17 +56,38 @@ public:
     const TrainConfig& config() const { return config_; }
     const PrecisionPolicy& policy() const { return policy_; }
     LossScaler& scaler() { return scaler_; }
-    // Test loss and accuracy on the test split with the current weights.
-    Backend::LossResult evaluate();
     int64_t steps_per_epoch() const;
 
 private:
-    struct AttemptResult;
+    struct Run;       // the state of one run() (trainer.cpp)
+    struct InFlight;  // a launched step whose record the host has not narrated yet
+
+    std::unique_ptr<StepEngine> make_engine(int64_t total_steps);
+    int64_t total_steps() const;
+    void announce_start();
+    // Between steps: the hold, then pause until resumed. False when stopped meanwhile.
+    bool pause_point(Run& run);
+    void train_step(Run& run, int64_t epoch, int64_t batch);
+    void apply_live_changes(Run& run, int64_t step);
+    void launch(Run& run, InFlight& step);
+    void host_statistics(Run& run, const InFlight& step);
+    // Narrates every record that has arrived (all launched ones when wait). False when the last
+    // one asked for a retry of its batch, which the caller relaunches.
+    bool collect(Run& run, bool wait);
+    bool narrate(Run& run, const StepResult& record);
+    StepOutcome replay(const StepResult& record);
+    void finish_step(Run& run, StepMetrics& m, const StepOutcome& outcome, const StepResult& record, int64_t n);
+    void evaluate_now(Run& run, int64_t epoch);
+    void end_epoch(Run& run, int64_t epoch, int64_t batches_done, bool evaluated);
+    void close_summary(Run& run);
+
     void wait_while_paused();
     // Pauses now if the hold is set at `steps_done` (and uses it up); true when it did.
     bool take_hold(int64_t steps_done);
     void emit_event(const TrainingEvent& event);
     void drain_scaler_events(double wall);
+    bool lr_request_pending();
+    void apply_lr_request(int64_t at_step, double wall);
 
     Network& network_;
     const Dataset& data_;
@@ -71,7 +95,6 @@ private:
     Backend& backend_;
     PrecisionPolicy policy_;
     LossScaler scaler_;
-    std::unique_ptr<Optimizer> optimizer_;
     std::unique_ptr<LrSchedule> schedule_;
     std::vector<TrainingObserver*> observers_;
 

@@ -1,5 +1,5 @@
 // CudaBackend: the backend a run gets when it asks for CUDA. Training goes through
-// device_steps(): whole steps kept on the GPU (CudaDeviceStep). The op-by-op Backend methods,
+// device_steps(): whole steps kept on the GPU (CudaStepEngine). The op-by-op Backend methods,
 // which take host pointers, are the CPU backend's: the few host-side callers that remain (a
 // statistics step's histograms, the workbench's decision-boundary grid) work on host copies of
 // the weights, and the selftest checks each device op against exactly those CPU ops.
@@ -9,17 +9,18 @@
 
 #include "core/backend/cpu/cpu_backend.h"
 #include "core/backend/cuda/device_context.h"
-#include "core/train/device_step.h"
+#include "core/backend/step_engine.h"
 
 namespace mpwb::cuda {
 
-class CudaBackend final : public CpuBackend, public DeviceStepFactory {
+class CudaBackend final : public CpuBackend, public StepEngineFactory {
 public:
     explicit CudaBackend(std::unique_ptr<DeviceContext> context) : context_(std::move(context)) {}
     std::string name() const override { return "cuda"; }
     std::string device_name() const override { return context_->description(); }
-    DeviceStepFactory* device_steps() override { return this; }
-    std::unique_ptr<DeviceStep> make_device_step(Network& network, const DeviceStepConfig& config) override;
+    StepEngineFactory* device_steps() override { return this; }
+    std::unique_ptr<StepEngine> make_step_engine(Network& network, const Dataset& data,
+                                                 const StepEngineConfig& config) override;
     DeviceContext& context() { return *context_; }
 
 private:

@@ -1,4 +1,4 @@
-// CudaDeviceStep: the DeviceStep of the CUDA backend. Built from a Network, it keeps everything
+// CudaStepEngine: the StepEngine of the CUDA backend. Built from a Network, it keeps everything
 // a training step touches on the GPU in the formats the precision policy names (FP16/BF16
 // activations, gradients and weight copies as real 2-byte values, FP32 masters and optimizer
 // state), and runs one step as a fixed sequence of enqueued work:
@@ -11,6 +11,11 @@
 // Nothing in that sequence synchronises or allocates, so each batch size's sequence is captured
 // once as a CUDA graph and replayed; the host only writes the step's small StepInput (step
 // number, batch offset, live learning-rate factor) before each replay.
+//
+// The plan asks each Layer object for its settings and geometry (the typed accessors of
+// core/nn), never the network's JSON. Gradient statistics are not taken on the device: the
+// histograms must see the scaled FP32 values before they are rounded, which a real FP16 GEMM never
+// writes to memory, so the Trainer takes them on the host (capabilities()).
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -21,22 +26,24 @@
 
 #include "core/backend/cuda/device_context.h"
 #include "core/backend/cuda/step_math.h"
-#include "core/train/device_step.h"
+#include "core/backend/step_engine.h"
 
 namespace mpwb::cuda {
 
-class CudaDeviceStep final : public DeviceStep {
+class CudaStepEngine final : public StepEngine {
 public:
-    CudaDeviceStep(DeviceContext& context, Network& network, const DeviceStepConfig& config);
-    ~CudaDeviceStep() override;
+    // Plans the network, then uploads the dataset and the network's initial weights (masters,
+    // reduced copies, BatchNorm running statistics).
+    CudaStepEngine(DeviceContext& context, Network& network, const Dataset& data, const StepEngineConfig& config);
+    ~CudaStepEngine() override;
 
-    void upload(const Dataset& data, Network& network) override;
-    void download(Network& network) override;
+    StepCapabilities capabilities() const override { return {.gradient_statistics = false}; }
     void set_epoch_order(std::span<const int64_t> order) override;
     void set_scaler(const LossScalerConfig& config, const LossScaler& state) override;
-    void launch(int64_t step, int64_t batch_offset, int64_t batch_size, float lr_scale) override;
-    void collect(std::vector<DeviceStepResult>& out, bool wait) override;
-    Backend::LossResult evaluate(const Dataset& data) override;
+    void launch(const StepLaunch& attempt) override;
+    void collect(std::vector<StepResult>& out, bool wait) override;
+    Backend::LossResult evaluate() override;
+    void download_weights() override;
     std::string description() const override;
 
     // Bytes of device memory the plan holds (arena blocks), for the benchmark's memory column.
@@ -70,9 +77,9 @@ private:
         Shape in_shape, out_shape;  // per sample
         int64_t in_features = 0, out_features = 0;
         Activation activation = Activation::ReLU;
-        float slope = 0.01f;
-        float dropout_p = 0.5f;
-        float bn_momentum = 0.1f, bn_eps = 1e-5f;
+        float slope = 0;      // the settings below are the layer's own (typed accessors)
+        float dropout_p = 0;
+        float bn_momentum = 0, bn_eps = 0;
         ConvGeometry conv;  // batch filled per call
         PoolGeometry pool;
         bool fused_relu = false;   // Linear whose ReLU (the next layer) runs in its GEMM epilogue
@@ -91,6 +98,10 @@ private:
     };
 
     void plan_layers(Network& network);
+    // What layer i runs on the device, from the Layer object; NetworkError for a kind it lacks.
+    LayerPlan describe_layer(Network& network, size_t i, const Shape& in) const;
+    void plan_parameters(LayerPlan& plan, Layer& layer, std::span<Parameter* const> all_params);
+    void upload(const Dataset& data);
     void allocate_buffers();
     // The step as enqueued work (what a graph captures); batch is the sample count.
     void enqueue_step(int64_t batch);
@@ -103,7 +114,8 @@ private:
     void store_param_grad(const ParamPlan& p, const float* sum);
 
     DeviceContext& ctx_;
-    DeviceStepConfig config_;
+    StepEngineConfig config_;
+    std::vector<float> lr_by_iteration_;  // the schedule sampled for iterations 0..total_steps
     DeviceArena arena_;
     cudaStream_t stream_ = nullptr;
     bool classification_ = true;

@@ -1,6 +1,6 @@
-// CudaDeviceStep: planning the buffers of a network on the device, the step as enqueued work,
+// CudaStepEngine: planning the buffers of a network on the device, the step as enqueued work,
 // its CUDA graphs, and the host side of the record ring.
-#include "core/backend/cuda/cuda_device_step.h"
+#include "core/backend/cuda/cuda_step_engine.h"
 
 #include <algorithm>
 #include <atomic>
@@ -14,6 +14,11 @@
 #include "core/backend/cuda/kernels.h"
 #include "core/backend/cuda/step_math_host.h"
 #include "core/backend/cuda/stream_timer.h"
+#include "core/nn/batchnorm.h"
+#include "core/nn/conv2d.h"
+#include "core/nn/linear.h"
+#include "core/nn/pool2d.h"
+#include "core/nn/simple_layers.h"
 
 namespace mpwb::cuda {
 namespace {
@@ -34,19 +39,23 @@ void copy_to_device(void* dst, const void* src, size_t bytes, cudaStream_t strea
 
 }  // namespace
 
-CudaDeviceStep::CudaDeviceStep(DeviceContext& context, Network& network, const DeviceStepConfig& config)
+CudaStepEngine::CudaStepEngine(DeviceContext& context, Network& network, const Dataset& data,
+                               const StepEngineConfig& config)
     : ctx_(context), config_(config), stream_(context.stream()) {
     ctx_.make_current();
     act_ = storage_dtype(config_.policy.activations);
     tf32_ = config_.policy.gemm_operands == Format::TF32;
     classification_ = network.loss() == "cross_entropy";
     max_batch_ = std::max(config_.batch_size, config_.eval_batch);
-    if (config_.lr_by_iteration.empty()) throw ConfigError("the device step needs the learning-rate schedule");
+    if (!config_.schedule) throw ConfigError("the device step needs the learning-rate schedule");
+    // One entry past the last step: the schedule's clock can run one ahead on a skip.
+    for (int64_t i = 0; i <= config_.total_steps; ++i) lr_by_iteration_.push_back(config_.schedule->lr_at(i));
     plan_layers(network);
     allocate_buffers();
+    upload(data);
 }
 
-CudaDeviceStep::~CudaDeviceStep() {
+CudaStepEngine::~CudaStepEngine() {
     cudaStreamSynchronize(stream_);
     // A batch size that ran only its eager first step has no graph; destroying a null one would
     // leave an error behind for the next launch's check to report.
@@ -54,7 +63,7 @@ CudaDeviceStep::~CudaDeviceStep() {
         if (exec) cudaGraphExecDestroy(exec);
 }
 
-std::string CudaDeviceStep::description() const {
+std::string CudaStepEngine::description() const {
     return std::string(config_.use_graphs ? "CUDA graphs" : "eager launches") + ", " + format_bytes(arena_.bytes_reserved()) +
            " of device memory";
 }
@@ -62,92 +71,83 @@ std::string CudaDeviceStep::description() const {
 // ---------------------------------------------------------------------------------------------
 // Planning
 
-void CudaDeviceStep::plan_layers(Network& network) {
-    const auto reports = Network::inspect(network.to_json(), network.input_shape());
-    const auto all_params = network.parameters();
+CudaStepEngine::LayerPlan CudaStepEngine::describe_layer(Network& network, size_t i, const Shape& in) const {
+    Layer& layer = network.layer(i);
+    LayerPlan L;
+    L.label = network.layer_label(i);
+    L.reduced = layer.runs_in_reduced_precision();
+    L.in_shape = in;
+    L.out_shape = layer.plan(in).output;
+    L.in_features = numel_of(in);
+    L.out_features = numel_of(L.out_shape);
+    // Geometries come with batch 0; each call fills in its batch.
+    if (dynamic_cast<const Linear*>(&layer)) {
+        L.op = Op::Linear;
+    } else if (const auto* conv = dynamic_cast<const Conv2d*>(&layer)) {
+        L.op = Op::Conv2d;
+        L.conv = conv->geometry(0);
+    } else if (const auto* pool = dynamic_cast<const Pool2d*>(&layer)) {
+        L.op = pool->mode() == Pool2d::Mode::Max ? Op::MaxPool : Op::AvgPool;
+        L.pool = pool->geometry(0);
+    } else if (const auto* activation = dynamic_cast<const ActivationLayer*>(&layer)) {
+        L.op = Op::Activation;
+        L.activation = activation->activation();
+        L.slope = activation->slope();
+    } else if (dynamic_cast<const Flatten*>(&layer)) {
+        L.op = Op::Flatten;
+    } else if (const auto* dropout = dynamic_cast<const Dropout*>(&layer)) {
+        L.op = Op::Dropout;
+        L.dropout_p = dropout->p();
+    } else if (auto* bn = dynamic_cast<BatchNorm*>(&layer)) {
+        L.op = Op::BatchNorm;
+        L.bn_momentum = bn->momentum();
+        L.bn_eps = bn->eps();
+        const auto buffers = bn->buffers();
+        L.host_running_mean = buffers.at(0);
+        L.host_running_var = buffers.at(1);
+    } else {
+        throw NetworkError(L.label + ": the CUDA backend has no " + layer.kind() + " layer");
+    }
+    return L;
+}
+
+void CudaStepEngine::plan_parameters(LayerPlan& L, Layer& layer, std::span<Parameter* const> all_params) {
     const PrecisionPolicy& policy = config_.policy;
+    for (Parameter* p : layer.parameters()) {
+        if (params_.size() >= all_params.size() || all_params[params_.size()] != p)
+            throw Error("parameter order of " + L.label + " is not the network's");
+        ParamPlan pp;
+        pp.host = p;
+        pp.n = p->value.numel();
+        pp.decay = p->weight_decay;
+        // The layers read a reduced copy of their weights, not of their biases: a bias stays
+        // FP32 and is added to the FP32 accumulator (in the GEMM's epilogue or the own bias
+        // kernel), as the CPU reference adds it. A reduced master
+        // (fp16-pure) is kept in FP32 storage holding rounded values, so its layers read a
+        // copy in the master's format.
+        const Format read_format = policy.weight_copy != Format::FP32 ? policy.weight_copy : policy.master;
+        const bool has_copy = L.reduced && read_format != Format::FP32 && p->name != "bias";
+        pp.has_copy = has_copy;
+        pp.copy_dtype = has_copy ? storage_dtype(read_format) : DType::F32;
+        const Format grad_format = L.reduced ? policy.weight_grads
+                                   : policy.master != Format::FP32 ? policy.master
+                                                                    : Format::FP32;
+        pp.grad_dtype = storage_dtype(grad_format);
+        L.params.push_back(params_.size());
+        params_.push_back(pp);
+    }
+}
+
+void CudaStepEngine::plan_layers(Network& network) {
+    const auto all_params = network.parameters();
     Shape in = network.input_shape();
-    size_t param_index = 0;
     lowest_trained_ = network.size();
     for (size_t i = 0; i < network.size(); ++i) {
-        Layer& layer = network.layer(i);
-        const nlohmann::json spec = layer.to_json();
-        const std::string type = spec.at("type");
-        LayerPlan L;
-        L.label = network.layer_label(i);
-        L.reduced = layer.runs_in_reduced_precision();
-        L.in_shape = in;
-        L.out_shape = reports.at(i).output;
-        L.in_features = numel_of(in);
-        L.out_features = numel_of(L.out_shape);
-        if (type == "Linear") {
-            L.op = Op::Linear;
-        } else if (type == "Conv2d") {
-            L.op = Op::Conv2d;
-            L.conv.in_channels = in.at(0);
-            L.conv.in_h = in.at(1);
-            L.conv.in_w = in.at(2);
-            L.conv.out_channels = spec.at("out_channels");
-            L.conv.kernel_h = L.conv.kernel_w = spec.at("kernel");
-            L.conv.stride = spec.at("stride");
-            L.conv.padding = spec.at("padding");
-        } else if (type == "MaxPool2d" || type == "AvgPool2d") {
-            L.op = type == "MaxPool2d" ? Op::MaxPool : Op::AvgPool;
-            L.pool.channels = in.at(0);
-            L.pool.in_h = in.at(1);
-            L.pool.in_w = in.at(2);
-            L.pool.kernel = spec.at("kernel");
-            L.pool.stride = spec.at("stride");
-            L.pool.padding = spec.at("padding");
-        } else if (type == "ReLU" || type == "LeakyReLU" || type == "GELU" || type == "Tanh" || type == "Sigmoid") {
-            L.op = Op::Activation;
-            L.activation = type == "ReLU"        ? Activation::ReLU
-                           : type == "LeakyReLU" ? Activation::LeakyReLU
-                           : type == "GELU"      ? Activation::GELU
-                           : type == "Tanh"      ? Activation::Tanh
-                                                 : Activation::Sigmoid;
-            if (spec.contains("slope")) L.slope = spec["slope"].get<float>();
-        } else if (type == "Flatten") {
-            L.op = Op::Flatten;
-        } else if (type == "Dropout") {
-            L.op = Op::Dropout;
-            L.dropout_p = spec.value("p", 0.5f);
-        } else if (type == "BatchNorm") {
-            L.op = Op::BatchNorm;
-            L.bn_momentum = spec.value("momentum", 0.1f);
-            L.bn_eps = spec.value("eps", 1e-5f);
-            const auto buffers = layer.buffers();
-            L.host_running_mean = buffers.at(0);
-            L.host_running_var = buffers.at(1);
-        } else {
-            throw NetworkError(L.label + ": the CUDA backend has no " + type + " layer");
-        }
-        for (Parameter* p : layer.parameters()) {
-            if (all_params.at(param_index) != p) throw Error("parameter order of " + L.label + " is not the network's");
-            ParamPlan pp;
-            pp.host = p;
-            pp.n = p->value.numel();
-            pp.decay = p->weight_decay;
-            // The layers read a reduced copy of their weights, not of their biases: a bias stays
-            // FP32 and is added to the FP32 accumulator (in the GEMM's epilogue or the own bias
-            // kernel), as the CPU reference adds it. A reduced master
-            // (fp16-pure) is kept in FP32 storage holding rounded values, so its layers read a
-            // copy in the master's format.
-            const Format read_format = policy.weight_copy != Format::FP32 ? policy.weight_copy : policy.master;
-            const bool has_copy = L.reduced && read_format != Format::FP32 && p->name != "bias";
-            pp.has_copy = has_copy;
-            pp.copy_dtype = has_copy ? storage_dtype(read_format) : DType::F32;
-            const Format grad_format = L.reduced ? policy.weight_grads
-                                       : policy.master != Format::FP32 ? policy.master
-                                                                        : Format::FP32;
-            pp.grad_dtype = storage_dtype(grad_format);
-            L.params.push_back(params_.size());
-            params_.push_back(pp);
-            lowest_trained_ = std::min(lowest_trained_, i);
-            ++param_index;
-        }
+        LayerPlan L = describe_layer(network, i, in);
+        plan_parameters(L, network.layer(i), all_params);
+        if (!L.params.empty()) lowest_trained_ = std::min(lowest_trained_, i);
+        in = L.out_shape;
         layers_.push_back(std::move(L));
-        in = reports.at(i).output;
     }
     // ReLU straight after a Linear with a bias runs with the bias add: in the GEMM's epilogue where
     // cuBLASLt offers it, else in the own bias kernel (forward_layer decides per batch size).
@@ -163,7 +163,7 @@ void CudaDeviceStep::plan_layers(Network& network) {
     label_width_ = classification_ ? 1 : output_width_;
 }
 
-void CudaDeviceStep::allocate_buffers() {
+void CudaStepEngine::allocate_buffers() {
     const size_t a = dtype_size(act_);
     const size_t count = layers_.size();
     acts_.assign(count + 1, {});
@@ -229,7 +229,7 @@ void CudaDeviceStep::allocate_buffers() {
     scaler_config_ = arena_.allocate_array<ScalerRuleConfig>(1, "scaler configuration");
     scaler_state_ = arena_.allocate_array<ScalerState>(1, "scaler state");
     optimizer_ = arena_.allocate_array<OptimizerConstants>(1, "optimizer constants");
-    lr_table_ = arena_.allocate_array<float>(config_.lr_by_iteration.size(), "learning-rate schedule");
+    lr_table_ = arena_.allocate_array<float>(lr_by_iteration_.size(), "learning-rate schedule");
     loss_sum_ = arena_.allocate_array<float>(1, "loss");
     correct_ = arena_.allocate_array<int64_t>(1, "correct count");
     grad_entries_ = arena_.allocate_array<GradEntry>(std::max<size_t>(1, params_.size()), "gradient list");
@@ -271,7 +271,7 @@ void CudaDeviceStep::allocate_buffers() {
     k.master_fp16 = config_.policy.master == Format::FP16 ? 1 : 0;
     k.clip_norm = config_.clip_norm;
     copy_to_device(optimizer_, &k, sizeof k, stream_);
-    copy_to_device(lr_table_, config_.lr_by_iteration.data(), config_.lr_by_iteration.size() * sizeof(float), stream_);
+    copy_to_device(lr_table_, lr_by_iteration_.data(), lr_by_iteration_.size() * sizeof(float), stream_);
 
     inputs_ = PinnedBuffer(sizeof(StepInput) * kRingSize);
     ring_ = PinnedBuffer(sizeof(StepRecord) * kRingSize + sizeof(int64_t), /*mapped=*/true);
@@ -288,8 +288,7 @@ void CudaDeviceStep::allocate_buffers() {
 // ---------------------------------------------------------------------------------------------
 // Host <-> device
 
-void CudaDeviceStep::upload(const Dataset& data, Network& network) {
-    (void)network;
+void CudaStepEngine::upload(const Dataset& data) {
     ctx_.make_current();
     sample_width_ = data.train_size() ? data.train_x.numel() / data.train_size() : 0;
     if (sample_width_ != acts_[0].per_sample)
@@ -324,8 +323,7 @@ void CudaDeviceStep::upload(const Dataset& data, Network& network) {
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (upload)");
 }
 
-void CudaDeviceStep::download(Network& network) {
-    (void)network;
+void CudaStepEngine::download_weights() {
     ctx_.make_current();
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (download)");
     for (auto& p : params_) {
@@ -345,7 +343,7 @@ void CudaDeviceStep::download(Network& network) {
     }
 }
 
-void CudaDeviceStep::set_epoch_order(std::span<const int64_t> order) {
+void CudaStepEngine::set_epoch_order(std::span<const int64_t> order) {
     ctx_.make_current();
     if (static_cast<int64_t>(order.size()) != train_n_)
         throw Error("epoch order has " + std::to_string(order.size()) + " entries for " + std::to_string(train_n_) + " samples");
@@ -355,7 +353,7 @@ void CudaDeviceStep::set_epoch_order(std::span<const int64_t> order) {
     if (!narrow.empty()) copy_to_device(order_, narrow.data(), narrow.size() * sizeof(int32_t), stream_);
 }
 
-void CudaDeviceStep::set_scaler(const LossScalerConfig& config, const LossScaler& state) {
+void CudaStepEngine::set_scaler(const LossScalerConfig& config, const LossScaler& state) {
     ctx_.make_current();
     const ScalerRuleConfig c = scaler_rule_config(config);
     const ScalerState s = scaler_state_from(state);
@@ -367,7 +365,8 @@ void CudaDeviceStep::set_scaler(const LossScalerConfig& config, const LossScaler
 // ---------------------------------------------------------------------------------------------
 // The step
 
-void CudaDeviceStep::launch(int64_t step, int64_t batch_offset, int64_t batch_size, float lr_scale) {
+void CudaStepEngine::launch(const StepLaunch& attempt) {
+    const int64_t batch_size = attempt.batch_size;
     if (batch_size < 1 || batch_size > config_.batch_size)
         throw Error("batch of " + std::to_string(batch_size) + " samples for a plan of " + std::to_string(config_.batch_size));
     ctx_.make_current();
@@ -375,9 +374,9 @@ void CudaDeviceStep::launch(int64_t step, int64_t batch_offset, int64_t batch_si
     while (launched_ - *ring_count_host_ >= kRingSize - 1) std::this_thread::yield();
     if (launched_ == 0) last_collect_time_ = now_seconds();
     StepInput& in = inputs_.as<StepInput>()[launched_ % kRingSize];
-    in.step = step;
-    in.batch_offset = batch_offset;
-    in.lr_scale = lr_scale;
+    in.step = attempt.step;
+    in.batch_offset = attempt.batch_offset;
+    in.lr_scale = attempt.lr_scale;
     check_cuda(cudaMemcpyAsync(input_, &in, sizeof in, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (step input)");
     if (!config_.use_graphs) {
         enqueue_step(batch_size);
@@ -409,7 +408,7 @@ void CudaDeviceStep::launch(int64_t step, int64_t batch_offset, int64_t batch_si
     ++launched_;
 }
 
-void CudaDeviceStep::enqueue_step(int64_t batch) {
+void CudaStepEngine::enqueue_step(int64_t batch) {
     kernels::gather_batch(train_x_, sample_width_, train_y_, label_width_, order_, &input_->batch_offset, batch, act_,
                           acts_[0].data, labels_, stream_);
     enqueue_forward(batch, true);
@@ -427,28 +426,28 @@ void CudaDeviceStep::enqueue_step(int64_t batch) {
     enqueue_tail();
 }
 
-void CudaDeviceStep::enqueue_forward(int64_t batch, bool training) {
+void CudaStepEngine::enqueue_forward(int64_t batch, bool training) {
     for (size_t i = 0; i < layers_.size(); ++i) forward_layer(i, batch, training);
 }
 
-void CudaDeviceStep::enqueue_backward(int64_t batch) {
+void CudaStepEngine::enqueue_backward(int64_t batch) {
     for (size_t i = layers_.size(); i-- > 0;) backward_layer(i, batch);
 }
 
-void CudaDeviceStep::enqueue_tail() {
+void CudaStepEngine::enqueue_tail() {
     const int count = static_cast<int>(params_.size());
     kernels::reset_step_flags(flags_, stream_);
     kernels::check_gradients(grad_entries_, count, total_param_elements_, scaler_state_, config_.clip_norm > 0, flags_,
                              stream_);
     kernels::scaler_update(scaler_config_, loss_sum_, flags_, scaler_state_, stream_);
-    const auto table = static_cast<int64_t>(config_.lr_by_iteration.size());
+    const auto table = static_cast<int64_t>(lr_by_iteration_.size());
     kernels::optimizer_step(param_entries_, count, total_param_elements_, optimizer_, lr_table_, table, input_,
                             scaler_state_, flags_, stream_);
     kernels::write_record(input_, loss_sum_, correct_, flags_, scaler_state_, lr_table_, table, ring_device_, kRingSize,
                           ring_count_device_, stream_);
 }
 
-void CudaDeviceStep::forward_layer(size_t i, int64_t batch, bool training) {
+void CudaStepEngine::forward_layer(size_t i, int64_t batch, bool training) {
     LayerPlan& L = layers_[i];
     const void* x = acts_[i].data;
     void* y = acts_[i + 1].data;
@@ -514,7 +513,7 @@ void CudaDeviceStep::forward_layer(size_t i, int64_t batch, bool training) {
     }
 }
 
-void CudaDeviceStep::store_param_grad(const ParamPlan& p, const float* sum) {
+void CudaStepEngine::store_param_grad(const ParamPlan& p, const float* sum) {
     if (p.grad_dtype == DType::F32) {
         if (sum != p.grad)
             check_cuda(cudaMemcpyAsync(p.grad, sum, static_cast<size_t>(p.n) * 4, cudaMemcpyDeviceToDevice, stream_),
@@ -524,13 +523,12 @@ void CudaDeviceStep::store_param_grad(const ParamPlan& p, const float* sum) {
     }
 }
 
-void CudaDeviceStep::backward_layer(size_t i, int64_t batch) {
+void CudaStepEngine::backward_layer(size_t i, int64_t batch) {
     LayerPlan& L = layers_[i];
     const void* x = acts_[i].data;
     const void* y = acts_[i + 1].data;
     const void* dy = grads_[i + 1].data;
     void* dx = i > lowest_trained_ ? grads_[i].data : nullptr;
-    const int64_t n_out = batch * L.out_features;
     const int64_t n_in = batch * L.in_features;
     // An FP32 target for a gradient: the parameter's own buffer when it is FP32, else scratch
     // that store_param_grad converts.
@@ -637,13 +635,12 @@ void CudaDeviceStep::backward_layer(size_t i, int64_t batch) {
             break;
         }
     }
-    (void)n_out;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Read-back and evaluation
 
-void CudaDeviceStep::collect(std::vector<DeviceStepResult>& out, bool wait) {
+void CudaStepEngine::collect(std::vector<StepResult>& out, bool wait) {
     if (wait) check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (records)");
     else check_cuda(cudaPeekAtLastError(), "a step on the device");
     const int64_t count = *ring_count_host_;
@@ -655,7 +652,7 @@ void CudaDeviceStep::collect(std::vector<DeviceStepResult>& out, bool wait) {
     const int32_t count_params = static_cast<int32_t>(params_.size());
     for (int64_t r = records_read_; r < count; ++r) {
         const StepRecord& rec = ring_host_[r % kRingSize];
-        DeviceStepResult res;
+        StepResult res;
         res.step = rec.step;
         res.loss = rec.loss;
         res.correct = rec.correct;
@@ -680,11 +677,10 @@ void CudaDeviceStep::collect(std::vector<DeviceStepResult>& out, bool wait) {
     records_read_ = count;
 }
 
-Backend::LossResult CudaDeviceStep::evaluate(const Dataset& data) {
+Backend::LossResult CudaStepEngine::evaluate() {
     ctx_.make_current();
     Backend::LossResult total;
     if (test_n_ == 0) return total;
-    (void)data;
     const double started = now_seconds();
     int64_t* offset = &input_->batch_offset;
     for (int64_t start = 0; start < test_n_; start += config_.eval_batch) {

@@ -1,0 +1,122 @@
+// StepEngine: one training step behind one interface, whichever hardware runs it. The Trainer
+// drives a single loop over it (launch, collect records, narrate, evaluate, pause, stop) and
+// never knows which engine it holds:
+//
+//   - the host engine (core/train/host_step_engine.h) runs the step op by op through a Backend on
+//     host memory; its records are ready as soon as launch returns;
+//   - a device engine (core/backend/cuda/cuda_step_engine.h) keeps the dataset and the weights on
+//     an accelerator, enqueues every step (batch gather, forward, loss, backward, unscale +
+//     non-finite check, the loss scaler's decision, the fused optimizer) without a host
+//     synchronisation, and hands its records back asynchronously every few steps.
+//
+// The engine decides, the host narrates: each engine carries its own copy of the loss scaler
+// (set_scaler) and decides every step with it; the Trainer replays each record's overflow flag
+// through the run's LossScaler, which produces the events and counters the observers see, and
+// checks that the engine took the same decision (a mismatch is a bug and fails the run loudly).
+//
+// Here, in core/backend, so that a backend can offer an engine (Backend::device_steps()) without
+// including core/train. No CUDA types.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/backend/backend.h"
+#include "core/data/dataset.h"
+#include "core/nn/network.h"
+#include "core/optim/lr_schedule.h"
+#include "core/optim/optimizer.h"
+#include "core/precision/loss_scaler.h"
+#include "core/precision/precision_policy.h"
+
+namespace mpwb {
+
+struct StepEngineConfig {
+    PrecisionPolicy policy;
+    OptimizerConfig optimizer;
+    float clip_norm = 0.0f;
+    // The learning rate of each optimizer iteration; the engine asks it with its own scaler's
+    // iteration counter, so skipped steps move the schedule exactly as the scaler's
+    // count_skipped_steps says without asking the host. Outlives the engine. A device engine
+    // samples it once for iterations 0..total_steps (the clock can run one ahead on a skip).
+    const LrSchedule* schedule = nullptr;
+    int64_t total_steps = 0;
+    int64_t batch_size = 0;
+    int64_t eval_batch = 0;
+    uint64_t seed = 0;       // dropout masks
+    bool use_graphs = true;  // device engines: capture each batch size's step once and replay it
+};
+
+// What an engine does itself; the Trainer fills in the rest.
+struct StepCapabilities {
+    // Feeds StepLaunch::probe from the step's own backward pass. Without it the Trainer takes a
+    // statistics step's histograms on the host, on the same batch and the engine's weights.
+    bool gradient_statistics = false;
+};
+
+// One attempt of one step: the batch order[batch_offset, batch_offset + batch_size).
+struct StepLaunch {
+    int64_t step = 0;
+    int64_t batch_offset = 0;
+    int64_t batch_size = 0;
+    float lr_scale = 1.0f;  // the user's live learning-rate factor
+    // Set on a statistics step of an engine with gradient_statistics: receives the scaled FP32
+    // gradients of this attempt's backward pass.
+    GradientProbe* probe = nullptr;
+};
+
+// One attempt as the engine recorded it.
+struct StepResult {
+    int64_t step = 0;
+    double loss = 0;
+    int64_t correct = 0;
+    float scale_used = 1;
+    bool nonfinite = false;
+    int first_nonfinite_parameter = -1;  // index into Network::parameters(), -1 for none / the loss
+    bool applied = true;
+    float grad_norm = 0;
+    float lr = 0;
+    double seconds = 0;  // the attempt's time (a device's share of the time between read-backs)
+};
+
+class StepEngine {
+public:
+    virtual ~StepEngine() = default;
+    virtual StepCapabilities capabilities() const = 0;
+
+    // The sample order of an epoch (indices into the train split), before its first step.
+    virtual void set_epoch_order(std::span<const int64_t> order) = 0;
+    // The scaler as the run's LossScaler holds it now, after the host applied a live change or
+    // took a retry decision. Only called when the host is in step with the engine (no step in
+    // flight whose record it has not replayed).
+    virtual void set_scaler(const LossScalerConfig& config, const LossScaler& state) = 0;
+
+    // Starts the attempt. May block while too many steps are in flight.
+    virtual void launch(const StepLaunch& attempt) = 0;
+    // Appends the records that have arrived, oldest first; wait: until every launched one has.
+    virtual void collect(std::vector<StepResult>& out, bool wait) = 0;
+
+    // Test loss and accuracy with the engine's current weights (synchronises).
+    virtual Backend::LossResult evaluate() = 0;
+    // The engine's current weights into the host tensors of the network it was made for (for a
+    // host statistics pass, the decision boundary, export). Synchronises.
+    virtual void download_weights() = 0;
+    // "CUDA graphs, 12 MiB of device memory" and the like, for logs.
+    virtual std::string description() const = 0;
+};
+
+// What a backend that keeps steps on its device offers (Backend::device_steps()).
+class StepEngineFactory {
+public:
+    virtual ~StepEngineFactory() = default;
+    // An engine for this network and dataset (both outlive it), built (shapes fixed) for the
+    // config, with the dataset and the network's initial weights already in place. Throws
+    // NetworkError naming a layer the device cannot run, DeviceOutOfMemory naming the size when
+    // the plan does not fit.
+    virtual std::unique_ptr<StepEngine> make_step_engine(Network& network, const Dataset& data,
+                                                         const StepEngineConfig& config) = 0;
+};
+
+}  // namespace mpwb

@@ -1,0 +1,53 @@
+// The host StepEngine: a training step run op by op through a Backend on host memory (the CPU
+// backend; a GPU backend's host ops for its statistics pass). Its records are ready when launch
+// returns, and it takes gradient statistics itself, in the step's own backward pass.
+//
+// Also the host pieces the Trainer reuses: the one place a batch's loss is chosen (softmax
+// cross-entropy for a classification set, else mean squared error), the evaluation on the test
+// split, and HostGradientPass, the forward + loss + backward of one batch that both the host
+// engine and the Trainer's statistics pass for a device engine run.
+#pragma once
+#include <memory>
+#include <span>
+
+#include "core/backend/step_engine.h"
+#include "core/common/rng.h"
+
+namespace mpwb {
+
+// The mean loss of a batch of network outputs against their targets; when dout is not null, also
+// its gradient with grad_scale folded in. classification: softmax cross-entropy, else MSE.
+Backend::LossResult batch_loss(Backend& backend, bool classification, const Tensor& out, const Tensor& target,
+                               float* dout, float grad_scale);
+
+// Test loss and accuracy of the network's current host weights over the test split.
+Backend::LossResult evaluate_on_host(Network& network, const Dataset& data, Backend& backend,
+                                     const PrecisionPolicy& policy, int64_t eval_batch);
+
+// Forward, loss with the scale folded into its gradient, and backward of one training batch,
+// leaving the scaled gradients in the parameters' grad tensors. Dropout draws from its own
+// generator, seeded from the run's seed, so the masks follow the steps the pass runs.
+class HostGradientPass {
+public:
+    HostGradientPass(Network& network, const Dataset& data, Backend& backend, const PrecisionPolicy& policy,
+                     uint64_t seed);
+    HostGradientPass(const HostGradientPass&) = delete;  // ctx_ points at dropout_rng_
+    HostGradientPass& operator=(const HostGradientPass&) = delete;
+    // rows: indices into the train split. probe (may be null) sees the scaled FP32 gradients.
+    Backend::LossResult run(std::span<const int64_t> rows, float scale, GradientProbe* probe);
+
+private:
+    Network& network_;
+    const Dataset& data_;
+    Backend& backend_;
+    PrecisionPolicy policy_;
+    Rng dropout_rng_;
+    LayerContext ctx_;
+    Tensor bx_, by_, dout_;
+};
+
+// The host engine for this network and dataset (both outlive it).
+std::unique_ptr<StepEngine> make_host_step_engine(Network& network, const Dataset& data, Backend& backend,
+                                                  const StepEngineConfig& config);
+
+}  // namespace mpwb
