@@ -1,5 +1,7 @@
 // NetworkEditor: palette, layer table model with drag-and-drop, settings form, undo commands,
-// shape inference through Network::inspect, JSON and preset loading.
+// shape inference through Network::inspect, JSON and preset loading. The palette, the new
+// layers and the settings forms come from the layer registry (core/nn/layer_registry.h): a new
+// kind or field appears here without code of its own.
 #include "widgets/network_editor.h"
 #include "widgets/output_guard.h"
 
@@ -28,6 +30,9 @@
 #include <QUndoCommand>
 #include <QUndoStack>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "core/common/error.h"
 #include "core/common/json_input.h"
@@ -39,41 +44,6 @@ namespace {
 
 const char* kKindMime = "application/x-mpwb-layer-kind";
 const char* kRowMime = "application/x-mpwb-layer-row";
-
-// One editable setting of a layer kind, with the default the core applies when it is absent.
-struct Field {
-    const char* key;
-    const char* label;
-    enum Type { Int, Double, Bool } type;
-    double lo, hi, fallback;
-    int decimals = 0;
-    const char* tip = "";
-};
-
-std::vector<Field> fields_of(const std::string& kind) {
-    if (kind == "Linear")
-        return {{"out", "Outputs", Field::Int, 1, 1 << 20, 10},
-                {"bias", "Bias", Field::Bool, 0, 1, 1},
-                {"in", "Inputs (0 = infer)", Field::Int, 0, 1 << 20, 0, 0,
-                 "Fixes the expected input width; 0 takes it from the previous layer"}};
-    if (kind == "Conv2d")
-        return {{"out_channels", "Output channels", Field::Int, 1, 4096, 8},
-                {"kernel", "Kernel", Field::Int, 1, 63, 3},
-                {"stride", "Stride", Field::Int, 1, 32, 1},
-                {"padding", "Padding", Field::Int, 0, 32, 0},
-                {"bias", "Bias", Field::Bool, 0, 1, 1},
-                {"in_channels", "Input channels (0 = infer)", Field::Int, 0, 4096, 0}};
-    if (kind == "MaxPool2d" || kind == "AvgPool2d")
-        return {{"kernel", "Kernel", Field::Int, 1, 63, 2},
-                {"stride", "Stride (0 = kernel)", Field::Int, 0, 63, 0, 0, "0 uses the kernel size"},
-                {"padding", "Padding", Field::Int, 0, 32, 0}};
-    if (kind == "LeakyReLU") return {{"slope", "Negative slope", Field::Double, 0, 1, 0.01, 4}};
-    if (kind == "Dropout") return {{"p", "Drop probability", Field::Double, 0, 0.99, 0.5, 3}};
-    if (kind == "BatchNorm")
-        return {{"momentum", "Momentum", Field::Double, 0, 1, 0.1, 4},
-                {"eps", "Epsilon", Field::Double, 1e-12, 1, 1e-5, 8}};
-    return {};
-}
 
 QString settings_text(const nlohmann::json& spec) {
     QStringList parts;
@@ -248,8 +218,24 @@ private:
 NetworkEditor::NetworkEditor(QWidget* parent) : QWidget(parent) {
     network_ = {{"name", "network"}, {"loss", "cross_entropy"}, {"layers", nlohmann::json::array()}};
     undo_ = new QUndoStack(this);
+    auto* split = new QSplitter;
+    split->addWidget(makePalette());
+    split->addWidget(makeLayerTable());
+    split->addWidget(makeSettingsForm());
+    split->setStretchFactor(0, 0);
+    split->setStretchFactor(1, 3);
+    split->setStretchFactor(2, 1);
+    split->setSizes({140, 520, 240});
+    auto* top = new QVBoxLayout(this);
+    top->addLayout(makeToolbar());
+    top->addWidget(split, 1);
+    reinspect();
+    rebuildForm();
+    updateButtons();
+}
 
-    // --- toolbar: presets, open/save, undo/redo ---
+// Presets, open/save, undo/redo and the input shape.
+QLayout* NetworkEditor::makeToolbar() {
     auto* bar = new QHBoxLayout;
     presets_ = new QComboBox;
     presets_->setObjectName("presetCombo");
@@ -265,41 +251,43 @@ NetworkEditor::NetworkEditor(QWidget* parent) : QWidget(parent) {
     save->setObjectName("saveButton");
     connect(open, &QPushButton::clicked, this, &NetworkEditor::onOpenClicked);
     connect(save, &QPushButton::clicked, this, &NetworkEditor::onSaveClicked);
-    auto* undo = new QToolButton;
-    undo->setObjectName("undoButton");
-    undo->setText(tr("Undo"));
-    undo->setShortcut(QKeySequence::Undo);
-    auto* redo = new QToolButton;
-    redo->setObjectName("redoButton");
-    redo->setText(tr("Redo"));
-    redo->setShortcut(QKeySequence::Redo);
-    connect(undo, &QToolButton::clicked, undo_, &QUndoStack::undo);
-    connect(redo, &QToolButton::clicked, undo_, &QUndoStack::redo);
-    connect(undo_, &QUndoStack::canUndoChanged, undo, &QToolButton::setEnabled);
-    connect(undo_, &QUndoStack::canRedoChanged, redo, &QToolButton::setEnabled);
-    connect(undo_, &QUndoStack::undoTextChanged, undo, [undo](const QString& t) {
-        undo->setToolTip(t.isEmpty() ? QString() : tr("Undo %1").arg(t));
-    });
-    connect(undo_, &QUndoStack::redoTextChanged, redo, [redo](const QString& t) {
-        redo->setToolTip(t.isEmpty() ? QString() : tr("Redo %1").arg(t));
-    });
-    undo->setEnabled(false);
-    redo->setEnabled(false);
     input_label_ = new QLabel;
     input_label_->setObjectName("inputLabel");
     bar->addWidget(presets_);
     bar->addWidget(open);
     bar->addWidget(save);
     bar->addSpacing(8);
-    bar->addWidget(undo);
-    bar->addWidget(redo);
+    bar->addWidget(makeUndoButton(true));
+    bar->addWidget(makeUndoButton(false));
     bar->addStretch(1);
     bar->addWidget(input_label_);
+    return bar;
+}
 
-    // --- palette ---
+// The undo (or redo) button, enabled and labelled from the undo stack.
+QToolButton* NetworkEditor::makeUndoButton(bool undo) {
+    auto* button = new QToolButton;
+    button->setObjectName(undo ? "undoButton" : "redoButton");
+    button->setText(undo ? tr("Undo") : tr("Redo"));
+    button->setShortcut(undo ? QKeySequence::Undo : QKeySequence::Redo);
+    button->setEnabled(false);
+    connect(button, &QToolButton::clicked, undo_, undo ? &QUndoStack::undo : &QUndoStack::redo);
+    connect(undo_, undo ? &QUndoStack::canUndoChanged : &QUndoStack::canRedoChanged, button, &QToolButton::setEnabled);
+    connect(undo_, undo ? &QUndoStack::undoTextChanged : &QUndoStack::redoTextChanged, button,
+            [button, undo](const QString& t) {
+                button->setToolTip(t.isEmpty() ? QString() : (undo ? tr("Undo %1") : tr("Redo %1")).arg(t));
+            });
+    return button;
+}
+
+// The palette of layer kinds, one entry per kind of the layer registry.
+QWidget* NetworkEditor::makePalette() {
     palette_ = new PaletteList;
     palette_->setObjectName("palette");
-    for (const auto& k : layer_kinds()) palette_->addItem(QString::fromStdString(k));
+    for (const LayerKind& kind : layer_registry()) {
+        auto* item = new QListWidgetItem(QString::fromStdString(kind.name), palette_);
+        item->setToolTip(QString::fromStdString(kind.help + "\n" + kind.shape_rule));
+    }
     palette_->setDragEnabled(true);
     palette_->setDragDropMode(QAbstractItemView::DragOnly);
     palette_->setCurrentRow(0);
@@ -311,15 +299,17 @@ NetworkEditor::NetworkEditor(QWidget* parent) : QWidget(parent) {
         if (auto* item = palette_->currentItem()) addLayer(item->text());
     });
     auto* palette_box = new QVBoxLayout;
-    auto* palette_title = new QLabel(tr("<b>Layers</b>"));
-    palette_box->addWidget(palette_title);
+    palette_box->setContentsMargins(0, 0, 0, 0);
+    palette_box->addWidget(new QLabel(tr("<b>Layers</b>")));
     palette_box->addWidget(palette_, 1);
     palette_box->addWidget(add_);
-    auto* palette_host = new QWidget;
-    palette_host->setLayout(palette_box);
-    palette_box->setContentsMargins(0, 0, 0, 0);
+    auto* host = new QWidget;
+    host->setLayout(palette_box);
+    return host;
+}
 
-    // --- layer table ---
+// The table of layers with its remove/move buttons and the summary line.
+QWidget* NetworkEditor::makeLayerTable() {
     model_ = new LayerTableModel(this);
     table_ = new QTableView;
     table_->setObjectName("layerTable");
@@ -337,14 +327,29 @@ NetworkEditor::NetworkEditor(QWidget* parent) : QWidget(parent) {
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     table_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
     table_->setAlternatingRowColors(true);
-    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-            [this](const QModelIndex& cur) {
-                const int row = cur.isValid() ? cur.row() : -1;
-                if (row == current_) return;
-                current_ = row;
-                rebuildForm();
-                updateButtons();
-            });
+    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& cur) {
+        const int row = cur.isValid() ? cur.row() : -1;
+        if (row == current_) return;
+        current_ = row;
+        rebuildForm();
+        updateButtons();
+    });
+    summary_ = new QLabel;
+    summary_->setObjectName("summaryLabel");
+    summary_->setWordWrap(true);
+    summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    auto* table_box = new QVBoxLayout;
+    table_box->setContentsMargins(0, 0, 0, 0);
+    table_box->addWidget(new QLabel(tr("<b>Network</b>")));
+    table_box->addWidget(table_, 1);
+    table_box->addLayout(makeRowButtons());
+    table_box->addWidget(summary_);
+    auto* host = new QWidget;
+    host->setLayout(table_box);
+    return host;
+}
+
+QLayout* NetworkEditor::makeRowButtons() {
     remove_ = new QPushButton(tr("Remove"));
     remove_->setObjectName("removeButton");
     up_ = new QPushButton(tr("Move up"));
@@ -358,25 +363,16 @@ NetworkEditor::NetworkEditor(QWidget* parent) : QWidget(parent) {
     connect(down_, &QPushButton::clicked, this, [this] {
         if (current_ >= 0 && current_ + 1 < layerCount()) moveLayer(current_, current_ + 1);
     });
-    auto* table_buttons = new QHBoxLayout;
-    table_buttons->addWidget(remove_);
-    table_buttons->addWidget(up_);
-    table_buttons->addWidget(down_);
-    table_buttons->addStretch(1);
-    summary_ = new QLabel;
-    summary_->setObjectName("summaryLabel");
-    summary_->setWordWrap(true);
-    summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    auto* table_box = new QVBoxLayout;
-    table_box->setContentsMargins(0, 0, 0, 0);
-    table_box->addWidget(new QLabel(tr("<b>Network</b>")));
-    table_box->addWidget(table_, 1);
-    table_box->addLayout(table_buttons);
-    table_box->addWidget(summary_);
-    auto* table_host = new QWidget;
-    table_host->setLayout(table_box);
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(remove_);
+    buttons->addWidget(up_);
+    buttons->addWidget(down_);
+    buttons->addStretch(1);
+    return buttons;
+}
 
-    // --- settings form ---
+// The selected layer's settings; rebuildForm fills it from the registry's fields.
+QWidget* NetworkEditor::makeSettingsForm() {
     form_title_ = new QLabel;
     form_host_ = new QWidget;
     form_host_->setObjectName("layerForm");
@@ -387,26 +383,10 @@ NetworkEditor::NetworkEditor(QWidget* parent) : QWidget(parent) {
     form_box->addWidget(form_title_);
     form_box->addWidget(form_host_);
     form_box->addStretch(1);
-    auto* form_outer = new QWidget;
-    form_outer->setLayout(form_box);
-    form_outer->setMinimumWidth(220);
-
-    auto* split = new QSplitter;
-    split->addWidget(palette_host);
-    split->addWidget(table_host);
-    split->addWidget(form_outer);
-    split->setStretchFactor(0, 0);
-    split->setStretchFactor(1, 3);
-    split->setStretchFactor(2, 1);
-    split->setSizes({140, 520, 240});
-
-    auto* top = new QVBoxLayout(this);
-    top->addLayout(bar);
-    top->addWidget(split, 1);
-
-    reinspect();
-    rebuildForm();
-    updateButtons();
+    auto* outer = new QWidget;
+    outer->setLayout(form_box);
+    outer->setMinimumWidth(220);
+    return outer;
 }
 
 NetworkEditor::~NetworkEditor() = default;
@@ -428,13 +408,8 @@ void NetworkEditor::setCurrentLayer(int row) {
 }
 
 nlohmann::json NetworkEditor::defaultLayer(const QString& kind) {
-    const std::string k = kind.toStdString();
-    if (k == "Linear") return {{"type", k}, {"out", 64}};
-    if (k == "Conv2d") return {{"type", k}, {"out_channels", 16}, {"kernel", 3}, {"padding", 1}};
-    if (k == "MaxPool2d" || k == "AvgPool2d") return {{"type", k}, {"kernel", 2}};
-    if (k == "LeakyReLU") return {{"type", k}, {"slope", 0.01}};
-    if (k == "Dropout") return {{"type", k}, {"p", 0.5}};
-    return {{"type", k}};
+    const LayerKind* k = find_layer_kind(kind.toStdString());
+    return k ? new_layer_json(*k) : nlohmann::json{{"type", kind.toStdString()}};
 }
 
 void NetworkEditor::addLayer(const QString& kind, int position) {
@@ -592,72 +567,20 @@ void NetworkEditor::rebuildForm() {
         return;
     }
     const nlohmann::json& spec = network_["layers"][size_t(current_)];
-    const std::string kind = layer_kind_of(spec).toStdString();
-    form_title_->setText(tr("<b>Layer %1: %2</b>").arg(current_).arg(QString::fromStdString(kind)));
-    const auto fields = fields_of(kind);
-    if (fields.empty()) {
+    const QString kind = layer_kind_of(spec);
+    form_title_->setText(tr("<b>Layer %1: %2</b>").arg(current_).arg(kind));
+    const LayerKind* registered = find_layer_kind(kind.toStdString());
+    if (!registered || registered->fields.empty()) {
         form_->addRow(new QLabel(tr("No settings.")));
         return;
     }
-    const int row = current_;
-    for (const Field& f : fields) {
-        const bool present = spec.contains(f.key);
-        QWidget* w = nullptr;
-        const QString key = QString::fromLatin1(f.key);
-        if (f.type == Field::Int) {
-            auto* sb = new QSpinBox;
-            sb->setRange(int(f.lo), int(f.hi));
-            int64_t v = int64_t(f.fallback);
-            if (present && spec[f.key].is_number_integer()) v = spec[f.key].get<int64_t>();
-            sb->setValue(int(v));
-            sb->setKeyboardTracking(true);
-            connect(sb, &QSpinBox::valueChanged, this, [this, row, key, f](int value) {
-                form_editing_ = true;
-                // 0 means "infer" / "same as kernel": drop the key rather than store a 0.
-                if (value == 0 && f.lo == 0 && (key == "in" || key == "in_channels" || key == "stride")) {
-                    nlohmann::json after = network_;
-                    auto& s = after["layers"][size_t(row)];
-                    if (s.contains(key.toStdString())) {
-                        s.erase(key.toStdString());
-                        undo_->push(new NetworkEditCommand(this, network_, after, row, row,
-                                                           tr("Clear %1 of layer %2").arg(key).arg(row), 1,
-                                                           QStringLiteral("%1/%2").arg(row).arg(key)));
-                    }
-                } else {
-                    setLayerField(row, key, value);
-                }
-                form_editing_ = false;
-            });
-            w = sb;
-        } else if (f.type == Field::Double) {
-            auto* sb = new QDoubleSpinBox;
-            sb->setDecimals(f.decimals);
-            sb->setRange(f.lo, f.hi);
-            sb->setSingleStep(f.decimals >= 6 ? 1e-6 : 0.01);
-            double v = f.fallback;
-            if (present && spec[f.key].is_number()) v = spec[f.key].get<double>();
-            sb->setValue(v);
-            connect(sb, &QDoubleSpinBox::valueChanged, this, [this, row, key](double value) {
-                form_editing_ = true;
-                setLayerField(row, key, value);
-                form_editing_ = false;
-            });
-            w = sb;
-        } else {
-            auto* cb = new QCheckBox;
-            bool v = f.fallback != 0;
-            if (present && spec[f.key].is_boolean()) v = spec[f.key].get<bool>();
-            cb->setChecked(v);
-            connect(cb, &QCheckBox::toggled, this, [this, row, key](bool value) {
-                form_editing_ = true;
-                setLayerField(row, key, value);
-                form_editing_ = false;
-            });
-            w = cb;
-        }
-        w->setObjectName(QStringLiteral("param_") + key);
-        if (*f.tip) w->setToolTip(tr(f.tip));
-        form_->addRow(tr(f.label), w);
+    for (const LayerField& f : registered->fields) {
+        QWidget* editor = makeFieldEditor(f, spec, current_);
+        editor->setObjectName(QStringLiteral("param_") + QString::fromStdString(f.key));
+        editor->setToolTip(QString::fromStdString(f.help));
+        QString label = QString::fromStdString(f.label);
+        if (!f.zero_means.empty()) label += tr(" (0 = %1)").arg(QString::fromStdString(f.zero_means));
+        form_->addRow(label, editor);
     }
     if (current_ < int(row_errors_.size()) && !row_errors_[size_t(current_)].empty()) {
         auto* err = new QLabel(QString::fromStdString(row_errors_[size_t(current_)]));
@@ -665,6 +588,61 @@ void NetworkEditor::rebuildForm() {
         err->setStyleSheet("color: #b00000;");
         form_->addRow(err);
     }
+}
+
+// The value the form shows for a field: the layer's own, else what the core uses in its place
+// (0 for "not set", the default, or a new layer's value for a required field).
+static double shown_value(const LayerField& f, const nlohmann::json& spec) {
+    if (spec.contains(f.key) && (spec[f.key].is_number() || spec[f.key].is_boolean()))
+        return spec[f.key].is_boolean() ? double(spec[f.key].get<bool>()) : spec[f.key].get<double>();
+    if (!f.zero_means.empty()) return 0;
+    if (f.when_absent == WhenAbsent::Default) return f.default_value;
+    return std::isnan(f.new_layer_value) ? f.editor_min() : f.new_layer_value;
+}
+
+// A spin box (or check box) for one registry field, within the field's range; edits become
+// undoable commands on the layer in this row.
+QWidget* NetworkEditor::makeFieldEditor(const LayerField& f, const nlohmann::json& spec, int row) {
+    const double value = shown_value(f, spec);
+    const QString key = QString::fromStdString(f.key);
+    if (f.type == FieldType::Boolean) {
+        auto* box = new QCheckBox;
+        box->setChecked(value != 0);
+        connect(box, &QCheckBox::toggled, this, [this, row, key](bool v) { commitFormEdit(row, key, v, false); });
+        return box;
+    }
+    if (f.type == FieldType::Float) {
+        auto* box = new QDoubleSpinBox;
+        box->setDecimals(f.decimals);
+        box->setRange(f.editor_min(), f.editor_max());
+        box->setSingleStep(f.decimals >= 6 ? 1e-6 : 0.01);
+        box->setValue(value);
+        connect(box, &QDoubleSpinBox::valueChanged, this, [this, row, key](double v) { commitFormEdit(row, key, v, false); });
+        return box;
+    }
+    auto* box = new QSpinBox;
+    box->setRange(int(f.editor_min()), int(std::min(f.editor_max(), double(std::numeric_limits<int>::max()))));
+    box->setValue(int(std::clamp(value, double(box->minimum()), double(box->maximum()))));
+    box->setKeyboardTracking(true);
+    const bool zero_unsets = !f.zero_means.empty();
+    connect(box, &QSpinBox::valueChanged, this,
+            [this, row, key, zero_unsets](int v) { commitFormEdit(row, key, v, zero_unsets && v == 0); });
+    return box;
+}
+
+// A form edit: sets the field, or removes it when the form says "not set"; the form (and its
+// focus) stays while the command runs.
+void NetworkEditor::commitFormEdit(int row, const QString& key, const nlohmann::json& value, bool unset) {
+    form_editing_ = true;
+    if (!unset) {
+        setLayerField(row, key, value);
+    } else if (network_["layers"][size_t(row)].contains(key.toStdString())) {
+        nlohmann::json after = network_;
+        after["layers"][size_t(row)].erase(key.toStdString());
+        undo_->push(new NetworkEditCommand(this, network_, after, row, row, tr("Clear %1 of layer %2").arg(key).arg(row),
+                                           1, QStringLiteral("%1/%2").arg(row).arg(key)));
+    }
+    form_editing_ = false;
 }
 
 QString NetworkEditor::loadJson(const QByteArray& bytes) {

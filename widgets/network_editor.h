@@ -16,6 +16,7 @@
 class QComboBox;
 class QFormLayout;
 class QLabel;
+class QLayout;
 class QListWidget;
 class QPushButton;
 class QTableView;
@@ -74,7 +75,7 @@ public:
     QString summaryText() const;
     QUndoStack* undoStack() const { return undo_; }
 
-    // Default settings for a newly added layer of this kind.
+    // Default settings for a newly added layer of this kind (the layer registry's new-layer values).
     static nlohmann::json defaultLayer(const QString& kind);
 
 signals:
@@ -92,6 +93,15 @@ private:
     QString loadParsed(nlohmann::json j);
     void reinspect();
     void rebuildForm();
+    // The constructor's parts, each a piece of the layout.
+    QLayout* makeToolbar();
+    QToolButton* makeUndoButton(bool undo);
+    QWidget* makePalette();
+    QWidget* makeLayerTable();
+    QLayout* makeRowButtons();
+    QWidget* makeSettingsForm();
+    QWidget* makeFieldEditor(const LayerField& field, const nlohmann::json& spec, int row);
+    void commitFormEdit(int row, const QString& key, const nlohmann::json& value, bool unset);
     void updateButtons();
     void onOpenClicked();
     void onSaveClicked();
