@@ -1,26 +1,18 @@
 // event_text: a sentence per event kind; unknown kinds and extra fields fall back to key=value.
 #include "core/train/event_text.h"
 
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 
+#include "core/common/text_format.h"
 #include "core/precision/scaler_event.h"
 
 namespace mpwb {
 namespace {
 
-std::string number(double v) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    char buf[64];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, r.ptr);
-}
-
 std::string value_text(const nlohmann::json& v) {
     if (v.is_string()) return v.get<std::string>();
-    if (v.is_number()) return number(v.get<double>());
+    if (v.is_number()) return shortest_text(v.get<double>());
     if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
     if (v.is_object() && v.contains("from") && v.contains("to"))
         return value_text(v["from"]) + " → " + value_text(v["to"]);
@@ -60,7 +52,7 @@ std::string scale_text(double scale) {
         const double m = std::frexp(scale, &e);
         if (m == 0.5) return "2^" + std::to_string(e - 1);
     }
-    return number(scale);
+    return shortest_text(scale);
 }
 
 std::string event_text(const std::string& kind, const nlohmann::json& detail) {
@@ -75,16 +67,16 @@ std::string event_text(const std::string& kind, const nlohmann::json& detail) {
     if (kind == k::overflow_skip) {
         std::string s = "step skipped at scale " + scale_text(get(d, "scale_used")) + in_layer(d) + "; next scale " +
                         scale_text(get(d, "next_scale"));
-        if (get(d, "retries", 0) > 0) s += " after " + number(get(d, "retries")) + " retries";
+        if (get(d, "retries", 0) > 0) s += " after " + shortest_text(get(d, "retries")) + " retries";
         if (flag(d, "at_min")) s += " (scale at its minimum)";
         return s;
     }
     if (kind == k::retry)
-        return "retry " + number(get(d, "retry")) + " of " + number(get(d, "max_retries")) + ": overflow at scale " +
+        return "retry " + shortest_text(get(d, "retry")) + " of " + shortest_text(get(d, "max_retries")) + ": overflow at scale " +
                scale_text(get(d, "scale_used")) + in_layer(d) + ", again at " + scale_text(get(d, "next_scale"));
     if (kind == k::hysteresis_consumed)
         return "overflow tolerated at scale " + scale_text(get(d, "scale")) + " (hysteresis: " +
-               number(get(d, "overflows_still_tolerated")) + " more before a backoff)" + in_layer(d);
+               shortest_text(get(d, "overflows_still_tolerated")) + " more before a backoff)" + in_layer(d);
     if (kind == k::scale_at_min) return "scale at its minimum " + scale_text(get(d, "scale")) + note(d);
     if (kind == k::scale_at_max) return "scale at its maximum " + scale_text(get(d, "scale")) + note(d);
     if (kind == k::user_set_scale)
@@ -103,14 +95,14 @@ std::string event_text(const std::string& kind, const nlohmann::json& detail) {
         if (before != after) s += "; scale " + scale_text(before) + " → " + scale_text(after);
         return s;
     }
-    if (kind == "lr_changed") return "learning rate " + number(get(d, "from")) + " → " + number(get(d, "to"));
+    if (kind == "lr_changed") return "learning rate " + shortest_text(get(d, "from")) + " → " + shortest_text(get(d, "to"));
     if (kind == "failed") return text(d, "error");
     if (kind == "summary") {
         char acc[32];
         std::snprintf(acc, sizeof acc, "%.2f %%", 100 * get(d, "test_accuracy", 0));
-        std::string s = text(d, "status") + " after " + number(get(d, "steps", 0)) + " steps, test accuracy " + acc +
-                        ", " + number(std::round(get(d, "samples_per_second", 0))) + " samples/s";
-        if (get(d, "skipped_steps", 0) > 0) s += ", " + number(get(d, "skipped_steps")) + " skipped";
+        std::string s = text(d, "status") + " after " + shortest_text(get(d, "steps", 0)) + " steps, test accuracy " + acc +
+                        ", " + shortest_text(std::round(get(d, "samples_per_second", 0))) + " samples/s";
+        if (get(d, "skipped_steps", 0) > 0) s += ", " + shortest_text(get(d, "skipped_steps")) + " skipped";
         if (!text(d, "error").empty()) s += ": " + text(d, "error");
         return s;
     }

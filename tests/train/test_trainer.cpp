@@ -2,6 +2,9 @@
 // a different seed differs; the spiral preset trains to >= 95% test accuracy; pause, resume and
 // stop from another thread act between steps; max_steps and eval_every are honoured; a network
 // whose output does not fit the classes and a dataset holding NaN are refused with clear errors.
+// The step engine's loop: an overflow retried runs the same batch again at the lower scale (with
+// the statistics of the attempt that counted), and live scaler and learning-rate changes land on
+// the next step.
 // The engine's headers come before Qt's: core/train/trainer.h declares a member named emit(),
 // which Qt's `emit` keyword macro would otherwise erase.
 #include "core/backend/backend.h"
@@ -18,6 +21,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <thread>
 
 using namespace mpwb;
@@ -91,6 +95,29 @@ bool wait_for(Pred pred, std::chrono::milliseconds limit = 120s) {
     }
     return true;
 }
+
+// Each step's verdict, its gradient statistics and the events with their steps.
+class VerdictRecorder final : public TrainingObserver {
+public:
+    void on_step(const StepMetrics& m) override {
+        std::lock_guard lock(mutex);
+        steps.push_back(m);
+    }
+    void on_gradient_stats(const GradientStatsRecord& r) override {
+        std::lock_guard lock(mutex);
+        stats.push_back(r);
+    }
+    void on_event(const TrainingEvent& e) override {
+        std::lock_guard lock(mutex);
+        events.emplace_back(e.step, e.kind);
+        if (e.kind == "paused") paused_at.store(e.step);
+    }
+    std::mutex mutex;
+    std::vector<StepMetrics> steps;
+    std::vector<GradientStatsRecord> stats;
+    std::vector<std::pair<int64_t, std::string>> events;
+    std::atomic<int64_t> paused_at{-1};
+};
 
 bool bitwise_equal(const std::vector<double>& a, const std::vector<double>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
@@ -307,6 +334,85 @@ private slots:
             const QString key = QString(text).section('"', -2, -2);
             QVERIFY2(message.contains(key) && message.contains("must be"), qPrintable(QString(text) + " -> " + message));
         }
+    }
+
+    // FP16 gradients overflow at a scale of 2^24; with on_overflow Retry the first step runs its
+    // batch again at half the scale until it fits, and is applied, not skipped. Its statistics
+    // are those of the attempt that counted: one set, at that attempt's scale.
+    void retryRunsTheBatchAgainAtTheLowerScale() {
+        TrainConfig c = spiral().preset.training;
+        c.precision = PrecisionKind::FP16Mixed;
+        c.max_steps = 6;
+        c.stats_every = 3;
+        LossScalerConfig scaler;
+        scaler.initial_scale = 0x1p24;
+        scaler.on_overflow = OverflowAction::Retry;
+        scaler.max_retries = 12;
+        c.scaler = scaler;
+        auto backend = make_cpu_backend();
+        Network net = Network::from_json(spiral().preset.network);
+        Trainer trainer(net, spiral().data, c, *backend);
+        VerdictRecorder r;
+        trainer.add_observer(&r);
+        const RunSummary summary = trainer.run();
+        QVERIFY2(summary.status == RunStatus::Finished, summary.error.c_str());
+        QCOMPARE(r.steps.size(), size_t{6});
+        const StepMetrics& first = r.steps.front();
+        QVERIFY2(first.retries >= 1, "the first step did not overflow at 2^24");
+        QVERIFY(!first.skipped);
+        QCOMPARE(first.loss_scale, static_cast<float>(std::ldexp(1.0, 24 - first.retries)));
+        int64_t retries = 0;
+        for (const auto& m : r.steps) retries += m.retries;
+        QCOMPARE(summary.overflow_count, retries);
+        QCOMPARE(summary.skipped_steps, int64_t{0});
+        std::set<std::string> seen;
+        for (const auto& s : r.stats) {
+            if (s.step != 1) continue;
+            QCOMPARE(s.loss_scale, first.loss_scale);
+            QVERIFY2(seen.insert(s.layer_label + " " + s.parameter + " " + std::to_string(int(s.kind))).second,
+                     "a retried step reported its statistics twice");
+        }
+        QVERIFY(!seen.empty());
+    }
+
+    // A scaler configuration and a learning rate requested while the run is held after step 5
+    // apply from step 6 on, each recorded as an event of step 6.
+    void liveChangesLandOnTheNextStep() {
+        TrainConfig c = spiral().preset.training;
+        c.epochs = 100000;
+        auto backend = make_cpu_backend();
+        Network net = Network::from_json(spiral().preset.network);
+        Trainer trainer(net, spiral().data, c, *backend);
+        VerdictRecorder r;
+        trainer.add_observer(&r);
+        trainer.hold_after_step(5);
+        std::thread worker([&] { trainer.run(); });
+        QVERIFY2(wait_for([&] { return r.paused_at.load() == 5; }), "no hold at step 5");
+        LossScalerConfig scaler;
+        scaler.mode = ScalerMode::Static;
+        scaler.initial_scale = 1024;
+        trainer.request_scaler_config(scaler);
+        trainer.request_learning_rate(0.0123f);
+        trainer.hold_after_step(8);
+        trainer.resume();
+        const bool held = wait_for([&] { return r.paused_at.load() == 8; });
+        trainer.stop();
+        worker.join();
+        QVERIFY2(held, "no hold at step 8");
+        std::lock_guard lock(r.mutex);
+        QCOMPARE(r.steps.size(), size_t{8});
+        QVERIFY(r.steps[4].loss_scale != 1024.0f);
+        for (size_t i = 5; i < 8; ++i) {
+            QCOMPARE(r.steps[i].loss_scale, 1024.0f);
+            QVERIFY2(std::abs(r.steps[i].lr - 0.0123f) < 1e-6f, qPrintable(QString::number(r.steps[i].lr)));
+        }
+        const auto at = [&](const std::string& kind) {
+            for (const auto& [step, k] : r.events)
+                if (k == kind) return step;
+            return int64_t{-1};
+        };
+        QCOMPARE(at("config_changed"), int64_t{6});
+        QCOMPARE(at("lr_changed"), int64_t{6});
     }
 
     void nanInDataIsRefused() {
