@@ -29,6 +29,7 @@
 #include "core/common/parallel.h"
 #include "core/numeric/format.h"
 #include "core/train/dataset_source.h"
+#include "sessions/recorded_run.h"
 
 namespace mpwb::cli {
 namespace {
@@ -205,8 +206,16 @@ int run_compare(const CompareArgs& args) {
     std::vector<RunResult> results;
     bool stopped = false;
     for (size_t i = 0; i < specs.size() && !stopped; ++i) {
-        Network net = Network::from_json(preset.network);
-        Trainer trainer(net, data, configs[i], *backend);
+        // --run-name is a prefix here: the runs of a comparison differ by their precision.
+        StoreOptions store = args.store;
+        store.run_name.clear();
+        const std::string name = (args.store.run_name.empty() ? preset.name : args.store.run_name) + " " + specs[i].label;
+        Trainer* trainer_ptr = nullptr;  // set below; the recorder's callbacks run inside run()
+        RecordedRun run(preset.network, data, configs[i], *backend,
+                        store.open_recorder(name, preset.name, group, &trainer_ptr));
+        Trainer& trainer = run.trainer();
+        trainer_ptr = &trainer;
+        Network& net = run.network();
         const int bad = first_mismatch(net, reference, trainer.policy().master);
         if (bad >= 0)
             throw Error("run '" + specs[i].label + "' does not start from the seed's initial weights (parameter " +
@@ -221,23 +230,15 @@ int run_compare(const CompareArgs& args) {
         std::snprintf(label, sizeof label, "[%zu/%zu] %s", i + 1, specs.size(), specs[i].label.c_str());
         ProgressPrinter progress(label, args.quiet);
         RunProbe probe;
-        trainer.add_observer(&progress);
-        trainer.add_observer(&probe);
-        Trainer* trainer_ptr = &trainer;
-        // --run-name is a prefix here: the runs of a comparison differ by their precision.
-        StoreOptions store = args.store;
-        store.run_name.clear();
-        const std::string name = (args.store.run_name.empty() ? preset.name : args.store.run_name) + " " + specs[i].label;
-        auto recorder = store.open_recorder(name, preset.name, group, &trainer_ptr);
-
-        if (recorder) trainer.add_observer(recorder.get());
+        run.add_observer(&progress);
+        run.add_observer(&probe);
+        run.add_observer(run.recorder());
         {
             InterruptGuard guard(trainer);
             r.summary = trainer.run();
         }
-        if (r.summary.status != RunStatus::Failed)
-            record_final_boundary(recorder.get(), net, *backend, trainer.policy(), data, r.summary.steps);
-        if (recorder) r.run_id = recorder->run_id();
+        warn_if_boundary_not_stored(run.store_final_boundary(r.summary));
+        r.run_id = run.run_id();
         r.first_step_loss = probe.first_step_loss;
         r.stats_records = probe.stats_records;
         stopped = r.summary.status == RunStatus::Stopped;

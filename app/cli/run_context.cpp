@@ -33,18 +33,8 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
     throw ConfigError("unknown backend '" + name + "'; choose cpu, cuda or auto");
 }
 
-void record_final_boundary(const RunRecorder* recorder, Network& network, Backend& backend, const PrecisionPolicy& policy,
-                           const Dataset& data, int64_t step) {
-    // The workbench's grid size, so a run looks the same whichever program trained it.
-    constexpr int kResolution = 80;
-    if (!recorder || recorder->run_id() <= 0) return;
-    const BoundarySampler sampler(data, kResolution);
-    if (!sampler.applies()) return;
-    try {
-        recorder->store_boundary(sampler.sample(network, backend, policy, step));
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "mpwb-cli: warning: the decision boundary was not stored: %s\n", e.what());
-    }
+void warn_if_boundary_not_stored(const std::string& why) {
+    if (!why.empty()) std::fprintf(stderr, "mpwb-cli: warning: the decision boundary was not stored: %s\n", why.c_str());
 }
 
 InterruptGuard::InterruptGuard(Trainer& trainer) {

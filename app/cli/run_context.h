@@ -1,14 +1,11 @@
-// What one run from the command line needs: the resolved preset, the dataset, the network and
-// the backend, with SIGINT turned into a clean stop between steps.
+// What one run from the command line needs around its RecordedRun: the backend by name, the
+// warning for a boundary the store refused, and SIGINT turned into a clean stop between steps.
 #pragma once
 #include <memory>
+#include <string>
 
 #include "core/backend/backend.h"
-#include "core/data/dataset.h"
-#include "core/nn/network.h"
 #include "core/train/trainer.h"
-#include "resources/presets.h"
-#include "sessions/run_recorder.h"
 
 namespace mpwb::cli {
 
@@ -16,11 +13,9 @@ namespace mpwb::cli {
 // line on stderr saying why, when no GPU can be used.
 std::unique_ptr<Backend> make_backend(const std::string& name);
 
-// After a recorded run on a 2-D classification set: stores the final weights' decision boundary
-// with the run, as the workbench does, so the run reopened there shows it. A store that refuses
-// is a warning on stderr, not a failed run.
-void record_final_boundary(const RunRecorder* recorder, Network& network, Backend& backend, const PrecisionPolicy& policy,
-                           const Dataset& data, int64_t step);
+// `why` is RecordedRun::store_final_boundary's answer: a store that refused the decision boundary
+// is a warning on stderr, not a failed run. Nothing when `why` is empty.
+void warn_if_boundary_not_stored(const std::string& why);
 
 // Routes Ctrl-C to trainer->stop() while it lives; a second Ctrl-C kills the process.
 class InterruptGuard {

@@ -15,7 +15,7 @@
 #include "core/common/error.h"
 #include "core/train/dataset_source.h"
 #include "sessions/file_identity.h"
-#include "sessions/run_recorder.h"
+#include "sessions/recorded_run.h"
 
 namespace mpwb::cli {
 namespace {
@@ -37,22 +37,21 @@ int run_train(const TrainArgs& args) {
     Trainer* trainer_ptr = nullptr;  // set below; the recorder's callbacks run inside run()
     auto recorder = args.store.open_recorder(preset.name + " " + precision_name(preset.training.precision),
                                              preset.name, std::nullopt, &trainer_ptr);
-    Dataset data = load_dataset(preset.training.dataset);
-    Network net = Network::from_json(preset.network);
+    const Dataset data = load_dataset(preset.training.dataset);
     auto backend = make_backend(args.backend);
-    Trainer trainer(net, data, preset.training, *backend);
+    RecordedRun run(preset.network, data, preset.training, *backend, std::move(recorder));
+    Trainer& trainer = run.trainer();
     trainer_ptr = &trainer;
     ProgressPrinter progress(preset.name + " " + trainer.policy().name(), args.quiet);
-    trainer.add_observer(&progress);
-    if (recorder) trainer.add_observer(recorder.get());
+    run.add_observer(&progress);
+    run.add_observer(run.recorder());
     RunSummary summary;
     {
         InterruptGuard guard(trainer);
         summary = trainer.run();
     }
-    if (summary.status != RunStatus::Failed)
-        record_final_boundary(recorder.get(), net, *backend, trainer.policy(), data, summary.steps);
-    if (!args.save_network.empty()) net.save_file(args.save_network);
+    warn_if_boundary_not_stored(run.store_final_boundary(summary));
+    if (!args.save_network.empty()) run.network().save_file(args.save_network);
     if (args.json) {
         nlohmann::json out = summary.to_json();
         out["preset"] = preset.name;
@@ -60,9 +59,9 @@ int run_train(const TrainArgs& args) {
         out["dataset"] = data.name;
         out["backend"] = backend->name();
         out["device"] = backend->device_name();
-        out["parameters"] = net.parameter_count();
+        out["parameters"] = run.network().parameter_count();
         out["config"] = to_json(trainer.config());
-        if (recorder) {
+        if (const RunRecorder* recorder = run.recorder()) {
             out["run_id"] = recorder->run_id();
             out["db"] = recorder->db_path();
         }
@@ -72,8 +71,8 @@ int run_train(const TrainArgs& args) {
         std::fprintf(stderr, "mpwb-cli: error: training failed: %s\n", summary.error.c_str());
         return 1;
     }
-    if (recorder && !recorder->complete()) {
-        std::fprintf(stderr, "mpwb-cli: error: the run was not fully recorded: %s\n", recorder->error().c_str());
+    if (run.recorder() && !run.recorder()->complete()) {
+        std::fprintf(stderr, "mpwb-cli: error: the run was not fully recorded: %s\n", run.recorder()->error().c_str());
         return 1;
     }
     return 0;

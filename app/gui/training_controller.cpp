@@ -15,7 +15,7 @@
 #include "core/nn/network.h"
 #include "core/train/dataset_source.h"
 #include "core/train/trainer.h"
-#include "sessions/run_recorder.h"
+#include "sessions/recorded_run.h"
 #include "sessions/run_store.h"
 
 namespace mpwb {
@@ -121,14 +121,11 @@ struct TrainingController::Shared {
 class LiveObserver final : public TrainingObserver {
 public:
     LiveObserver(int slot, std::shared_ptr<TrainingController::Shared> shared, std::shared_ptr<const Dataset> data,
-                 Network& network, Backend& backend, const PrecisionPolicy& policy, const RunRecorder* recorder)
-        : slot_(slot), shared_(std::move(shared)), data_(std::move(data)), network_(network), backend_(backend),
-          policy_(policy), recorder_(recorder) {
-        boundary_ = sampler_.applies();
-    }
+                 RecordedRun& run)
+        : slot_(slot), shared_(std::move(shared)), data_(std::move(data)), run_(run), boundary_(run.has_boundary()) {}
 
     void on_run_start(const RunStartInfo& info) override {
-        const int64_t id = recorder_ ? recorder_->run_id() : 0;
+        const int64_t id = run_.run_id();
         std::lock_guard lock(shared_->mu);
         auto& u = shared_->slot(slot_);
         u.start = info;
@@ -168,7 +165,7 @@ public:
 private:
     void compute_boundary(int64_t step) {
         try {
-            BoundaryGrid g = sampler_.sample(network_, backend_, policy_, step);
+            BoundaryGrid g = run_.sample_boundary(step);
             last_grid_ = g;
             std::lock_guard lock(shared_->mu);
             shared_->slot(slot_).boundary = std::move(g);
@@ -186,12 +183,8 @@ private:
     int slot_;
     std::shared_ptr<TrainingController::Shared> shared_;
     std::shared_ptr<const Dataset> data_;
-    Network& network_;
-    Backend& backend_;
-    const PrecisionPolicy& policy_;
-    const RunRecorder* recorder_;
-    BoundarySampler sampler_{*data_, shared_->options.boundary_resolution};
-    bool boundary_ = false;
+    RecordedRun& run_;
+    bool boundary_;  // false once a grid could not be sampled
     Clock::time_point last_boundary_;
 };
 
@@ -236,6 +229,24 @@ std::string kept_text(int64_t steps, int64_t run_id) {
     return run_id > 0 ? "What the run recorded so far (" + what + ") stays in the plots and in the database as " + run + "."
                       : "What the run showed so far (" + what + ") stays in the plots; it is not in the database.";
 }
+
+// The workbench's recorder for one run (none when recording is off): tagged as the workbench's,
+// in the comparison's group. A failure while the run trains is shown at once, in `slot`'s update.
+std::unique_ptr<RunRecorder> open_recorder(const std::shared_ptr<TrainingController::Shared>& shared, int slot,
+                                           const std::string& name) {
+    if (!shared->options.record) return nullptr;
+    RunRecorder::Options ro;
+    ro.db_path = shared->options.db_path;
+    ro.name = name;
+    ro.tags = {{"source", "mpwb"}};
+    if (shared->gate) ro.tags["comparison"] = "fp32-vs-mixed";
+    ro.group_id = shared->group_id;
+    ro.on_failure = [shared, slot](const std::string& m) {
+        std::lock_guard lock(shared->mu);
+        shared->slot(slot).errors.push_back("recording failed: " + m);
+    };
+    return std::make_unique<RunRecorder>(ro);
+}
 }  // namespace
 
 void TrainingWorker::run() {
@@ -243,38 +254,22 @@ void TrainingWorker::run() {
     std::vector<std::string> errors;
     int64_t steps_done = 0, run_id = 0;
     auto fail = [&](const std::string& what) { errors.push_back(what); };
-    auto fail_now = [shared = shared_, slot = slot_](const std::string& what) {
-        std::lock_guard lock(shared->mu);
-        shared->slot(slot).errors.push_back(what);
-    };
     try {
         auto data = shared_->dataset(config_.dataset);
         {
             std::lock_guard lock(mu_);
             if (stop_requested_) throw Error("stopped before training started");
         }
-        Network net = Network::from_json(network_);
         std::string why_not_gpu;
         auto backend = make_default_backend(&why_not_gpu);
-        std::unique_ptr<RunRecorder> recorder;
-        if (shared_->options.record) {
-            RunRecorder::Options ro;
-            ro.db_path = shared_->options.db_path;
-            ro.name = name_;
-            ro.tags = {{"source", "mpwb"}};
-            if (shared_->gate) ro.tags["comparison"] = "fp32-vs-mixed";
-            ro.group_id = shared_->group_id;
-            // Called while the run trains: shown at once.
-            ro.on_failure = [fail_now](const std::string& m) { fail_now("recording failed: " + m); };
-            recorder = std::make_unique<RunRecorder>(ro);
-        }
-        Trainer trainer(net, *data, config_, *backend);
+        RecordedRun run(network_, *data, config_, *backend, open_recorder(shared_, slot_, name_));
+        Trainer& trainer = run.trainer();
         std::optional<GateTurns> gate_turns;
         if (shared_->gate) gate_turns.emplace(*shared_->gate, slot_);
-        if (recorder) trainer.add_observer(recorder.get());
-        LiveObserver live(slot_, shared_, data, net, *backend, trainer.policy(), recorder.get());
-        trainer.add_observer(&live);
-        if (gate_turns) trainer.add_observer(&*gate_turns);
+        LiveObserver live(slot_, shared_, data, run);
+        run.add_observer(run.recorder());  // first: the live observer reads its run id
+        run.add_observer(&live);
+        if (gate_turns) run.add_observer(&*gate_turns);
         {
             std::lock_guard lock(mu_);
             trainer_ = &trainer;
@@ -291,15 +286,13 @@ void TrainingWorker::run() {
             trainer_ = nullptr;
         }
         steps_done = summary.steps;
-        run_id = recorder ? recorder->run_id() : 0;
-        if (recorder && !recorder->error().empty()) fail("recording: " + recorder->error());
-        // The final boundary goes into the store with the run (after the recorder's last commit).
-        if (recorder && live.last_grid()) {
-            try {
-                recorder->store_boundary(*live.last_grid());
-            } catch (const std::exception& e) {
-                fail(std::string("recording the decision boundary: ") + e.what());
-            }
+        run_id = run.run_id();
+        if (run.recorder() && !run.recorder()->error().empty()) fail("recording: " + run.recorder()->error());
+        // The final boundary goes into the store with the run (after the recorder's last commit):
+        // the one drawn last, from the final weights.
+        if (live.last_grid()) {
+            const std::string why = run.store_final_boundary(summary, live.last_grid());
+            if (!why.empty()) fail("recording the decision boundary: " + why);
         }
         if (summary.status == RunStatus::Failed) fail("training failed: " + summary.error);
     } catch (const std::exception& e) {

@@ -96,7 +96,6 @@ public:
         std::string db_path;            // the run store
         double chunk_seconds = 0.1;     // comparison: how long one run computes before the other
         double boundary_interval = 0.25;// seconds between decision-boundary grids (2-D sets only)
-        int boundary_resolution = 80;   // grid cells per side
         int drain_hz = 30;
         bool record = true;             // record runs into the store
     };

@@ -54,6 +54,27 @@ private slots:
         for (int c : grid.predicted) QVERIFY(c == 0 || c == 1);
     }
 
+    // Each run of a comparison is recorded the same way: its final boundary, on the same grid.
+    void compareRecordsEachRunsBoundary() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath("runs.sqlite");
+        const auto r = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp32,bf16-mixed", "--epochs", "1",
+                                "--backend", "cpu", "--db", db, "--json", "--quiet"});
+        QVERIFY2(r.exit_code == 0, r.err.constData());
+        const QJsonArray runs = parse_object(r.out)["runs"].toArray();
+        QCOMPARE(runs.size(), 2);
+        mpwb::RunStore store(db.toStdString());
+        for (const auto& v : runs) {
+            const QJsonObject run = v.toObject();
+            const auto stored = store.boundary(run["run_id"].toInteger());
+            QVERIFY2(stored.has_value(), qPrintable(run["label"].toString()));
+            QCOMPARE(stored->first, run["summary"].toObject()["steps"].toInteger());
+            const mpwb::BoundaryGrid grid = mpwb::boundary_from_blob(stored->second);
+            QCOMPARE(grid.nx, 80);
+            QCOMPARE(grid.ny, 80);
+        }
+    }
+
     void compareFp32AndFp16Mixed() {
         const auto r = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp32,fp16-mixed", "--epochs", "5",
                                 "--json", "--backend", "cpu"});
