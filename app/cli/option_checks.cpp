@@ -3,17 +3,17 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <string>
+
+#include "core/common/text_format.h"
 
 namespace mpwb::cli {
 namespace {
 
+// A range bound as a user would write it back: "1e+30", not "1.0000000000000000199e+30".
 std::string number_text(double v) {
     if (std::isinf(v)) return v > 0 ? "infinity" : "-infinity";
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return buf;
+    return shortest_text(v);
 }
 
 // Parses all of `text` as a base-10 integer of type T; an empty string on success, else why not.
