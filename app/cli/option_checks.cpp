@@ -10,7 +10,7 @@
 namespace mpwb::cli {
 namespace {
 
-// A range bound as a user would write it back: "1e+30", not "1.0000000000000000199e+30".
+// A range bound as a user would write it back: "0.99", not "0.98999999999999999".
 std::string number_text(double v) {
     if (std::isinf(v)) return v > 0 ? "infinity" : "-infinity";
     return shortest_text(v);
