@@ -131,4 +131,34 @@ void check_json_text(std::string_view text, const std::string& source, const Jso
     (void)parse_json_text(text, source, limits);
 }
 
+namespace {
+// The value as a message shows it: cut after 80 characters, invalid UTF-8 replaced (so that
+// writing the message cannot throw).
+std::string shown_value(const nlohmann::json& value) {
+    constexpr std::size_t kShown = 80;
+    std::string shown = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return shown.size() > kShown ? shown.substr(0, kShown) + "…" : shown;
+}
+}  // namespace
+
+std::string setting_path(std::string_view where, std::string_view key) {
+    return where.empty() ? std::string(key) : std::string(where) + "." + std::string(key);
+}
+
+void check_setting_keys(const nlohmann::json& object, std::string_view what, const std::vector<std::string_view>& known) {
+    if (!object.is_object()) throw ConfigError(std::string(what) + " must be a JSON object, got " + shown_value(object));
+    for (const auto& [key, value] : object.items()) {
+        bool found = false;
+        for (std::string_view k : known) found = found || key == k;
+        if (found) continue;
+        std::string valid;
+        for (std::string_view k : known) valid += (valid.empty() ? "" : ", ") + std::string(k);
+        throw ConfigError("unknown setting '" + key + "' in " + std::string(what) + " (valid settings: " + valid + ")");
+    }
+}
+
+void throw_bad_setting(std::string_view path, const nlohmann::json& value, std::string_view wanted) {
+    throw ConfigError("setting '" + std::string(path) + "' must be " + std::string(wanted) + ", got " + shown_value(value));
+}
+
 }  // namespace mpwb

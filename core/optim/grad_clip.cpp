@@ -9,7 +9,7 @@
 
 #include "core/common/error.h"
 #include "core/common/parallel.h"
-#include "core/optim/config_json.h"
+#include "core/common/text_format.h"
 
 namespace mpwb {
 
@@ -47,7 +47,7 @@ float global_grad_norm(std::span<Parameter* const> params) {
 
 float clip_grad_norm(std::span<Parameter* const> params, float max_norm) {
     if (!std::isfinite(max_norm) || max_norm <= 0.0f)
-        throw ConfigError("gradient clipping max_norm = " + optim_detail::float_text(max_norm) +
+        throw ConfigError("gradient clipping max_norm = " + shortest_text(max_norm) +
                           " must be finite and > 0");
     const float norm = global_grad_norm(params);
     if (!std::isfinite(norm) || norm <= max_norm) return norm;

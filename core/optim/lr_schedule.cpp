@@ -6,20 +6,19 @@
 #include <numbers>
 
 #include "core/common/error.h"
-#include "core/optim/config_json.h"
+#include "core/common/json_input.h"
+#include "core/common/text_format.h"
 
 namespace mpwb {
 
-using optim_detail::float_json;
-using optim_detail::float_text;
-
 namespace {
 
-constexpr const char* kWhat = "schedule config";
+// Names the settings in messages and is the path prefix of their fields ("schedule.gamma").
+constexpr const char* kWhat = "schedule";
 
 void check_finite(const char* key, float v) {
     if (!std::isfinite(v))
-        throw ConfigError(std::string("schedule ") + key + " = " + float_text(v) +
+        throw ConfigError(std::string("schedule ") + key + " = " + shortest_text(v) +
                           " is not a finite number");
 }
 
@@ -44,16 +43,16 @@ void ScheduleConfig::validate() const {
         throw ConfigError("schedule warmup_steps = " + std::to_string(warmup_steps) +
                           " is negative");
     if (warmup_start_factor < 0.0f || warmup_start_factor > 1.0f)
-        throw ConfigError("schedule warmup_start_factor = " + float_text(warmup_start_factor) +
+        throw ConfigError("schedule warmup_start_factor = " + shortest_text(warmup_start_factor) +
                           " is outside [0, 1]");
     if (min_lr < 0.0f)
-        throw ConfigError("schedule min_lr = " + float_text(min_lr) + " is negative");
+        throw ConfigError("schedule min_lr = " + shortest_text(min_lr) + " is negative");
     if (kind == "step") {
         if (step_size < 1)
             throw ConfigError("schedule step_size = " + std::to_string(step_size) +
                               " must be >= 1 for the step schedule");
         if (gamma <= 0.0f)
-            throw ConfigError("schedule gamma = " + float_text(gamma) + " must be > 0");
+            throw ConfigError("schedule gamma = " + shortest_text(gamma) + " must be > 0");
     }
     // total_steps 0 means "the whole run": the trainer fills it in once it knows the length.
     if (kind == "cosine" && total_steps != 0 && total_steps <= warmup_steps)
@@ -65,26 +64,25 @@ void ScheduleConfig::validate() const {
 void to_json(nlohmann::json& j, const ScheduleConfig& c) {
     j = nlohmann::json{{"kind", c.kind},
                        {"step_size", c.step_size},
-                       {"gamma", float_json(c.gamma)},
+                       {"gamma", float_as_json_double(c.gamma)},
                        {"total_steps", c.total_steps},
-                       {"min_lr", float_json(c.min_lr)},
+                       {"min_lr", float_as_json_double(c.min_lr)},
                        {"warmup_steps", c.warmup_steps},
-                       {"warmup_start_factor", float_json(c.warmup_start_factor)}};
+                       {"warmup_start_factor", float_as_json_double(c.warmup_start_factor)}};
 }
 
 void from_json(const nlohmann::json& j, ScheduleConfig& c) {
-    using optim_detail::read_key;
-    optim_detail::check_keys(j, kWhat,
+    check_setting_keys(j, kWhat,
                              {"kind", "step_size", "gamma", "total_steps", "min_lr",
                               "warmup_steps", "warmup_start_factor"});
     ScheduleConfig out;
-    read_key(j, kWhat, "kind", out.kind);
-    read_key(j, kWhat, "step_size", out.step_size);
-    read_key(j, kWhat, "gamma", out.gamma);
-    read_key(j, kWhat, "total_steps", out.total_steps);
-    read_key(j, kWhat, "min_lr", out.min_lr);
-    read_key(j, kWhat, "warmup_steps", out.warmup_steps);
-    read_key(j, kWhat, "warmup_start_factor", out.warmup_start_factor);
+    read_setting(j, kWhat, "kind", out.kind);
+    read_setting(j, kWhat, "step_size", out.step_size);
+    read_setting(j, kWhat, "gamma", out.gamma);
+    read_setting(j, kWhat, "total_steps", out.total_steps);
+    read_setting(j, kWhat, "min_lr", out.min_lr);
+    read_setting(j, kWhat, "warmup_steps", out.warmup_steps);
+    read_setting(j, kWhat, "warmup_start_factor", out.warmup_start_factor);
     out.validate();
     c = std::move(out);
 }
@@ -95,7 +93,7 @@ LrSchedule::LrSchedule(ScheduleConfig config, float base_lr)
     if (config_.kind == "cosine" && config_.total_steps == 0)
         throw ConfigError("the cosine schedule needs total_steps (the length of the run)");
     if (!std::isfinite(base_lr) || base_lr < 0.0f)
-        throw ConfigError("learning rate = " + float_text(base_lr) + " must be finite and >= 0");
+        throw ConfigError("learning rate = " + shortest_text(base_lr) + " must be finite and >= 0");
 }
 
 float LrSchedule::lr_at(int64_t iteration) const {

@@ -11,20 +11,19 @@
 #include "core/common/byte_blob.h"
 #include "core/common/error.h"
 #include "core/common/parallel.h"
-#include "core/optim/config_json.h"
+#include "core/common/json_input.h"
+#include "core/common/text_format.h"
 
 namespace mpwb {
 
-using optim_detail::float_json;
-using optim_detail::float_text;
-
 namespace {
 
-constexpr const char* kWhat = "optimizer config";
+// Names the settings in messages and is the path prefix of their fields ("optimizer.gamma").
+constexpr const char* kWhat = "optimizer";
 
 void check_finite(const char* key, float v) {
     if (!std::isfinite(v))
-        throw ConfigError(std::string("optimizer ") + key + " = " + float_text(v) +
+        throw ConfigError(std::string("optimizer ") + key + " = " + shortest_text(v) +
                           " is not a finite number");
 }
 
@@ -33,7 +32,7 @@ void check_finite(const char* key, float v) {
 void check_unit(const char* key, float v) {
     check_finite(key, v);
     if (v < 0.0f || v >= 1.0f)
-        throw ConfigError(std::string("optimizer ") + key + " = " + float_text(v) +
+        throw ConfigError(std::string("optimizer ") + key + " = " + shortest_text(v) +
                           " is outside [0, 1)");
 }
 
@@ -54,39 +53,38 @@ void OptimizerConfig::validate() const {
     check_unit("momentum", momentum);
     check_finite("weight_decay", weight_decay);
     if (weight_decay < 0.0f)
-        throw ConfigError("optimizer weight_decay = " + float_text(weight_decay) +
+        throw ConfigError("optimizer weight_decay = " + shortest_text(weight_decay) +
                           " is negative");
     check_unit("beta1", beta1);
     check_unit("beta2", beta2);
     check_finite("eps", eps);
     if (eps <= 0.0f)
-        throw ConfigError("optimizer eps = " + float_text(eps) + " must be > 0");
+        throw ConfigError("optimizer eps = " + shortest_text(eps) + " must be > 0");
     if (kind == "sgd" && nesterov && momentum == 0.0f)
         throw ConfigError("optimizer nesterov = true needs momentum > 0 (momentum = 0)");
 }
 
 void to_json(nlohmann::json& j, const OptimizerConfig& c) {
     j = nlohmann::json{{"kind", c.kind},
-                       {"momentum", float_json(c.momentum)},
+                       {"momentum", float_as_json_double(c.momentum)},
                        {"nesterov", c.nesterov},
-                       {"weight_decay", float_json(c.weight_decay)},
-                       {"beta1", float_json(c.beta1)},
-                       {"beta2", float_json(c.beta2)},
-                       {"eps", float_json(c.eps)}};
+                       {"weight_decay", float_as_json_double(c.weight_decay)},
+                       {"beta1", float_as_json_double(c.beta1)},
+                       {"beta2", float_as_json_double(c.beta2)},
+                       {"eps", float_as_json_double(c.eps)}};
 }
 
 void from_json(const nlohmann::json& j, OptimizerConfig& c) {
-    using optim_detail::read_key;
-    optim_detail::check_keys(
+    check_setting_keys(
         j, kWhat, {"kind", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "eps"});
     OptimizerConfig out;
-    read_key(j, kWhat, "kind", out.kind);
-    read_key(j, kWhat, "momentum", out.momentum);
-    read_key(j, kWhat, "nesterov", out.nesterov);
-    read_key(j, kWhat, "weight_decay", out.weight_decay);
-    read_key(j, kWhat, "beta1", out.beta1);
-    read_key(j, kWhat, "beta2", out.beta2);
-    read_key(j, kWhat, "eps", out.eps);
+    read_setting(j, kWhat, "kind", out.kind);
+    read_setting(j, kWhat, "momentum", out.momentum);
+    read_setting(j, kWhat, "nesterov", out.nesterov);
+    read_setting(j, kWhat, "weight_decay", out.weight_decay);
+    read_setting(j, kWhat, "beta1", out.beta1);
+    read_setting(j, kWhat, "beta2", out.beta2);
+    read_setting(j, kWhat, "eps", out.eps);
     out.validate();
     c = std::move(out);
 }
@@ -105,7 +103,7 @@ void Optimizer::set_config(const OptimizerConfig& config) {
 
 void Optimizer::step(std::span<Parameter* const> params, float lr, StepFormats formats) {
     if (!std::isfinite(lr) || lr < 0.0f)
-        throw ConfigError("learning rate = " + float_text(lr) + " must be finite and >= 0");
+        throw ConfigError("learning rate = " + shortest_text(lr) + " must be finite and >= 0");
     // Check everything before touching anything, so a bad list leaves the weights as they were.
     for (size_t i = 0; i < params.size(); ++i) {
         const Parameter* p = params[i];

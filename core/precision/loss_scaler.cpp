@@ -5,99 +5,24 @@
 #include "core/precision/loss_scaler.h"
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <utility>
 
 #include "core/common/error.h"
+#include "core/common/json_input.h"
+#include "core/common/text_format.h"
 
 namespace mpwb {
 
 namespace {
 
-// Shortest round-trip spelling, so messages say "0.1", not "0.10000000000000001".
-std::string num(double v) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    char buf[64];
-    auto res = std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, res.ptr);
-}
-
-[[noreturn]] void bad(const std::string& what) { throw ConfigError("loss scaler: " + what); }
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (auto& c : out) if (c == '-' || c == ' ') c = '_';
-    return out;
-}
+std::string num(double v) { return shortest_text(v); }
 
 constexpr double kFloatMax = static_cast<double>(std::numeric_limits<float>::max());
-constexpr double kFloatTrueMin = static_cast<double>(std::numeric_limits<float>::denorm_min());
-
-void check_scale_value(const char* name, double v) {
-    if (!std::isfinite(v)) bad(std::string(name) + " must be finite (got " + num(v) + ")");
-    if (v <= 0.0) bad(std::string(name) + " must be positive (got " + num(v) + ")");
-    if (v > kFloatMax)
-        bad(std::string(name) + " " + num(v) + " exceeds the largest FP32 value " + num(kFloatMax) +
-            "; the scale is kept in FP32");
-    if (v < kFloatTrueMin)
-        bad(std::string(name) + " " + num(v) + " is below the smallest positive FP32 value " +
-            num(kFloatTrueMin) + "; the scale is kept in FP32");
-}
 
 }  // namespace
 
-// ---------------------------------------------------------------------------------------------
-// Enumerations
-
-ScalerMode parse_scaler_mode(std::string_view text) {
-    const std::string t = lower(text);
-    if (t == "none" || t == "off") return ScalerMode::None;
-    if (t == "static" || t == "fixed") return ScalerMode::Static;
-    if (t == "dynamic") return ScalerMode::Dynamic;
-    bad("unknown mode '" + std::string(text) + "' (expected none, static or dynamic)");
-}
-
-HysteresisRefill parse_hysteresis_refill(std::string_view text) {
-    const std::string t = lower(text);
-    if (t == "on_growth") return HysteresisRefill::OnGrowth;
-    if (t == "every_clean_step") return HysteresisRefill::EveryCleanStep;
-    bad("unknown refill '" + std::string(text) + "' (expected on_growth or every_clean_step)");
-}
-
-OverflowAction parse_overflow_action(std::string_view text) {
-    const std::string t = lower(text);
-    if (t == "skip") return OverflowAction::Skip;
-    if (t == "retry") return OverflowAction::Retry;
-    bad("unknown on_overflow '" + std::string(text) + "' (expected skip or retry)");
-}
-
-GrowthTiming parse_growth_timing(std::string_view text) {
-    const std::string t = lower(text);
-    if (t == "on_interval") return GrowthTiming::OnInterval;
-    if (t == "after_interval") return GrowthTiming::AfterInterval;
-    bad("unknown growth_timing '" + std::string(text) + "' (expected on_interval or after_interval)");
-}
-
-const char* to_string(ScalerMode mode) {
-    switch (mode) {
-        case ScalerMode::None: return "none";
-        case ScalerMode::Static: return "static";
-        case ScalerMode::Dynamic: return "dynamic";
-    }
-    return "?";
-}
-const char* to_string(HysteresisRefill refill) {
-    return refill == HysteresisRefill::OnGrowth ? "on_growth" : "every_clean_step";
-}
-const char* to_string(OverflowAction action) { return action == OverflowAction::Skip ? "skip" : "retry"; }
-const char* to_string(GrowthTiming timing) {
-    return timing == GrowthTiming::OnInterval ? "on_interval" : "after_interval";
-}
 const char* to_string(StepAction action) {
     switch (action) {
         case StepAction::Apply: return "apply";
@@ -106,167 +31,6 @@ const char* to_string(StepAction action) {
     }
     return "?";
 }
-
-// ---------------------------------------------------------------------------------------------
-// Configuration
-
-void LossScalerConfig::validate() const {
-    check_scale_value("initial_scale", initial_scale);
-    check_scale_value("min_scale", min_scale);
-    check_scale_value("max_scale", max_scale);
-    if (min_scale > max_scale)
-        bad("min_scale " + num(min_scale) + " is greater than max_scale " + num(max_scale));
-    if (initial_scale < min_scale || initial_scale > max_scale)
-        bad("initial_scale " + num(initial_scale) + " is outside [min_scale, max_scale] = [" + num(min_scale) +
-            ", " + num(max_scale) + "]");
-    if (!std::isfinite(growth_factor) || growth_factor <= 1.0)
-        bad("growth_factor must be a finite number greater than 1 (got " + num(growth_factor) + ")");
-    if (!std::isfinite(backoff_factor) || backoff_factor <= 0.0 || backoff_factor >= 1.0)
-        bad("backoff_factor must be in (0, 1) (got " + num(backoff_factor) + ")");
-    if (growth_interval < 1)
-        bad("growth_interval must be at least 1 step (got " + std::to_string(growth_interval) + ")");
-    if (hysteresis < 1) bad("hysteresis must be at least 1 (got " + std::to_string(hysteresis) + ")");
-    if (max_retries < 0) bad("max_retries must be 0 or more (got " + std::to_string(max_retries) + ")");
-}
-
-LossScalerConfig loss_scaler_preset(std::string_view name) {
-    const std::string n = lower(name);
-    LossScalerConfig c;
-    if (n == "default") return c;
-    if (n == "pytorch" || n == "torch") {
-        // torch.amp.GradScaler(init_scale=2**16, growth_factor=2, backoff_factor=0.5,
-        // growth_interval=2000); no clamps, growth refused when the result is not finite.
-        c.min_scale = kFloatTrueMin;
-        c.max_scale = kFloatMax;
-        return c;
-    }
-    if (n == "deepspeed") {
-        // ds_config fp16: initial_scale_power 16, loss_scale_window 1000, hysteresis 2,
-        // consecutive_hysteresis false, min_loss_scale 1; no upper clamp.
-        c.growth_interval = 1000;
-        c.hysteresis = 2;
-        c.min_scale = 1.0;
-        c.max_scale = kFloatMax;
-        c.grow_only_if_finite = false;
-        return c;
-    }
-    if (n == "megatron") {
-        // Megatron-LM: initial_loss_scale 2^32, min_loss_scale 1, loss_scale_window 1000,
-        // hysteresis 2; refill on growth only.
-        c.initial_scale = 0x1p32;
-        c.growth_interval = 1000;
-        c.hysteresis = 2;
-        c.min_scale = 1.0;
-        c.max_scale = kFloatMax;
-        c.grow_only_if_finite = false;
-        return c;
-    }
-    if (n == "nnabla") {
-        // nnabla.experimental.mixed_precision_training.DynamicLossScalingUpdater(scale=8,
-        // scaling_factor=2, N=2000); retries the batch, at most _max_recursive_count = 100 times.
-        c.initial_scale = 8.0;
-        c.on_overflow = OverflowAction::Retry;
-        c.max_retries = 100;
-        c.growth_timing = GrowthTiming::AfterInterval;
-        c.min_scale = kFloatTrueMin;
-        c.max_scale = kFloatMax;
-        c.grow_only_if_finite = false;
-        return c;
-    }
-    if (n == "static") {
-        c.mode = ScalerMode::Static;
-        return c;
-    }
-    if (n == "none") {
-        c.mode = ScalerMode::None;
-        return c;
-    }
-    bad("unknown preset '" + std::string(name) +
-        "' (expected default, pytorch, deepspeed, megatron, nnabla, static or none)");
-}
-
-nlohmann::json loss_scaler_config_to_json(const LossScalerConfig& c) {
-    return nlohmann::json{
-        {"mode", to_string(c.mode)},
-        {"initial_scale", c.initial_scale},
-        {"growth_factor", c.growth_factor},
-        {"backoff_factor", c.backoff_factor},
-        {"growth_interval", c.growth_interval},
-        {"hysteresis", c.hysteresis},
-        {"refill", to_string(c.refill)},
-        {"min_scale", c.min_scale},
-        {"max_scale", c.max_scale},
-        {"on_overflow", to_string(c.on_overflow)},
-        {"max_retries", c.max_retries},
-        {"count_skipped_steps", c.count_skipped_steps},
-        {"grow_only_if_finite", c.grow_only_if_finite},
-        {"growth_timing", to_string(c.growth_timing)},
-    };
-}
-
-namespace {
-
-double get_number(const std::string& key, const nlohmann::json& v) {
-    if (!v.is_number()) bad("setting '" + key + "' must be a number (got " + v.dump() + ")");
-    return v.get<double>();
-}
-
-int64_t get_integer(const std::string& key, const nlohmann::json& v, int64_t lo, int64_t hi) {
-    if (!v.is_number_integer()) bad("setting '" + key + "' must be an integer (got " + v.dump() + ")");
-    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))
-        bad("setting '" + key + "' is too large (got " + v.dump() + ")");
-    const int64_t x = v.get<int64_t>();
-    if (x < lo || x > hi) bad("setting '" + key + "' is out of range (got " + v.dump() + ")");
-    return x;
-}
-
-bool get_bool(const std::string& key, const nlohmann::json& v) {
-    if (!v.is_boolean()) bad("setting '" + key + "' must be true or false (got " + v.dump() + ")");
-    return v.get<bool>();
-}
-
-std::string get_string(const std::string& key, const nlohmann::json& v) {
-    if (!v.is_string()) bad("setting '" + key + "' must be a string (got " + v.dump() + ")");
-    return v.get<std::string>();
-}
-
-}  // namespace
-
-LossScalerConfig loss_scaler_config_from_json(const nlohmann::json& j) {
-    if (!j.is_object()) bad("configuration must be a JSON object (got " + j.dump() + ")");
-    LossScalerConfig c;
-    constexpr int64_t int_max = std::numeric_limits<int>::max();
-    constexpr int64_t int_min = std::numeric_limits<int>::min();
-    for (const auto& [key, v] : j.items()) {
-        if (key == "mode") c.mode = parse_scaler_mode(get_string(key, v));
-        else if (key == "initial_scale") c.initial_scale = get_number(key, v);
-        else if (key == "growth_factor") c.growth_factor = get_number(key, v);
-        else if (key == "backoff_factor") c.backoff_factor = get_number(key, v);
-        // Range checks here only guard the integer conversion; validate() names the real limits.
-        else if (key == "growth_interval")
-            c.growth_interval = get_integer(key, v, std::numeric_limits<int64_t>::min(),
-                                            std::numeric_limits<int64_t>::max());
-        else if (key == "hysteresis") c.hysteresis = static_cast<int>(get_integer(key, v, int_min, int_max));
-        else if (key == "refill") c.refill = parse_hysteresis_refill(get_string(key, v));
-        else if (key == "min_scale") c.min_scale = get_number(key, v);
-        else if (key == "max_scale") c.max_scale = get_number(key, v);
-        else if (key == "on_overflow") c.on_overflow = parse_overflow_action(get_string(key, v));
-        else if (key == "max_retries") c.max_retries = static_cast<int>(get_integer(key, v, int_min, int_max));
-        else if (key == "count_skipped_steps") c.count_skipped_steps = get_bool(key, v);
-        else if (key == "grow_only_if_finite") c.grow_only_if_finite = get_bool(key, v);
-        else if (key == "growth_timing") c.growth_timing = parse_growth_timing(get_string(key, v));
-        else
-            bad("unknown setting '" + key +
-                "' (known: mode, initial_scale, growth_factor, backoff_factor, growth_interval, hysteresis, "
-                "refill, min_scale, max_scale, on_overflow, max_retries, count_skipped_steps, "
-                "grow_only_if_finite, growth_timing)");
-    }
-    c.validate();
-    return c;
-}
-
-void to_json(nlohmann::json& j, const LossScalerConfig& c) { j = loss_scaler_config_to_json(c); }
-void from_json(const nlohmann::json& j, LossScalerConfig& c) { c = loss_scaler_config_from_json(j); }
 
 // ---------------------------------------------------------------------------------------------
 // Engine
@@ -303,7 +67,8 @@ void LossScaler::request_config(const LossScalerConfig& config) {
 }
 
 void LossScaler::request_scale(double scale) {
-    check_scale_value("requested scale", scale);
+    if (auto problem = loss_scale_problem("requested scale", scale); !problem.empty())
+        throw ScalerConfigError({"requested scale", std::move(problem)});
     std::lock_guard lock(mutex_);
     pending_scale_ = scale;
 }
@@ -572,10 +337,9 @@ const nlohmann::json& field(const nlohmann::json& s, const char* key) {
     return *it;
 }
 
+// The strict setting reader, then the range the saved state must be in.
 int64_t state_int(const nlohmann::json& s, const char* key, int64_t lo, int64_t hi) {
-    const auto& v = field(s, key);
-    if (!v.is_number_integer()) bad_state(std::string("field '") + key + "' must be an integer (got " + v.dump() + ")");
-    const int64_t x = v.get<int64_t>();
+    const int64_t x = setting_value<int64_t>(field(s, key), setting_path("loss scaler state", key));
     if (x < lo || x > hi)
         bad_state(std::string("field '") + key + "' = " + std::to_string(x) + " is outside [" + std::to_string(lo) +
                   ", " + std::to_string(hi) + "]");
@@ -583,9 +347,7 @@ int64_t state_int(const nlohmann::json& s, const char* key, int64_t lo, int64_t 
 }
 
 bool state_bool(const nlohmann::json& s, const char* key) {
-    const auto& v = field(s, key);
-    if (!v.is_boolean()) bad_state(std::string("field '") + key + "' must be true or false (got " + v.dump() + ")");
-    return v.get<bool>();
+    return setting_value<bool>(field(s, key), setting_path("loss scaler state", key));
 }
 }  // namespace
 
@@ -623,10 +385,8 @@ void LossScaler::restore_state(const nlohmann::json& s) {
     } catch (const ConfigError& e) {
         bad_state(std::string("field 'config': ") + e.what());
     }
-    const auto& sv = field(s, "scale");
-    if (!sv.is_number()) bad_state("field 'scale' must be a number (got " + sv.dump() + ")");
-    const double scale = sv.get<double>();
-    if (!std::isfinite(scale) || scale <= 0.0 || scale > kFloatMax)
+    const double scale = setting_value<double>(field(s, "scale"), "loss scaler state.scale");
+    if (scale <= 0.0 || scale > kFloatMax)
         bad_state("field 'scale' = " + num(scale) + " is not a positive finite FP32 value");
     constexpr int64_t big = std::numeric_limits<int64_t>::max();
     const int64_t growth = state_int(s, "growth_tracker", 0, big);

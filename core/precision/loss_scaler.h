@@ -28,85 +28,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/precision/loss_scaler_config.h"
 #include "core/precision/scaler_event.h"
 
 namespace mpwb {
-
-// none: scale 1. static: the fixed scale initial_scale. dynamic: the scale follows the rules below.
-enum class ScalerMode { None, Static, Dynamic };
-
-// When the hysteresis counter (overflows still tolerated before a backoff) is refilled.
-// OnGrowth: only when a growth interval completes (DeepSpeed default, Megatron). EveryCleanStep:
-// after every step without overflow, so only consecutive overflows back off (DeepSpeed's
-// consecutive_hysteresis, Transformer Engine's update_scale_hysteresis kernel).
-enum class HysteresisRefill { OnGrowth, EveryCleanStep };
-
-// What an overflow does to the step. Skip: drop the update (PyTorch, DeepSpeed, Megatron). Retry:
-// back off and run the same batch again at the lower scale (NNabla), at most max_retries times;
-// after that the step is skipped. A retry is offered only when the overflow actually lowered the
-// scale: an overflow tolerated by hysteresis, one at min_scale, or any in static / none mode skips,
-// since the same batch at the same scale would overflow again.
-enum class OverflowAction { Skip, Retry };
-
-// When a completed growth interval raises the scale.
-// OnInterval (PyTorch, DeepSpeed, Megatron): on the clean step that brings the count of clean
-//   steps since the last overflow or growth to growth_interval.
-// AfterInterval (NNabla): the counter is compared before it is incremented, with '>': growth comes
-//   on the first clean step that finds more than growth_interval clean steps counted, and that
-//   step counts as the first of the next window. So the scale grows growth_interval + 2 clean
-//   steps after an overflow (or the start) and growth_interval + 1 after a growth. Kept as a named
-//   rule rather than an adjusted interval because no single interval reproduces both gaps.
-enum class GrowthTiming { OnInterval, AfterInterval };
-
-ScalerMode parse_scaler_mode(std::string_view text);
-HysteresisRefill parse_hysteresis_refill(std::string_view text);
-OverflowAction parse_overflow_action(std::string_view text);
-GrowthTiming parse_growth_timing(std::string_view text);
-const char* to_string(ScalerMode mode);
-const char* to_string(HysteresisRefill refill);
-const char* to_string(OverflowAction action);
-const char* to_string(GrowthTiming timing);
-
-struct LossScalerConfig {
-    ScalerMode mode = ScalerMode::Dynamic;
-    // Dynamic: the starting scale. Static: the scale. Ignored by None.
-    double initial_scale = 65536.0;  // 2^16: PyTorch, Apex, MXNet
-    double growth_factor = 2.0;
-    double backoff_factor = 0.5;
-    int64_t growth_interval = 2000;
-    // Overflows tolerated before backing off: 1 backs off on every overflow (PyTorch).
-    int hysteresis = 1;
-    HysteresisRefill refill = HysteresisRefill::OnGrowth;
-    double min_scale = 0x1p-24;
-    double max_scale = 0x1p24;
-    OverflowAction on_overflow = OverflowAction::Skip;
-    int max_retries = 4;
-    // Whether a skipped step advances optimizer_iteration() (the learning-rate schedule's clock).
-    bool count_skipped_steps = true;
-    // A growth that would make the FP32 scale infinite is refused, leaving the scale unchanged
-    // (PyTorch). With false it is clamped to max_scale like any other growth past the max.
-    bool grow_only_if_finite = true;
-    GrowthTiming growth_timing = GrowthTiming::OnInterval;
-
-    // Throws ConfigError naming the first setting that is out of range and its value.
-    void validate() const;
-
-    bool operator==(const LossScalerConfig&) const = default;
-};
-
-// The reference systems' own defaults, for the GUI's "like ..." menu and for comparisons:
-// "pytorch", "deepspeed", "megatron", "nnabla", "static", "none", "default". Where the reference
-// has no clamp the preset uses the widest one FP32 allows (smallest subnormal, FLT_MAX).
-LossScalerConfig loss_scaler_preset(std::string_view name);
-
-// JSON with the field names above ("mode": "dynamic", "refill": "on_growth", ...). Reading accepts
-// a partial object (missing keys keep their defaults), rejects unknown keys and wrong types with a
-// ConfigError naming the key, and validates the result.
-nlohmann::json loss_scaler_config_to_json(const LossScalerConfig& config);
-LossScalerConfig loss_scaler_config_from_json(const nlohmann::json& json);
-// nlohmann ADL hooks so json.get<LossScalerConfig>() and json = config work.
-void to_json(nlohmann::json& json, const LossScalerConfig& config);
-void from_json(const nlohmann::json& json, LossScalerConfig& config);
 
 enum class StepAction { Apply, Skip, Retry };
 const char* to_string(StepAction action);

@@ -4,54 +4,11 @@
 #include <cmath>
 #include <limits>
 #include <string>
-#include <type_traits>
-#include <utility>
 
 #include "core/common/error.h"
+#include "core/common/json_input.h"
 
 namespace mpwb {
-namespace {
-
-[[noreturn]] void wrong_field(const std::string& key, const nlohmann::json& v, const char* wanted) {
-    throw ConfigError("setting \"" + key + "\" must be " + wanted + ", got " + v.dump());
-}
-
-// Numbers are range-checked before conversion: nlohmann converts with static_cast, which is
-// undefined for a double beyond the target's range and wraps integers beyond it.
-template <typename T>
-T get_field(const nlohmann::json& j, const std::string& key) {
-    const nlohmann::json& v = j.at(key);
-    if constexpr (std::is_same_v<T, bool>) {
-        if (!v.is_boolean()) wrong_field(key, v, "true or false");
-        return v.get<bool>();
-    } else if constexpr (std::is_integral_v<T>) {
-        if (!v.is_number_integer()) wrong_field(key, v, "an integer");
-        const bool fits = v.is_number_unsigned()
-                              ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max())
-                              : std::in_range<T>(v.get<int64_t>());
-        if (!fits) wrong_field(key, v, ("an integer from " + std::to_string(std::numeric_limits<T>::min()) +
-                                        " to " + std::to_string(std::numeric_limits<T>::max())).c_str());
-        return v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>()) : static_cast<T>(v.get<int64_t>());
-    } else if constexpr (std::is_floating_point_v<T>) {
-        if (!v.is_number()) wrong_field(key, v, "a number");
-        const double x = v.get<double>();
-        if (std::fabs(x) > double(std::numeric_limits<T>::max())) wrong_field(key, v, "a number within float range");
-        return static_cast<T>(x);
-    } else {
-        if (!v.is_string()) wrong_field(key, v, "a string");
-        return v.get<T>();
-    }
-}
-
-void check_known(const nlohmann::json& j, std::initializer_list<const char*> keys, const std::string& where) {
-    for (const auto& [key, value] : j.items()) {
-        bool known = false;
-        for (const char* k : keys) known |= key == k;
-        if (!known) throw ConfigError("unknown setting \"" + key + "\" in " + where);
-    }
-}
-
-}  // namespace
 
 bool DatasetSpec::is_synthetic() const {
     return kind == "spiral" || kind == "circles" || kind == "xor" || kind == "gauss" || kind == "moons";
@@ -125,30 +82,50 @@ nlohmann::json to_json(const TrainConfig& c) {
     return j;
 }
 
+namespace {
+
+void read_dataset(const nlohmann::json& d, DatasetSpec& spec) {
+    check_setting_keys(d, "dataset",
+                       {"kind", "path", "samples", "noise", "test_ratio", "classes", "seed", "normalize", "label_column"});
+    read_setting(d, "dataset", "kind", spec.kind);
+    read_setting(d, "dataset", "path", spec.path);
+    read_setting(d, "dataset", "samples", spec.samples);
+    read_setting(d, "dataset", "noise", spec.noise);
+    read_setting(d, "dataset", "test_ratio", spec.test_ratio);
+    read_setting(d, "dataset", "classes", spec.classes);
+    read_setting(d, "dataset", "seed", spec.seed);
+    read_setting(d, "dataset", "normalize", spec.normalize);
+    read_setting(d, "dataset", "label_column", spec.label_column);
+}
+
+// The settings that are one value each; the nested objects are read by their own readers.
+void read_scalars(const nlohmann::json& j, TrainConfig& c) {
+    read_setting(j, "", "epochs", c.epochs);
+    read_setting(j, "", "max_steps", c.max_steps);
+    read_setting(j, "", "batch_size", c.batch_size);
+    read_setting(j, "", "lr", c.lr);
+    read_setting(j, "", "clip_norm", c.clip_norm);
+    read_setting(j, "", "seed", c.seed);
+    read_setting(j, "", "threads", c.threads);
+    read_setting(j, "", "device_graphs", c.device_graphs);
+    read_setting(j, "", "stats_every", c.stats_every);
+    read_setting(j, "", "eval_every", c.eval_every);
+    read_setting(j, "", "eval_batch", c.eval_batch);
+    if (j.contains("precision")) c.precision = parse_precision(setting_value<std::string>(j["precision"], "precision"));
+    if (j.contains("weight_grad_format"))
+        c.weight_grad_format = parse_format(setting_value<std::string>(j["weight_grad_format"], "weight_grad_format"));
+}
+
+}  // namespace
+
 TrainConfig train_config_from_json(const nlohmann::json& j, TrainConfig c) {
-    if (!j.is_object()) throw ConfigError("training settings must be a JSON object");
-    check_known(j, {"dataset", "epochs", "max_steps", "batch_size", "lr", "optimizer", "schedule", "clip_norm", "seed",
-                    "threads", "precision", "weight_grad_format", "scaler", "stats_every", "eval_every", "eval_batch", "device_graphs"},
-                "training settings");
-    if (j.contains("dataset")) {
-        const auto& d = j["dataset"];
-        if (!d.is_object()) throw ConfigError("\"dataset\" must be an object");
-        check_known(d, {"kind", "path", "samples", "noise", "test_ratio", "classes", "seed", "normalize", "label_column"},
-                    "dataset");
-        if (d.contains("kind")) c.dataset.kind = get_field<std::string>(d, "kind");
-        if (d.contains("path")) c.dataset.path = get_field<std::string>(d, "path");
-        if (d.contains("samples")) c.dataset.samples = get_field<int64_t>(d, "samples");
-        if (d.contains("noise")) c.dataset.noise = get_field<float>(d, "noise");
-        if (d.contains("test_ratio")) c.dataset.test_ratio = get_field<double>(d, "test_ratio");
-        if (d.contains("classes")) c.dataset.classes = get_field<int>(d, "classes");
-        if (d.contains("seed")) c.dataset.seed = get_field<uint64_t>(d, "seed");
-        if (d.contains("normalize")) c.dataset.normalize = get_field<bool>(d, "normalize");
-        if (d.contains("label_column")) c.dataset.label_column = get_field<std::string>(d, "label_column");
-    }
-    if (j.contains("epochs")) c.epochs = get_field<int64_t>(j, "epochs");
-    if (j.contains("max_steps")) c.max_steps = get_field<int64_t>(j, "max_steps");
-    if (j.contains("batch_size")) c.batch_size = get_field<int64_t>(j, "batch_size");
-    if (j.contains("lr")) c.lr = get_field<float>(j, "lr");
+    check_setting_keys(j, "training settings",
+                       {"dataset", "epochs", "max_steps", "batch_size", "lr", "optimizer", "schedule", "clip_norm",
+                        "seed", "threads", "precision", "weight_grad_format", "scaler", "stats_every", "eval_every",
+                        "eval_batch", "device_graphs"});
+    if (j.contains("dataset")) read_dataset(j["dataset"], c.dataset);
+    read_scalars(j, c);
+    // Each nested reader reads into a copy: a refused object leaves nothing half-applied.
     if (j.contains("optimizer")) {
         OptimizerConfig o = c.optimizer;
         from_json(j["optimizer"], o);
@@ -159,16 +136,7 @@ TrainConfig train_config_from_json(const nlohmann::json& j, TrainConfig c) {
         from_json(j["schedule"], s);
         c.schedule = s;
     }
-    if (j.contains("clip_norm")) c.clip_norm = get_field<float>(j, "clip_norm");
-    if (j.contains("seed")) c.seed = get_field<uint64_t>(j, "seed");
-    if (j.contains("threads")) c.threads = get_field<int>(j, "threads");
-    if (j.contains("device_graphs")) c.device_graphs = get_field<bool>(j, "device_graphs");
-    if (j.contains("precision")) c.precision = parse_precision(get_field<std::string>(j, "precision"));
-    if (j.contains("weight_grad_format")) c.weight_grad_format = parse_format(get_field<std::string>(j, "weight_grad_format"));
-    if (j.contains("scaler")) c.scaler = loss_scaler_config_from_json(j["scaler"]);
-    if (j.contains("stats_every")) c.stats_every = get_field<int64_t>(j, "stats_every");
-    if (j.contains("eval_every")) c.eval_every = get_field<int64_t>(j, "eval_every");
-    if (j.contains("eval_batch")) c.eval_batch = get_field<int64_t>(j, "eval_batch");
+    if (j.contains("scaler")) c.scaler = loss_scaler_config_from_json(j["scaler"], "scaler");
     return c;
 }
 

@@ -91,6 +91,46 @@ private slots:
         VERIFY_MSG(msg, "network file", "good.json", "layers[0].out");
     }
 
+    // The strict setting reader: a field is named by its path, types are not converted, and a
+    // number beyond the field's C++ type is refused instead of being cast.
+    void settingReader() {
+        const auto j = nlohmann::json::parse(
+            R"({"epochs": 3, "lr": 0.5, "name": "x", "on": true, "big": 1e300, "huge": 9223372036854775808,
+                "neg": -1, "wide": 4294967296})");
+        int64_t epochs = 0;
+        read_setting(j, "", "epochs", epochs);
+        QCOMPARE(epochs, int64_t{3});
+        float lr = 0.0f;
+        read_setting(j, "opt", "lr", lr);
+        QCOMPARE(lr, 0.5f);
+        std::string untouched = "kept";
+        read_setting(j, "opt", "missing", untouched);
+        QCOMPARE(untouched, std::string("kept"));
+
+        auto message = [&](auto value_type, const char* key) {
+            return error_text<ConfigError>([&] { (void)setting_value<decltype(value_type)>(j.at(key), std::string("opt.") + key); });
+        };
+        VERIFY_MSG(message(int{}, "lr"), "setting 'opt.lr' must be an integer, got 0.5");
+        VERIFY_MSG(message(bool{}, "epochs"), "'opt.epochs'", "true or false");
+        VERIFY_MSG(message(std::string{}, "on"), "'opt.on'", "a string");
+        VERIFY_MSG(message(float{}, "name"), "'opt.name'", "a number", "\"x\"");
+        VERIFY_MSG(message(float{}, "big"), "'opt.big'", "largest float");
+        VERIFY_MSG(message(int64_t{}, "huge"), "'opt.huge'", "64-bit");
+        VERIFY_MSG(message(uint64_t{}, "neg"), "'opt.neg'", "unsigned 64-bit");
+        VERIFY_MSG(message(int{}, "wide"), "'opt.wide'", "32-bit", "4294967296");
+        QCOMPARE(setting_value<double>(j.at("big"), "big"), 1e300);
+
+        // Unknown keys are refused naming the object and the valid keys; non-objects too.
+        VERIFY_MSG(error_text<ConfigError>([&] { check_setting_keys(j, "optimizer", {"epochs", "lr"}); }),
+                   "unknown setting '", "in optimizer", "valid settings: epochs, lr");
+        VERIFY_MSG(error_text<ConfigError>([&] { check_setting_keys(nlohmann::json::array(), "schedule", {"kind"}); }),
+                   "schedule must be a JSON object");
+        // A long or non-UTF-8 value is shown cut, and showing it does not throw.
+        const nlohmann::json long_bad = std::string(500, 'a') + "\xff";
+        const QString m = error_text<ConfigError>([&] { (void)setting_value<int>(long_bad, "k"); });
+        QVERIFY2(m.size() < 200 && m.contains("setting 'k' must be an integer"), qPrintable(m));
+    }
+
     void checkedArithmetic() {
         QCOMPARE(checked_mul(int64_t{1} << 31, int64_t{1} << 31).value(), int64_t{1} << 62);
         QVERIFY(!checked_mul(4611686018427388032, 784));

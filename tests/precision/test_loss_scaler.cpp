@@ -1029,6 +1029,42 @@ private slots:
         EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(json::array()), "JSON object");
     }
 
+    // The field table is the configuration: every member is in it once, JSON is written and read
+    // through it, and an enumeration's names come from one table each.
+    void fieldTableCoversTheConfiguration() {
+        const nlohmann::json defaults = loss_scaler_config_to_json(LossScalerConfig{});
+        QCOMPARE(defaults.size(), loss_scaler_fields().size());
+        LossScalerConfig changed = loss_scaler_preset("nnabla");
+        changed.refill = HysteresisRefill::EveryCleanStep;
+        changed.count_skipped_steps = false;
+        changed.mode = ScalerMode::Static;
+        for (const auto& f : loss_scaler_fields()) {
+            QVERIFY2(defaults.contains(f.name), f.name);
+            QCOMPARE(find_loss_scaler_field(f.name), &f);
+            // set(get()) copies a field from one configuration to another.
+            LossScalerConfig c;
+            f.set(c, f.get(changed), f.name);
+            QCOMPARE(f.get(c), f.get(changed));
+            if (f.kind == ScalerFieldKind::Choice) QVERIFY2(!f.choices.empty(), f.name);
+        }
+        QCOMPARE(find_loss_scaler_field("growth_intervall"), nullptr);
+        for (const auto& c : scaler_choices<GrowthTiming>())
+            QCOMPARE(scaler_enum_name(parse_scaler_enum<GrowthTiming>(c.name)), c.name);
+        QCOMPARE(parse_hysteresis_refill("Every-Clean-Step"), HysteresisRefill::EveryCleanStep);
+        QCOMPARE(parse_scaler_mode("off"), ScalerMode::None);
+        QCOMPARE(to_string(ScalerMode::None), "none");  // an alias is read, never written
+        try {
+            (void)parse_overflow_action("abort");
+            QFAIL("an unknown name was accepted");
+        } catch (const ScalerConfigError& e) {
+            QCOMPARE(e.issue().field, std::string("on_overflow"));
+            QVERIFY2(e.issue().message.find("skip or retry") != std::string::npos, e.what());
+        }
+        // A field read from JSON is named by its path.
+        EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(nlohmann::json{{"hysteresis", int64_t{10000000000}}}, "training.scaler"),
+                            "'training.scaler.hysteresis'", "32-bit");
+    }
+
     void invalidSettings() {
         struct Case {
             const char* setting;
@@ -1066,6 +1102,19 @@ private slots:
         for (const auto& k : cases) {
             LossScalerConfig c;
             k.set(c);
+            // The field comes as data, the first issue is the one validate() throws, and the
+            // scaler's live request carries the same issue.
+            const auto issues = c.issues();
+            QVERIFY2(!issues.empty(), k.setting);
+            QCOMPARE(issues.front().field, std::string(k.setting));
+            QVERIFY2(QString::fromStdString(issues.front().message).contains(k.value), issues.front().message.c_str());
+            try {
+                LossScaler{}.request_config(c);
+                QFAIL("request_config accepted an invalid configuration");
+            } catch (const ScalerConfigError& e) {
+                QCOMPARE(e.issue(), issues.front());
+                QCOMPARE(std::string(e.what()), "loss scaler: " + issues.front().message);
+            }
             EXPECT_CONFIG_ERROR(c.validate(), k.setting, k.value);
             EXPECT_CONFIG_ERROR(LossScaler{c}, k.setting);
             LossScaler live;
@@ -1073,6 +1122,16 @@ private slots:
             live.begin_step(0);
             QCOMPARE(live.config(), LossScalerConfig{});  // nothing pending after a rejected request
         }
+        // Every problem is listed, each under its own field, in the order of the field table.
+        LossScalerConfig several;
+        several.growth_factor = 0.5;
+        several.hysteresis = 0;
+        several.max_retries = -2;
+        std::vector<std::string> fields;
+        for (const auto& i : several.issues()) fields.push_back(i.field);
+        QCOMPARE(fields, (std::vector<std::string>{"growth_factor", "hysteresis", "max_retries"}));
+        QVERIFY(LossScalerConfig{}.issues().empty());
+
         // And the boundaries that are fine.
         LossScalerConfig ok;
         ok.growth_interval = 1;
