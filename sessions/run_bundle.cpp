@@ -2,6 +2,8 @@
 // C++; column lists come from PRAGMA table_info so an older bundle (fewer columns) still imports.
 #include "sessions/run_bundle.h"
 
+#include "core/common/text_format.h"
+
 #include "sessions/file_identity.h"
 #include "sessions/store_schema.h"
 
@@ -58,31 +60,10 @@ std::string join(const std::vector<std::string>& cols, const std::string& prefix
     return s;
 }
 
-std::string csv_field(const std::string& v) {
-    if (v.find_first_of(",\"\n\r") == std::string::npos) {
-        return v;
-    }
-    std::string q = "\"";
-    for (char c : v) {
-        q += c;
-        if (c == '"') {
-            q += '"';
-        }
-    }
-    return q + "\"";
-}
-
-std::string num(double v) {
-    if (std::isnan(v)) {
-        return "NaN";
-    }
-    if (std::isinf(v)) {
-        return v > 0 ? "inf" : "-inf";
-    }
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return buf;
-}
+// A number in the CSV and the bundle marker: the shortest text that reads back as the same
+// double (what %.17g gave, minus the noise digits); NaN keeps the "NaN" spelling earlier
+// exports used, which R and spreadsheets read.
+std::string num(double v) { return std::isnan(v) ? "NaN" : shortest_text(v); }
 
 void remove_db_files(const std::string& path) {
     std::error_code ec;

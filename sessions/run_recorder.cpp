@@ -3,6 +3,7 @@
 #include "sessions/run_recorder.h"
 
 #include "core/backend/cpu/blas_kernel.h"
+#include "sessions/metric_keys.h"
 
 #include <sqlite3.h>
 #include <unistd.h>
@@ -47,10 +48,9 @@ std::string compiler_version() {
 #endif
 }
 
-const char* kind_name(const GradientStatsRecord& r, std::string& buffer) {
-    if (r.kind == GradientKind::Activation) return "activation_grad";
-    buffer = "weight_grad:" + r.parameter;
-    return buffer.c_str();
+std::string kind_name(const GradientStatsRecord& r) {
+    if (r.kind == GradientKind::Activation) return metric_key::activation_grad;
+    return metric_key::weight_grad_prefix + r.parameter;
 }
 
 }  // namespace
@@ -172,42 +172,45 @@ void RunRecorder::on_step(const StepMetrics& m) {
     const auto s = m.step;
     last_step_ = s;
     RunWriter& w = *writer_;
-    w.log_metric("train_loss", s, t, m.loss);
-    w.log_metric("train_accuracy", s, t, m.accuracy);
-    w.log_metric("samples_per_second", s, t, m.samples_per_second);
-    w.log_metric("step_seconds", s, t, m.step_seconds);
-    w.log_metric("lr", s, t, m.lr);
-    w.log_metric("loss_scale", s, t, m.loss_scale);
-    w.log_metric("skipped", s, t, m.skipped ? 1.0 : 0.0);
-    w.log_metric("overflow_count", s, t, static_cast<double>(m.overflow_count));
-    w.log_metric("skipped_count", s, t, static_cast<double>(m.skipped_count));
-    if (m.retries != 0) w.log_metric("retries", s, t, m.retries);
-    if (m.grad_norm != 0) w.log_metric("grad_norm", s, t, m.grad_norm);
+    namespace key = metric_key;
+    w.log_metric(key::train_loss, s, t, m.loss);
+    w.log_metric(key::train_accuracy, s, t, m.accuracy);
+    w.log_metric(key::samples_per_second, s, t, m.samples_per_second);
+    w.log_metric(key::step_seconds, s, t, m.step_seconds);
+    w.log_metric(key::lr, s, t, m.lr);
+    w.log_metric(key::loss_scale, s, t, m.loss_scale);
+    w.log_metric(key::skipped, s, t, m.skipped ? 1.0 : 0.0);
+    w.log_metric(key::overflow_count, s, t, static_cast<double>(m.overflow_count));
+    w.log_metric(key::skipped_count, s, t, static_cast<double>(m.skipped_count));
+    if (m.retries != 0) w.log_metric(key::retries, s, t, m.retries);
+    if (m.grad_norm != 0) w.log_metric(key::grad_norm, s, t, m.grad_norm);
 }
 
 void RunRecorder::on_eval(const EvalMetrics& m) {
     if (!writer_) return;
     const double t = t0_ + m.wall_time;
-    writer_->log_metric("test_loss", m.step, t, m.test_loss);
-    writer_->log_metric("test_accuracy", m.step, t, m.test_accuracy);
-    writer_->log_metric("epoch_train_loss", m.step, t, m.train_loss);
-    writer_->log_metric("epoch_train_accuracy", m.step, t, m.train_accuracy);
+    namespace key = metric_key;
+    writer_->log_metric(key::test_loss, m.step, t, m.test_loss);
+    writer_->log_metric(key::test_accuracy, m.step, t, m.test_accuracy);
+    writer_->log_metric(key::epoch_train_loss, m.step, t, m.train_loss);
+    writer_->log_metric(key::epoch_train_accuracy, m.step, t, m.train_accuracy);
 }
 
 void RunRecorder::on_gradient_stats(const GradientStatsRecord& r) {
     if (!writer_) return;
     // Statistics come right after on_step of the same step, whose wall time is the best we have.
-    std::string buffer;
-    const std::string kind = kind_name(r, buffer);
+    const std::string kind = kind_name(r);
     const double t = store_now();
     writer_->log_histogram(r.step, r.layer_label, kind, r.histogram.to_blob());
-    const std::string suffix = "/" + r.layer_label + "/" + kind;
-    writer_->log_metric("underflow" + suffix, r.step, t, r.stats.underflow_fraction);
-    writer_->log_metric("subnormal" + suffix, r.step, t, r.stats.subnormal_fraction);
-    writer_->log_metric("overflow" + suffix, r.step, t, r.stats.overflow_fraction);
-    writer_->log_metric("max_abs" + suffix, r.step, t, r.stats.max_abs);
-    if (std::isfinite(r.stats.headroom_log2))
-        writer_->log_metric("headroom_log2" + suffix, r.step, t, r.stats.headroom_log2);
+    namespace key = metric_key;
+    auto log_stat = [&](const char* stat, double value) {
+        writer_->log_metric(key::gradient_stat(stat, r.layer_label, kind), r.step, t, value);
+    };
+    log_stat(key::underflow, r.stats.underflow_fraction);
+    log_stat(key::subnormal, r.stats.subnormal_fraction);
+    log_stat(key::overflow, r.stats.overflow_fraction);
+    log_stat(key::max_abs, r.stats.max_abs);
+    if (std::isfinite(r.stats.headroom_log2)) log_stat(key::headroom_log2, r.stats.headroom_log2);
 }
 
 void RunRecorder::on_event(const TrainingEvent& e) {
@@ -229,7 +232,7 @@ void RunRecorder::store_boundary(const BoundaryGrid& grid) const {
 void RunRecorder::on_run_end(const RunSummary& summary) {
     if (!writer_) return;
     const RunStatus status = summary.status == RunStatus::Running ? RunStatus::Finished : summary.status;
-    writer_->log_event(summary.steps, t0_ + summary.wall_seconds, "summary", summary.to_json().dump());
+    writer_->log_event(summary.steps, t0_ + summary.wall_seconds, metric_key::summary_event, summary.to_json().dump());
     if (!writer_->finish(status)) {
         fail("run " + std::to_string(run_id_) + ": the last rows could not be written to " + path_ +
              ": " + writer_->last_error().value_or("timed out"));

@@ -4,7 +4,8 @@
 // callback only appends to a RunWriter's in-memory buffer, so the training thread never waits for
 // SQLite. on_run_end stores the summary and the final status and waits for the last commit.
 //
-// Stored per run (keys are what the run browser, `mpwb-cli runs` and the reports read):
+// Stored per run (keys are the constants of sessions/metric_keys.h, which the run browser,
+// `mpwb-cli runs`, the plot board and the reports read):
 //   metrics  train_loss, train_accuracy, samples_per_second, step_seconds, lr, loss_scale,
 //            skipped (0/1), overflow_count, skipped_count, retries (when nonzero),
 //            grad_norm (when nonzero); test_loss, test_accuracy, epoch_train_loss,

@@ -18,17 +18,6 @@ namespace mpwb {
 
 namespace fs = std::filesystem;
 
-const char* to_string(RunStatus status) {
-    switch (status) {
-        case RunStatus::Running: return "RUNNING";
-        case RunStatus::Finished: return "FINISHED";
-        case RunStatus::Failed: return "FAILED";
-        case RunStatus::Stopped: return "STOPPED";
-        case RunStatus::Interrupted: return "INTERRUPTED";
-    }
-    return "RUNNING";
-}
-
 RunStatus parse_run_status(const std::string& text) {
     std::string up;
     for (char c : text) {
@@ -36,7 +25,7 @@ RunStatus parse_run_status(const std::string& text) {
     }
     for (RunStatus s : {RunStatus::Running, RunStatus::Finished, RunStatus::Failed,
                         RunStatus::Stopped, RunStatus::Interrupted}) {
-        if (up == to_string(s)) {
+        if (up == run_status_name(s)) {
             return s;
         }
     }

@@ -13,8 +13,8 @@
 
 namespace mpwb {
 
-// "RUNNING", "FINISHED", ... as stored in the runs table.
-const char* to_string(RunStatus status);
+// "RUNNING", "FINISHED", ... as stored in the runs table: the engine's names (run_status_name).
+inline const char* to_string(RunStatus status) { return run_status_name(status); }
 // Parses the stored text (case-insensitive); throws StoreError(Invalid) naming the text.
 RunStatus parse_run_status(const std::string& text);
 
