@@ -1,0 +1,79 @@
+// The figures that summarise a stored run, each defined once here: the run browser's table,
+// `mpwb-cli runs compare`, the report and the run's "summary" event all show these, so one
+// run reads the same everywhere. Definitions:
+//   samples/s      training throughput: samples trained / seconds spent in training steps,
+//                  evaluation excluded (RunSummary::samples_per_second, from the "summary"
+//                  event; for a run without one, the same ratio from the step_seconds and
+//                  samples_per_second series).
+//   speed-up       samples/s over the first FP32 run's samples/s.
+//   final / best test accuracy   the last / the highest evaluation (finite values only).
+//   skipped steps, overflows     the running totals' last value.
+//   loss-scale range             lowest and highest scale a step used, "2^15 … 2^17".
+//   mean underflow share of activation-gradient elements below the smallest subnormal of the
+//                  run's reduced format (FP16 for FP32/TF32 runs), averaged over every stored
+//                  activation-gradient histogram.
+//   duration       ended - started (now - started while running).
+#pragma once
+#include "core/numeric/format.h"
+#include "sessions/run_types.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpwb {
+
+class RunStore;
+
+struct ScaleRange {
+    double min = 0, max = 0;
+};
+
+struct TargetReach {
+    std::int64_t step = 0;
+    double seconds = 0;  // since the run started
+};
+
+struct RunFigures {
+    std::int64_t steps = 0;
+    std::optional<double> final_test_accuracy, best_test_accuracy, final_test_loss;
+    std::optional<double> samples_per_second;
+    std::int64_t skipped_steps = 0, overflow_count = 0;
+    std::optional<ScaleRange> loss_scale;
+    std::optional<double> mean_activation_underflow;
+    Format underflow_format = Format::FP16;
+    std::optional<double> duration_seconds;
+};
+
+// What the run table shows: read from the run row and its "summary" event only, so listing
+// many runs scans no histogram (and no metric series, except for runs without a summary).
+RunFigures list_figures(RunStore& store, const Run& run);
+// Everything, mean underflow included (reads the activation-gradient histograms).
+RunFigures run_figures(RunStore& store, const Run& run);
+
+// ended - started; now - started while running; nullopt for a run that never started.
+std::optional<double> run_duration(const Run& run);
+// The samples/s figure alone (see the definition above); nullopt for a run without steps.
+std::optional<double> training_throughput(RunStore& store, const Run& run);
+// The first evaluation whose test accuracy is at least `target` (a fraction).
+std::optional<TargetReach> time_to_accuracy(RunStore& store, const Run& run, double target);
+// Speed-up of each run over the first FP32 run among them; nullopt where either figure is missing.
+std::vector<std::optional<double>> speedups_over_fp32(const std::vector<Run>& runs,
+                                                      const std::vector<RunFigures>& figures);
+// The format a run's gradients are judged against: BF16 for bf16 policies, else FP16.
+Format gradient_reference_format(const std::string& precision);
+
+// Display texts, the same in every view.
+// "51,485": whole samples per second with thousands separators.
+std::string samples_per_second_text(double samples_per_second);
+// "2^16", or "0.3" for a value that is not a power of two.
+std::string power_of_two_text(double value);
+// "2^15 … 2^17", or one value when the scale never changed.
+std::string scale_range_text(const ScaleRange& range);
+// "91.25%" (a fraction shown in percent), "nan%" never: "–" for a non-finite value.
+std::string percent_text(double fraction, int decimals = 2);
+// "1.23×".
+std::string speedup_text(double speedup);
+
+}  // namespace mpwb
