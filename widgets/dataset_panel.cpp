@@ -1,6 +1,7 @@
 // DatasetPanel: source selection, synthetic preview (make_synthetic + QCustomPlot), IDX
 // thumbnails (read from the test split only, which keeps a folder check well under the 0.5 s a
-// click may take) and CSV loading.
+// click may take) and CSV loading. The sources (kind, page, classes) and the number settings
+// (range, step, default) are tables; the constructor only assembles the pages from them.
 #include "widgets/dataset_panel.h"
 
 #include <QCheckBox>
@@ -23,6 +24,8 @@
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
+#include <type_traits>
+
 #include "widgets/plots/plot_widget.h"
 
 #include "core/data/csv_reader.h"
@@ -33,18 +36,77 @@ namespace mpwb {
 
 namespace {
 
+// The stacked page each source fills in, in the order the pages are added.
+enum Page { kSyntheticPage, kIdxPage, kCsvPage };
+// Source::classes when the count is not fixed by the kind.
+constexpr int kChosenClasses = -1;   // the Classes spin box (spiral arms)
+constexpr int kClassesFromFile = 0;  // what the CSV file holds
+
 struct Source {
     const char* kind;
     const char* label;
-    int page;  // 0 synthetic, 1 IDX, 2 CSV
+    Page page;
+    int classes;
 };
 
 const Source kSources[] = {
-    {"spiral", "Spiral (synthetic)", 0},   {"circles", "Circles (synthetic)", 0},
-    {"xor", "XOR (synthetic)", 0},         {"gauss", "Gaussian blobs (synthetic)", 0},
-    {"moons", "Moons (synthetic)", 0},     {"fashion-mnist", "Fashion-MNIST (IDX folder)", 1},
-    {"mnist", "MNIST (IDX folder)", 1},    {"csv", "CSV file", 2},
+    {"spiral", "Spiral (synthetic)", kSyntheticPage, kChosenClasses},
+    {"circles", "Circles (synthetic)", kSyntheticPage, 2},
+    {"xor", "XOR (synthetic)", kSyntheticPage, 2},
+    {"gauss", "Gaussian blobs (synthetic)", kSyntheticPage, 2},
+    {"moons", "Moons (synthetic)", kSyntheticPage, 2},
+    {"fashion-mnist", "Fashion-MNIST (IDX folder)", kIdxPage, 10},
+    {"mnist", "MNIST (IDX folder)", kIdxPage, 10},
+    {"csv", "CSV file", kCsvPage, kClassesFromFile},
 };
+
+// The panel's number settings: object name, range, step, default and (QDoubleSpinBox) decimals.
+struct SpinField {
+    const char* name;
+    double min, max, step, value;
+    int decimals;
+};
+
+constexpr SpinField kSamplesField{"samplesSpin", 20, 1000000, 100, 1000, 0};
+constexpr SpinField kNoiseField{"noiseSpin", 0.0, 1.0, 0.05, 0.0, 2};
+constexpr SpinField kClassesField{"classesSpin", 2, 8, 1, 2, 0};
+constexpr SpinField kTestRatioField{"testRatioSpin", 0.01, 0.99, 0.05, 0.2, 2};
+constexpr SpinField kSeedField{"seedSpin", 0, 2147483647, 1, 1, 0};
+
+template <class Spin>
+Spin* make_spin(const SpinField& f) {
+    auto* spin = new Spin;
+    spin->setObjectName(QString::fromLatin1(f.name));
+    if constexpr (std::is_same_v<Spin, QDoubleSpinBox>) {
+        spin->setRange(f.min, f.max);
+        spin->setDecimals(f.decimals);
+    } else {
+        spin->setRange(int(f.min), int(f.max));
+    }
+    spin->setSingleStep(f.step);
+    spin->setValue(f.value);
+    return spin;
+}
+
+QLabel* make_status_label(const char* name) {
+    auto* label = new QLabel;
+    label->setObjectName(QString::fromLatin1(name));
+    label->setWordWrap(true);
+    return label;
+}
+
+// A page's widget with its box layout, flush with the panel's edges.
+template <class Box>
+Box* make_page(QStackedWidget* pages) {
+    auto* page = new QWidget;
+    auto* box = new Box(page);
+    box->setContentsMargins(0, 0, 0, 0);
+    pages->addWidget(page);
+    return box;
+}
+
+// The source the combo box shows (its items are kSources, in order).
+const Source& chosen_source(const QComboBox* combo) { return kSources[std::max(0, combo->currentIndex())]; }
 
 const QColor kClassColors[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
                                QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75),
@@ -65,126 +127,12 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
     source_ = new QComboBox;
     source_->setObjectName("sourceCombo");
     for (const auto& s : kSources) source_->addItem(tr(s.label), QString::fromLatin1(s.kind));
-
-    // --- synthetic page ---
-    samples_ = new QSpinBox;
-    samples_->setObjectName("samplesSpin");
-    samples_->setRange(20, 1000000);
-    samples_->setSingleStep(100);
-    samples_->setValue(1000);
-    noise_ = new QDoubleSpinBox;
-    noise_->setObjectName("noiseSpin");
-    noise_->setRange(0.0, 1.0);
-    noise_->setSingleStep(0.05);
-    noise_->setDecimals(2);
-    classes_ = new QSpinBox;
-    classes_->setObjectName("classesSpin");
-    classes_->setRange(2, 8);
-    classes_->setValue(2);
-    classes_->setToolTip(tr("Spiral arms; the other synthetic sets have two classes"));
-    plot_ = new QCustomPlot;
-    plot_->setObjectName("previewPlot");
-    plot_->setMinimumSize(240, 240);
-    plot_->xAxis->setRange(-1.25, 1.25);
-    plot_->yAxis->setRange(-1.25, 1.25);
-    plot_->xAxis->setTickLabels(false);
-    plot_->yAxis->setTickLabels(false);
-    plot_->setNoAntialiasingOnDrag(true);
-    auto* syn_form = new QFormLayout;
-    syn_form->addRow(tr("Samples"), samples_);
-    syn_form->addRow(tr("Noise"), noise_);
-    syn_form->addRow(tr("Classes"), classes_);
-    auto* syn_page = new QWidget;
-    auto* syn_box = new QVBoxLayout(syn_page);
-    syn_box->setContentsMargins(0, 0, 0, 0);
-    syn_box->addLayout(syn_form);
-    syn_box->addWidget(plot_, 1);
-
-    // --- IDX page ---
-    folder_ = new QLineEdit(QString::fromLatin1(kDebianFashionMnistDir));
-    folder_->setObjectName("folderEdit");
-    auto* browse = new QPushButton(tr("Browse…"));
-    browse->setObjectName("browseFolderButton");
-    connect(browse, &QPushButton::clicked, this, &DatasetPanel::browseFolder);
-    auto* folder_row = new QHBoxLayout;
-    folder_row->addWidget(folder_, 1);
-    folder_row->addWidget(browse);
-    idx_status_ = new QLabel;
-    idx_status_->setObjectName("idxStatus");
-    idx_status_->setWordWrap(true);
-    thumb_host_ = new QWidget;
-    thumb_grid_ = new QGridLayout(thumb_host_);
-    thumb_grid_->setSpacing(2);
-    thumb_grid_->setContentsMargins(0, 0, 0, 0);
-    auto* idx_page = new QWidget;
-    auto* idx_box = new QVBoxLayout(idx_page);
-    idx_box->setContentsMargins(0, 0, 0, 0);
-    idx_box->addWidget(new QLabel(tr("Folder with train-/t10k- images and labels (raw or .gz):")));
-    idx_box->addLayout(folder_row);
-    idx_box->addWidget(idx_status_);
-    idx_box->addWidget(thumb_host_);
-    idx_box->addStretch(1);
-    connect(folder_, &QLineEdit::editingFinished, this, [this] {
-        loadIdxFolder();
-        onSettingChanged();
-    });
-
-    // --- CSV page ---
-    csv_path_ = new QLineEdit;
-    csv_path_->setObjectName("csvEdit");
-    csv_path_->setPlaceholderText(tr("table.csv"));
-    auto* browse_csv = new QPushButton(tr("Browse…"));
-    browse_csv->setObjectName("browseCsvButton");
-    connect(browse_csv, &QPushButton::clicked, this, &DatasetPanel::browseCsv);
-    auto* csv_row = new QHBoxLayout;
-    csv_row->addWidget(csv_path_, 1);
-    csv_row->addWidget(browse_csv);
-    label_column_ = new QLineEdit;
-    label_column_->setObjectName("labelColumnEdit");
-    label_column_->setPlaceholderText(tr("last column"));
-    label_column_->setToolTip(tr("Column name (with a header row) or index; negative counts from the end"));
-    csv_status_ = new QLabel;
-    csv_status_->setObjectName("csvStatus");
-    csv_status_->setWordWrap(true);
-    auto* csv_page = new QWidget;
-    auto* csv_form = new QFormLayout(csv_page);
-    csv_form->setContentsMargins(0, 0, 0, 0);
-    csv_form->addRow(tr("File"), csv_row);
-    csv_form->addRow(tr("Label column"), label_column_);
-    csv_form->addRow(csv_status_);
-    for (QLineEdit* e : {csv_path_, label_column_})
-        connect(e, &QLineEdit::editingFinished, this, [this] {
-            loadCsvFile();
-            onSettingChanged();
-        });
-
     pages_ = new QStackedWidget;
-    pages_->addWidget(syn_page);
-    pages_->addWidget(idx_page);
-    pages_->addWidget(csv_page);
+    buildSyntheticPage();
+    buildIdxPage();
+    buildCsvPage();
 
-    // --- shared settings ---
-    test_ratio_ = new QDoubleSpinBox;
-    test_ratio_->setObjectName("testRatioSpin");
-    test_ratio_->setRange(0.01, 0.99);
-    test_ratio_->setSingleStep(0.05);
-    test_ratio_->setValue(0.2);
-    seed_ = new QSpinBox;
-    seed_->setObjectName("seedSpin");
-    seed_->setRange(0, 2147483647);
-    seed_->setValue(1);
-    normalize_ = new QCheckBox(tr("Normalise features (mean/std of the train split)"));
-    normalize_->setObjectName("normalizeCheck");
-    normalize_->setChecked(true);
-    auto* shared = new QFormLayout;
-    test_ratio_label_ = new QLabel(tr("Test fraction"));
-    shared->addRow(test_ratio_label_, test_ratio_);
-    shared->addRow(tr("Data seed"), seed_);
-    shared->addRow(normalize_);
-
-    error_label_ = new QLabel;
-    error_label_->setObjectName("errorLabel");
-    error_label_->setWordWrap(true);
+    error_label_ = make_status_label("errorLabel");
     error_label_->setStyleSheet("color: #b00000;");
     error_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     error_label_->hide();
@@ -194,33 +142,118 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
     src_row->addRow(tr("Source"), source_);
     top->addLayout(src_row);
     top->addWidget(pages_, 1);
-    top->addLayout(shared);
+    top->addLayout(buildSharedSettings());
     top->addWidget(error_label_);
-
     connect(source_, &QComboBox::currentIndexChanged, this, &DatasetPanel::onSourceChanged);
-    connect(samples_, &QSpinBox::valueChanged, this, &DatasetPanel::onSettingChanged);
-    connect(noise_, &QDoubleSpinBox::valueChanged, this, &DatasetPanel::onSettingChanged);
-    connect(classes_, &QSpinBox::valueChanged, this, &DatasetPanel::onSettingChanged);
-    connect(test_ratio_, &QDoubleSpinBox::valueChanged, this, &DatasetPanel::onSettingChanged);
-    connect(seed_, &QSpinBox::valueChanged, this, &DatasetPanel::onSettingChanged);
-    connect(normalize_, &QCheckBox::toggled, this, &DatasetPanel::onSettingChanged);
-
     onSourceChanged();
+}
+
+template <class Spin>
+Spin* DatasetPanel::watched(Spin* setting) {
+    connect(setting, &Spin::valueChanged, this, &DatasetPanel::onSettingChanged);
+    return setting;
+}
+
+QHBoxLayout* DatasetPanel::pathRow(QLineEdit* edit, const char* button_name, void (DatasetPanel::*browse)()) {
+    auto* button = new QPushButton(tr("Browse…"));
+    button->setObjectName(QString::fromLatin1(button_name));
+    connect(button, &QPushButton::clicked, this, browse);
+    auto* row = new QHBoxLayout;
+    row->addWidget(edit, 1);
+    row->addWidget(button);
+    return row;
+}
+
+void DatasetPanel::buildSyntheticPage() {
+    samples_ = watched(make_spin<QSpinBox>(kSamplesField));
+    noise_ = watched(make_spin<QDoubleSpinBox>(kNoiseField));
+    classes_ = watched(make_spin<QSpinBox>(kClassesField));
+    classes_->setToolTip(tr("Spiral arms; the other synthetic sets have two classes"));
+    plot_ = new QCustomPlot;
+    plot_->setObjectName("previewPlot");
+    plot_->setMinimumSize(240, 240);
+    for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis}) {
+        axis->setRange(-1.25, 1.25);
+        axis->setTickLabels(false);
+    }
+    plot_->setNoAntialiasingOnDrag(true);
+    auto* form = new QFormLayout;
+    form->addRow(tr("Samples"), samples_);
+    form->addRow(tr("Noise"), noise_);
+    form->addRow(tr("Classes"), classes_);
+    auto* box = make_page<QVBoxLayout>(pages_);
+    box->addLayout(form);
+    box->addWidget(plot_, 1);
+}
+
+void DatasetPanel::buildIdxPage() {
+    folder_ = new QLineEdit(QString::fromLatin1(kDebianFashionMnistDir));
+    folder_->setObjectName("folderEdit");
+    idx_status_ = make_status_label("idxStatus");
+    thumb_host_ = new QWidget;
+    thumb_grid_ = new QGridLayout(thumb_host_);
+    thumb_grid_->setSpacing(2);
+    thumb_grid_->setContentsMargins(0, 0, 0, 0);
+    auto* box = make_page<QVBoxLayout>(pages_);
+    box->addWidget(new QLabel(tr("Folder with train-/t10k- images and labels (raw or .gz):")));
+    box->addLayout(pathRow(folder_, "browseFolderButton", &DatasetPanel::browseFolder));
+    box->addWidget(idx_status_);
+    box->addWidget(thumb_host_);
+    box->addStretch(1);
+    connect(folder_, &QLineEdit::editingFinished, this, [this] {
+        loadIdxFolder();
+        onSettingChanged();
+    });
+}
+
+void DatasetPanel::buildCsvPage() {
+    csv_path_ = new QLineEdit;
+    csv_path_->setObjectName("csvEdit");
+    csv_path_->setPlaceholderText(tr("table.csv"));
+    label_column_ = new QLineEdit;
+    label_column_->setObjectName("labelColumnEdit");
+    label_column_->setPlaceholderText(tr("last column"));
+    label_column_->setToolTip(tr("Column name (with a header row) or index; negative counts from the end"));
+    csv_status_ = make_status_label("csvStatus");
+    auto* form = make_page<QFormLayout>(pages_);
+    form->addRow(tr("File"), pathRow(csv_path_, "browseCsvButton", &DatasetPanel::browseCsv));
+    form->addRow(tr("Label column"), label_column_);
+    form->addRow(csv_status_);
+    for (QLineEdit* e : {csv_path_, label_column_})
+        connect(e, &QLineEdit::editingFinished, this, [this] {
+            loadCsvFile();
+            onSettingChanged();
+        });
+}
+
+QFormLayout* DatasetPanel::buildSharedSettings() {
+    test_ratio_ = watched(make_spin<QDoubleSpinBox>(kTestRatioField));
+    seed_ = watched(make_spin<QSpinBox>(kSeedField));
+    normalize_ = new QCheckBox(tr("Normalise features (mean/std of the train split)"));
+    normalize_->setObjectName("normalizeCheck");
+    normalize_->setChecked(true);
+    connect(normalize_, &QCheckBox::toggled, this, &DatasetPanel::onSettingChanged);
+    auto* form = new QFormLayout;
+    test_ratio_label_ = new QLabel(tr("Test fraction"));
+    form->addRow(test_ratio_label_, test_ratio_);
+    form->addRow(tr("Data seed"), seed_);
+    form->addRow(normalize_);
+    return form;
 }
 
 DatasetSpec DatasetPanel::datasetSpec() const {
     DatasetSpec s;
     s.kind = source_->currentData().toString().toStdString();
     const int page = pages_->currentIndex();
-    if (page == 1) s.path = folder_->text().trimmed().toStdString();
-    if (page == 2) {
+    if (page == kIdxPage) s.path = folder_->text().trimmed().toStdString();
+    if (page == kCsvPage) {
         s.path = csv_path_->text().trimmed().toStdString();
         s.label_column = label_column_->text().trimmed().toStdString();
     }
     s.samples = samples_->value();
     s.noise = float(noise_->value());
     s.test_ratio = test_ratio_->value();
-    s.classes = page == 0 ? (s.kind == "spiral" ? classes_->value() : 2) : (page == 1 ? 10 : csv_classes_);
+    s.classes = sourceClasses();
     s.seed = uint64_t(seed_->value());
     s.normalize = normalize_->isChecked();
     return s;
@@ -252,36 +285,41 @@ void DatasetPanel::setDatasetSpec(const DatasetSpec& spec) {
 
 Shape DatasetPanel::sampleShape() const {
     switch (pages_->currentIndex()) {
-    case 0: return {2};
-    case 1: return idx_shape_;
+    case kSyntheticPage: return {2};
+    case kIdxPage: return idx_shape_;
     default: return csv_shape_;
     }
 }
 
+int DatasetPanel::sourceClasses() const {
+    const int classes = chosen_source(source_).classes;
+    if (classes == kChosenClasses) return classes_->value();
+    if (classes == kClassesFromFile) return csv_classes_;
+    return classes;
+}
+
 int DatasetPanel::classCount() const {
-    switch (pages_->currentIndex()) {
-    case 0: return source_->currentData().toString() == "spiral" ? classes_->value() : 2;
-    case 1: return error_.isEmpty() ? 10 : 0;
-    default: return csv_classes_;
-    }
+    // An IDX folder that does not load has no classes yet.
+    if (pages_->currentIndex() == kIdxPage && !error_.isEmpty()) return 0;
+    return sourceClasses();
 }
 
 void DatasetPanel::onSourceChanged() {
-    const int page = kSources[std::max(0, source_->currentIndex())].page;
-    pages_->setCurrentIndex(page);
-    classes_->setEnabled(source_->currentData().toString() == "spiral");
+    const Source& source = chosen_source(source_);
+    pages_->setCurrentIndex(source.page);
+    classes_->setEnabled(source.classes == kChosenClasses);
     // IDX sets come with their own test split.
-    test_ratio_->setVisible(page != 1);
-    test_ratio_label_->setVisible(page != 1);
-    if (page == 0) regeneratePreview();
-    if (page == 1) loadIdxFolder();
-    if (page == 2) loadCsvFile();
+    test_ratio_->setVisible(source.page != kIdxPage);
+    test_ratio_label_->setVisible(source.page != kIdxPage);
+    if (source.page == kSyntheticPage) regeneratePreview();
+    if (source.page == kIdxPage) loadIdxFolder();
+    if (source.page == kCsvPage) loadCsvFile();
     if (!updating_) emit datasetChanged();
 }
 
 void DatasetPanel::onSettingChanged() {
-    if (pages_->currentIndex() == 0) regeneratePreview();
-    if (pages_->currentIndex() == 2 && sender() == test_ratio_) loadCsvFile();
+    if (pages_->currentIndex() == kSyntheticPage) regeneratePreview();
+    if (pages_->currentIndex() == kCsvPage && sender() == test_ratio_) loadCsvFile();
     if (!updating_) emit datasetChanged();
 }
 

@@ -13,7 +13,9 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QFormLayout;
 class QGridLayout;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
@@ -45,6 +47,18 @@ signals:
     void datasetChanged();
 
 private:
+    // The constructor's parts, one per page of the source's stack and one for the shared settings.
+    void buildSyntheticPage();
+    void buildIdxPage();
+    void buildCsvPage();
+    QFormLayout* buildSharedSettings();
+    // A setting whose every change goes through onSettingChanged.
+    template <class Spin>
+    Spin* watched(Spin* setting);
+    // A path field with its "Browse…" button.
+    QHBoxLayout* pathRow(QLineEdit* edit, const char* button_name, void (DatasetPanel::*browse)());
+    // The classes the chosen source has: fixed by the kind, the Classes box, or the CSV file.
+    int sourceClasses() const;
     void onSourceChanged();
     void onSettingChanged();
     void regeneratePreview();

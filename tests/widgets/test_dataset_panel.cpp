@@ -1,0 +1,133 @@
+// DatasetPanel's per-source behaviour, which the panel builds from its table of sources and
+// settings: each source's page, classes and test-split field, each setting's range and default,
+// and the spec a fresh panel reports. The round trip, the preview and the IDX folder checks are
+// in test_widgets.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "core/data/idx_reader.h"
+#include "widgets/dataset_panel.h"
+
+using namespace mpwb;
+
+namespace {
+
+template <typename T>
+T* child(QWidget* w, const char* name) {
+    T* c = w->findChild<T*>(QString::fromLatin1(name));
+    if (!c) qFatal("no child %s", name);
+    return c;
+}
+
+void choose(DatasetPanel& p, const QString& kind) {
+    auto* source = child<QComboBox>(&p, "sourceCombo");
+    const int index = source->findData(kind);
+    QVERIFY2(index >= 0, qPrintable(kind));
+    source->setCurrentIndex(index);
+}
+
+}  // namespace
+
+class TestDatasetPanel : public QObject {
+    Q_OBJECT
+
+private slots:
+    void freshPanelReportsTheDefaults() {
+        DatasetPanel p;
+        const DatasetSpec s = p.datasetSpec();
+        QCOMPARE(s.kind, std::string("spiral"));
+        QCOMPARE(s.samples, int64_t(1000));
+        QCOMPARE(s.noise, 0.0f);
+        QCOMPARE(s.test_ratio, 0.2);
+        QCOMPARE(s.seed, uint64_t(1));
+        QCOMPARE(s.normalize, true);
+        QCOMPARE(s.classes, 2);
+        QCOMPARE(p.sampleShape(), (Shape{2}));
+        QVERIFY(p.isValid());
+    }
+
+    void settingsHaveTheirRanges() {
+        DatasetPanel p;
+        auto* samples = child<QSpinBox>(&p, "samplesSpin");
+        QCOMPARE(samples->minimum(), 20);
+        QCOMPARE(samples->maximum(), 1000000);
+        QCOMPARE(samples->singleStep(), 100);
+        auto* noise = child<QDoubleSpinBox>(&p, "noiseSpin");
+        QCOMPARE(noise->minimum(), 0.0);
+        QCOMPARE(noise->maximum(), 1.0);
+        QCOMPARE(noise->singleStep(), 0.05);
+        QCOMPARE(noise->decimals(), 2);
+        auto* classes = child<QSpinBox>(&p, "classesSpin");
+        QCOMPARE(classes->minimum(), 2);
+        QCOMPARE(classes->maximum(), 8);
+        auto* ratio = child<QDoubleSpinBox>(&p, "testRatioSpin");
+        QCOMPARE(ratio->minimum(), 0.01);
+        QCOMPARE(ratio->maximum(), 0.99);
+        QCOMPARE(ratio->singleStep(), 0.05);
+        auto* seed = child<QSpinBox>(&p, "seedSpin");
+        QCOMPARE(seed->minimum(), 0);
+        QCOMPARE(seed->maximum(), 2147483647);
+        QVERIFY(child<QCheckBox>(&p, "normalizeCheck")->isChecked());
+        QCOMPARE(child<QLineEdit>(&p, "folderEdit")->text(), QString::fromLatin1(kDebianFashionMnistDir));
+        child<QPushButton>(&p, "browseFolderButton");
+        child<QPushButton>(&p, "browseCsvButton");
+    }
+
+    // The sources in the combo's order, and what each one shows and reports.
+    void eachSourceHasItsPageAndClasses() {
+        DatasetPanel p;
+        p.show();
+        auto* source = child<QComboBox>(&p, "sourceCombo");
+        QStringList kinds;
+        for (int i = 0; i < source->count(); ++i) kinds << source->itemData(i).toString();
+        QCOMPARE(kinds, QStringList({"spiral", "circles", "xor", "gauss", "moons", "fashion-mnist", "mnist", "csv"}));
+        auto* classes = child<QSpinBox>(&p, "classesSpin");
+        auto* ratio = child<QDoubleSpinBox>(&p, "testRatioSpin");
+        auto* folder = child<QLineEdit>(&p, "folderEdit");
+        auto* csv = child<QLineEdit>(&p, "csvEdit");
+        classes->setValue(5);
+        for (const QString& kind : kinds) {
+            choose(p, kind);
+            const bool idx = kind == "fashion-mnist" || kind == "mnist";
+            QCOMPARE(p.datasetSpec().kind, kind.toStdString());
+            QCOMPARE(classes->isEnabled(), kind == "spiral");
+            QCOMPARE(ratio->isVisible(), !idx);
+            QCOMPARE(folder->isVisible(), idx);
+            QCOMPARE(csv->isVisible(), kind == "csv");
+            const int expected = kind == "spiral" ? 5 : idx ? (p.isValid() ? 10 : 0) : kind == "csv" ? 0 : 2;
+            QCOMPARE(p.classCount(), expected);
+            if (!idx) QCOMPARE(p.datasetSpec().classes, expected);
+        }
+        QCOMPARE(p.errorText(), QString("Choose a CSV file."));
+    }
+
+    // A CSV source has the classes and features its file holds.
+    void csvClassesComeFromTheFile() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("three.csv");
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("a,b,c,label\n");
+        for (int i = 0; i < 30; ++i) f.write(QByteArray::number(i) + ",1,2," + QByteArray::number(i % 3) + "\n");
+        f.close();
+        DatasetPanel p;
+        DatasetSpec s;
+        s.kind = "csv";
+        s.path = path.toStdString();
+        p.setDatasetSpec(s);
+        QVERIFY2(p.isValid(), qPrintable(p.errorText()));
+        QCOMPARE(p.classCount(), 3);
+        QCOMPARE(p.datasetSpec().classes, 3);
+        QCOMPARE(p.sampleShape(), (Shape{3}));
+        QCOMPARE(p.datasetSpec().path, path.toStdString());
+    }
+};
+
+QTEST_MAIN(TestDatasetPanel)
+#include "test_dataset_panel.moc"
