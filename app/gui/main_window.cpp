@@ -60,11 +60,14 @@ QString eta_text(double seconds) {
     return QObject::tr("ETA %1 s").arg(s);
 }
 
+// The right column's settings panels scroll and keep a readable width; the bottom strip's
+// widgets fill their dock.
 QDockWidget* make_dock(QMainWindow* window, const QString& title, const QString& name, QWidget* content,
-                       Qt::DockWidgetArea area, bool scroll) {
+                       Qt::DockWidgetArea area) {
     auto* dock = new QDockWidget(title, window);
     dock->setObjectName(name);  // saveState/restoreState find docks by name
-    if (scroll) {
+    if (area == Qt::RightDockWidgetArea) {
+        content->setMinimumWidth(340);
         auto* area_widget = new QScrollArea;
         area_widget->setWidgetResizable(true);
         area_widget->setFrameShape(QFrame::NoFrame);
@@ -144,8 +147,8 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
     // the window is on screen, so it appears at once.
     connect(this, &MainWindow::firstExposed, this, [this] {
         if (!layout_restored_) {
-            resizeDocks({docks_[3]}, {620}, Qt::Horizontal);
-            resizeDocks({docks_[0]}, {270}, Qt::Vertical);
+            resizeDocks({docks_.precision}, {620}, Qt::Horizontal);
+            resizeDocks({docks_.network}, {270}, Qt::Vertical);
         }
         QTimer::singleShot(0, this, [this] {
             if (preset_name_.isEmpty()) {
@@ -234,24 +237,21 @@ void MainWindow::buildDocks() {
     // The plots get the middle; the network editor (palette, table and form side by side) fits
     // the wide bottom strip, tabbed with the run browser and the event list; the settings
     // panels share the right column.
-    auto* d_net = make_dock(this, tr("Network"), QStringLiteral("dockNetwork"), editor_, Qt::BottomDockWidgetArea, false);
-    auto* d_runs = make_dock(this, tr("Runs"), QStringLiteral("dockRuns"), browser_, Qt::BottomDockWidgetArea, false);
-    auto* d_events = make_dock(this, tr("Events"), QStringLiteral("dockEvents"), events_, Qt::BottomDockWidgetArea, false);
-    auto* d_prec = make_dock(this, tr("Precision"), QStringLiteral("dockPrecision"), precision_, Qt::RightDockWidgetArea, true);
-    auto* d_train = make_dock(this, tr("Training"), QStringLiteral("dockTraining"), training_, Qt::RightDockWidgetArea, true);
-    auto* d_data = make_dock(this, tr("Dataset"), QStringLiteral("dockDataset"), dataset_, Qt::RightDockWidgetArea, true);
-    for (auto* w : {static_cast<QWidget*>(precision_), static_cast<QWidget*>(training_), static_cast<QWidget*>(dataset_)})
-        w->setMinimumWidth(340);
-    tabifyDockWidget(d_net, d_runs);
-    tabifyDockWidget(d_runs, d_events);
-    d_net->raise();
-    tabifyDockWidget(d_prec, d_train);
-    tabifyDockWidget(d_train, d_data);
-    d_prec->raise();
-    docks_ = {d_net, d_runs, d_events, d_prec, d_train, d_data};
+    docks_.network = make_dock(this, tr("Network"), QStringLiteral("dockNetwork"), editor_, Qt::BottomDockWidgetArea);
+    docks_.runs = make_dock(this, tr("Runs"), QStringLiteral("dockRuns"), browser_, Qt::BottomDockWidgetArea);
+    docks_.events = make_dock(this, tr("Events"), QStringLiteral("dockEvents"), events_, Qt::BottomDockWidgetArea);
+    docks_.precision = make_dock(this, tr("Precision"), QStringLiteral("dockPrecision"), precision_, Qt::RightDockWidgetArea);
+    docks_.training = make_dock(this, tr("Training"), QStringLiteral("dockTraining"), training_, Qt::RightDockWidgetArea);
+    docks_.dataset = make_dock(this, tr("Dataset"), QStringLiteral("dockDataset"), dataset_, Qt::RightDockWidgetArea);
+    tabifyDockWidget(docks_.network, docks_.runs);
+    tabifyDockWidget(docks_.runs, docks_.events);
+    docks_.network->raise();
+    tabifyDockWidget(docks_.precision, docks_.training);
+    tabifyDockWidget(docks_.training, docks_.dataset);
+    docks_.precision->raise();
 
     auto* view = menuBar()->addMenu(tr("&View"));
-    for (auto* d : docks_) view->addAction(d->toggleViewAction());
+    for (auto* d : docks_.all()) view->addAction(d->toggleViewAction());
 }
 
 void MainWindow::buildStatusBar() {
@@ -357,31 +357,31 @@ void MainWindow::beginLive(const std::vector<std::pair<QString, QString>>& runs)
     board_->showTab(tr("Curves"));
 }
 
-bool MainWindow::startTraining() {
+bool MainWindow::launchUnlessBlocked(const QString& what, const std::function<bool()>& launch) {
     const QString why = blockReason();
     if (!why.isEmpty()) {
-        statusBar()->showMessage(tr("Cannot train: %1").arg(why), 8000);
+        statusBar()->showMessage(tr("%1: %2").arg(what, why), 8000);
         return false;
     }
     try {
-        const TrainConfig c = currentConfig();
-        const QString precision = QString::fromStdString(precision_name(c.precision));
-        beginLive({{precision, precision}});
-        return controller_->start(editor_->networkJson(), c,
-                                  preset_name_.toStdString() + " " + precision.toStdString());
+        return launch();
     } catch (const std::exception& e) {
-        showError(tr("Cannot train"), QString::fromUtf8(e.what()));
+        showError(what, QString::fromUtf8(e.what()));
         return false;
     }
 }
 
+bool MainWindow::startTraining() {
+    return launchUnlessBlocked(tr("Cannot train"), [this] {
+        const TrainConfig c = currentConfig();
+        const QString precision = QString::fromStdString(precision_name(c.precision));
+        beginLive({{precision, precision}});
+        return controller_->start(editor_->networkJson(), c, preset_name_.toStdString() + " " + precision.toStdString());
+    });
+}
+
 bool MainWindow::startComparison() {
-    const QString why = blockReason();
-    if (!why.isEmpty()) {
-        statusBar()->showMessage(tr("Cannot compare: %1").arg(why), 8000);
-        return false;
-    }
-    try {
+    return launchUnlessBlocked(tr("Cannot compare"), [this] {
         // FP32 selected: compare against FP16 mixed, the policy the paper is about. The panel
         // switches to it too, so its scaler fields (and live Apply) are the mixed run's.
         if (precision_->precision() == PrecisionKind::FP32) precision_->setPrecision(PrecisionKind::FP16Mixed);
@@ -391,10 +391,7 @@ bool MainWindow::startComparison() {
         const QString low = QString::fromStdString(precision_name(mixed));
         beginLive({{QStringLiteral("fp32"), QStringLiteral("fp32")}, {low, low}});
         return controller_->start_comparison(editor_->networkJson(), c, mixed, preset_name_.toStdString());
-    } catch (const std::exception& e) {
-        showError(tr("Cannot compare"), QString::fromUtf8(e.what()));
-        return false;
-    }
+    });
 }
 
 void MainWindow::togglePause() {
@@ -529,7 +526,7 @@ bool MainWindow::openStoredRuns(const QList<qint64>& ids) {
         live_runs_.clear();
         live_labels_.clear();
         events_->setRowCount(0);
-        docks_[1]->raise();  // the run browser, where the runs came from
+        docks_.runs->raise();  // the run browser, where the runs came from
         for (qint64 id : ids) {
             const int index = board_->addStoredRun(store, id);
             const Run run = store.get_run(id);

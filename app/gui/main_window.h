@@ -10,6 +10,8 @@
 #include <QString>
 #include <QStringList>
 
+#include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -95,6 +97,9 @@ protected:
     void showEvent(QShowEvent* event) override;
 
 private:
+    // Starts runs through `launch` unless blockReason() says why not (then in the status bar,
+    // after `what`); what `launch` throws is shown in an error box titled `what`.
+    bool launchUnlessBlocked(const QString& what, const std::function<bool()>& launch);
     // A stored run's decision boundary with its dataset's points, when the store has one.
     void showStoredBoundary(RunStore& store, const Run& run, int board_index);
     void buildActions();
@@ -141,7 +146,19 @@ private:
     bool exposed_ = false;
     bool layout_restored_ = false;
     double update_seconds_ = 0;
-    std::vector<QDockWidget*> docks_;  // network, runs, events, precision, training, dataset
+    // The docks by what they hold; each also has an objectName ("dockRuns"), which the saved
+    // layout and the tests find it by.
+    struct Docks {
+        QDockWidget* network = nullptr;
+        QDockWidget* runs = nullptr;
+        QDockWidget* events = nullptr;
+        QDockWidget* precision = nullptr;
+        QDockWidget* training = nullptr;
+        QDockWidget* dataset = nullptr;
+        // In the View menu's order.
+        std::array<QDockWidget*, 6> all() const { return {network, runs, events, precision, training, dataset}; }
+    };
+    Docks docks_;
     QString last_error_;
 };
 

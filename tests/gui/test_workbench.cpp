@@ -12,6 +12,8 @@
 #include <QApplication>
 #include <QFile>
 #include <QListWidget>
+#include <QMenu>
+#include <QMenuBar>
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
@@ -19,6 +21,7 @@
 #include <QDockWidget>
 #include <QStandardPaths>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QToolBar>
@@ -77,6 +80,13 @@ private:
     }
     // Both runs' loss curves hold `steps` points (points waiting for their drawing turn first
     // go to the plots: the runs are held, so no new points would trigger that).
+    // The title of the tab shown in the dock tab group that holds the dock titled `title`.
+    QString shownDockTab(const QString& title) {
+        for (auto* bar : w_->findChildren<QTabBar*>())
+            for (int i = 0; i < bar->count(); ++i)
+                if (bar->tabText(i) == title) return bar->tabText(bar->currentIndex());
+        return {};
+    }
     bool bothCurvesAt(int steps) {
         w_->plots()->flushAll();
         auto* loss = w_->plots()->lossPlot();
@@ -248,12 +258,16 @@ private slots:
         RunBrowser* browser = w_->runBrowser();
         browser->refresh();
         QVERIFY(browser->rowCount() >= 2);
+        // The run browser's dock comes to the front of its tab group when its runs open.
+        w_->findChild<QDockWidget*>("dockNetwork")->raise();
+        QCOMPARE(shownDockTab("Runs"), QString("Network"));
         browser->selectRuns({mixed_id_});
         auto* open = browser->findChild<QPushButton*>("openButton");
         QVERIFY(open && open->isEnabled());
         QTest::mouseClick(open, Qt::LeftButton);
         QCOMPARE(w_->plots()->runCount(), 1);
         QCOMPARE(w_->plots()->runId(0), mixed_id_);
+        QCOMPARE(shownDockTab("Runs"), QString("Runs"));
         // What the plots show is what the store holds (a series of up to 4000 points is shown
         // whole; the run stopped at its hold).
         RunStore store(db_);
@@ -424,6 +438,19 @@ private slots:
             QVERIFY(c->start(net, cfg, "after the others"));
             QTRY_VERIFY_WITH_TIMEOUT(!c->busy(), kStateWaitMs);
         }
+    }
+
+    // Every dock is in the View menu, in the order the docks are laid out, and found by its name.
+    void docksListedInViewMenu() {
+        QMenu* view = nullptr;
+        for (QAction* a : w_->menuBar()->actions())
+            if (a->text() == "&View") view = a->menu();
+        QVERIFY(view);
+        QStringList titles;
+        for (QAction* a : view->actions()) titles << a->text();
+        QCOMPARE(titles, QStringList({"Network", "Runs", "Events", "Precision", "Training", "Dataset"}));
+        for (const char* name : {"dockNetwork", "dockRuns", "dockEvents", "dockPrecision", "dockTraining", "dockDataset"})
+            QVERIFY2(w_->findChild<QDockWidget*>(name), name);
     }
 
     void layoutIsSavedAndRestored() {
