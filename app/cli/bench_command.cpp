@@ -119,6 +119,18 @@ double median_of(std::vector<double> v) {
     return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+// One timed run's settings: the preset's, at this precision and batch, for the untimed and the
+// timed steps, with no evaluation and no statistics to disturb the step times.
+TrainConfig bench_config(const BenchArgs& args, const Preset& preset, const std::string& precision, int64_t batch) {
+    TrainConfig c = preset.training;
+    c.precision = parse_precision(precision);
+    c.batch_size = batch;
+    c.max_steps = args.warmup + args.steps;
+    c.eval_every = 0;
+    c.stats_every = 0;
+    return c;
+}
+
 // The store's cost to training and its query speed (see the file comment).
 int run_store_bench(const BenchArgs& args, const Preset& preset, const Shape& sample, int classes,
                     Backend& backend) {
@@ -147,12 +159,7 @@ int run_store_bench(const BenchArgs& args, const Preset& preset, const Shape& sa
     for (const auto& precision : split(args.precisions)) {
         for (const auto& batch_text : batches) {
             const int64_t batch = std::stoll(batch_text);
-            TrainConfig c = preset.training;
-            c.precision = parse_precision(precision);
-            c.batch_size = batch;
-            c.max_steps = args.warmup + args.steps;
-            c.eval_every = 0;
-            c.stats_every = 0;
+            TrainConfig c = bench_config(args, preset, precision, batch);
             Dataset data = random_dataset(sample, classes, batch * 8, c.seed);
             // Alternate off/on runs: a load spike on this shared machine then lands on both.
             std::vector<double> off, on, callback_per_step;
@@ -256,12 +263,7 @@ int run_bench(const BenchArgs& args) {
     for (const auto& precision : split(args.precisions)) {
         for (const auto& batch_text : split(args.batches)) for (const bool graphs : graph_modes) {
             const int64_t batch = std::stoll(batch_text);
-            TrainConfig c = preset.training;
-            c.precision = parse_precision(precision);
-            c.batch_size = batch;
-            c.max_steps = args.warmup + args.steps;
-            c.eval_every = 0;
-            c.stats_every = 0;
+            TrainConfig c = bench_config(args, preset, precision, batch);
             c.optimizer.kind = c.optimizer.kind.empty() ? "sgd" : c.optimizer.kind;
             c.device_graphs = graphs;
             Dataset data = random_dataset(sample, classes, batch * 8, c.seed);
@@ -271,10 +273,8 @@ int run_bench(const BenchArgs& args) {
             trainer.add_observer(&times);
             const auto summary = trainer.run();
             if (summary.status == RunStatus::Failed) throw Error("bench run failed: " + summary.error);
-            auto sorted = times.times;
-            std::sort(sorted.begin(), sorted.end());
             const double median = device ? times.device_seconds / static_cast<double>(std::max<size_t>(1, times.times.size()))
-                                         : sorted[sorted.size() / 2];
+                                         : median_of(times.times);
             const double samples_per_second = static_cast<double>(batch) / median;
             rows.push_back({{"preset", preset.name},
                             {"precision", precision},
