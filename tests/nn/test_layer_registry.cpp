@@ -139,7 +139,9 @@ private slots:
             const json description = recorded["inputs"].contains(name) ? recorded["inputs"][name]
                                                                        : load_preset(name).network;
             const std::string now = Network::from_json(description).to_json().dump(2) + "\n";
-            QCOMPARE(QString::fromStdString(now), QString::fromStdString(text.get<std::string>()));
+            if (now != text.get<std::string>())
+                QFAIL(qPrintable(QString::fromStdString(name + " saves differently; now:\n" + now + "recorded:\n" +
+                                                        text.get<std::string>())));
         }
         for (const std::string& preset : preset_names())
             QVERIFY2(saved.contains(preset), ("preset " + preset + " has no recorded saved network").c_str());
