@@ -1,10 +1,7 @@
 // Network: JSON, shape inference and the precision-aware forward and backward passes.
 #include "core/nn/network.h"
 
-#include <cfloat>
-#include <cmath>
 #include <fstream>
-#include <sstream>
 
 #include "core/common/error.h"
 #include "core/common/json_input.h"
