@@ -17,24 +17,24 @@
 
 #include "app/gui/training_controller.h"
 #include "core/precision/precision_policy.h"
+#include "sessions/metric_keys.h"
+#include "sessions/plot_series.h"
+#include "sessions/run_figures.h"
 #include "sessions/run_store.h"
 #include "widgets/plots/decision_boundary_plot.h"
 #include "widgets/plots/heatmap_plot.h"
 #include "widgets/plots/histogram_plot.h"
+#include "widgets/plots/metric_plots.h"
 #include "widgets/plots/series_plot.h"
 
 namespace mpwb {
 
 QString gradient_kind_key(const GradientStatsRecord& r) {
-    if (r.kind == GradientKind::Activation) return QStringLiteral("activation_grad");
-    return QStringLiteral("weight_grad:") + QString::fromStdString(r.parameter);
+    if (r.kind == GradientKind::Activation) return QString::fromLatin1(metric_key::activation_grad);
+    return QString::fromLatin1(metric_key::weight_grad_prefix) + QString::fromStdString(r.parameter);
 }
 
-Format reference_format_for(const QString& precision) {
-    const QString p = precision.toLower();
-    if (p.startsWith(QLatin1String("bf16"))) return Format::BF16;
-    return Format::FP16;  // FP16 policies, and FP32/TF32: what FP16 storage would lose
-}
+Format reference_format_for(const QString& precision) { return gradient_reference_format(precision.toStdString()); }
 
 namespace {
 // FP32 and TF32 runs have no loss scale: a flat line at 2^0 in the scale plot would only crowd
@@ -550,25 +550,18 @@ void PlotBoard::showTab(const QString& title) {
 }
 
 namespace {
-// A stored series as (step, value), downsampled to about max_points when longer.
-void read_series(RunStore& store, int64_t id, const std::string& key, int64_t count, int max_points,
-                 QVector<double>* steps, QVector<double>* values) {
-    steps->clear();
-    values->clear();
-    if (count <= max_points) {
-        for (const auto& p : store.series(id, key)) {
-            steps->push_back(static_cast<double>(p.step));
-            values->push_back(p.value);
-        }
-        return;
-    }
-    for (const auto& b : store.downsample(id, key, max_points)) {
-        if (b.count == 0) continue;
-        steps->push_back(static_cast<double>(b.last_step));
-        values->push_back(b.last);
-    }
-}
+QVector<double> to_qvector(const std::vector<double>& v) { return QVector<double>(v.begin(), v.end()); }
 }  // namespace
+
+SeriesPlot* PlotBoard::plotFor(SeriesPlot::Kind kind) const {
+    switch (kind) {
+        case SeriesPlot::Kind::Loss: return loss_;
+        case SeriesPlot::Kind::Accuracy: return accuracy_;
+        case SeriesPlot::Kind::Throughput: return throughput_;
+        case SeriesPlot::Kind::LossScale: return scale_;
+    }
+    return nullptr;
+}
 
 int PlotBoard::addStoredRun(RunStore& store, int64_t id, int max_points) {
     const Run run = store.get_run(id);
@@ -576,50 +569,16 @@ int PlotBoard::addStoredRun(RunStore& store, int64_t id, int max_points) {
     const QString label = QStringLiteral("#%1 %2").arg(id).arg(QString::fromStdString(run.name.empty() ? run.precision : run.name));
     const int index = addRun(label, precision, reference_format_for(precision), id);
     RunView& r = *runs_[static_cast<size_t>(index)];
-    auto count = [&](const std::string& key) -> int64_t {
-        auto it = run.latest.find(key);
-        return it == run.latest.end() ? -1 : it->second.count;
-    };
-    QVector<double> s, v;
-    struct Target {
-        const char* key;
-        SeriesPlot* plot;
-        SeriesPlot::Curve curve;
-    };
-    const Target targets[] = {
-        {"train_loss", loss_, SeriesPlot::Curve::Train},
-        {"test_loss", loss_, SeriesPlot::Curve::Test},
-        {"train_accuracy", accuracy_, SeriesPlot::Curve::Train},
-        {"test_accuracy", accuracy_, SeriesPlot::Curve::Test},
-        {"samples_per_second", throughput_, SeriesPlot::Curve::Train},
-        {"loss_scale", scale_, SeriesPlot::Curve::Scale},
-    };
-    for (const auto& t : targets) {
-        const int64_t n = count(t.key);
-        if (n <= 0 || (t.plot == scale_ && !shows_loss_scale(r.precision))) continue;
-        read_series(store, id, t.key, n, max_points, &s, &v);
-        t.plot->setPoints(r.key, t.curve, s, v);
+    const bool scale_shown = shows_loss_scale(r.precision);
+    for (const MetricCurve& c : kMetricCurves) {
+        if (c.plot == SeriesPlot::Kind::LossScale && !scale_shown) continue;
+        const PlotSeries series = read_plot_series(store, run, c.key, max_points);
+        if (!series.steps.empty()) plotFor(c.plot)->setPoints(r.key, c.curve, to_qvector(series.steps), to_qvector(series.values));
     }
-    // Markers from the full series: a skip or an overflow must not be averaged away.
-    if (count("skipped") > 0) {
-        QVector<double> ks, kv;
-        for (const auto& p : store.series(id, "skipped"))
-            if (p.value > 0.5) {
-                ks.push_back(static_cast<double>(p.step));
-                kv.push_back({});
-            }
-        kv.clear();
-        scale_->setPoints(r.key, SeriesPlot::Curve::Skip, ks, kv);
-    }
-    if (count("overflow_count") > 0) {
-        QVector<double> os, ov;
-        double prev = 0;
-        for (const auto& p : store.series(id, "overflow_count")) {
-            if (p.value > prev) os.push_back(static_cast<double>(p.step));
-            prev = p.value;
-        }
-        scale_->setPoints(r.key, SeriesPlot::Curve::Overflow, os, ov);
-    }
+    const ScaleMarkers markers = read_scale_markers(store, run);
+    if (!markers.skip_steps.empty()) scale_->setPoints(r.key, SeriesPlot::Curve::Skip, to_qvector(markers.skip_steps), {});
+    if (!markers.overflow_steps.empty())
+        scale_->setPoints(r.key, SeriesPlot::Curve::Overflow, to_qvector(markers.overflow_steps), {});
     for (const auto& h : store.histograms(id)) {
         try {
             addStat(index, QString::fromStdString(h.layer), QString::fromStdString(h.kind),
@@ -629,8 +588,8 @@ int PlotBoard::addStoredRun(RunStore& store, int64_t id, int max_points) {
         }
     }
     // The stored histograms carry no scale; the loss_scale series has it at each step.
-    if (!r.stats.empty() && count("loss_scale") > 0) {
-        const auto scales = store.series(id, "loss_scale");
+    if (!r.stats.empty() && run.latest.count(metric_key::loss_scale)) {
+        const auto scales = store.series(id, metric_key::loss_scale);
         for (auto& [key, list] : r.stats)
             for (auto& e : list) {
                 auto it = std::lower_bound(scales.begin(), scales.end(), e.step,

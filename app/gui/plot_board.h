@@ -64,7 +64,8 @@ public:
     void flushAll();
 
     // Reads a stored run's series, histograms and loss-scale markers from the store and adds it.
-    // Long series are downsampled to about max_points. Returns the board index.
+    // Long series are read as their min/max envelope of about max_points (read_plot_series), so
+    // a one-step spike or scale drop stays visible. Returns the board index.
     int addStoredRun(RunStore& store, int64_t run_id, int max_points = 4000);
 
     SeriesPlot* lossPlot() const { return loss_; }
@@ -114,6 +115,7 @@ private:
     const std::vector<StatEntry>* selectedStats() const;
     void onSmoothingChanged(int value);
     QWidget* makeCurvesTab();
+    SeriesPlot* plotFor(SeriesPlot::Kind kind) const;
     QWidget* makeGradientsTab();
 
     std::vector<std::unique_ptr<RunView>> runs_;

@@ -4,10 +4,15 @@
 
 #include "app/report/report_html.h"
 #include "core/numeric/exponent_histogram.h"
+#include "core/common/text_format.h"
 #include "sessions/file_identity.h"
+#include "sessions/metric_keys.h"
+#include "sessions/plot_series.h"
+#include "sessions/run_figures.h"
 #include "sessions/run_store.h"
 #include "widgets/plots/heatmap_plot.h"
 #include "widgets/plots/histogram_plot.h"
+#include "widgets/plots/metric_plots.h"
 #include "widgets/plots/plot_export.h"
 #include "widgets/plots/series_plot.h"
 
@@ -40,114 +45,20 @@ std::string lower(std::string s) {
     return s;
 }
 
-bool is_fp32(const Run& r) {
-    const std::string p = lower(r.precision);
-    return p == "fp32";
-}
-
-// The reduced format a run stores in (what its gradient statistics are measured against);
-// FP32 and TF32 runs are measured against FP16: what FP16 would lose.
-Format reduced_format(const Run& r) {
-    const std::string p = lower(r.precision);
-    if (p.find("bf16") != std::string::npos) return Format::BF16;
-    return Format::FP16;
-}
+bool is_fp32(const Run& r) { return lower(r.precision) == "fp32"; }
 
 QString run_label(const Run& r) {
     return QStringLiteral("#%1 %2").arg(r.id).arg(QString::fromStdString(r.name.empty() ? r.precision : r.name));
 }
 
-struct Series {
-    QVector<double> steps, values, times;
-};
-
-Series read_series(RunStore& store, const Run& run, const std::string& key) {
-    Series s;
-    auto it = run.latest.find(key);
-    if (it != run.latest.end() && it->second.count > kMaxPlotPoints) {
-        for (const Bucket& b : store.downsample(run.id, key, static_cast<int>(kMaxPlotPoints / 2))) {
-            if (b.count == 0) continue;
-            // min and max of each bucket keep the envelope (spikes stay visible).
-            s.steps << double(b.first_step) << double(b.last_step);
-            s.values << b.min << b.max;
-            s.times << 0 << 0;
-        }
-        return s;
-    }
-    for (const MetricPoint& p : store.series(run.id, key)) {
-        s.steps << double(p.step);
-        s.values << p.value;
-        s.times << p.wall_time;
-    }
-    return s;
-}
-
-std::optional<double> finite_mean(const QVector<double>& v) {
-    double sum = 0;
-    int n = 0;
-    for (double x : v)
-        if (std::isfinite(x) && x > 0) {
-            sum += x;
-            ++n;
-        }
-    if (n == 0) return std::nullopt;
-    return sum / n;
-}
+QVector<double> to_qvector(const std::vector<double>& v) { return QVector<double>(v.begin(), v.end()); }
 
 RunRow summarize(RunStore& store, const Run& run) {
     RunRow row;
     row.run = run;
     row.label = run_label(run);
-    const auto acc = store.series(run.id, "test_accuracy");
-    for (const MetricPoint& p : acc) {
-        if (!std::isfinite(p.value)) continue;
-        row.best_accuracy = std::max(row.best_accuracy.value_or(p.value), p.value);
-    }
-    if (!acc.empty() && std::isfinite(acc.back().value)) row.final_accuracy = acc.back().value;
-    if (auto it = run.latest.find("samples_per_second"); it != run.latest.end()) {
-        row.mean_samples_per_second = finite_mean(read_series(store, run, "samples_per_second").values);
-    }
-    if (auto it = run.latest.find("skipped_count"); it != run.latest.end()) {
-        row.skipped = static_cast<std::int64_t>(it->second.max);
-    } else {
-        for (const MetricPoint& p : store.series(run.id, "skipped")) row.skipped += p.value != 0;
-    }
-    if (auto it = run.latest.find("overflow_count"); it != run.latest.end())
-        row.overflows = static_cast<std::int64_t>(it->second.max);
-    if (auto it = run.latest.find("loss_scale"); it != run.latest.end() && it->second.count > 0) {
-        row.scale_min = it->second.min;
-        row.scale_max = it->second.max;
-    }
-    for (const auto& [key, m] : run.latest) row.steps = std::max(row.steps, m.step);
-    if (run.started && run.ended) row.duration_seconds = *run.ended - *run.started;
-
-    // Mean underflow fraction of the activation gradients against the run's reduced format.
-    row.underflow_format = reduced_format(run);
-    double sum = 0;
-    int n = 0;
-    for (const Histogram& h : store.histograms(run.id, {}, {}, {}, "activation_grad")) {
-        try {
-            const ExponentHistogram eh = ExponentHistogram::from_blob(h.blob);
-            if (eh.total() == 0) continue;
-            sum += range_stats(eh, row.underflow_format).underflow_fraction;
-            ++n;
-        } catch (const std::exception&) {
-            // A damaged blob is left out of the mean rather than failing the whole report.
-        }
-    }
-    if (n > 0) row.mean_underflow = sum / n;
+    row.figures = run_figures(store, run);
     return row;
-}
-
-void time_to_target(RunStore& store, RunRow& row, double target) {
-    const double t0 = row.run.started.value_or(row.run.created);
-    for (const MetricPoint& p : store.series(row.run.id, "test_accuracy")) {
-        if (std::isfinite(p.value) && p.value >= target) {
-            row.target_step = p.step;
-            row.target_seconds = std::max(0.0, p.wall_time - t0);
-            return;
-        }
-    }
 }
 
 Figure render(QCustomPlot* plot, const QString& title, const QString& caption, int width = kPlotWidth,
@@ -166,79 +77,72 @@ Figure render(QCustomPlot* plot, const QString& title, const QString& caption, i
     return f;
 }
 
-std::vector<Figure> curve_figures(RunStore& store, const std::vector<RunRow>& rows) {
-    std::vector<Figure> figures;
-    struct Spec {
-        SeriesPlot::Kind kind;
-        const char* train_key;
-        const char* test_key;
-        QString title;
-    };
-    const Spec specs[] = {
-        {SeriesPlot::Kind::Loss, "train_loss", "test_loss", QStringLiteral("Loss")},
-        {SeriesPlot::Kind::Accuracy, "train_accuracy", "test_accuracy", QStringLiteral("Accuracy")},
-        {SeriesPlot::Kind::Throughput, "samples_per_second", nullptr, QStringLiteral("Throughput")},
-    };
-    for (const Spec& spec : specs) {
-        SeriesPlot plot(spec.kind);
-        bool any = false, smoothed = false;
-        double vmin = INFINITY, vmax = 0;
-        for (const RunRow& row : rows) {
-            const int key = plot.addRun(row.label, QString::fromStdString(row.run.precision));
-            Series train = read_series(store, row.run, spec.train_key);
-            if (!train.steps.isEmpty()) {
-                plot.appendPoints(key, SeriesPlot::Curve::Train, train.steps, train.values);
-                any = true;
-                smoothed = smoothed || train.steps.size() > 200;
-                for (double v : train.values)
-                    if (std::isfinite(v) && v > 0) {
-                        vmin = std::min(vmin, v);
-                        vmax = std::max(vmax, v);
-                    }
-            }
-            if (spec.test_key) {
-                Series test = read_series(store, row.run, spec.test_key);
-                if (!test.steps.isEmpty()) {
-                    plot.appendPoints(key, SeriesPlot::Curve::Test, test.steps, test.values);
-                    any = true;
+// The loss, accuracy and throughput plots: the curves kMetricCurves puts on each.
+std::optional<Figure> curve_figure(RunStore& store, const std::vector<RunRow>& rows, const CurvePlot& spec) {
+    SeriesPlot plot(spec.kind);
+    bool any = false, smoothed = false, has_test = false;
+    double vmin = INFINITY, vmax = 0;
+    for (const RunRow& row : rows) {
+        const int key = plot.addRun(row.label, QString::fromStdString(row.run.precision));
+        for (const MetricCurve& c : kMetricCurves) {
+            if (c.plot != spec.kind) continue;
+            has_test = has_test || c.curve == SeriesPlot::Curve::Test;
+            const PlotSeries series = read_plot_series(store, row.run, c.key, static_cast<int>(kMaxPlotPoints));
+            if (series.steps.empty()) continue;
+            plot.appendPoints(key, c.curve, to_qvector(series.steps), to_qvector(series.values));
+            any = true;
+            if (c.curve != SeriesPlot::Curve::Train) continue;
+            smoothed = smoothed || series.steps.size() > 200;
+            for (double v : series.values)
+                if (std::isfinite(v) && v > 0) {
+                    vmin = std::min(vmin, v);
+                    vmax = std::max(vmax, v);
                 }
-            }
         }
-        if (!any) continue;
-        if (smoothed) plot.setSmoothing(0.8);
-        if (spec.kind == SeriesPlot::Kind::Loss && vmax > 0 && vmax / vmin > 30) plot.setLogY(true);
-        QString caption;
-        if (smoothed)
-            caption = QStringLiteral("Training curves smoothed for display (EMA 0.8); the CSV holds the raw values.");
-        if (spec.test_key) caption += QStringLiteral(" Thicker lines with open circles: evaluation on the test set.");
-        figures.push_back(render(&plot, spec.title, caption.trimmed()));
     }
+    if (!any) return std::nullopt;
+    if (smoothed) plot.setSmoothing(0.8);
+    if (spec.kind == SeriesPlot::Kind::Loss && vmax > 0 && vmax / vmin > 30) plot.setLogY(true);
+    QString caption;
+    if (smoothed) caption = QStringLiteral("Training curves smoothed for display (EMA 0.8); the CSV holds the raw values.");
+    if (spec.kind == SeriesPlot::Kind::Throughput)
+        caption += QStringLiteral(" Samples per second of each training step; the table's samples/s is the training "
+                                  "throughput (samples trained over training seconds, evaluation excluded).");
+    if (has_test) caption += QStringLiteral(" Thicker lines with open circles: evaluation on the test set.");
+    return render(&plot, QString::fromLatin1(spec.title), caption.trimmed());
+}
 
-    // Loss scale with overflow and skip markers; runs without a scaler (constant 1) are left out.
-    SeriesPlot scale_plot(SeriesPlot::Kind::LossScale);
+// Loss scale with overflow and skip markers; runs without a scaler (constant 1) are left out.
+std::optional<Figure> scale_figure(RunStore& store, const std::vector<RunRow>& rows, const CurvePlot& spec) {
+    SeriesPlot plot(spec.kind);
     bool any = false;
     for (const RunRow& row : rows) {
-        if (!row.scale_min || (*row.scale_min == 1 && *row.scale_max == 1 && is_fp32(row.run))) continue;
-        const int key = scale_plot.addRun(row.label, QString::fromStdString(row.run.precision));
-        Series s = read_series(store, row.run, "loss_scale");
-        if (s.steps.isEmpty()) continue;
-        scale_plot.appendPoints(key, SeriesPlot::Curve::Scale, s.steps, s.values);
-        any = true;
-        QVector<double> overflow_steps, skip_steps;
-        double last = 0;
-        for (const MetricPoint& p : store.series(row.run.id, "overflow_count")) {
-            if (p.value > last) overflow_steps << double(p.step);
-            last = p.value;
+        const auto& range = row.figures.loss_scale;
+        if (!range || (range->min == 1 && range->max == 1 && is_fp32(row.run))) continue;
+        const int key = plot.addRun(row.label, QString::fromStdString(row.run.precision));
+        for (const MetricCurve& c : kMetricCurves) {
+            if (c.plot != spec.kind) continue;
+            const PlotSeries series = read_plot_series(store, row.run, c.key, static_cast<int>(kMaxPlotPoints));
+            if (series.steps.empty()) continue;
+            plot.appendPoints(key, c.curve, to_qvector(series.steps), to_qvector(series.values));
+            any = true;
         }
-        for (const MetricPoint& p : store.series(row.run.id, "skipped"))
-            if (p.value != 0) skip_steps << double(p.step);
-        scale_plot.appendPoints(key, SeriesPlot::Curve::Overflow, overflow_steps, {});
-        scale_plot.appendPoints(key, SeriesPlot::Curve::Skip, skip_steps, {});
+        const ScaleMarkers markers = read_scale_markers(store, row.run);
+        plot.appendPoints(key, SeriesPlot::Curve::Overflow, to_qvector(markers.overflow_steps), {});
+        plot.appendPoints(key, SeriesPlot::Curve::Skip, to_qvector(markers.skip_steps), {});
     }
-    if (any)
-        figures.push_back(render(&scale_plot, QStringLiteral("Loss scale"),
-                                 QStringLiteral("log₂ axis; red triangles: overflow (non-finite "
-                                                "gradient), crosses: skipped steps.")));
+    if (!any) return std::nullopt;
+    return render(&plot, QString::fromLatin1(spec.title),
+                  QStringLiteral("log₂ axis; red triangles: overflow (non-finite gradient), crosses: skipped steps."));
+}
+
+std::vector<Figure> curve_figures(RunStore& store, const std::vector<RunRow>& rows) {
+    std::vector<Figure> figures;
+    for (const CurvePlot& spec : kCurvePlots) {
+        const auto figure = spec.kind == SeriesPlot::Kind::LossScale ? scale_figure(store, rows, spec)
+                                                                     : curve_figure(store, rows, spec);
+        if (figure) figures.push_back(*figure);
+    }
     return figures;
 }
 
@@ -262,7 +166,7 @@ std::vector<Figure> histogram_figures(RunStore& store, const std::vector<RunRow>
             } catch (const std::exception&) {
                 continue;
             }
-            const int k = h.kind == "activation_grad" ? 0 : 1;
+            const int k = h.kind == metric_key::activation_grad ? 0 : 1;
             if (eh.total() > best[k] || !pick[k]) {
                 best[k] = eh.total();
                 pick[k] = &h;
@@ -270,8 +174,9 @@ std::vector<Figure> histogram_figures(RunStore& store, const std::vector<RunRow>
             decoded[&h] = eh;
         }
         double scale = 1;
-        for (const MetricPoint& p : store.series(row.run.id, "loss_scale", std::int64_t{0}, last_step)) scale = p.value;
-        const Format ref = reduced_format(row.run);
+        for (const MetricPoint& p : store.series(row.run.id, metric_key::loss_scale, std::int64_t{0}, last_step))
+            scale = p.value;
+        const Format ref = row.figures.underflow_format;
         for (const Histogram* h : pick) {
             if (!h) continue;
             HistogramPlot plot;
@@ -354,9 +259,9 @@ void write_pdf(const QString& path, const ReportContent& content) {
 QByteArray series_csv(RunStore& store, const std::vector<RunRow>& rows) {
     QByteArray out = "run_id,run_name,key,step,wall_time,value\n";
     for (const RunRow& row : rows) {
-        const QByteArray name = csv_field(QString::fromStdString(row.run.name)).toUtf8();
+        const QByteArray name = QByteArray::fromStdString(csv_field(row.run.name));
         for (const std::string& key : store.metric_keys(row.run.id)) {
-            const QByteArray k = csv_field(QString::fromStdString(key)).toUtf8();
+            const QByteArray k = QByteArray::fromStdString(csv_field(key));
             for (const MetricPoint& p : store.series(row.run.id, key)) {
                 out += QByteArray::number(qlonglong(row.run.id)) + ',' + name + ',' + k + ',' +
                        QByteArray::number(qlonglong(p.step)) + ',' + QByteArray::number(p.wall_time, 'f', 3) +
@@ -441,23 +346,21 @@ std::vector<std::string> write_report(const ReportRequest& request) {
         if (target > 1) target /= 100;  // given in percent
         if (target <= 0) {
             double best_final = 0;
-            for (const RunRow& r : content.rows) best_final = std::max(best_final, r.final_accuracy.value_or(0));
+            for (const RunRow& r : content.rows) best_final = std::max(best_final, r.figures.final_test_accuracy.value_or(0));
             target = 0.95 * best_final;
             content.target_chosen = true;
         }
         content.target_accuracy = target;
         if (target > 0)
-            for (RunRow& r : content.rows) time_to_target(*store, r, target);
-        // Speed-up over the first FP32 run.
-        std::optional<double> fp32_sps;
-        for (const RunRow& r : content.rows)
-            if (is_fp32(r.run) && r.mean_samples_per_second) {
-                fp32_sps = r.mean_samples_per_second;
-                break;
-            }
-        if (fp32_sps && *fp32_sps > 0)
-            for (RunRow& r : content.rows)
-                if (r.mean_samples_per_second) r.speedup = *r.mean_samples_per_second / *fp32_sps;
+            for (RunRow& r : content.rows) r.target = time_to_accuracy(*store, r.run, target);
+        std::vector<Run> runs;
+        std::vector<RunFigures> figures;
+        for (const RunRow& r : content.rows) {
+            runs.push_back(r.run);
+            figures.push_back(r.figures);
+        }
+        const auto speedups = speedups_over_fp32(runs, figures);
+        for (std::size_t i = 0; i < content.rows.size(); ++i) content.rows[i].speedup = speedups[i];
 
         content.diff = ids.size() > 1 ? store->config_diff(ids) : std::vector<ConfigDiffEntry>{};
         if (!request.title.empty()) {

@@ -11,11 +11,6 @@
 namespace mpwb::report_detail {
 namespace {
 
-QString opt_text(const std::optional<double>& v, int decimals, const QString& unit = {}) {
-    if (!v) return QStringLiteral("—");
-    return QString::number(*v, 'f', decimals) + unit;
-}
-
 QString seconds_text(double s) {
     if (s < 120) return QString::number(s, 'f', 1) + QStringLiteral(" s");
     if (s < 7200) return QString::number(s / 60, 'f', 1) + QStringLiteral(" min");
@@ -65,8 +60,8 @@ Table runs_table(const ReportContent& c) {
         t.rows << QStringList{html_escape(r.label), html_escape(QString::fromStdString(r.run.precision)),
                               html_escape(QString::fromStdString(r.run.dataset)), QString::fromLatin1(to_string(r.run.status)),
                               date_text(r.run.started.value_or(r.run.created)),
-                              r.duration_seconds ? seconds_text(*r.duration_seconds) : QStringLiteral("—"),
-                              QString::number(r.steps), r.run.seed ? QString::number(*r.run.seed) : QStringLiteral("—")};
+                              r.figures.duration_seconds ? seconds_text(*r.figures.duration_seconds) : QStringLiteral("—"),
+                              QString::number(r.figures.steps), r.run.seed ? QString::number(*r.run.seed) : QStringLiteral("—")};
     }
     return t;
 }
@@ -75,24 +70,25 @@ Table summary_table(const ReportContent& c) {
     Table t;
     const QString target = percent_text(c.target_accuracy, 1);
     t.header = {QStringLiteral("run"), QStringLiteral("final test acc."), QStringLiteral("best test acc."),
-                QStringLiteral("time to ") + target, QStringLiteral("samples/s (mean)"), QStringLiteral("speed-up"),
+                QStringLiteral("time to ") + target, QStringLiteral("samples/s"), QStringLiteral("speed-up"),
                 QStringLiteral("skipped"), QStringLiteral("scale range"), QStringLiteral("underflow (mean)")};
     for (const RunRow& r : c.rows) {
         QString ttt = QStringLiteral("not reached");
-        if (r.target_step)
-            ttt = QStringLiteral("step %1 (%2)").arg(*r.target_step).arg(seconds_text(r.target_seconds.value_or(0)));
-        QString scale = QStringLiteral("—");
-        if (r.scale_min && r.scale_max)
-            scale = *r.scale_min == *r.scale_max ? pow2_text(*r.scale_min)
-                                                 : pow2_text(*r.scale_min) + QStringLiteral(" … ") + pow2_text(*r.scale_max);
+        if (r.target)
+            ttt = QStringLiteral("step %1 (%2)").arg(r.target->step).arg(seconds_text(r.target->seconds));
+        const RunFigures& f = r.figures;
+        const QString scale = f.loss_scale ? QString::fromStdString(scale_range_text(*f.loss_scale)) : QStringLiteral("—");
         QString under = QStringLiteral("—");
-        if (r.mean_underflow)
-            under = percent_text(r.mean_underflow, 3) + QStringLiteral(" (") +
-                    QString::fromStdString(format_name(r.underflow_format)).toUpper() + QLatin1Char(')');
-        t.rows << QStringList{html_escape(r.label), percent_text(r.final_accuracy), percent_text(r.best_accuracy), ttt,
-                              opt_text(r.mean_samples_per_second, 0),
-                              r.speedup ? QString::number(*r.speedup, 'f', 2) + QStringLiteral("×") : QStringLiteral("—"),
-                              QString::number(r.skipped) + (r.overflows != r.skipped ? QStringLiteral(" (%1 overflows)").arg(r.overflows) : QString()),
+        if (f.mean_activation_underflow)
+            under = percent_text(f.mean_activation_underflow, 3) + QStringLiteral(" (") +
+                    QString::fromStdString(format_name(f.underflow_format)).toUpper() + QLatin1Char(')');
+        const QString sps = f.samples_per_second ? QString::fromStdString(samples_per_second_text(*f.samples_per_second))
+                                                 : QStringLiteral("—");
+        t.rows << QStringList{html_escape(r.label), percent_text(f.final_test_accuracy), percent_text(f.best_test_accuracy), ttt,
+                              sps,
+                              r.speedup ? QString::fromStdString(speedup_text(*r.speedup)) : QStringLiteral("—"),
+                              QString::number(f.skipped_steps) +
+                                  (f.overflow_count != f.skipped_steps ? QStringLiteral(" (%1 overflows)").arg(f.overflow_count) : QString()),
                               scale, under};
     }
     return t;
@@ -137,8 +133,9 @@ QString table_html(const Table& t, const QString& attrs, const QString& head_att
 
 QString target_note(const ReportContent& c) {
     if (c.target_accuracy <= 0) return QStringLiteral("No run has a test accuracy, so no target time is given.");
-    return QStringLiteral("Time to target: first evaluation with test accuracy ≥ %1%2. Speed-up: mean samples/s over the "
-                          "first FP32 run. Skipped steps: steps whose update was dropped after an overflow. Mean "
+    return QStringLiteral("Time to target: first evaluation with test accuracy ≥ %1%2. Samples/s: training "
+                          "throughput, the samples trained over the seconds spent in training steps (evaluation "
+                          "excluded). Speed-up: samples/s over the first FP32 run's. Skipped steps: steps whose update was dropped after an overflow. Mean "
                           "underflow: share of activation-gradient elements below the format's smallest subnormal, "
                           "averaged over every statistics step and layer.")
         .arg(percent_text(c.target_accuracy, 1),
@@ -153,14 +150,7 @@ QString html_escape(const QString& s) {
 
 QString percent_text(std::optional<double> fraction, int decimals) {
     if (!fraction) return QStringLiteral("—");
-    return QString::number(*fraction * 100, 'f', decimals) + QLatin1Char('%');
-}
-
-QString pow2_text(double value) {
-    if (!(value > 0) || !std::isfinite(value)) return QString::number(value);
-    const double k = std::log2(value);
-    if (std::abs(k - std::round(k)) < 1e-9) return QStringLiteral("2^%1").arg(std::lround(k));
-    return QString::number(value, 'g', 4);
+    return QString::fromStdString(mpwb::percent_text(*fraction, decimals));
 }
 
 QString to_browser_html(const ReportContent& c) {

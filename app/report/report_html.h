@@ -3,6 +3,7 @@
 // printed from (QTextDocument knows only a subset of CSS, so it gets its own simpler markup).
 #pragma once
 #include "core/numeric/format.h"
+#include "sessions/run_figures.h"
 #include "sessions/run_types.h"
 
 #include <QByteArray>
@@ -16,16 +17,9 @@ namespace mpwb::report_detail {
 struct RunRow {
     Run run;
     QString label;  // "#12 name"
-    std::optional<double> final_accuracy, best_accuracy;
-    std::optional<std::int64_t> target_step;
-    std::optional<double> target_seconds;
-    std::optional<double> mean_samples_per_second;
+    RunFigures figures;  // sessions/run_figures.h: the same figures as the run table and `runs compare`
+    std::optional<TargetReach> target;
     std::optional<double> speedup;
-    std::int64_t skipped = 0, overflows = 0, steps = 0;
-    std::optional<double> scale_min, scale_max;
-    std::optional<double> mean_underflow;
-    Format underflow_format = Format::FP16;
-    std::optional<double> duration_seconds;
 };
 
 struct Figure {
@@ -53,7 +47,6 @@ QString to_document_html(const ReportContent& c);
 
 // Cell texts shared by both renderings.
 QString percent_text(std::optional<double> fraction, int decimals = 2);
-QString pow2_text(double value);
 QString html_escape(const QString& s);
 
 }  // namespace mpwb::report_detail

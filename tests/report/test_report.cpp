@@ -3,6 +3,7 @@
 // here from the inserted data, embed its images and reach no external URL; the PDF must be a PDF
 // with pages; the CSV beside it must hold every stored point; bad requests give clear errors.
 #include "app/report/report.h"
+#include "sessions/run_figures.h"
 #include "core/numeric/exponent_histogram.h"
 #include "sessions/run_store.h"
 #include "sessions/run_writer.h"
@@ -23,7 +24,7 @@ struct Inserted {
     QString name;
     double best_accuracy = 0;
     double final_accuracy = 0;
-    double mean_sps = 0;
+    double throughput = 0;  // samples trained / seconds in training steps
     std::int64_t first_step_over_80 = -1;
     int skipped = 0;
     double scale_min = 0, scale_max = 0;
@@ -59,7 +60,8 @@ Inserted insert_run(const std::string& db, bool mixed) {
 
     RunWriter w(db, r.id);
     std::mt19937 rng(mixed ? 2 : 1);
-    double sps_sum = 0;
+    double samples = 0, train_seconds = 0;
+    const double batch = 64;
     double scale = mixed ? 65536 : 1;
     r.scale_min = r.scale_max = scale;
     int overflow = 0;
@@ -68,7 +70,8 @@ Inserted insert_run(const std::string& db, bool mixed) {
         const double t = t0 + s * (mixed ? 0.01 : 0.015);
         const double loss = 2.0 * std::exp(-s / 150.0) + 0.05 * std::sin(s);
         const double sps = (mixed ? 1500 : 1000) + (s % 7) * 3.0;
-        sps_sum += sps;
+        samples += batch;
+        train_seconds += batch / sps;
         bool skipped = false;
         if (mixed && (s == 100 || s == 250)) {
             skipped = true;
@@ -80,11 +83,12 @@ Inserted insert_run(const std::string& db, bool mixed) {
         w.log_metric("train_loss", s, t, loss);
         w.log_metric("train_accuracy", s, t, 1 - loss / 2.5);
         w.log_metric("samples_per_second", s, t, sps);
+        w.log_metric("step_seconds", s, t, batch / sps);
         w.log_metric("loss_scale", s, t, scale);
         w.log_metric("skipped", s, t, skipped ? 1 : 0);
         w.log_metric("overflow_count", s, t, overflow);
         w.log_metric("skipped_count", s, t, overflow);
-        r.metric_points += 7;
+        r.metric_points += 8;
         if (s % 50 == 0) {
             const double acc = std::min(0.95, 0.3 + s / 400.0 * (mixed ? 0.62 : 0.6)) - (s == 400 ? 0.02 : 0);
             w.log_metric("test_accuracy", s, t, acc);
@@ -104,7 +108,7 @@ Inserted insert_run(const std::string& db, bool mixed) {
             w.log_histogram(s, "1 Linear", "weight_grad:weight", hw.to_blob());
         }
     }
-    r.mean_sps = sps_sum / steps;
+    r.throughput = samples / train_seconds;
     r.skipped = overflow;
     w.finish(RunStatus::Finished);
     return r;
@@ -163,11 +167,12 @@ void TestReport::htmlHoldsTheComparison() {
     for (const Inserted* r : {&fp32_, &mixed_}) {
         QVERIFY2(html.contains(pct(r->best_accuracy)), qPrintable(pct(r->best_accuracy)));
         QVERIFY2(html.contains(pct(r->final_accuracy)), qPrintable(pct(r->final_accuracy)));
-        QVERIFY2(html.contains(QString::number(r->mean_sps, 'f', 0)), qPrintable(QString::number(r->mean_sps, 'f', 0)));
+        const QString sps = QString::fromStdString(samples_per_second_text(r->throughput));
+        QVERIFY2(html.contains(QStringLiteral("<td>") + sps + QStringLiteral("</td>")), qPrintable(sps));
         QVERIFY2(html.contains(QStringLiteral("step %1 (").arg(r->first_step_over_80)),
                  qPrintable(QStringLiteral("step %1").arg(r->first_step_over_80)));
     }
-    const QString speedup = QString::number(mixed_.mean_sps / fp32_.mean_sps, 'f', 2) + QStringLiteral("×");
+    const QString speedup = QString::number(mixed_.throughput / fp32_.throughput, 'f', 2) + QStringLiteral("×");
     QVERIFY2(html.contains(speedup), qPrintable(speedup));
     QVERIFY(html.contains(QStringLiteral("1.00×")));
     const QString scale = QStringLiteral("2^%1 … 2^%2").arg(std::lround(std::log2(mixed_.scale_min))).arg(std::lround(std::log2(mixed_.scale_max)));

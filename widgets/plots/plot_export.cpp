@@ -33,15 +33,7 @@ bool fail(QString* error, const QString& message) {
 
 QString plot_csv(QCustomPlot* plot) {
     if (auto* p = qobject_cast<PlotWidget*>(plot)) return p->csv();
-    QString out = QStringLiteral("graph,key,value\n");
-    for (int g = 0; g < plot->graphCount(); ++g) {
-        QCPGraph* gr = plot->graph(g);
-        const QString name = csv_field(gr->name().isEmpty() ? QString::number(g) : gr->name());
-        for (auto it = gr->data()->constBegin(); it != gr->data()->constEnd(); ++it)
-            out += name + QLatin1Char(',') + QString::number(it->key, 'g', 17) + QLatin1Char(',') +
-                   QString::number(it->value, 'g', 17) + QLatin1Char('\n');
-    }
-    return out;
+    return graphs_csv(*plot);
 }
 
 QByteArray plot_png(QCustomPlot* plot, int width, int height) {

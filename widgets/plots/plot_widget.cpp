@@ -82,19 +82,10 @@ QCPScatterStyle circle_marker(const QPen& pen, const QBrush& brush, double diame
     return QCPScatterStyle(pixmap);
 }
 
-QString csv_field(const QString& text) {
-    if (!text.contains(QLatin1Char(',')) && !text.contains(QLatin1Char('"')) &&
-        !text.contains(QLatin1Char('\n')))
-        return text;
-    QString q = text;
-    q.replace(QLatin1String("\""), QLatin1String("\"\""));
-    return QLatin1Char('"') + q + QLatin1Char('"');
-}
-
-QString PlotWidget::csv() const {
+QString graphs_csv(const QCustomPlot& plot) {
     QString out = QStringLiteral("graph,key,value\n");
-    for (int g = 0; g < graphCount(); ++g) {
-        QCPGraph* gr = graph(g);
+    for (int g = 0; g < plot.graphCount(); ++g) {
+        const QCPGraph* gr = plot.graph(g);
         const QString name = csv_field(gr->name().isEmpty() ? QString::number(g) : gr->name());
         for (auto it = gr->data()->constBegin(); it != gr->data()->constEnd(); ++it)
             out += name + QLatin1Char(',') + QString::number(it->key, 'g', 17) + QLatin1Char(',') +
@@ -102,6 +93,8 @@ QString PlotWidget::csv() const {
     }
     return out;
 }
+
+QString PlotWidget::csv() const { return graphs_csv(*this); }
 
 void PlotWidget::contextMenuEvent(QContextMenuEvent* event) {
     QMenu menu(this);

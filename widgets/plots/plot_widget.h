@@ -3,6 +3,7 @@
 // and a CSV view of its data, so exporting works the same everywhere (plot_export.h).
 // Redraws are always queued (rpQueuedReplot): the GUI timer appends a batch and asks once.
 #pragma once
+#include "core/common/text_format.h"
 #include <QString>
 #include <qcustomplot.h>
 
@@ -46,7 +47,9 @@ private:
 // made a plot of a few hundred markers cost several milliseconds per replot.
 QCPScatterStyle circle_marker(const QPen& pen, const QBrush& brush, double diameter, qreal pixel_ratio);
 
-// CSV quoting of one field (quotes when it holds a comma, quote or newline).
-QString csv_field(const QString& text);
+// mpwb::csv_field (core/common/text_format.h) for Qt text.
+inline QString csv_field(const QString& text) { return QString::fromStdString(csv_field(text.toStdString())); }
+// "graph,key,value" and one line per point of every graph: the CSV of a plot without its own.
+QString graphs_csv(const QCustomPlot& plot);
 
 }  // namespace mpwb
