@@ -21,14 +21,12 @@
 #include <cmath>
 #include <set>
 
+#include "sessions/run_figures.h"
 #include "sessions/run_store.h"
 
 namespace mpwb {
 
 namespace {
-
-enum Column { ColId, ColName, ColStatus, ColPrecision, ColDataset, ColFinal, ColBest, ColSpeed, ColStarted,
-              ColDuration, ColTags, ColCount };
 
 const RunStatus kStatuses[] = {RunStatus::Running, RunStatus::Finished, RunStatus::Stopped, RunStatus::Failed,
                                RunStatus::Interrupted};
@@ -54,8 +52,6 @@ QString duration_text(double seconds) {
     return QStringLiteral("%1 h %2 min").arg(s / 3600).arg((s % 3600) / 60);
 }
 
-QString percent(double v) { return std::isfinite(v) ? QString::number(100.0 * v, 'f', 2) + " %" : QStringLiteral("–"); }
-
 QString store_message(const StoreError& e) {
     QString hint;
     switch (e.kind()) {
@@ -70,52 +66,156 @@ QString store_message(const StoreError& e) {
     return QString::fromUtf8(e.what()) + hint;
 }
 
+QTableWidgetItem* text_item(const std::string& text) { return new QTableWidgetItem(QString::fromStdString(text)); }
+
+QTableWidgetItem* accuracy_item(const std::optional<double>& v) {
+    return new NumberItem(v ? QString::fromStdString(percent_text(*v)) : QString(), v.value_or(-1));
+}
+
+QTableWidgetItem* id_item(const Run& r, const RunFigures&) {
+    auto* id = new NumberItem(QString::number(r.id), double(r.id));
+    id->setData(Qt::UserRole, qlonglong(r.id));
+    return id;
+}
+
+QTableWidgetItem* name_item(const Run& r, const RunFigures&) {
+    auto* name = text_item(r.name);
+    if (!r.note.empty()) name->setToolTip(QString::fromStdString(r.note));
+    return name;
+}
+
+QTableWidgetItem* status_item(const Run& r, const RunFigures&) {
+    auto* status = new QTableWidgetItem(QString::fromLatin1(to_string(r.status)));
+    if (r.status == RunStatus::Failed || r.status == RunStatus::Interrupted) status->setForeground(QColor(176, 0, 0));
+    if (r.status == RunStatus::Running) status->setForeground(QColor(0, 110, 0));
+    return status;
+}
+
+QTableWidgetItem* speed_item(const Run&, const RunFigures& f) {
+    const auto& v = f.samples_per_second;
+    return new NumberItem(v ? QString::fromStdString(samples_per_second_text(*v)) : QString(), v.value_or(-1));
+}
+
+QTableWidgetItem* started_item(const Run& r, const RunFigures&) {
+    const double started = r.started.value_or(r.created);
+    return new NumberItem(QDateTime::fromMSecsSinceEpoch(qint64(started * 1000)).toString("yyyy-MM-dd HH:mm"), started);
+}
+
+QTableWidgetItem* duration_item(const Run&, const RunFigures& f) {
+    const double duration = f.duration_seconds.value_or(-1);
+    return new NumberItem(duration_text(duration), duration);
+}
+
+QTableWidgetItem* tags_item(const Run& r, const RunFigures&) {
+    QStringList tags;
+    for (const auto& [k, v] : r.tags) tags << (v.empty() ? QString::fromStdString(k) : QString::fromStdString(k + "=" + v));
+    auto* item = new QTableWidgetItem(tags.join(", "));
+    item->setToolTip(tags.join(QLatin1Char('\n')));
+    return item;
+}
+
+// The run table's columns, in order: header and the cell made from a run and its figures
+// (sessions/run_figures.h, so the table reads as `runs compare` and the report do).
+struct ColumnSpec {
+    const char* header;
+    QTableWidgetItem* (*cell)(const Run&, const RunFigures&);
+};
+const ColumnSpec kColumns[] = {
+    {QT_TR_NOOP("ID"), id_item},
+    {QT_TR_NOOP("Name"), name_item},
+    {QT_TR_NOOP("Status"), status_item},
+    {QT_TR_NOOP("Precision"), [](const Run& r, const RunFigures&) { return text_item(r.precision); }},
+    {QT_TR_NOOP("Dataset"), [](const Run& r, const RunFigures&) { return text_item(r.dataset); }},
+    {QT_TR_NOOP("Final test acc"), [](const Run&, const RunFigures& f) { return accuracy_item(f.final_test_accuracy); }},
+    {QT_TR_NOOP("Best test acc"), [](const Run&, const RunFigures& f) { return accuracy_item(f.best_test_accuracy); }},
+    {QT_TR_NOOP("Samples/s"), speed_item},
+    {QT_TR_NOOP("Started"), started_item},
+    {QT_TR_NOOP("Duration"), duration_item},
+    {QT_TR_NOOP("Tags"), tags_item},
+};
+constexpr int kColumnCount = int(std::size(kColumns));
+constexpr int kIdColumn = 0;
+constexpr int kNameColumn = 1;
+
+QPushButton* make_button(const QString& text, const char* object_name) {
+    auto* b = new QPushButton(text);
+    b->setObjectName(object_name);
+    return b;
+}
+
+QLineEdit* make_edit(const char* object_name, const QString& placeholder, bool clear_button = false) {
+    auto* e = new QLineEdit;
+    e->setObjectName(object_name);
+    e->setPlaceholderText(placeholder);
+    e->setClearButtonEnabled(clear_button);
+    return e;
+}
+
+QComboBox* make_combo(const char* object_name, const QString& first_item) {
+    auto* c = new QComboBox;
+    c->setObjectName(object_name);
+    c->addItem(first_item, -1);
+    return c;
+}
+
+QHBoxLayout* row_of(std::initializer_list<QWidget*> widgets) {
+    auto* row = new QHBoxLayout;
+    for (QWidget* w : widgets) row->addWidget(w);
+    return row;
+}
+
 }  // namespace
 
 RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
-    // --- filters ---
-    text_filter_ = new QLineEdit;
-    text_filter_->setObjectName("textFilter");
-    text_filter_->setPlaceholderText(tr("Search name, note, config…"));
-    text_filter_->setClearButtonEnabled(true);
-    precision_filter_ = new QComboBox;
-    precision_filter_->setObjectName("precisionFilter");
-    dataset_filter_ = new QComboBox;
-    dataset_filter_->setObjectName("datasetFilter");
-    status_filter_ = new QComboBox;
-    status_filter_->setObjectName("statusFilter");
-    status_filter_->addItem(tr("any status"), -1);
+    auto* split = new QSplitter;
+    split->addWidget(makeTablePane());
+    split->addWidget(makeDetailsPane());
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 1);
+    error_label_ = new QLabel;
+    error_label_->setObjectName("errorLabel");
+    error_label_->setWordWrap(true);
+    error_label_->setStyleSheet("color: #b00000;");
+    error_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    error_label_->hide();
+    auto* top = new QVBoxLayout(this);
+    top->addLayout(makeFilterBar());
+    top->addWidget(error_label_);
+    top->addWidget(split, 1);
+    onSelectionChanged();
+}
+
+QLayout* RunBrowser::makeFilterBar() {
+    text_filter_ = make_edit("textFilter", tr("Search name, note, config…"), true);
+    tag_filter_ = make_edit("tagFilter", tr("tag or tag=value"), true);
+    precision_filter_ = make_combo("precisionFilter", tr("any precision"));
+    dataset_filter_ = make_combo("datasetFilter", tr("any dataset"));
+    status_filter_ = make_combo("statusFilter", tr("any status"));
     for (RunStatus s : kStatuses) status_filter_->addItem(QString::fromLatin1(to_string(s)), int(s));
-    tag_filter_ = new QLineEdit;
-    tag_filter_->setObjectName("tagFilter");
-    tag_filter_->setPlaceholderText(tr("tag or tag=value"));
-    tag_filter_->setClearButtonEnabled(true);
     show_deleted_ = new QCheckBox(tr("Trash"));
     show_deleted_->setObjectName("showDeleted");
     show_deleted_->setToolTip(tr("Show deleted runs (restore them from here)"));
-    auto* refresh = new QPushButton(tr("Refresh"));
-    refresh->setObjectName("refreshButton");
+    auto* refresh_button = make_button(tr("Refresh"), "refreshButton");
     auto* filters = new QHBoxLayout;
     filters->addWidget(text_filter_, 2);
-    filters->addWidget(precision_filter_);
-    filters->addWidget(dataset_filter_);
-    filters->addWidget(status_filter_);
+    for (QWidget* w : std::initializer_list<QWidget*>{precision_filter_, dataset_filter_, status_filter_}) filters->addWidget(w);
     filters->addWidget(tag_filter_, 1);
     filters->addWidget(show_deleted_);
-    filters->addWidget(refresh);
-    connect(text_filter_, &QLineEdit::textChanged, this, &RunBrowser::onFilterChanged);
-    connect(tag_filter_, &QLineEdit::textChanged, this, &RunBrowser::onFilterChanged);
+    filters->addWidget(refresh_button);
+    for (QLineEdit* e : {text_filter_, tag_filter_}) connect(e, &QLineEdit::textChanged, this, &RunBrowser::onFilterChanged);
     for (QComboBox* c : {precision_filter_, dataset_filter_, status_filter_})
         connect(c, &QComboBox::currentIndexChanged, this, &RunBrowser::onFilterChanged);
     connect(show_deleted_, &QCheckBox::toggled, this, &RunBrowser::onFilterChanged);
-    connect(refresh, &QPushButton::clicked, this, &RunBrowser::refresh);
+    connect(refresh_button, &QPushButton::clicked, this, &RunBrowser::refresh);
+    return filters;
+}
 
-    // --- table ---
-    table_ = new QTableWidget(0, ColCount);
+QWidget* RunBrowser::makeTablePane() {
+    table_ = new QTableWidget(0, kColumnCount);
     table_->setObjectName("runTable");
-    table_->setHorizontalHeaderLabels({tr("ID"), tr("Name"), tr("Status"), tr("Precision"), tr("Dataset"),
-                                       tr("Final test acc"), tr("Best test acc"), tr("Samples/s"), tr("Started"),
-                                       tr("Duration"), tr("Tags")});
+    QStringList headers;
+    for (const ColumnSpec& c : kColumns) headers << tr(c.header);
+    table_->setHorizontalHeaderLabels(headers);
     table_->verticalHeader()->hide();
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
     table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
@@ -126,34 +226,21 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
     table_->setTextElideMode(Qt::ElideRight);
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     // Name gets a usable fixed start width (a stretched column collapses when the others fill
-    // the view); Tags takes what is left.
-    table_->horizontalHeader()->setSectionResizeMode(ColName, QHeaderView::Interactive);
+    // the view); Tags, the last, takes what is left.
+    table_->horizontalHeader()->setSectionResizeMode(kNameColumn, QHeaderView::Interactive);
     table_->horizontalHeader()->setStretchLastSection(true);
-    table_->setColumnWidth(ColName, 200);
+    table_->setColumnWidth(kNameColumn, 200);
     connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunBrowser::onSelectionChanged);
     connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
         if (row >= 0) emit openRunRequested(runIdAt(row));
     });
-    error_label_ = new QLabel;
-    error_label_->setObjectName("errorLabel");
-    error_label_->setWordWrap(true);
-    error_label_->setStyleSheet("color: #b00000;");
-    error_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    error_label_->hide();
     count_label_ = new QLabel;
     count_label_->setObjectName("countLabel");
-
-    // --- actions ---
-    open_ = new QPushButton(tr("Open"));
-    open_->setObjectName("openButton");
-    compare_ = new QPushButton(tr("Compare"));
-    compare_->setObjectName("compareButton");
-    report_ = new QPushButton(tr("Export report…"));
-    report_->setObjectName("reportButton");
-    delete_ = new QPushButton(tr("Delete"));
-    delete_->setObjectName("deleteButton");
-    restore_ = new QPushButton(tr("Restore"));
-    restore_->setObjectName("restoreButton");
+    open_ = make_button(tr("Open"), "openButton");
+    compare_ = make_button(tr("Compare"), "compareButton");
+    report_ = make_button(tr("Export report…"), "reportButton");
+    delete_ = make_button(tr("Delete"), "deleteButton");
+    restore_ = make_button(tr("Restore"), "restoreButton");
     connect(open_, &QPushButton::clicked, this, [this] {
         const auto ids = selectedRunIds();
         if (!ids.isEmpty()) emit openRunRequested(ids.first());
@@ -162,79 +249,56 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
     connect(report_, &QPushButton::clicked, this, [this] { emit reportRequested(selectedRunIds()); });
     connect(delete_, &QPushButton::clicked, this, &RunBrowser::onDeleteClicked);
     connect(restore_, &QPushButton::clicked, this, &RunBrowser::onRestoreClicked);
-    auto* actions = new QHBoxLayout;
-    actions->addWidget(count_label_, 1);
-    for (QPushButton* b : {open_, compare_, report_, delete_, restore_}) actions->addWidget(b);
+    auto* actions = row_of({open_, compare_, report_, delete_, restore_});
+    actions->insertWidget(0, count_label_, 1);
+    auto* pane = new QWidget;
+    auto* v = new QVBoxLayout(pane);
+    v->setContentsMargins(0, 0, 0, 0);
+    v->addWidget(table_, 1);
+    v->addLayout(actions);
+    return pane;
+}
 
-    // --- details of the selected run ---
+QWidget* RunBrowser::makeDetailsPane() {
     details_ = new QLabel;
     details_->setObjectName("detailsLabel");
     details_->setWordWrap(true);
     details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     details_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-    name_edit_ = new QLineEdit;
-    name_edit_->setObjectName("nameEdit");
-    rename_ = new QPushButton(tr("Rename"));
-    rename_->setObjectName("renameButton");
-    tag_edit_ = new QLineEdit;
-    tag_edit_->setObjectName("tagEdit");
-    tag_edit_->setPlaceholderText(tr("key or key=value"));
-    tag_ = new QPushButton(tr("Add tag"));
-    tag_->setObjectName("tagButton");
-    untag_ = new QPushButton(tr("Remove tag"));
-    untag_->setObjectName("untagButton");
+    name_edit_ = make_edit("nameEdit", {});
+    tag_edit_ = make_edit("tagEdit", tr("key or key=value"));
     note_ = new QPlainTextEdit;
     note_->setObjectName("noteEdit");
     note_->setPlaceholderText(tr("Notes on this run"));
-    save_note_ = new QPushButton(tr("Save note"));
-    save_note_->setObjectName("saveNoteButton");
+    rename_ = make_button(tr("Rename"), "renameButton");
+    tag_ = make_button(tr("Add tag"), "tagButton");
+    untag_ = make_button(tr("Remove tag"), "untagButton");
+    save_note_ = make_button(tr("Save note"), "saveNoteButton");
     connect(rename_, &QPushButton::clicked, this, &RunBrowser::onRenameClicked);
     connect(name_edit_, &QLineEdit::returnPressed, this, &RunBrowser::onRenameClicked);
     connect(tag_, &QPushButton::clicked, this, &RunBrowser::onTagClicked);
     connect(tag_edit_, &QLineEdit::returnPressed, this, &RunBrowser::onTagClicked);
     connect(untag_, &QPushButton::clicked, this, &RunBrowser::onUntagClicked);
     connect(save_note_, &QPushButton::clicked, this, &RunBrowser::onSaveNoteClicked);
-    auto* detail_box = new QGroupBox(tr("Selected run"));
-    auto* dg = new QGridLayout(detail_box);
-    dg->addWidget(details_, 0, 0, 1, 3);
     // Edits take the width; the buttons keep their natural size.
-    auto* name_row = new QHBoxLayout;
-    name_row->addWidget(name_edit_, 1);
-    name_row->addWidget(rename_);
-    auto* tag_row = new QHBoxLayout;
-    tag_row->addWidget(tag_edit_, 1);
-    tag_row->addWidget(tag_);
-    tag_row->addWidget(untag_);
     for (QPushButton* b : {rename_, tag_, untag_, save_note_}) b->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
-    dg->addWidget(new QLabel(tr("Name")), 1, 0);
-    dg->addLayout(name_row, 1, 1);
-    dg->addWidget(new QLabel(tr("Tag")), 2, 0);
-    dg->addLayout(tag_row, 2, 1);
-    dg->addWidget(note_, 3, 0, 1, 2);
-    dg->addWidget(save_note_, 4, 1, Qt::AlignRight);
-    dg->setColumnStretch(1, 1);
-    dg->setRowStretch(3, 1);
-    detail_box->setMinimumWidth(360);
-
-    auto* table_host = new QWidget;
-    auto* tv = new QVBoxLayout(table_host);
-    tv->setContentsMargins(0, 0, 0, 0);
-    tv->addWidget(table_, 1);
-    tv->addLayout(actions);
-    auto* split = new QSplitter;
-    split->addWidget(table_host);
-    split->addWidget(detail_box);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 1);
-
-    auto* top = new QVBoxLayout(this);
-    top->addLayout(filters);
-    top->addWidget(error_label_);
-    top->addWidget(split, 1);
-
-    precision_filter_->addItem(tr("any precision"));
-    dataset_filter_->addItem(tr("any dataset"));
-    onSelectionChanged();
+    auto* name_row = row_of({name_edit_, rename_});
+    name_row->setStretch(0, 1);
+    auto* tag_row = row_of({tag_edit_, tag_, untag_});
+    tag_row->setStretch(0, 1);
+    auto* box = new QGroupBox(tr("Selected run"));
+    auto* grid = new QGridLayout(box);
+    grid->addWidget(details_, 0, 0, 1, 3);
+    grid->addWidget(new QLabel(tr("Name")), 1, 0);
+    grid->addLayout(name_row, 1, 1);
+    grid->addWidget(new QLabel(tr("Tag")), 2, 0);
+    grid->addLayout(tag_row, 2, 1);
+    grid->addWidget(note_, 3, 0, 1, 2);
+    grid->addWidget(save_note_, 4, 1, Qt::AlignRight);
+    grid->setColumnStretch(1, 1);
+    grid->setRowStretch(3, 1);
+    box->setMinimumWidth(360);
+    return box;
 }
 
 RunBrowser::~RunBrowser() = default;
@@ -336,46 +400,19 @@ void RunBrowser::refresh() {
 }
 
 void RunBrowser::fillRow(int row, const Run& r) {
-    auto metric = [&](const char* key) -> const LatestMetric* {
-        auto it = r.latest.find(key);
-        return it == r.latest.end() ? nullptr : &it->second;
-    };
-    auto* id = new NumberItem(QString::number(r.id), double(r.id));
-    id->setData(Qt::UserRole, qlonglong(r.id));
-    table_->setItem(row, ColId, id);
-    auto* name = new QTableWidgetItem(QString::fromStdString(r.name));
-    if (!r.note.empty()) name->setToolTip(QString::fromStdString(r.note));
-    table_->setItem(row, ColName, name);
-    auto* status = new QTableWidgetItem(QString::fromLatin1(to_string(r.status)));
-    if (r.status == RunStatus::Failed || r.status == RunStatus::Interrupted) status->setForeground(QColor(176, 0, 0));
-    if (r.status == RunStatus::Running) status->setForeground(QColor(0, 110, 0));
-    table_->setItem(row, ColStatus, status);
-    table_->setItem(row, ColPrecision, new QTableWidgetItem(QString::fromStdString(r.precision)));
-    table_->setItem(row, ColDataset, new QTableWidgetItem(QString::fromStdString(r.dataset)));
-    const LatestMetric* acc = metric("test_accuracy");
-    table_->setItem(row, ColFinal, new NumberItem(acc ? percent(acc->value) : QString(), acc ? acc->value : -1));
-    table_->setItem(row, ColBest, new NumberItem(acc ? percent(acc->max) : QString(), acc ? acc->max : -1));
-    const LatestMetric* sps = metric("samples_per_second");
-    table_->setItem(row, ColSpeed,
-                    new NumberItem(sps ? QLocale().toString(sps->value, 'f', 0) : QString(), sps ? sps->value : -1));
-    const double started = r.started.value_or(r.created);
-    table_->setItem(row, ColStarted,
-                    new NumberItem(QDateTime::fromMSecsSinceEpoch(qint64(started * 1000)).toString("yyyy-MM-dd HH:mm"),
-                                   started));
-    double duration = -1;
-    if (r.started) duration = r.ended ? *r.ended - *r.started : (r.status == RunStatus::Running ? store_now() - *r.started : -1);
-    table_->setItem(row, ColDuration, new NumberItem(duration_text(duration), duration));
-    QStringList tags;
-    for (const auto& [k, v] : r.tags) tags << (v.empty() ? QString::fromStdString(k) : QString::fromStdString(k + "=" + v));
-    auto* tag_item = new QTableWidgetItem(tags.join(", "));
-    tag_item->setToolTip(tags.join(QLatin1Char('\n')));
-    table_->setItem(row, ColTags, tag_item);
+    RunFigures figures;
+    try {
+        figures = list_figures(*store_, r);
+    } catch (const StoreError&) {
+        // The row still shows what the run row holds; the store's complaint is shown by refresh.
+    }
+    for (int c = 0; c < kColumnCount; ++c) table_->setItem(row, c, kColumns[c].cell(r, figures));
 }
 
 int RunBrowser::rowCount() const { return table_->rowCount(); }
 
 qint64 RunBrowser::runIdAt(int row) const {
-    auto* item = table_->item(row, ColId);
+    auto* item = table_->item(row, kIdColumn);
     return item ? item->data(Qt::UserRole).toLongLong() : -1;
 }
 

@@ -16,6 +16,7 @@
 class QCheckBox;
 class QComboBox;
 class QLabel;
+class QLayout;
 class QLineEdit;
 class QPlainTextEdit;
 class QPushButton;
@@ -65,6 +66,9 @@ signals:
     void selectionChanged(const QList<qint64>& ids);
 
 private:
+    QLayout* makeFilterBar();
+    QWidget* makeTablePane();
+    QWidget* makeDetailsPane();
     void onSelectionChanged();
     void onDeleteClicked();
     void onRestoreClicked();

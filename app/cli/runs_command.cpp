@@ -23,7 +23,9 @@
 #include "app/cli/option_checks.h"
 #include "core/common/error.h"
 #include "core/common/json_input.h"
+#include "sessions/metric_keys.h"
 #include "sessions/run_bundle.h"
+#include "sessions/run_figures.h"
 #include "sessions/run_query.h"
 #include "sessions/run_store.h"
 
@@ -125,12 +127,6 @@ std::string format_duration(double seconds) {
     return buf;
 }
 
-double run_duration(const Run& r) {
-    if (!r.started) return -1;
-    const double end = r.ended ? *r.ended : (r.status == RunStatus::Running ? store_now() : *r.started);
-    return end - *r.started;
-}
-
 std::optional<double> latest_value(const Run& r, const std::string& key) {
     const auto it = r.latest.find(key);
     if (it == r.latest.end()) return std::nullopt;
@@ -145,12 +141,7 @@ std::string format_number(std::optional<double> v, int digits = 4) {
     return buf;
 }
 
-std::string format_percent(std::optional<double> v) {
-    if (!v || std::isnan(*v)) return "-";
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f%%", *v * 100.0);
-    return buf;
-}
+std::string format_percent(std::optional<double> v) { return v && !std::isnan(*v) ? percent_text(*v) : "-"; }
 
 // A plain text table: columns as wide as their widest cell; numbers right-aligned.
 void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
@@ -182,7 +173,7 @@ std::string truncate(const std::string& s, std::size_t n) {
 
 // The "summary" event the recorder writes at the end of a run; null when the run has none.
 nlohmann::json run_summary(RunStore& store, std::int64_t id) {
-    const auto ev = store.events(id, "summary");
+    const auto ev = store.events(id, metric_key::summary_event);
     if (ev.empty()) return nullptr;
     try {
         return parse_json_text(ev.back().json, "summary of run " + std::to_string(id));
@@ -214,12 +205,12 @@ nlohmann::json run_to_json(RunStore& store, const Run& r, bool full) {
                      {"created", r.created},
                      {"started", r.started ? nlohmann::json(*r.started) : nlohmann::json(nullptr)},
                      {"ended", r.ended ? nlohmann::json(*r.ended) : nlohmann::json(nullptr)},
-                     {"duration_seconds", run_duration(r)},
+                     {"duration_seconds", run_duration(r).value_or(-1)},
                      {"deleted", r.deleted},
                      {"tags", r.tags},
                      {"note", r.note}};
     j["seed"] = r.seed ? nlohmann::json(*r.seed) : nlohmann::json(nullptr);
-    const auto acc = latest_value(r, "test_accuracy");
+    const auto acc = latest_value(r, metric_key::test_accuracy);
     j["test_accuracy"] = acc ? nlohmann::json(*acc) : nlohmann::json(nullptr);
     if (!full) return j;
     j["config"] = parse_or_text(r.config_json);
@@ -277,8 +268,8 @@ void cmd_list(const RunsArgs& a) {
         std::string status = to_string(r.status);
         if (r.deleted) status += " (deleted)";
         rows.push_back({std::to_string(r.id), truncate(r.name, 32), status, r.precision, r.dataset,
-                        format_percent(latest_value(r, "test_accuracy")), format_time(r.started),
-                        format_duration(run_duration(r))});
+                        format_percent(latest_value(r, metric_key::test_accuracy)), format_time(r.started),
+                        format_duration(run_duration(r).value_or(-1))});
     }
     print_table({"id", "name", "status", "precision", "dataset", "test acc", "started", "duration"}, rows, {0, 5, 7});
     std::printf("%zu run%s in %s\n", runs.size(), runs.size() == 1 ? "" : "s", path.c_str());
@@ -303,7 +294,7 @@ void cmd_show(const RunsArgs& a) {
     std::printf("  backend    %s (%s)\n", r.backend.c_str(), r.device.c_str());
     std::printf("  machine    %s\n", r.machine.c_str());
     std::printf("  started    %s   duration %s\n", format_time(r.started).c_str(),
-                format_duration(run_duration(r)).c_str());
+                format_duration(run_duration(r).value_or(-1)).c_str());
     if (!r.tags.empty()) {
         std::string t;
         for (const auto& [k, v] : r.tags) t += (t.empty() ? "" : ", ") + k + (v.empty() ? "" : "=" + v);
@@ -471,75 +462,56 @@ void cmd_compare(const RunsArgs& a) {
     else
         print_table(header, diff_rows);
 
-    // Summary side by side; the first FP32 run is the reference for the speed-up.
-    std::vector<nlohmann::json> summaries;
-    for (const auto& r : runs) summaries.push_back(run_summary(*store, r.id));
-    std::optional<double> reference_speed;
-    for (std::size_t i = 0; i < runs.size() && !reference_speed; ++i)
-        if (runs[i].precision == "fp32" && summaries[i].is_object() && summaries[i].contains("samples_per_second"))
-            reference_speed = summaries[i]["samples_per_second"].get<double>();
-
-    auto summary_value = [&](std::size_t i, const char* key) -> std::optional<double> {
-        const auto& s = summaries[i];
-        if (s.is_object() && s.contains(key) && s[key].is_number()) return s[key].get<double>();
-        return std::nullopt;
-    };
+    // Summary side by side: the figures of sessions/run_figures.h, as the run table and the
+    // report show them; the first FP32 run is the reference for the speed-up.
+    std::vector<RunFigures> figures;
+    std::vector<nlohmann::json> summaries;  // for the last epoch's train loss, which only it holds
+    for (const auto& r : runs) {
+        figures.push_back(run_figures(*store, r));
+        summaries.push_back(run_summary(*store, r.id));
+    }
+    const auto speedups = speedups_over_fp32(runs, figures);
     std::vector<std::vector<std::string>> rows;
     auto add = [&](const std::string& label, auto&& cell) {
         std::vector<std::string> row{label};
         for (std::size_t i = 0; i < runs.size(); ++i) row.push_back(cell(i));
         rows.push_back(row);
     };
+    auto or_dash = [](const auto& v, auto&& text) -> std::string { return v ? text(*v) : "-"; };
+    auto percent = [](double v) { return percent_text(v); };
     add("name", [&](std::size_t i) { return truncate(runs[i].name, 28); });
     add("status", [&](std::size_t i) { return std::string(to_string(runs[i].status)); });
     add("precision", [&](std::size_t i) { return runs[i].precision; });
     add("dataset", [&](std::size_t i) { return runs[i].dataset; });
-    add("steps", [&](std::size_t i) {
-        auto v = summary_value(i, "steps");
-        if (!v) {
-            const auto it = runs[i].latest.find("train_loss");
-            if (it != runs[i].latest.end()) v = static_cast<double>(it->second.step);
-        }
-        return format_number(v, 10);
+    add("steps", [&](std::size_t i) { return std::to_string(figures[i].steps); });
+    add("final test accuracy", [&](std::size_t i) { return or_dash(figures[i].final_test_accuracy, percent); });
+    add("best test accuracy", [&](std::size_t i) { return or_dash(figures[i].best_test_accuracy, percent); });
+    add("final test loss", [&](std::size_t i) { return format_number(figures[i].final_test_loss); });
+    add("final train loss", [&](std::size_t i) {
+        const auto& s = summaries[i];
+        const bool has = s.is_object() && s.contains("train_loss") && s["train_loss"].is_number();
+        return format_number(has ? std::optional<double>(s["train_loss"].get<double>()) : std::nullopt);
     });
-    add("final test accuracy", [&](std::size_t i) { return format_percent(latest_value(runs[i], "test_accuracy")); });
-    add("best test accuracy", [&](std::size_t i) {
-        const auto it = runs[i].latest.find("test_accuracy");
-        return format_percent(it == runs[i].latest.end() ? std::nullopt : std::optional<double>(it->second.max));
-    });
-    add("final test loss", [&](std::size_t i) { return format_number(latest_value(runs[i], "test_loss")); });
-    add("final train loss", [&](std::size_t i) { return format_number(summary_value(i, "train_loss")); });
     if (a.target) {
         const double target = *a.target;
-        add("time to " + format_percent(target), [&](std::size_t i) -> std::string {
-            for (const auto& p : store->series(runs[i].id, "test_accuracy"))
-                if (p.value >= target)
-                    return runs[i].started ? format_duration(p.wall_time - *runs[i].started) + " (step " +
-                                                 std::to_string(p.step) + ")"
-                                           : "step " + std::to_string(p.step);
-            return "not reached";
+        add("time to " + percent_text(target), [&](std::size_t i) -> std::string {
+            const auto reach = time_to_accuracy(*store, runs[i], target);
+            if (!reach) return "not reached";
+            return format_duration(reach->seconds) + " (step " + std::to_string(reach->step) + ")";
         });
     }
-    add("samples/s", [&](std::size_t i) { return format_number(summary_value(i, "samples_per_second"), 6); });
-    if (reference_speed && *reference_speed > 0)
-        add("speed-up over fp32", [&](std::size_t i) -> std::string {
-            const auto v = summary_value(i, "samples_per_second");
-            if (!v) return "-";
-            char buf[32];
-            std::snprintf(buf, sizeof buf, "%.2fx", *v / *reference_speed);
-            return buf;
-        });
-    add("skipped steps", [&](std::size_t i) { return format_number(summary_value(i, "skipped_steps"), 10); });
-    add("overflows", [&](std::size_t i) { return format_number(summary_value(i, "overflow_count"), 10); });
-    add("loss scale range", [&](std::size_t i) -> std::string {
-        const auto it = runs[i].latest.find("loss_scale");
-        if (it == runs[i].latest.end()) return "-";
-        return format_number(it->second.min) + " .. " + format_number(it->second.max);
+    add("samples/s", [&](std::size_t i) { return or_dash(figures[i].samples_per_second, samples_per_second_text); });
+    if (std::any_of(speedups.begin(), speedups.end(), [](const auto& v) { return v.has_value(); }))
+        add("speed-up over fp32", [&](std::size_t i) { return or_dash(speedups[i], speedup_text); });
+    add("skipped steps", [&](std::size_t i) { return std::to_string(figures[i].skipped_steps); });
+    add("overflows", [&](std::size_t i) { return std::to_string(figures[i].overflow_count); });
+    add("loss scale range", [&](std::size_t i) {
+        return or_dash(figures[i].loss_scale, [](const ScaleRange& r) { return scale_range_text(r); });
     });
     add("mean act. underflow", [&](std::size_t i) {
-        return format_percent(summary_value(i, "mean_activation_underflow"));
+        return or_dash(figures[i].mean_activation_underflow, [](double v) { return percent_text(v, 3); });
     });
-    add("duration", [&](std::size_t i) { return format_duration(run_duration(runs[i])); });
+    add("duration", [&](std::size_t i) { return format_duration(run_duration(runs[i]).value_or(-1)); });
     std::printf("\nsummary\n");
     header[0] = "";
     print_table(header, rows);
