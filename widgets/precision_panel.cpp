@@ -2,9 +2,6 @@
 // live-request buttons, the readout and the event table.
 #include "widgets/precision_panel.h"
 
-#include "widgets/live_label.h"
-
-#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QDoubleValidator>
@@ -16,13 +13,13 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QSpinBox>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <cmath>
 
 #include "core/common/error.h"
 #include "widgets/live_label.h"
+#include "widgets/scaler_form.h"
 
 namespace mpwb {
 
@@ -50,8 +47,37 @@ QDoubleSpinBox* log2_spin(const char* name) {
 
 PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     qRegisterMetaType<mpwb::LossScalerConfig>("mpwb::LossScalerConfig");
+    scaler_ = new ScalerForm;
+    makeEventTable();
+    auto* left = new QVBoxLayout;
+    left->addWidget(makePolicyBox());
+    left->addWidget(scaler_);
+    left->addStretch(1);
+    auto* right = new QVBoxLayout;
+    right->addWidget(makeLiveBox());
+    right->addWidget(makeReadoutBox());
+    right->addWidget(new QLabel(tr("<b>Scaler and tuning events</b>")));
+    right->addWidget(events_, 1);
+    auto* top = new QHBoxLayout(this);
+    top->addLayout(left, 3);
+    top->addLayout(right, 2);
 
-    // --- policy ---
+    connect(policy_, &QComboBox::currentIndexChanged, this, &PrecisionPanel::onPolicyChanged);
+    connect(device_, &QComboBox::currentIndexChanged, this, [this] { emit settingsChanged(); });
+    connect(wgrad_, &QComboBox::currentIndexChanged, this, [this] { emit settingsChanged(); });
+    connect(scaler_, &ScalerForm::changed, this, &PrecisionPanel::onScalerFieldChanged);
+    connect(apply_, &QPushButton::clicked, this, &PrecisionPanel::onApplyClicked);
+    connect(set_scale_, &QPushButton::clicked, this, &PrecisionPanel::onSetScaleClicked);
+    connect(set_lr_, &QPushButton::clicked, this, &PrecisionPanel::onSetLrClicked);
+    connect(lr_, &QLineEdit::returnPressed, this, &PrecisionPanel::onSetLrClicked);
+
+    setScalerConfig(loss_scaler_preset("default"));
+    setPrecision(PrecisionKind::FP32);
+    onPolicyChanged();
+    updateEnabled();
+}
+
+QWidget* PrecisionPanel::makePolicyBox() {
     policy_ = new QComboBox;
     policy_->setObjectName("policyCombo");
     for (const auto& n : precision_names()) policy_->addItem(QString::fromStdString(n), QString::fromStdString(n));
@@ -68,110 +94,26 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     wgrad_->addItem(tr("policy default"), QString());
     for (const char* f : {"fp32", "fp16", "bf16"}) wgrad_->addItem(QString::fromLatin1(f), QString::fromLatin1(f));
     wgrad_->setToolTip(tr("Format weight gradients are stored in; FP32 trades memory for range"));
-    auto* policy_box = new QGroupBox(tr("Precision"));
-    auto* pf = new QFormLayout(policy_box);
-    pf->addRow(tr("Policy"), policy_);
-    pf->addRow(tr("Device"), device_);
-    pf->addRow(tr("Weight gradients"), wgrad_);
+    auto* box = new QGroupBox(tr("Precision"));
+    auto* form = new QFormLayout(box);
+    form->addRow(tr("Policy"), policy_);
+    form->addRow(tr("Device"), device_);
+    form->addRow(tr("Weight gradients"), wgrad_);
+    return box;
+}
 
-    // --- scaler ---
-    like_ = new QComboBox;
-    like_->setObjectName("likeCombo");
-    like_->addItem(tr("Like…"));
-    for (const char* p : {"pytorch", "deepspeed", "megatron", "nnabla", "static", "none", "default"})
-        like_->addItem(QString::fromLatin1(p));
-    like_->setToolTip(tr("Load the reference system's default scaler rules"));
-    connect(like_, &QComboBox::activated, this, [this](int i) {
-        if (i > 0) applyScalerPreset(like_->itemText(i));
-        like_->setCurrentIndex(0);
-    });
-    mode_ = new QComboBox;
-    mode_->setObjectName("modeCombo");
-    for (const char* m : {"none", "static", "dynamic"}) mode_->addItem(QString::fromLatin1(m));
-    initial_log2_ = log2_spin("initialScaleSpin");
-    initial_value_ = new QLabel;
-    growth_ = new QDoubleSpinBox;
-    growth_->setObjectName("growthSpin");
-    growth_->setRange(0.0, 1e6);
-    growth_->setDecimals(4);
-    backoff_ = new QDoubleSpinBox;
-    backoff_->setObjectName("backoffSpin");
-    backoff_->setRange(0.0, 1.0);
-    backoff_->setDecimals(4);
-    backoff_->setSingleStep(0.05);
-    interval_ = new QSpinBox;
-    interval_->setObjectName("intervalSpin");
-    interval_->setRange(0, 1000000000);
-    interval_->setSuffix(tr(" steps"));
-    hysteresis_ = new QSpinBox;
-    hysteresis_->setObjectName("hysteresisSpin");
-    hysteresis_->setRange(0, 100000);
-    hysteresis_->setToolTip(tr("Overflows tolerated before backing off; 1 backs off on every overflow"));
-    refill_ = new QComboBox;
-    refill_->setObjectName("refillCombo");
-    refill_->addItem(tr("on growth"), "on_growth");
-    refill_->addItem(tr("every clean step"), "every_clean_step");
-    min_log2_ = log2_spin("minScaleSpin");
-    min_value_ = new QLabel;
-    max_log2_ = log2_spin("maxScaleSpin");
-    max_value_ = new QLabel;
-    on_overflow_ = new QComboBox;
-    on_overflow_->setObjectName("overflowCombo");
-    on_overflow_->addItem(tr("skip the step"), "skip");
-    on_overflow_->addItem(tr("retry the batch"), "retry");
-    retries_ = new QSpinBox;
-    retries_->setObjectName("retriesSpin");
-    retries_->setRange(0, 1000);
-    count_skipped_ = new QCheckBox(tr("Skipped steps advance the LR schedule"));
-    count_skipped_->setObjectName("countSkippedCheck");
-    grow_finite_ = new QCheckBox(tr("Grow only while the scale stays finite"));
-    grow_finite_->setObjectName("growFiniteCheck");
-    timing_ = new QComboBox;
-    timing_->setObjectName("timingCombo");
-    timing_->addItem(tr("on interval (PyTorch)"), "on_interval");
-    timing_->addItem(tr("after interval (NNabla)"), "after_interval");
-    scaler_error_label_ = new QLabel;
-    scaler_error_label_->setObjectName("scalerError");
-    scaler_error_label_->setWordWrap(true);
-    scaler_error_label_->setStyleSheet("color: #b00000;");
-    scaler_error_label_->hide();
-
-    auto with_value = [](QWidget* spin, QLabel* value) {
-        auto* w = new QWidget;
-        auto* h = new QHBoxLayout(w);
-        h->setContentsMargins(0, 0, 0, 0);
-        h->addWidget(spin);
-        h->addWidget(value, 1);
-        value->setMinimumWidth(110);
-        return w;
-    };
-    auto* scaler_box = new QGroupBox(tr("Loss scaler"));
-    auto* sf = new QFormLayout(scaler_box);
-    sf->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-    sf->addRow(tr("Preset"), like_);
-    sf->addRow(tr("Mode"), mode_);
-    sf->addRow(tr("Initial scale"), with_value(initial_log2_, initial_value_));
-    sf->addRow(tr("Growth factor"), growth_);
-    sf->addRow(tr("Backoff factor"), backoff_);
-    sf->addRow(tr("Growth interval"), interval_);
-    sf->addRow(tr("Growth timing"), timing_);
-    sf->addRow(tr("Hysteresis"), hysteresis_);
-    sf->addRow(tr("Hysteresis refill"), refill_);
-    sf->addRow(tr("Min scale"), with_value(min_log2_, min_value_));
-    sf->addRow(tr("Max scale"), with_value(max_log2_, max_value_));
-    sf->addRow(tr("On overflow"), on_overflow_);
-    sf->addRow(tr("Max retries"), retries_);
-    sf->addRow(count_skipped_);
-    sf->addRow(grow_finite_);
-    sf->addRow(scaler_error_label_);
-
-    // --- live ---
+QWidget* PrecisionPanel::makeLiveBox() {
     apply_ = new QPushButton(tr("Apply scaler settings now"));
     apply_->setObjectName("applyButton");
     set_scale_log2_ = log2_spin("setScaleSpin");
     set_scale_log2_->setValue(16);
     set_scale_ = new QPushButton(tr("Set scale"));
     set_scale_->setObjectName("setScaleButton");
+    scale_request_error_ = new QLabel;
+    scale_request_error_->setObjectName("scaleRequestError");
+    scale_request_error_->setWordWrap(true);
+    scale_request_error_->setStyleSheet("color: #b00000;");
+    scale_request_error_->hide();
     lr_ = new QLineEdit("0.001");
     lr_->setObjectName("lrEdit");
     auto* lr_validator = new QDoubleValidator(0.0, 1e3, 12, lr_);
@@ -182,19 +124,22 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     live_hint_ = new QLabel(tr("Changes are applied at the next step boundary while a run goes on."));
     live_hint_->setWordWrap(true);
     live_hint_->setStyleSheet("color: palette(mid);");
-    auto* live_box = new QGroupBox(tr("Live tuning"));
-    // The word-wrapped hint sits outside the grid: a grid row gives it one line and clips it.
-    auto* lv = new QVBoxLayout(live_box);
-    auto* lg = new QGridLayout;
-    lg->addWidget(apply_, 0, 0, 1, 2);
-    lg->addWidget(set_scale_log2_, 1, 0);
-    lg->addWidget(set_scale_, 1, 1);
-    lg->addWidget(lr_, 2, 0);
-    lg->addWidget(set_lr_, 2, 1);
-    lv->addLayout(lg);
-    lv->addWidget(live_hint_);
+    auto* box = new QGroupBox(tr("Live tuning"));
+    // The word-wrapped texts sit outside the grid: a grid row gives them one line and clips them.
+    auto* column = new QVBoxLayout(box);
+    auto* grid = new QGridLayout;
+    grid->addWidget(apply_, 0, 0, 1, 2);
+    grid->addWidget(set_scale_log2_, 1, 0);
+    grid->addWidget(set_scale_, 1, 1);
+    grid->addWidget(lr_, 2, 0);
+    grid->addWidget(set_lr_, 2, 1);
+    column->addLayout(grid);
+    column->addWidget(scale_request_error_);
+    column->addWidget(live_hint_);
+    return box;
+}
 
-    // --- readout and events ---
+QWidget* PrecisionPanel::makeReadoutBox() {
     scale_readout_ = new QLabel("–");
     scale_readout_->setObjectName("scaleReadout");
     skipped_readout_ = new QLabel("–");
@@ -208,75 +153,27 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     fix_label_size(skipped_readout_, {QStringLiteral("9999999999")});
     fix_label_size(overflow_readout_, {QStringLiteral("9999999999")});
     fix_label_size(headroom_readout_, {tr("2^%1 below max").arg(-999.9, 0, 'f', 1), tr("n/a")});
-    auto* readout_box = new QGroupBox(tr("Scaler state"));
-    auto* rf = new QFormLayout(readout_box);
-    rf->addRow(tr("Scale"), scale_readout_);
-    rf->addRow(tr("Skipped steps"), skipped_readout_);
-    rf->addRow(tr("Overflows"), overflow_readout_);
-    rf->addRow(tr("Headroom"), headroom_readout_);
+    auto* box = new QGroupBox(tr("Scaler state"));
+    auto* form = new QFormLayout(box);
+    form->addRow(tr("Scale"), scale_readout_);
+    form->addRow(tr("Skipped steps"), skipped_readout_);
+    form->addRow(tr("Overflows"), overflow_readout_);
+    form->addRow(tr("Headroom"), headroom_readout_);
+    return box;
+}
+
+void PrecisionPanel::makeEventTable() {
     events_ = new QTableWidget(0, 4);
     events_->setObjectName("eventTable");
     events_->setHorizontalHeaderLabels({tr("Step"), tr("Event"), tr("By"), tr("Detail")});
     events_->verticalHeader()->hide();
     events_->horizontalHeader()->setStretchLastSection(true);
-    events_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
-    events_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
-    events_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::ResizeToContents);
+    for (int column : {0, 1, 2}) events_->horizontalHeader()->setSectionResizeMode(column, QHeaderView::ResizeToContents);
     events_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     events_->setSelectionBehavior(QAbstractItemView::SelectRows);
     events_->setWordWrap(false);  // one line per event, cut with "…"; the tooltip has it all
     events_->setTextElideMode(Qt::ElideRight);
     events_->setMinimumHeight(120);
-
-    auto* left = new QVBoxLayout;
-    left->addWidget(policy_box);
-    left->addWidget(scaler_box);
-    left->addStretch(1);
-    auto* right = new QVBoxLayout;
-    right->addWidget(live_box);
-    right->addWidget(readout_box);
-    right->addWidget(new QLabel(tr("<b>Scaler and tuning events</b>")));
-    right->addWidget(events_, 1);
-    auto* top = new QHBoxLayout(this);
-    top->addLayout(left, 3);
-    top->addLayout(right, 2);
-
-    // --- wiring ---
-    connect(policy_, &QComboBox::currentIndexChanged, this, &PrecisionPanel::onPolicyChanged);
-    connect(device_, &QComboBox::currentIndexChanged, this, [this] { emit settingsChanged(); });
-    connect(wgrad_, &QComboBox::currentIndexChanged, this, [this] { emit settingsChanged(); });
-    for (QComboBox* c : {mode_, refill_, on_overflow_, timing_})
-        connect(c, &QComboBox::currentIndexChanged, this, &PrecisionPanel::onScalerFieldChanged);
-    for (QDoubleSpinBox* s : {growth_, backoff_})
-        connect(s, &QDoubleSpinBox::valueChanged, this, &PrecisionPanel::onScalerFieldChanged);
-    for (QSpinBox* s : {interval_, hysteresis_, retries_})
-        connect(s, &QSpinBox::valueChanged, this, &PrecisionPanel::onScalerFieldChanged);
-    for (QCheckBox* c : {count_skipped_, grow_finite_})
-        connect(c, &QCheckBox::toggled, this, &PrecisionPanel::onScalerFieldChanged);
-    connect(initial_log2_, &QDoubleSpinBox::valueChanged, this, [this](double k) {
-        if (loading_) return;
-        initial_scale_ = std::exp2(k);
-        onScalerFieldChanged();
-    });
-    connect(min_log2_, &QDoubleSpinBox::valueChanged, this, [this](double k) {
-        if (loading_) return;
-        min_scale_ = std::exp2(k);
-        onScalerFieldChanged();
-    });
-    connect(max_log2_, &QDoubleSpinBox::valueChanged, this, [this](double k) {
-        if (loading_) return;
-        max_scale_ = std::exp2(k);
-        onScalerFieldChanged();
-    });
-    connect(apply_, &QPushButton::clicked, this, &PrecisionPanel::onApplyClicked);
-    connect(set_scale_, &QPushButton::clicked, this, &PrecisionPanel::onSetScaleClicked);
-    connect(set_lr_, &QPushButton::clicked, this, &PrecisionPanel::onSetLrClicked);
-    connect(lr_, &QLineEdit::returnPressed, this, &PrecisionPanel::onSetLrClicked);
-
-    setScalerConfig(loss_scaler_preset("default"));
-    setPrecision(PrecisionKind::FP32);
-    onPolicyChanged();
-    updateEnabled();
 }
 
 PrecisionKind PrecisionPanel::precision() const { return parse_precision(policy_->currentData().toString().toStdString()); }
@@ -309,57 +206,17 @@ void PrecisionPanel::setWeightGradFormat(std::optional<Format> format) {
     wgrad_->setCurrentIndex(std::max(0, i));
 }
 
-LossScalerConfig PrecisionPanel::scalerConfig() const {
-    LossScalerConfig c;
-    c.mode = parse_scaler_mode(mode_->currentText().toStdString());
-    c.initial_scale = initial_scale_;
-    c.growth_factor = growth_->value();
-    c.backoff_factor = backoff_->value();
-    c.growth_interval = interval_->value();
-    c.hysteresis = hysteresis_->value();
-    c.refill = parse_hysteresis_refill(refill_->currentData().toString().toStdString());
-    c.min_scale = min_scale_;
-    c.max_scale = max_scale_;
-    c.on_overflow = parse_overflow_action(on_overflow_->currentData().toString().toStdString());
-    c.max_retries = retries_->value();
-    c.count_skipped_steps = count_skipped_->isChecked();
-    c.grow_only_if_finite = grow_finite_->isChecked();
-    c.growth_timing = parse_growth_timing(timing_->currentData().toString().toStdString());
-    return c;
-}
+LossScalerConfig PrecisionPanel::scalerConfig() const { return scaler_->config(); }
 
-void PrecisionPanel::setScalerConfig(const LossScalerConfig& c) {
-    loading_ = true;
-    mode_->setCurrentIndex(mode_->findText(QString::fromLatin1(to_string(c.mode))));
-    initial_scale_ = c.initial_scale;
-    min_scale_ = c.min_scale;
-    max_scale_ = c.max_scale;
-    initial_log2_->setValue(std::log2(c.initial_scale));
-    min_log2_->setValue(std::log2(c.min_scale));
-    max_log2_->setValue(std::log2(c.max_scale));
-    growth_->setValue(c.growth_factor);
-    backoff_->setValue(c.backoff_factor);
-    interval_->setValue(int(std::min<int64_t>(c.growth_interval, interval_->maximum())));
-    hysteresis_->setValue(c.hysteresis);
-    refill_->setCurrentIndex(refill_->findData(QString::fromLatin1(to_string(c.refill))));
-    on_overflow_->setCurrentIndex(on_overflow_->findData(QString::fromLatin1(to_string(c.on_overflow))));
-    retries_->setValue(c.max_retries);
-    count_skipped_->setChecked(c.count_skipped_steps);
-    grow_finite_->setChecked(c.grow_only_if_finite);
-    timing_->setCurrentIndex(timing_->findData(QString::fromLatin1(to_string(c.growth_timing))));
-    loading_ = false;
-    onScalerFieldChanged();
-}
+void PrecisionPanel::setScalerConfig(const LossScalerConfig& c) { scaler_->setConfig(c); }
 
-void PrecisionPanel::applyScalerPreset(const QString& name) {
-    try {
-        setScalerConfig(loss_scaler_preset(name.toStdString()));
-    } catch (const std::exception& e) {
-        scaler_error_ = QString::fromUtf8(e.what());
-        scaler_error_label_->setText(scaler_error_);
-        scaler_error_label_->show();
-    }
-}
+void PrecisionPanel::applyScalerPreset(const QString& name) { scaler_->applyPreset(name); }
+
+QString PrecisionPanel::scalerError() const { return scaler_->errorText(); }
+
+const std::vector<ConfigIssue>& PrecisionPanel::scalerIssues() const { return scaler_->issues(); }
+
+QWidget* PrecisionPanel::scalerFieldEditor(std::string_view field) const { return scaler_->editor(field); }
 
 TrainConfig PrecisionPanel::applyTo(TrainConfig config) const {
     config.precision = precision();
@@ -373,61 +230,26 @@ void PrecisionPanel::onPolicyChanged() {
     // switch from fp32 to fp16-mixed does not silently train unscaled (the user can still
     // override the mode afterwards).
     const bool wants = PrecisionPolicy::make(precision()).loss_scaling_by_default;
-    const bool has = mode_->currentText() != "none";
-    if (wants && !has) mode_->setCurrentIndex(mode_->findText("dynamic"));
-    if (!wants && has && mode_->currentText() == "dynamic") mode_->setCurrentIndex(mode_->findText("none"));
+    LossScalerConfig c = scalerConfig();
+    const ScalerMode before = c.mode;
+    if (wants && c.mode == ScalerMode::None) c.mode = ScalerMode::Dynamic;
+    if (!wants && c.mode == ScalerMode::Dynamic) c.mode = ScalerMode::None;
+    if (c.mode != before) setScalerConfig(c);
     updateEnabled();
     emit settingsChanged();
 }
 
 void PrecisionPanel::onScalerFieldChanged() {
-    if (loading_) return;
-    validateScaler();
     updateEnabled();
     if (!running_) emit settingsChanged();
 }
 
-void PrecisionPanel::showScaleValue(QLabel* label, double value) { label->setText("= " + QString::number(value, 'g', 7)); }
-
-void PrecisionPanel::validateScaler() {
-    showScaleValue(initial_value_, initial_scale_);
-    showScaleValue(min_value_, min_scale_);
-    showScaleValue(max_value_, max_scale_);
-    // Reset field highlights, then mark the one the message names.
-    const std::pair<const char*, QWidget*> fields[] = {
-        {"initial_scale", initial_log2_}, {"growth_factor", growth_},    {"backoff_factor", backoff_},
-        {"growth_interval", interval_},   {"hysteresis", hysteresis_},   {"min_scale", min_log2_},
-        {"max_scale", max_log2_},         {"max_retries", retries_}};
-    for (const auto& [key, w] : fields) w->setStyleSheet({});
-    try {
-        scalerConfig().validate();
-        scaler_error_.clear();
-    } catch (const std::exception& e) {
-        scaler_error_ = QString::fromUtf8(e.what());
-        for (const auto& [key, w] : fields) {
-            if (scaler_error_.contains(QString::fromLatin1(key))) {
-                w->setStyleSheet("background: #ffd0d0;");
-                break;
-            }
-        }
-    }
-    scaler_error_label_->setText(scaler_error_);
-    scaler_error_label_->setVisible(!scaler_error_.isEmpty());
-}
-
 void PrecisionPanel::updateEnabled() {
-    const bool dynamic = mode_->currentText() == "dynamic";
-    const bool scaled = mode_->currentText() != "none";
+    const bool scaled = scalerConfig().mode != ScalerMode::None;
     policy_->setEnabled(!running_);
     device_->setEnabled(!running_);
     wgrad_->setEnabled(!running_);
-    initial_log2_->setEnabled(scaled);
-    for (QWidget* w : std::initializer_list<QWidget*>{growth_, backoff_, interval_, hysteresis_, refill_, timing_,
-                                                      grow_finite_, on_overflow_})
-        w->setEnabled(dynamic);
-    retries_->setEnabled(dynamic && on_overflow_->currentData().toString() == "retry");
-    refill_->setEnabled(dynamic && hysteresis_->value() > 1);
-    apply_->setEnabled(running_ && scaler_error_.isEmpty());
+    apply_->setEnabled(running_ && scaler_->issues().empty());
     set_scale_->setEnabled(running_ && scaled);
     set_scale_log2_->setEnabled(running_ && scaled);
     set_lr_->setEnabled(running_);
@@ -443,22 +265,20 @@ void PrecisionPanel::setRunning(bool running) {
 
 void PrecisionPanel::setLearningRate(float lr) { lr_->setText(QString::number(double(lr), 'g', 6)); }
 
+// The form's issues are the scaler's own (LossScalerConfig::issues()): an invalid configuration
+// is shown on its fields and never sent; the scaler checks what arrives once more by the same rules.
 void PrecisionPanel::onApplyClicked() {
-    validateScaler();
-    updateEnabled();
-    if (!running_ || !scaler_error_.isEmpty()) return;
+    if (!running_ || !scaler_->issues().empty()) return;
     emit scalerConfigRequested(scalerConfig());
 }
 
 void PrecisionPanel::onSetScaleClicked() {
     if (!running_) return;
     const double s = std::exp2(set_scale_log2_->value());
-    if (!std::isfinite(s) || s <= 0 || s > double(std::numeric_limits<float>::max())) {
-        scaler_error_label_->setText(tr("Scale 2^%1 is not representable in FP32").arg(set_scale_log2_->value()));
-        scaler_error_label_->show();
-        return;
-    }
-    emit lossScaleRequested(s);
+    const std::string problem = loss_scale_problem("requested scale", s);
+    scale_request_error_->setText(QString::fromStdString(problem));
+    scale_request_error_->setVisible(!problem.empty());
+    if (problem.empty()) emit lossScaleRequested(s);
 }
 
 void PrecisionPanel::onSetLrClicked() {

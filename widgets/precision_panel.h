@@ -1,7 +1,7 @@
-// PrecisionPanel: the precision policy, the device, the weight-gradient format and every
-// parameter of the loss scaler (LossScalerConfig), with the reference systems' presets
-// ("like PyTorch", ...). Settings that LossScalerConfig::validate() rejects are shown inline in
-// red with its message and are never emitted. While a run goes on, the scaler settings, the loss
+// PrecisionPanel: the precision policy, the device, the weight-gradient format and the loss
+// scaler's settings (ScalerForm, built from the scaler's field table), with the reference
+// systems' presets ("like PyTorch", ...). The issues LossScalerConfig::issues() reports are
+// shown inline, on the field they name, and an invalid configuration is never emitted. While a run goes on, the scaler settings, the loss
 // scale and the learning rate can be changed: "Apply" emits a request that the app forwards to
 // the trainer, which applies it at the next step boundary. A readout and an event list show what
 // the scaler and the user did, step by step.
@@ -11,22 +11,24 @@
 #include <QStringList>
 #include <QWidget>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 #include "core/numeric/format.h"
 #include "core/precision/loss_scaler.h"
 #include "core/precision/precision_policy.h"
 #include "core/train/train_config.h"
 
-class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
-class QSpinBox;
 class QTableWidget;
 
 namespace mpwb {
+
+class ScalerForm;
 
 class PrecisionPanel : public QWidget {
     Q_OBJECT
@@ -43,13 +45,16 @@ public:
     std::optional<Format> weightGradFormat() const;
     void setWeightGradFormat(std::optional<Format> format);
 
-    // The scaler settings as the fields show them (validate() them before use; see scalerError).
+    // The scaler settings as the fields show them (possibly invalid; see scalerIssues).
     LossScalerConfig scalerConfig() const;
     void setScalerConfig(const LossScalerConfig& config);
     // loss_scaler_preset(name) into the fields.
     void applyScalerPreset(const QString& name);
-    // Empty when the fields hold a valid configuration; else the ConfigError message.
-    QString scalerError() const { return scaler_error_; }
+    // Empty when the fields hold a valid configuration; else the issues' messages, one a line.
+    QString scalerError() const;
+    const std::vector<ConfigIssue>& scalerIssues() const;
+    // The editor of a scaler setting ("growth_factor"), for tests and the app's focus.
+    QWidget* scalerFieldEditor(std::string_view field) const;
     // Precision, weight-grad format and scaler into a TrainConfig.
     TrainConfig applyTo(TrainConfig config) const;
 
@@ -80,41 +85,19 @@ private:
     void onApplyClicked();
     void onSetScaleClicked();
     void onSetLrClicked();
-    void validateScaler();
     void updateEnabled();
-    void showScaleValue(QLabel* label, double value);
+    QWidget* makePolicyBox();
+    QWidget* makeLiveBox();
+    QWidget* makeReadoutBox();
+    void makeEventTable();
 
     bool running_ = false;
-    bool loading_ = false;  // setScalerConfig in progress: no per-field signals
-    QString scaler_error_;
-    // Exact scales: the log2 spin boxes only replace them when the user edits them, so a
-    // preset's non-power-of-two clamp (FLT_MAX) survives a round trip through the panel.
-    double initial_scale_ = 65536.0;
-    double min_scale_ = 0x1p-24;
-    double max_scale_ = 0x1p24;
 
     QComboBox* policy_ = nullptr;
     QComboBox* device_ = nullptr;
     QComboBox* wgrad_ = nullptr;
-    QComboBox* like_ = nullptr;
-    QComboBox* mode_ = nullptr;
-    QDoubleSpinBox* initial_log2_ = nullptr;
-    QLabel* initial_value_ = nullptr;
-    QDoubleSpinBox* growth_ = nullptr;
-    QDoubleSpinBox* backoff_ = nullptr;
-    QSpinBox* interval_ = nullptr;
-    QSpinBox* hysteresis_ = nullptr;
-    QComboBox* refill_ = nullptr;
-    QDoubleSpinBox* min_log2_ = nullptr;
-    QLabel* min_value_ = nullptr;
-    QDoubleSpinBox* max_log2_ = nullptr;
-    QLabel* max_value_ = nullptr;
-    QComboBox* on_overflow_ = nullptr;
-    QSpinBox* retries_ = nullptr;
-    QCheckBox* count_skipped_ = nullptr;
-    QCheckBox* grow_finite_ = nullptr;
-    QComboBox* timing_ = nullptr;
-    QLabel* scaler_error_label_ = nullptr;
+    ScalerForm* scaler_ = nullptr;
+    QLabel* scale_request_error_ = nullptr;
     QPushButton* apply_ = nullptr;
     QDoubleSpinBox* set_scale_log2_ = nullptr;
     QPushButton* set_scale_ = nullptr;

@@ -469,7 +469,7 @@ void TestWidgets::precision_panel_validation_and_live_requests() {
     QVERIFY(!policy->isEnabled());  // the policy cannot change mid-run
 
     // growth factor 1.0 is rejected by LossScalerConfig::validate: shown, not emitted.
-    auto* growth = child<QDoubleSpinBox>(&p, "growthSpin");
+    auto* growth = child<QDoubleSpinBox>(&p, "scaler_growth_factor");
     type_into(growth, "1");
     QCOMPARE(growth->value(), 1.0);
     QVERIFY2(p.scalerError().contains("growth_factor"), qPrintable(p.scalerError()));
@@ -485,7 +485,7 @@ void TestWidgets::precision_panel_validation_and_live_requests() {
     type_into(growth, "3");
     QVERIFY(p.scalerError().isEmpty());
     QVERIFY(!err->isVisible());
-    type_into(child<QSpinBox>(&p, "intervalSpin"), "500");
+    type_into(child<QSpinBox>(&p, "scaler_growth_interval"), "500");
     click(child<QPushButton>(&p, "applyButton"));
     QCOMPARE(requested.count(), 1);
     const auto sent = requested.first().at(0).value<LossScalerConfig>();

@@ -1,0 +1,109 @@
+// Tests of PrecisionPanel's scaler form (widgets/scaler_form.h), built from the loss scaler's
+// field table: a value the scaler refuses, typed into the real editor, marks exactly the field
+// the issue names (as data, not by searching the message) and shows the scaler's own message;
+// every field of the table has an editor, enabled when the field applies.
+#include <QAbstractSpinBox>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QtTest>
+
+#include <string_view>
+
+#include "tests/widgets/widget_test_support.h"
+#include "widgets/precision_panel.h"
+
+using namespace mpwb;
+
+namespace {
+
+// Replaces a spin box's text the way a user does: select all, type, Enter.
+void type_into(QAbstractSpinBox* box, const QString& text) {
+    box->setFocus();
+    QTest::keyClick(box, Qt::Key_A, Qt::ControlModifier);
+    QTest::keyClicks(box, text);
+    QTest::keyClick(box, Qt::Key_Enter);
+}
+
+}  // namespace
+
+class TestPrecisionPanel : public QObject {
+    Q_OBJECT
+private slots:
+    // For each setting a value the scaler refuses is typed into its editor and Apply is clicked:
+    // nothing is sent, exactly that field's editor is marked, the scaler's message is shown.
+    void theFieldAnIssueNamesIsMarked_data() {
+        QTest::addColumn<QString>("field");
+        QTest::addColumn<QString>("typed");
+        QTest::addColumn<QString>("message");
+        QTest::addColumn<QString>("valid");
+        QTest::newRow("growth") << "growth_factor" << "1"
+                                << "growth_factor must be a finite number greater than 1 (got 1)" << "3";
+        QTest::newRow("backoff") << "backoff_factor" << "1" << "backoff_factor must be a finite number in (0, 1) (got 1)" << "0.25";
+        QTest::newRow("max") << "max_scale" << "128" << "max_scale 3.402823669209385e+38 exceeds the largest FP32 value" << "20";
+        // min above max: the message names both, only min_scale is the issue's field.
+        QTest::newRow("min") << "min_scale" << "30" << "min_scale 1073741824 is greater than max_scale 16777216" << "-20";
+        QTest::newRow("initial") << "initial_scale" << "-30"
+                                 << "initial_scale 9.313225746154785e-10 is outside [min_scale, max_scale]" << "10";
+    }
+
+    void theFieldAnIssueNamesIsMarked() {
+        QFETCH(QString, field);
+        QFETCH(QString, typed);
+        QFETCH(QString, message);
+        QFETCH(QString, valid);
+        PrecisionPanel p;
+        p.show();
+        p.setPrecision(PrecisionKind::FP16Mixed);
+        p.setRunning(true);
+        QSignalSpy requested(&p, &PrecisionPanel::scalerConfigRequested);
+        auto* editor = qobject_cast<QAbstractSpinBox*>(p.scalerFieldEditor(field.toStdString()));
+        QVERIFY(editor);
+        QCOMPARE(editor->objectName(), "scaler_" + field);
+        type_into(editor, typed);
+        QTest::mouseClick(child<QPushButton>(&p, "applyButton"), Qt::LeftButton);
+        QCOMPARE(requested.count(), 0);
+        QCOMPARE(p.scalerIssues().size(), size_t{1});
+        QCOMPARE(QString::fromStdString(p.scalerIssues().front().field), field);
+        auto* shown = child<QLabel>(&p, "scalerError");
+        QVERIFY(shown->isVisible());
+        QVERIFY2(shown->text().contains(message), qPrintable(shown->text()));
+        QCOMPARE(editor->toolTip(), shown->text());
+        for (const auto& f : loss_scaler_fields()) {
+            const bool marked = !p.scalerFieldEditor(f.name)->styleSheet().isEmpty();
+            QVERIFY2(marked == (field == f.name), qPrintable(QString("%1 marked: %2").arg(f.name).arg(marked)));
+        }
+        // A valid value clears the mark and the message, and Apply sends it.
+        type_into(editor, valid);
+        QVERIFY(p.scalerIssues().empty());
+        QVERIFY(editor->styleSheet().isEmpty());
+        QVERIFY(!shown->isVisible());
+        QTest::mouseClick(child<QPushButton>(&p, "applyButton"), Qt::LeftButton);
+        QCOMPARE(requested.count(), 1);
+    }
+
+    // Every setting of the table has an editor, explained and enabled by the table, and the form
+    // gives back exactly the configuration it was given.
+    void theFormFollowsTheFieldTable() {
+        PrecisionPanel p;
+        for (const auto& f : loss_scaler_fields()) {
+            QWidget* editor = p.scalerFieldEditor(f.name);
+            QVERIFY2(editor, f.name);
+            QCOMPARE(editor->toolTip(), QString::fromLatin1(f.help));
+        }
+        QCOMPARE(p.scalerFieldEditor("growth_intervall"), nullptr);
+        LossScalerConfig c = loss_scaler_preset("nnabla");
+        c.hysteresis = 3;
+        p.setScalerConfig(c);
+        QVERIFY(p.scalerConfig() == c);
+        for (const auto& f : loss_scaler_fields()) QCOMPARE(p.scalerFieldEditor(f.name)->isEnabled(), f.applies(c));
+        c.mode = ScalerMode::None;
+        p.setScalerConfig(c);
+        QVERIFY(!p.scalerFieldEditor("growth_factor")->isEnabled());
+        QVERIFY(!p.scalerFieldEditor("initial_scale")->isEnabled());
+        QVERIFY(p.scalerFieldEditor("count_skipped_steps")->isEnabled());
+    }
+};
+
+QTEST_MAIN(TestPrecisionPanel)
+#include "test_precision_panel.moc"
