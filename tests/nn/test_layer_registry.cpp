@@ -47,9 +47,12 @@ class TestLayerRegistry : public QObject {
 
 private slots:
     void everyKindMakesItsLayerFromANewLayer() {
-        QCOMPARE(layer_kinds(), (std::vector<std::string>{"Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "ReLU",
-                                                          "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Flatten",
-                                                          "Dropout", "BatchNorm"}));
+        // The kinds there were before the registry keep their names and palette order; new ones follow.
+        const std::vector<std::string> former = {"Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "ReLU", "LeakyReLU",
+                                                 "GELU", "Tanh", "Sigmoid", "Flatten", "Dropout", "BatchNorm"};
+        const auto kinds = layer_kinds();
+        QVERIFY(kinds.size() >= former.size());
+        QCOMPARE(std::vector<std::string>(kinds.begin(), kinds.begin() + long(former.size())), former);
         for (const LayerKind& kind : layer_registry()) {
             const json spec = new_layer_json(kind);
             QCOMPARE(QString::fromStdString(make_layer(spec)->kind()), QString::fromStdString(kind.name));
@@ -118,7 +121,7 @@ private slots:
                 }
             }
         }
-        QCOMPARE(checked, 18);  // every finite end of the 17 numeric fields
+        QVERIFY(checked >= 18);  // every finite end of the 17 numeric fields the former kinds have
         VERIFY_MSG(from_json_error({{"type", "BatchNorm"}, {"momentum", 0}}),
                    "layer 0 (BatchNorm): \"momentum\" must be in (0, 1], gets 0");
         VERIFY_MSG(from_json_error({{"type", "Conv2d"}, {"out_channels", 2}, {"kernel", 3}, {"padding", -1}}),
