@@ -24,7 +24,14 @@ std::string shortest_text(Number v) {
 
 // The double that prints as the float's shortest form: what a float setting is saved as in
 // JSON (nlohmann would otherwise write 0.0010000000474974513 for 0.001f). Finite input only.
-inline double float_as_json_double(float v) { return std::stod(shortest_text(v)); }
+// from_chars, not stod: the GUI sets the user's locale, and a comma-decimal one would read
+// "0.5" as 0.
+inline double float_as_json_double(float v) {
+    const std::string text = shortest_text(v);
+    double value = 0;
+    std::from_chars(text.data(), text.data() + text.size(), value);
+    return value;
+}
 
 // The field as it is, or in double quotes with inner quotes doubled when it holds a comma, a
 // quote or a line break.

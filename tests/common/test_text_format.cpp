@@ -4,6 +4,7 @@
 
 #include <QtTest/QtTest>
 
+#include <clocale>
 #include <cstdlib>
 #include <limits>
 
@@ -28,6 +29,12 @@ private slots:
     void a_float_saved_as_json_reads_as_typed() {
         QCOMPARE(float_as_json_double(0.001f), 0.001);
         QCOMPARE(static_cast<float>(float_as_json_double(1e-4f)), 1e-4f);
+        // Whatever locale the GUI set: a comma-decimal one must not turn 0.5 into 0.
+        const std::string previous = std::setlocale(LC_NUMERIC, nullptr);
+        if (std::setlocale(LC_NUMERIC, "de_DE.UTF-8") || std::setlocale(LC_NUMERIC, "fr_FR.UTF-8")) {
+            QCOMPARE(float_as_json_double(0.5f), 0.5);
+            std::setlocale(LC_NUMERIC, previous.c_str());
+        }
     }
 
     void csv_fields_are_quoted_only_when_needed() {
