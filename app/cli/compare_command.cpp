@@ -30,6 +30,7 @@
 #include "core/numeric/format.h"
 #include "core/train/dataset_source.h"
 #include "sessions/recorded_run.h"
+#include "sessions/run_figures.h"
 
 namespace mpwb::cli {
 namespace {
@@ -119,24 +120,18 @@ int first_mismatch(const Network& net, const Network& reference, Format master) 
     return -1;
 }
 
-// "2^16" for powers of two (what a dynamic scaler produces), else the value.
-std::string scale_text(double s) {
-    char buf[32];
-    if (s > 0 && std::isfinite(s)) {
-        const double e = std::log2(s);
-        if (e == std::floor(e)) {
-            std::snprintf(buf, sizeof buf, "2^%d", static_cast<int>(e));
-            return buf;
-        }
-    }
-    std::snprintf(buf, sizeof buf, "%.3g", s);
-    return buf;
+// The loss-scale range as every view spells it ("2^15 … 2^17", sessions/run_figures), or "off".
+std::string loss_scale_range_text(ScalerMode mode, float lo, float hi) {
+    if (mode == ScalerMode::None) return "off";
+    return scale_range_text(ScaleRange{lo, hi});
 }
 
-std::string scale_range_text(ScalerMode mode, float lo, float hi) {
-    if (mode == ScalerMode::None) return "off";
-    if (lo == hi) return scale_text(lo);
-    return scale_text(lo) + ".." + scale_text(hi);
+// `text` padded with spaces to `width` characters (UTF-8: "…" is one character, three bytes,
+// where printf's %-14s would count three).
+std::string pad_right(const std::string& text, size_t width) {
+    const auto characters = static_cast<size_t>(
+        std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+    return characters >= width ? text : text + std::string(width - characters, ' ');
 }
 
 // Records what the table needs beyond RunSummary.
@@ -268,7 +263,7 @@ int run_compare(const CompareArgs& args) {
                          {"samples_per_second", r.summary.samples_per_second},
                          {"speedup", r.speedup},
                          {"skipped_steps", r.summary.skipped_steps},
-                         {"loss_scale_range", scale_range_text(r.scaler.mode, r.summary.min_scale, r.summary.max_scale)},
+                         {"loss_scale_range", loss_scale_range_text(r.scaler.mode, r.summary.min_scale, r.summary.max_scale)},
                          {"min_scale", r.summary.min_scale},
                          {"max_scale", r.summary.max_scale},
                          {"mean_activation_underflow", stats ? nlohmann::json(r.summary.mean_activation_underflow)
@@ -319,10 +314,10 @@ int run_compare(const CompareArgs& args) {
                 std::snprintf(underflow, sizeof underflow, "-");
             std::string name = r.spec.label;
             if (r.summary.status != RunStatus::Finished) name += std::string(" (") + run_status_name(r.summary.status) + ")";
-            std::printf("%-22s %8.2f%% %8.2f%% %8.1f %11.0f %7.2fx %8lld %-14s %10s\n", name.c_str(),
+            std::printf("%-22s %8.2f%% %8.2f%% %8.1f %11.0f %7.2fx %8lld %s %10s\n", name.c_str(),
                         100.0 * r.summary.test_accuracy, 100.0 * r.summary.best_test_accuracy, r.summary.wall_seconds,
                         r.summary.samples_per_second, r.speedup, static_cast<long long>(r.summary.skipped_steps),
-                        row["loss_scale_range"].get<std::string>().c_str(), underflow);
+                        pad_right(row["loss_scale_range"].get<std::string>(), 14).c_str(), underflow);
         }
         std::printf("speed-up relative to %s; underflow: mean fraction of activation-gradient values below the "
                     "smallest subnormal of the run's format (FP16 for FP32 runs), every %lld steps\n",
