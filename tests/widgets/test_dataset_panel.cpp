@@ -13,17 +13,11 @@
 
 #include "core/data/idx_reader.h"
 #include "widgets/dataset_panel.h"
+#include "widget_test_support.h"
 
 using namespace mpwb;
 
 namespace {
-
-template <typename T>
-T* child(QWidget* w, const char* name) {
-    T* c = w->findChild<T*>(QString::fromLatin1(name));
-    if (!c) qFatal("no child %s", name);
-    return c;
-}
 
 void choose(DatasetPanel& p, const QString& kind) {
     auto* source = child<QComboBox>(&p, "sourceCombo");

@@ -15,17 +15,11 @@
 
 #include "core/nn/layer_registry.h"
 #include "widgets/network_editor.h"
+#include "widget_test_support.h"
 
 using namespace mpwb;
 
 namespace {
-
-template <typename T>
-T* child(QWidget* w, const QString& name) {
-    T* c = w->findChild<T*>(name);
-    if (!c) qFatal("no child %s", qPrintable(name));
-    return c;
-}
 
 void click_palette(NetworkEditor& ed, const QString& kind) {
     auto* palette = child<QListWidget>(&ed, "palette");
