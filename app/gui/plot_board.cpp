@@ -85,7 +85,7 @@ PlotBoard::PlotBoard(QWidget* parent) : QWidget(parent) {
     tabs_->addTab(with_margins(bl), tr("Decision boundary"));
     connect(tabs_, &QTabWidget::currentChanged, this, [this] { replot(); });
     board_clock_.start();
-    for (SeriesPlot* plot : {loss_, accuracy_, throughput_, scale_}) watchDrawCost(plot);
+    for (SeriesPlot* plot : curve_plots_) watchDrawCost(plot);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(tabs_);
@@ -94,16 +94,18 @@ PlotBoard::PlotBoard(QWidget* parent) : QWidget(parent) {
 PlotBoard::~PlotBoard() = default;
 
 QWidget* PlotBoard::makeCurvesTab() {
-    loss_ = new SeriesPlot(SeriesPlot::Kind::Loss);
-    accuracy_ = new SeriesPlot(SeriesPlot::Kind::Accuracy);
-    throughput_ = new SeriesPlot(SeriesPlot::Kind::Throughput);
-    scale_ = new SeriesPlot(SeriesPlot::Kind::LossScale);
-    // Names for the slow-event log (MPWB_SLOW_EVENT_MS) and the benchmark's slowest deliveries.
-    loss_->setObjectName(QStringLiteral("lossPlot"));
-    accuracy_->setObjectName(QStringLiteral("accuracyPlot"));
-    throughput_->setObjectName(QStringLiteral("throughputPlot"));
-    scale_->setObjectName(QStringLiteral("scalePlot"));
-    for (auto* p : {loss_, accuracy_, throughput_, scale_}) p->setMinimumSize(260, 180);
+    // One plot per kCurvePlots row, in rows of two. The object names are for the slow-event
+    // log (MPWB_SLOW_EVENT_MS) and the benchmark's slowest deliveries.
+    auto* grid = new QGridLayout;
+    grid->setSpacing(4);
+    for (const CurvePlot& spec : kCurvePlots) {
+        auto* plot = new SeriesPlot(spec.kind);
+        plot->setObjectName(QString::fromLatin1(spec.object_name));
+        plot->setMinimumSize(260, 180);
+        const int index = static_cast<int>(curve_plots_.size());
+        grid->addWidget(plot, index / 2, index % 2);
+        curve_plots_.push_back(plot);
+    }
 
     auto* bar = new QHBoxLayout;
     bar->addWidget(new QLabel(tr("Smoothing")));
@@ -125,17 +127,11 @@ QWidget* PlotBoard::makeCurvesTab() {
     bar->addWidget(new QLabel(tr("Drag to pan, wheel to zoom, double-click to follow; right-click to export")));
     connect(smoothing_, &QSlider::valueChanged, this, &PlotBoard::onSmoothingChanged);
     connect(log_loss_, &QCheckBox::toggled, this, [this](bool on) {
-        loss_->setLogY(on);
-        loss_->requestReplot();
+        lossPlot()->setLogY(on);
+        lossPlot()->requestReplot();
     });
     onSmoothingChanged(smoothing_->value());
 
-    auto* grid = new QGridLayout;
-    grid->setSpacing(4);
-    grid->addWidget(loss_, 0, 0);
-    grid->addWidget(accuracy_, 0, 1);
-    grid->addWidget(throughput_, 1, 0);
-    grid->addWidget(scale_, 1, 1);
     auto* v = new QVBoxLayout;
     v->addLayout(bar);
     v->addLayout(grid, 1);
@@ -205,7 +201,8 @@ QWidget* PlotBoard::makeGradientsTab() {
 void PlotBoard::onSmoothingChanged(int value) {
     const double alpha = value / 100.0;
     smoothing_label_->setText(QString::number(alpha, 'f', 2));
-    for (auto* p : {loss_, accuracy_, throughput_}) {
+    for (SeriesPlot* p : curve_plots_) {
+        if (p->kind() == SeriesPlot::Kind::LossScale) continue;  // a scale is never averaged
         p->setSmoothing(alpha);
         p->requestReplot();
     }
@@ -217,10 +214,7 @@ int PlotBoard::addRun(const QString& label, const QString& precision, Format ref
     r->precision = precision;
     r->reference = reference;
     r->run_id = run_id;
-    r->key = loss_->addRun(label, precision);
-    accuracy_->addRun(label, precision);
-    throughput_->addRun(label, precision);
-    scale_->addRun(label, precision);
+    for (SeriesPlot* p : curve_plots_) r->key = p->addRun(label, precision);  // the same key in each
     runs_.push_back(std::move(r));
     updating_selectors_ = true;
     run_select_->addItem(label);
@@ -231,7 +225,7 @@ int PlotBoard::addRun(const QString& label, const QString& precision, Format ref
 
 void PlotBoard::clear() {
     pending_.clear();
-    for (auto* p : {loss_, accuracy_, throughput_, scale_}) {
+    for (SeriesPlot* p : curve_plots_) {
         p->clearRuns();
         p->requestReplot();
     }
@@ -271,15 +265,11 @@ DecisionBoundaryPlot* PlotBoard::boundaryPlot(int run) const {
 void PlotBoard::appendSteps(int run, const std::vector<StepMetrics>& steps) {
     if (steps.empty() || run < 0 || run >= runCount()) return;
     RunView& r = *runs_[static_cast<size_t>(run)];
-    QVector<double> s, loss, acc, sps, scale, over_s, over_v, skip_s, skip_v;
+    QVector<double> s, over_s, over_v, skip_s, skip_v;
     s.reserve(static_cast<qsizetype>(steps.size()));
     for (const auto& m : steps) {
         const double st = static_cast<double>(m.step);
         s.push_back(st);
-        loss.push_back(m.loss);
-        acc.push_back(m.accuracy);
-        sps.push_back(m.samples_per_second);
-        scale.push_back(m.loss_scale);
         if (m.overflow_count > r.last_overflows) {
             over_s.push_back(st);
             over_v.push_back(m.loss_scale);
@@ -291,12 +281,16 @@ void PlotBoard::appendSteps(int run, const std::vector<StepMetrics>& steps) {
         r.last_overflows = m.overflow_count;
         r.last_scale = m.loss_scale;
     }
-    queue(loss_, r.key, SeriesPlot::Curve::Train, s, loss);
-    queue(accuracy_, r.key, SeriesPlot::Curve::Train, s, acc);
-    queue(throughput_, r.key, SeriesPlot::Curve::Train, s, sps);
-    if (shows_loss_scale(r.precision)) queue(scale_, r.key, SeriesPlot::Curve::Scale, s, scale);
-    if (!over_s.isEmpty()) queue(scale_, r.key, SeriesPlot::Curve::Overflow, over_s, over_v);
-    if (!skip_s.isEmpty()) queue(scale_, r.key, SeriesPlot::Curve::Skip, skip_s, skip_v);
+    const bool scale_shown = shows_loss_scale(r.precision);
+    for (const MetricCurve& c : kMetricCurves) {
+        if (!c.from_step || (c.plot == SeriesPlot::Kind::LossScale && !scale_shown)) continue;
+        QVector<double> values;
+        values.reserve(s.size());
+        for (const auto& m : steps) values.push_back(c.from_step(m));
+        queue(plotFor(c.plot), r.key, c.curve, s, values);
+    }
+    if (!over_s.isEmpty()) queue(scalePlot(), r.key, SeriesPlot::Curve::Overflow, over_s, over_v);
+    if (!skip_s.isEmpty()) queue(scalePlot(), r.key, SeriesPlot::Curve::Skip, skip_s, skip_v);
     dirty_series_ = true;
 }
 
@@ -319,14 +313,14 @@ void PlotBoard::flushAll() {
 void PlotBoard::appendEvals(int run, const std::vector<EvalMetrics>& evals) {
     if (evals.empty() || run < 0 || run >= runCount()) return;
     RunView& r = *runs_[static_cast<size_t>(run)];
-    QVector<double> s, loss, acc;
-    for (const auto& m : evals) {
-        s.push_back(static_cast<double>(m.step));
-        loss.push_back(m.test_loss);
-        acc.push_back(m.test_accuracy);
+    QVector<double> s;
+    for (const auto& m : evals) s.push_back(static_cast<double>(m.step));
+    for (const MetricCurve& c : kMetricCurves) {
+        if (!c.from_eval) continue;
+        QVector<double> values;
+        for (const auto& m : evals) values.push_back(c.from_eval(m));
+        queue(plotFor(c.plot), r.key, c.curve, s, values);
     }
-    queue(loss_, r.key, SeriesPlot::Curve::Test, s, loss);
-    queue(accuracy_, r.key, SeriesPlot::Curve::Test, s, acc);
     dirty_series_ = true;
 }
 
@@ -554,12 +548,8 @@ QVector<double> to_qvector(const std::vector<double>& v) { return QVector<double
 }  // namespace
 
 SeriesPlot* PlotBoard::plotFor(SeriesPlot::Kind kind) const {
-    switch (kind) {
-        case SeriesPlot::Kind::Loss: return loss_;
-        case SeriesPlot::Kind::Accuracy: return accuracy_;
-        case SeriesPlot::Kind::Throughput: return throughput_;
-        case SeriesPlot::Kind::LossScale: return scale_;
-    }
+    for (SeriesPlot* p : curve_plots_)
+        if (p->kind() == kind) return p;
     return nullptr;
 }
 
@@ -576,9 +566,9 @@ int PlotBoard::addStoredRun(RunStore& store, int64_t id, int max_points) {
         if (!series.steps.empty()) plotFor(c.plot)->setPoints(r.key, c.curve, to_qvector(series.steps), to_qvector(series.values));
     }
     const ScaleMarkers markers = read_scale_markers(store, run);
-    if (!markers.skip_steps.empty()) scale_->setPoints(r.key, SeriesPlot::Curve::Skip, to_qvector(markers.skip_steps), {});
+    if (!markers.skip_steps.empty()) scalePlot()->setPoints(r.key, SeriesPlot::Curve::Skip, to_qvector(markers.skip_steps), {});
     if (!markers.overflow_steps.empty())
-        scale_->setPoints(r.key, SeriesPlot::Curve::Overflow, to_qvector(markers.overflow_steps), {});
+        scalePlot()->setPoints(r.key, SeriesPlot::Curve::Overflow, to_qvector(markers.overflow_steps), {});
     for (const auto& h : store.histograms(id)) {
         try {
             addStat(index, QString::fromStdString(h.layer), QString::fromStdString(h.kind),
@@ -597,7 +587,7 @@ int PlotBoard::addStoredRun(RunStore& store, int64_t id, int max_points) {
                 if (it != scales.end() && it->step == e.step) e.loss_scale = static_cast<float>(it->value);
             }
     }
-    for (auto* p : {loss_, accuracy_, throughput_, scale_}) p->rescale();
+    for (SeriesPlot* p : curve_plots_) p->rescale();
     dirty_series_ = true;
     dirty_gradients_ = true;
     return index;

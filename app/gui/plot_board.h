@@ -68,10 +68,12 @@ public:
     // a one-step spike or scale drop stays visible. Returns the board index.
     int addStoredRun(RunStore& store, int64_t run_id, int max_points = 4000);
 
-    SeriesPlot* lossPlot() const { return loss_; }
-    SeriesPlot* accuracyPlot() const { return accuracy_; }
-    SeriesPlot* throughputPlot() const { return throughput_; }
-    SeriesPlot* scalePlot() const { return scale_; }
+    // The curve plots, one per kCurvePlots row (widgets/plots/metric_plots.h).
+    SeriesPlot* plotFor(SeriesPlot::Kind kind) const;
+    SeriesPlot* lossPlot() const { return plotFor(SeriesPlot::Kind::Loss); }
+    SeriesPlot* accuracyPlot() const { return plotFor(SeriesPlot::Kind::Accuracy); }
+    SeriesPlot* throughputPlot() const { return plotFor(SeriesPlot::Kind::Throughput); }
+    SeriesPlot* scalePlot() const { return plotFor(SeriesPlot::Kind::LossScale); }
     HistogramPlot* histogramPlot() const { return histogram_; }
     HeatmapPlot* heatmapPlot() const { return heatmap_; }
     DecisionBoundaryPlot* boundaryPlot(int run) const;
@@ -115,7 +117,6 @@ private:
     const std::vector<StatEntry>* selectedStats() const;
     void onSmoothingChanged(int value);
     QWidget* makeCurvesTab();
-    SeriesPlot* plotFor(SeriesPlot::Kind kind) const;
     QWidget* makeGradientsTab();
 
     std::vector<std::unique_ptr<RunView>> runs_;
@@ -136,10 +137,7 @@ private:
     void watchDrawCost(SeriesPlot* plot);
 
     QTabWidget* tabs_ = nullptr;
-    SeriesPlot* loss_ = nullptr;
-    SeriesPlot* accuracy_ = nullptr;
-    SeriesPlot* throughput_ = nullptr;
-    SeriesPlot* scale_ = nullptr;
+    std::vector<SeriesPlot*> curve_plots_;  // in kCurvePlots order
     QSlider* smoothing_ = nullptr;
     QLabel* smoothing_label_ = nullptr;
     QCheckBox* log_loss_ = nullptr;

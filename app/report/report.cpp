@@ -77,6 +77,13 @@ Figure render(QCustomPlot* plot, const QString& title, const QString& caption, i
     return f;
 }
 
+// One run's stored series on its curve; returns what was read.
+PlotSeries add_curve(RunStore& store, const Run& run, const MetricCurve& curve, SeriesPlot& plot, int key) {
+    PlotSeries series = read_plot_series(store, run, curve.key, static_cast<int>(kMaxPlotPoints));
+    if (!series.steps.empty()) plot.appendPoints(key, curve.curve, to_qvector(series.steps), to_qvector(series.values));
+    return series;
+}
+
 // The loss, accuracy and throughput plots: the curves kMetricCurves puts on each.
 std::optional<Figure> curve_figure(RunStore& store, const std::vector<RunRow>& rows, const CurvePlot& spec) {
     SeriesPlot plot(spec.kind);
@@ -87,10 +94,8 @@ std::optional<Figure> curve_figure(RunStore& store, const std::vector<RunRow>& r
         for (const MetricCurve& c : kMetricCurves) {
             if (c.plot != spec.kind) continue;
             has_test = has_test || c.curve == SeriesPlot::Curve::Test;
-            const PlotSeries series = read_plot_series(store, row.run, c.key, static_cast<int>(kMaxPlotPoints));
-            if (series.steps.empty()) continue;
-            plot.appendPoints(key, c.curve, to_qvector(series.steps), to_qvector(series.values));
-            any = true;
+            const PlotSeries series = add_curve(store, row.run, c, plot, key);
+            any = any || !series.steps.empty();
             if (c.curve != SeriesPlot::Curve::Train) continue;
             smoothed = smoothed || series.steps.size() > 200;
             for (double v : series.values)
@@ -120,13 +125,8 @@ std::optional<Figure> scale_figure(RunStore& store, const std::vector<RunRow>& r
         const auto& range = row.figures.loss_scale;
         if (!range || (range->min == 1 && range->max == 1 && is_fp32(row.run))) continue;
         const int key = plot.addRun(row.label, QString::fromStdString(row.run.precision));
-        for (const MetricCurve& c : kMetricCurves) {
-            if (c.plot != spec.kind) continue;
-            const PlotSeries series = read_plot_series(store, row.run, c.key, static_cast<int>(kMaxPlotPoints));
-            if (series.steps.empty()) continue;
-            plot.appendPoints(key, c.curve, to_qvector(series.steps), to_qvector(series.values));
-            any = true;
-        }
+        for (const MetricCurve& c : kMetricCurves)
+            if (c.plot == spec.kind) any = !add_curve(store, row.run, c, plot, key).steps.empty() || any;
         const ScaleMarkers markers = read_scale_markers(store, row.run);
         plot.appendPoints(key, SeriesPlot::Curve::Overflow, to_qvector(markers.overflow_steps), {});
         plot.appendPoints(key, SeriesPlot::Curve::Skip, to_qvector(markers.skip_steps), {});
