@@ -143,18 +143,24 @@ std::string format_number(std::optional<double> v, int digits = 4) {
 
 std::string format_percent(std::optional<double> v) { return v && !std::isnan(*v) ? percent_text(*v) : "-"; }
 
+// Characters on screen of UTF-8 text ("×" and "…" are one each): UTF-8 continuation bytes
+// are not counted.
+std::size_t display_width(const std::string& s) {
+    return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
 // A plain text table: columns as wide as their widest cell; numbers right-aligned.
 void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
                  const std::set<std::size_t>& right_aligned = {}) {
     std::vector<std::size_t> width(header.size());
-    for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+    for (std::size_t c = 0; c < header.size(); ++c) width[c] = display_width(header[c]);
     for (const auto& row : rows)
-        for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], row[c].size());
+        for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], display_width(row[c]));
     auto line = [&](const std::vector<std::string>& cells) {
         std::string out;
         for (std::size_t c = 0; c < header.size(); ++c) {
             const std::string cell = c < cells.size() ? cells[c] : "";
-            const std::string pad(width[c] - std::min(width[c], cell.size()), ' ');
+            const std::string pad(width[c] - std::min(width[c], display_width(cell)), ' ');
             out += right_aligned.count(c) ? pad + cell : cell + (c + 1 < header.size() ? pad : "");
             if (c + 1 < header.size()) out += "  ";
         }
