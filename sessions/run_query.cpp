@@ -295,7 +295,9 @@ std::vector<Bucket> RunStore::downsample(std::int64_t run_id, const std::string&
     while (blocks.step("downsampling")) {
         const auto first_step = blocks.col_int(1);
         const auto last_step = blocks.col_int(3);
-        if (first_step >= *lo && last_step <= *hi && bk.index(first_step) == bk.index(last_step)) {
+        // A block whose ends are out of order (a damaged or hand-made bundle) is read row by row.
+        if (first_step >= *lo && last_step <= *hi && first_step <= last_step &&
+            bk.index(first_step) == bk.index(last_step)) {
             // The whole block lies in one bucket: its summary is exact.
             add_point(out, bk, first_step, blocks.col_double(2));
             Bucket& b = out.back();
@@ -311,9 +313,12 @@ std::vector<Bucket> RunStore::downsample(std::int64_t run_id, const std::string&
             continue;
         }
         const std::int64_t block = blocks.col_int(0);
-        const std::int64_t b_lo = std::max(*lo, block * (std::int64_t{1} << kMetricBlockShift));
-        const std::int64_t b_hi =
-            std::min(*hi, (block + 1) * (std::int64_t{1} << kMetricBlockShift) - 1);
+        // In 128 bits: the last block of a series ending near INT64_MAX ends past it.
+        const __int128 block_steps = __int128{1} << kMetricBlockShift;
+        const std::int64_t b_lo = static_cast<std::int64_t>(
+            std::max<__int128>(*lo, static_cast<__int128>(block) * block_steps));
+        const std::int64_t b_hi = static_cast<std::int64_t>(
+            std::min<__int128>(*hi, (static_cast<__int128>(block) + 1) * block_steps - 1));
         raw.bind(1, run_id).bind(2, key).bind(3, b_lo).bind(4, b_hi);
         while (raw.step("downsampling")) {
             add_point(out, bk, raw.col_int(0), raw.col_double(1));

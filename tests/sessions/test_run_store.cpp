@@ -430,6 +430,37 @@ PRAGMA user_version=1;
 
     // Issue 12, 3.3: ids are never reused, not even the highest one after a purge; a file from
     // schema 4 is migrated (rows, child rows and their cascade kept) and then obeys the same rule.
+    // Found by fuzz_bundle_import: a block summary whose ends are out of order (a hand-made or
+    // damaged bundle) was trusted, and a series ending near INT64_MAX overflowed the last
+    // block's end (UBSan). The rows themselves are the truth in both cases.
+    void damagedBlockSummariesAreNotTrusted() {
+        const auto path = fresh("damaged_blocks");
+        std::int64_t id = 0;
+        {
+            RunStore store(path);
+            id = store.create_run(RunInfo{});
+            RunWriter w(path, id);
+            for (int i = 0; i < 32; ++i) w.log_metric("loss", i, i, 1.0 + i);
+            const std::int64_t top = std::numeric_limits<std::int64_t>::max();
+            for (std::int64_t step : {top - 2, top - 1, top}) w.log_metric("far", step, 0, double(step % 7));
+            QVERIFY(w.finish(RunStatus::Finished));
+        }
+        {
+            Raw raw(path);
+            QCOMPARE(raw.exec("UPDATE metric_blocks SET first_step=10, last_step=5, min=-1000, max=1000 "
+                              "WHERE key='loss' AND block=0"), SQLITE_OK);
+        }
+        RunStore store(path);
+        const auto loss = store.downsample(id, "loss", 1);
+        QCOMPARE(loss.size(), std::size_t(1));
+        QCOMPARE(loss[0].min, 1.0);
+        QCOMPARE(loss[0].max, 32.0);
+        QCOMPARE(loss[0].count, 32LL);
+        const auto far = store.downsample(id, "far", 10);
+        QCOMPARE(far.size(), std::size_t(3));
+        QCOMPARE(far.back().last_step, std::numeric_limits<std::int64_t>::max());
+    }
+
     void runIdsNeverReused() {
         const auto path = fresh("ids");
         RunStore store(path);
