@@ -342,10 +342,13 @@ void TrainingWorker::hold_after_step(int64_t step) {
 }
 
 void TrainingWorker::request_scaler_config(const LossScalerConfig& config) {
-    config.validate();
     std::lock_guard lock(mu_);
-    if (trainer_) trainer_->request_scaler_config(config);
-    else config_.scaler = config;  // not started yet: it starts with these settings
+    if (trainer_) {
+        trainer_->request_scaler_config(config);  // its scaler validates (ScalerConfigError to the caller)
+        return;
+    }
+    config.validate();  // no scaler yet to ask: refuse now, not when the run starts
+    config_.scaler = config;  // not started yet: it starts with these settings
 }
 
 void TrainingWorker::request_loss_scale(double scale) {
@@ -480,8 +483,9 @@ void TrainingController::wait() {
     drain();
 }
 
+// Each worker's scaler validates; the configuration is the same for all, so the first refuses
+// before any has taken it.
 void TrainingController::request_scaler_config(const LossScalerConfig& config) {
-    config.validate();
     const bool all = workers_.size() == 1;
     for (auto* w : workers_)
         if (all || w->reduced()) w->request_scaler_config(config);

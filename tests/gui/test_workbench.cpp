@@ -190,7 +190,7 @@ private slots:
         click(w_->pauseAction());
         QTRY_COMPARE_WITH_TIMEOUT(w_->controller()->state(), TrainingController::State::Paused, kStateWaitMs);
         auto* panel = w_->precisionPanel();
-        auto* interval = panel->findChild<QSpinBox*>("intervalSpin");
+        auto* interval = panel->findChild<QSpinBox*>("scaler_growth_interval");
         auto* apply = panel->findChild<QPushButton*>("applyButton");
         QVERIFY(interval && apply);
         QVERIFY(interval->isEnabled());
