@@ -38,7 +38,8 @@ Preset parse_preset(const nlohmann::json& j, const std::string& origin) {
         p.network = j;
         return p;
     }
-    if (!j.contains("network")) throw ConfigError(origin + ": a preset needs \"network\" (or \"layers\" for a bare network)");
+    if (!j.contains("network"))
+        throw ConfigError(origin + ": a preset needs \"network\" (or \"layers\" for a bare network)");
     p.name = string_field(j, "name", origin, origin);
     p.description = string_field(j, "description", "", origin);
     p.network = j["network"];

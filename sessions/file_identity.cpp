@@ -25,7 +25,8 @@ fs::path resolved(const std::string& path) {
 }  // namespace
 
 bool same_file(const std::string& a, const std::string& b) {
-    struct stat sa {}, sb {};
+    struct stat sa {
+    }, sb{};
     if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
     return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
@@ -42,11 +43,12 @@ bool writes_into_database(const std::string& output, const std::string& db_path)
     return false;
 }
 
-void refuse_output_onto_database(const std::string& output, const std::string& db_path, std::string_view what) {
+void refuse_output_onto_database(const std::string& output, const std::string& db_path,
+                                 std::string_view what) {
     if (!writes_into_database(output, db_path)) return;
     throw StoreError(StoreError::Kind::Invalid,
-                     "cannot write " + std::string(what) + " to " + output + ": it is the run database " + db_path +
-                         " (or one of its files), which this command reads; choose another file");
+                     "cannot write " + std::string(what) + " to " + output + ": it is the run database " +
+                         db_path + " (or one of its files), which this command reads; choose another file");
 }
 
 }  // namespace mpwb

@@ -19,6 +19,7 @@ bool writes_into_database(const std::string& output, const std::string& db_path)
 
 // Throws StoreError(Invalid) "cannot write <what> to OUT: it is the run database DB, which this
 // command reads; choose another file" when writes_into_database(output, db_path).
-void refuse_output_onto_database(const std::string& output, const std::string& db_path, std::string_view what);
+void refuse_output_onto_database(const std::string& output, const std::string& db_path,
+                                 std::string_view what);
 
 }  // namespace mpwb

@@ -7,8 +7,11 @@ namespace mpwb {
 
 RecordedRun::RecordedRun(const nlohmann::json& network, const Dataset& data, const TrainConfig& config,
                          Backend& backend, std::unique_ptr<RunRecorder> recorder)
-    : backend_(backend), recorder_(std::move(recorder)), network_(Network::from_json(network)),
-      trainer_(network_, data, config, backend), boundary_sampler_(data, kBoundaryResolution) {}
+    : backend_(backend),
+      recorder_(std::move(recorder)),
+      network_(Network::from_json(network)),
+      trainer_(network_, data, config, backend),
+      boundary_sampler_(data, kBoundaryResolution) {}
 
 void RecordedRun::add_observer(TrainingObserver* observer) {
     if (observer) trainer_.add_observer(observer);

@@ -24,8 +24,8 @@ class RecordedRun {
 public:
     // Throws what Network::from_json and the Trainer throw (a bad description, a bad config).
     // `data` and `backend` must outlive this object; `recorder` may be null.
-    RecordedRun(const nlohmann::json& network, const Dataset& data, const TrainConfig& config, Backend& backend,
-                std::unique_ptr<RunRecorder> recorder);
+    RecordedRun(const nlohmann::json& network, const Dataset& data, const TrainConfig& config,
+                Backend& backend, std::unique_ptr<RunRecorder> recorder);
     RecordedRun(const RecordedRun&) = delete;
     RecordedRun& operator=(const RecordedRun&) = delete;
 

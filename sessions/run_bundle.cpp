@@ -107,8 +107,8 @@ void validate_bundle(const std::string& path) {
     if (version > schema_version()) {
         throw StoreError(StoreError::Kind::NewerSchema,
                          "bundle " + path + ": database schema version " + std::to_string(version) +
-                             " is newer than this build supports (" +
-                             std::to_string(schema_version()) + "); upgrade MP Workbench");
+                             " is newer than this build supports (" + std::to_string(schema_version()) +
+                             "); upgrade MP Workbench");
     }
     if (version < 2) {
         throw not_a_bundle(path, "schema version " + std::to_string(version) + " is too old");
@@ -134,7 +134,8 @@ void check_bundle_json(const std::string& path) {
         check(runs.col_text(2), run + ", network_json");
         check(runs.col_text(3), run + ", versions_json");
     }
-    sqlite::Stmt events(db, "SELECT e.id, coalesce(r.uuid, ''), e.json FROM events e LEFT JOIN runs r ON r.id = e.run_id");
+    sqlite::Stmt events(
+        db, "SELECT e.id, coalesce(r.uuid, ''), e.json FROM events e LEFT JOIN runs r ON r.id = e.run_id");
     while (events.step("reading bundle events")) {
         check(events.col_text(2), "run " + events.col_text(1) + ", event " + events.col_text(0) + " json");
     }
@@ -198,8 +199,7 @@ void write_csv(RunStore& store, const std::vector<std::int64_t>& ids, const std:
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) {
-        throw StoreError(StoreError::Kind::Other,
-                         "cannot create CSV folder " + dir + ": " + ec.message());
+        throw StoreError(StoreError::Kind::Other, "cannot create CSV folder " + dir + ": " + ec.message());
     }
     auto open = [&](const std::string& name) {
         const std::string p = (fs::path(dir) / name).string();
@@ -214,11 +214,10 @@ void write_csv(RunStore& store, const std::vector<std::int64_t>& ids, const std:
     index << "id,uuid,name,status,dataset,precision,backend,device,seed,created,ended\n";
     for (auto id : ids) {
         const Run r = store.get_run(id);
-        index << r.id << ',' << r.uuid << ',' << csv_field(r.name) << ',' << to_string(r.status)
-              << ',' << csv_field(r.dataset) << ',' << csv_field(r.precision) << ','
-              << csv_field(r.backend) << ',' << csv_field(r.device) << ','
-              << (r.seed ? std::to_string(*r.seed) : "") << ',' << num(r.created) << ','
-              << (r.ended ? num(*r.ended) : "") << '\n';
+        index << r.id << ',' << r.uuid << ',' << csv_field(r.name) << ',' << to_string(r.status) << ','
+              << csv_field(r.dataset) << ',' << csv_field(r.precision) << ',' << csv_field(r.backend) << ','
+              << csv_field(r.device) << ',' << (r.seed ? std::to_string(*r.seed) : "") << ','
+              << num(r.created) << ',' << (r.ended ? num(*r.ended) : "") << '\n';
         auto f = open(csv_run_name(id));
         f << "key,step,wall_time,value\n";
         for (const auto& key : store.metric_keys(id)) {
@@ -228,8 +227,8 @@ void write_csv(RunStore& store, const std::vector<std::int64_t>& ids, const std:
             }
         }
         if (!f) {
-            throw StoreError(StoreError::Kind::Other, "writing CSV for run " + std::to_string(id) +
-                                                          " in " + dir + " failed");
+            throw StoreError(StoreError::Kind::Other,
+                             "writing CSV for run " + std::to_string(id) + " in " + dir + " failed");
         }
     }
 }
@@ -259,8 +258,7 @@ bool is_run_bundle(const std::string& path) {
 }
 
 BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t>& run_ids,
-                                 const std::string& bundle_path,
-                                 const BundleExportOptions& options) {
+                                 const std::string& bundle_path, const BundleExportOptions& options) {
     if (run_ids.empty()) {
         throw StoreError(StoreError::Kind::Invalid, "export of " + bundle_path + ": no runs given");
     }
@@ -272,8 +270,7 @@ BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t
     }
     if (fs::exists(bundle_path)) {
         if (!options.overwrite) {
-            throw StoreError(StoreError::Kind::Invalid,
-                             "bundle " + bundle_path + " already exists");
+            throw StoreError(StoreError::Kind::Invalid, "bundle " + bundle_path + " already exists");
         }
         remove_db_files(bundle_path);
     }
@@ -297,8 +294,8 @@ BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t
                 sqlite::Transaction tx(db, "writing bundle");
                 auto copy = [&](const std::string& table, const std::string& where) {
                     const auto cols = join(common_columns(db, "main", "src", table, {}));
-                    db.exec("INSERT INTO main." + table + "(" + cols + ") SELECT " + cols +
-                                " FROM src." + table + " WHERE " + where,
+                    db.exec("INSERT INTO main." + table + "(" + cols + ") SELECT " + cols + " FROM src." +
+                                table + " WHERE " + where,
                             "copying " + table + " into the bundle");
                 };
                 copy("runs", "id IN (SELECT id FROM temp.sel)");
@@ -348,9 +345,9 @@ BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t
 ImportReport import_bundle(RunStore& store, const std::string& bundle_path) {
     // Attaching the store's own file makes SQLite see two writers of one file ("locked").
     if (same_file(bundle_path, store.path())) {
-        throw StoreError(StoreError::Kind::Invalid,
-                         "cannot import " + bundle_path + " into itself: it is the database " + store.path() +
-                             " the runs would be imported into");
+        throw StoreError(StoreError::Kind::Invalid, "cannot import " + bundle_path +
+                                                        " into itself: it is the database " + store.path() +
+                                                        " the runs would be imported into");
     }
     validate_bundle(bundle_path);
     check_bundle_integrity(bundle_path);
@@ -390,12 +387,13 @@ ImportReport import_checked_bundle(RunStore& store, const std::string& bundle_pa
             bundle_runs.emplace_back(s.col_int(0), s.col_text(1));
         }
     }
-    sqlite::Stmt insert_run(db, "INSERT INTO main.runs(" + join(run_cols) + ") SELECT " +
-                                    join(run_cols) + " FROM bundle.runs WHERE id=?");
-    sqlite::Stmt orphan(db, "UPDATE main.runs SET status='INTERRUPTED', ended=coalesce(ended, "
-                            "(SELECT max(wall_time) FROM main.latest_metrics WHERE run_id=?1), "
-                            "started, created), owner_pid=NULL, owner_host=NULL, owner_start=NULL "
-                            "WHERE id=?1 AND status='RUNNING'");
+    sqlite::Stmt insert_run(db, "INSERT INTO main.runs(" + join(run_cols) + ") SELECT " + join(run_cols) +
+                                    " FROM bundle.runs WHERE id=?");
+    sqlite::Stmt orphan(db,
+                        "UPDATE main.runs SET status='INTERRUPTED', ended=coalesce(ended, "
+                        "(SELECT max(wall_time) FROM main.latest_metrics WHERE run_id=?1), "
+                        "started, created), owner_pid=NULL, owner_host=NULL, owner_start=NULL "
+                        "WHERE id=?1 AND status='RUNNING'");
     struct ChildCopy {
         std::string table;
         std::unique_ptr<sqlite::Stmt> stmt;
@@ -407,9 +405,8 @@ ImportReport import_checked_bundle(RunStore& store, const std::string& bundle_pa
         }
         const auto cols = common_columns(db, "main", "bundle", t, {"id", "run_id"});
         children.push_back({t, std::make_unique<sqlite::Stmt>(
-                                   db, "INSERT INTO main." + t + "(run_id, " + join(cols) +
-                                           ") SELECT ?1, " + join(cols) + " FROM bundle." + t +
-                                           " WHERE run_id=?2")});
+                                   db, "INSERT INTO main." + t + "(run_id, " + join(cols) + ") SELECT ?1, " +
+                                           join(cols) + " FROM bundle." + t + " WHERE run_id=?2")});
     }
     for (const auto& [bundle_id, uuid] : bundle_runs) {
         if (const auto existing = store.find_run_by_uuid(uuid)) {
@@ -427,19 +424,21 @@ ImportReport import_checked_bundle(RunStore& store, const std::string& bundle_pa
         }
         if (!bundle_tables.count("metric_blocks")) {
             // A bundle from before the downsampling summary: rebuild it for this run.
-            sqlite::Stmt rb(db, "INSERT INTO main.metric_blocks(run_id, key, block, first_step, "
-                                "last_step, min, max, count) SELECT run_id, key, step >> " +
-                                    std::to_string(kMetricBlockShift) +
-                                    ", min(step), max(step), min(value), max(value), count(*) "
-                                    "FROM main.metrics WHERE run_id=?1 GROUP BY key, step >> " +
-                                    std::to_string(kMetricBlockShift));
+            sqlite::Stmt rb(db,
+                            "INSERT INTO main.metric_blocks(run_id, key, block, first_step, "
+                            "last_step, min, max, count) SELECT run_id, key, step >> " +
+                                std::to_string(kMetricBlockShift) +
+                                ", min(step), max(step), min(value), max(value), count(*) "
+                                "FROM main.metrics WHERE run_id=?1 GROUP BY key, step >> " +
+                                std::to_string(kMetricBlockShift));
             rb.bind(1, new_id).run("rebuilding metric blocks");
-            sqlite::Stmt fv(db, "UPDATE main.metric_blocks SET first_value=(SELECT value FROM "
-                                "main.metrics m WHERE m.run_id=?1 AND m.key=metric_blocks.key AND "
-                                "m.step=metric_blocks.first_step LIMIT 1), last_value=(SELECT "
-                                "value FROM main.metrics m WHERE m.run_id=?1 AND "
-                                "m.key=metric_blocks.key AND m.step=metric_blocks.last_step LIMIT "
-                                "1) WHERE run_id=?1");
+            sqlite::Stmt fv(db,
+                            "UPDATE main.metric_blocks SET first_value=(SELECT value FROM "
+                            "main.metrics m WHERE m.run_id=?1 AND m.key=metric_blocks.key AND "
+                            "m.step=metric_blocks.first_step LIMIT 1), last_value=(SELECT "
+                            "value FROM main.metrics m WHERE m.run_id=?1 AND "
+                            "m.key=metric_blocks.key AND m.step=metric_blocks.last_step LIMIT "
+                            "1) WHERE run_id=?1");
             fv.bind(1, new_id).run("rebuilding metric blocks");
         }
         orphan.bind(1, new_id).run("importing run " + uuid);
@@ -456,8 +455,9 @@ ImportReport import_checked_bundle(RunStore& store, const std::string& bundle_pa
         sqlite::Stmt groups(db, "SELECT id, name, created FROM bundle.comparison_groups ORDER BY id");
         sqlite::Stmt members(db, "SELECT run_id FROM bundle.comparison_members WHERE group_id=?");
         sqlite::Stmt new_group(db, "INSERT INTO main.comparison_groups(name, created) VALUES(?,?)");
-        sqlite::Stmt new_member(db, "INSERT OR IGNORE INTO main.comparison_members(group_id, "
-                                    "run_id) VALUES(?,?)");
+        sqlite::Stmt new_member(db,
+                                "INSERT OR IGNORE INTO main.comparison_members(group_id, "
+                                "run_id) VALUES(?,?)");
         while (groups.step("reading bundle groups")) {
             std::vector<std::int64_t> mem;
             bool any_imported = false;

@@ -26,8 +26,7 @@ struct BundleExportResult {
 // groups they belong to) into a new bundle file. Throws StoreError: NotFound for an unknown run,
 // Invalid when the bundle exists and overwrite is off or no runs are given.
 BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t>& run_ids,
-                                 const std::string& bundle_path,
-                                 const BundleExportOptions& options = {});
+                                 const std::string& bundle_path, const BundleExportOptions& options = {});
 
 struct ImportedRun {
     std::int64_t bundle_id = 0;  // id inside the bundle

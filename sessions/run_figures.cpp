@@ -39,7 +39,8 @@ std::optional<double> summary_throughput(RunStore& store, const Run& run) {
 // The same ratio from the per-step series: each step's samples are its samples/s times its
 // seconds, so the sums give samples trained over training seconds.
 std::optional<double> series_throughput(RunStore& store, const Run& run) {
-    if (!latest(run, metric_key::step_seconds) || !latest(run, metric_key::samples_per_second)) return std::nullopt;
+    if (!latest(run, metric_key::step_seconds) || !latest(run, metric_key::samples_per_second))
+        return std::nullopt;
     const auto seconds = store.series(run.id, metric_key::step_seconds);
     const auto rates = store.series(run.id, metric_key::samples_per_second);
     double samples = 0, total_seconds = 0;
@@ -73,7 +74,8 @@ std::optional<double> mean_underflow(RunStore& store, const Run& run, Format for
 }
 
 std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(s.begin(), s.end(), s.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return s;
 }
 
@@ -81,7 +83,8 @@ std::string lower(std::string s) {
 
 std::optional<double> run_duration(const Run& run) {
     if (!run.started) return std::nullopt;
-    const double end = run.ended ? *run.ended : (run.status == RunStatus::Running ? store_now() : *run.started);
+    const double end =
+        run.ended ? *run.ended : (run.status == RunStatus::Running ? store_now() : *run.started);
     return end - *run.started;
 }
 
@@ -99,9 +102,12 @@ RunFigures list_figures(RunStore& store, const Run& run) {
     }
     if (const LatestMetric* loss = latest(run, metric_key::test_loss)) f.final_test_loss = loss->value;
     f.samples_per_second = training_throughput(store, run);
-    if (const LatestMetric* m = latest(run, metric_key::skipped_count)) f.skipped_steps = static_cast<std::int64_t>(m->max);
-    if (const LatestMetric* m = latest(run, metric_key::overflow_count)) f.overflow_count = static_cast<std::int64_t>(m->max);
-    if (const LatestMetric* m = latest(run, metric_key::loss_scale)) f.loss_scale = ScaleRange{m->min, m->max};
+    if (const LatestMetric* m = latest(run, metric_key::skipped_count))
+        f.skipped_steps = static_cast<std::int64_t>(m->max);
+    if (const LatestMetric* m = latest(run, metric_key::overflow_count))
+        f.overflow_count = static_cast<std::int64_t>(m->max);
+    if (const LatestMetric* m = latest(run, metric_key::loss_scale))
+        f.loss_scale = ScaleRange{m->min, m->max};
     f.underflow_format = gradient_reference_format(run.precision);
     f.duration_seconds = run_duration(run);
     return f;
@@ -116,7 +122,8 @@ RunFigures run_figures(RunStore& store, const Run& run) {
 std::optional<TargetReach> time_to_accuracy(RunStore& store, const Run& run, double target) {
     const double t0 = run.started.value_or(run.created);
     for (const MetricPoint& p : store.series(run.id, metric_key::test_accuracy))
-        if (std::isfinite(p.value) && p.value >= target) return TargetReach{p.step, std::max(0.0, p.wall_time - t0)};
+        if (std::isfinite(p.value) && p.value >= target)
+            return TargetReach{p.step, std::max(0.0, p.wall_time - t0)};
     return std::nullopt;
 }
 
@@ -124,7 +131,8 @@ std::vector<std::optional<double>> speedups_over_fp32(const std::vector<Run>& ru
                                                       const std::vector<RunFigures>& figures) {
     std::optional<double> reference;
     for (std::size_t i = 0; i < runs.size() && i < figures.size() && !reference; ++i)
-        if (lower(runs[i].precision) == "fp32" && figures[i].samples_per_second) reference = figures[i].samples_per_second;
+        if (lower(runs[i].precision) == "fp32" && figures[i].samples_per_second)
+            reference = figures[i].samples_per_second;
     std::vector<std::optional<double>> out(figures.size());
     if (!reference || !(*reference > 0)) return out;
     for (std::size_t i = 0; i < figures.size(); ++i)

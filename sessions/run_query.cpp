@@ -17,8 +17,7 @@ namespace mpwb {
 
 namespace {
 
-void flatten_into(const nlohmann::json& j, const std::string& path,
-                  std::map<std::string, std::string>& out) {
+void flatten_into(const nlohmann::json& j, const std::string& path, std::map<std::string, std::string>& out) {
     if (j.is_object() && !j.empty()) {
         for (auto it = j.begin(); it != j.end(); ++it) {
             flatten_into(it.value(), path.empty() ? it.key() : path + "." + it.key(), out);
@@ -79,8 +78,9 @@ void attach_details(sqlite::Db& db, std::vector<Run>& runs) {
         return;
     }
     sqlite::Stmt tags(db, "SELECT key, value FROM tags WHERE run_id=?");
-    sqlite::Stmt latest(db, "SELECT key, step, wall_time, value, min, max, count "
-                            "FROM latest_metrics WHERE run_id=?");
+    sqlite::Stmt latest(db,
+                        "SELECT key, step, wall_time, value, min, max, count "
+                        "FROM latest_metrics WHERE run_id=?");
     for (auto& r : runs) {
         tags.bind(1, r.id);
         while (tags.step("reading tags")) {
@@ -143,8 +143,7 @@ void add_point(std::vector<Bucket>& out, const Bucketing& bk, std::int64_t step,
 
 }  // namespace
 
-std::map<std::string, std::string> flatten_config(std::string_view json_text,
-                                                  std::string_view what) {
+std::map<std::string, std::string> flatten_config(std::string_view json_text, std::string_view what) {
     nlohmann::json j;
     try {
         // Depth-limited: flatten_into recurses once per level (a 100k-deep stored value from a
@@ -159,8 +158,8 @@ std::map<std::string, std::string> flatten_config(std::string_view json_text,
 }
 
 std::vector<Run> RunStore::list_runs(const RunFilter& f) {
-    std::string sql = std::string("SELECT ") + kRunColumns +
-                      " FROM runs r LEFT JOIN notes n ON n.run_id = r.id WHERE 1";
+    std::string sql =
+        std::string("SELECT ") + kRunColumns + " FROM runs r LEFT JOIN notes n ON n.run_id = r.id WHERE 1";
     std::vector<std::string> args;
     if (f.deleted_only) {
         sql += " AND r.deleted=1";
@@ -189,8 +188,9 @@ std::vector<Run> RunStore::list_runs(const RunFilter& f) {
         sql += ")";
     }
     if (!f.text.empty()) {
-        sql += " AND (r.name LIKE ? ESCAPE '\\' OR coalesce(n.text,'') LIKE ? ESCAPE '\\'"
-               " OR r.config_json LIKE ? ESCAPE '\\')";
+        sql +=
+            " AND (r.name LIKE ? ESCAPE '\\' OR coalesce(n.text,'') LIKE ? ESCAPE '\\'"
+            " OR r.config_json LIKE ? ESCAPE '\\')";
         const auto p = like_pattern(f.text);
         args.insert(args.end(), {p, p, p});
     }
@@ -246,8 +246,9 @@ std::vector<std::string> RunStore::metric_keys(std::int64_t run_id) {
 std::vector<MetricPoint> RunStore::series(std::int64_t run_id, const std::string& key,
                                           std::optional<std::int64_t> step_lo,
                                           std::optional<std::int64_t> step_hi) {
-    sqlite::Stmt s(db_, "SELECT step, wall_time, value FROM metrics WHERE run_id=? AND key=? "
-                        "AND step BETWEEN ? AND ? ORDER BY step");
+    sqlite::Stmt s(db_,
+                   "SELECT step, wall_time, value FROM metrics WHERE run_id=? AND key=? "
+                   "AND step BETWEEN ? AND ? ORDER BY step");
     s.bind(1, run_id).bind(2, key);
     s.bind(3, step_lo.value_or(std::numeric_limits<std::int64_t>::min()));
     s.bind(4, step_hi.value_or(std::numeric_limits<std::int64_t>::max()));
@@ -258,18 +259,19 @@ std::vector<MetricPoint> RunStore::series(std::int64_t run_id, const std::string
     return out;
 }
 
-std::vector<Bucket> RunStore::downsample(std::int64_t run_id, const std::string& key,
-                                         int buckets, std::optional<std::int64_t> step_lo,
+std::vector<Bucket> RunStore::downsample(std::int64_t run_id, const std::string& key, int buckets,
+                                         std::optional<std::int64_t> step_lo,
                                          std::optional<std::int64_t> step_hi) {
     if (buckets < 1) {
-        throw StoreError(StoreError::Kind::Invalid,
-                         "downsample of '" + key + "' needs at least 1 bucket, got " +
-                             std::to_string(buckets));
+        throw StoreError(
+            StoreError::Kind::Invalid,
+            "downsample of '" + key + "' needs at least 1 bucket, got " + std::to_string(buckets));
     }
     // The series' own range comes from the two ends of the (run_id, key, step) index.
     auto end_step = [&](const char* order) -> std::optional<std::int64_t> {
         sqlite::Stmt s(db_, std::string("SELECT step FROM metrics WHERE run_id=? AND key=? "
-                                        "ORDER BY step ") + order + " LIMIT 1");
+                                        "ORDER BY step ") +
+                                order + " LIMIT 1");
         s.bind(1, run_id).bind(2, key);
         if (s.step("reading series range")) {
             return s.col_int(0);
@@ -285,11 +287,13 @@ std::vector<Bucket> RunStore::downsample(std::int64_t run_id, const std::string&
     const __int128 span = static_cast<__int128>(*hi) - *lo + 1;
     const Bucketing bk{*lo, span, buckets, span * buckets < (static_cast<__int128>(1) << 62)};
 
-    sqlite::Stmt blocks(db_, "SELECT block, first_step, first_value, last_step, last_value, min, "
-                             "max, count FROM metric_blocks WHERE run_id=? AND key=? "
-                             "AND block BETWEEN ? AND ? ORDER BY block");
-    sqlite::Stmt raw(db_, "SELECT step, value FROM metrics WHERE run_id=? AND key=? "
-                          "AND step BETWEEN ? AND ? ORDER BY step");
+    sqlite::Stmt blocks(db_,
+                        "SELECT block, first_step, first_value, last_step, last_value, min, "
+                        "max, count FROM metric_blocks WHERE run_id=? AND key=? "
+                        "AND block BETWEEN ? AND ? ORDER BY block");
+    sqlite::Stmt raw(db_,
+                     "SELECT step, value FROM metrics WHERE run_id=? AND key=? "
+                     "AND step BETWEEN ? AND ? ORDER BY step");
     blocks.bind(1, run_id).bind(2, key);
     blocks.bind(3, *lo >> kMetricBlockShift).bind(4, *hi >> kMetricBlockShift);
     while (blocks.step("downsampling")) {
@@ -315,8 +319,8 @@ std::vector<Bucket> RunStore::downsample(std::int64_t run_id, const std::string&
         const std::int64_t block = blocks.col_int(0);
         // In 128 bits: the last block of a series ending near INT64_MAX ends past it.
         const __int128 block_steps = __int128{1} << kMetricBlockShift;
-        const std::int64_t b_lo = static_cast<std::int64_t>(
-            std::max<__int128>(*lo, static_cast<__int128>(block) * block_steps));
+        const std::int64_t b_lo =
+            static_cast<std::int64_t>(std::max<__int128>(*lo, static_cast<__int128>(block) * block_steps));
         const std::int64_t b_hi = static_cast<std::int64_t>(
             std::min<__int128>(*hi, (static_cast<__int128>(block) + 1) * block_steps - 1));
         raw.bind(1, run_id).bind(2, key).bind(3, b_lo).bind(4, b_hi);
@@ -329,8 +333,9 @@ std::vector<Bucket> RunStore::downsample(std::int64_t run_id, const std::string&
 }
 
 std::vector<Event> RunStore::events(std::int64_t run_id, const std::string& kind) {
-    sqlite::Stmt s(db_, "SELECT id, step, time, kind, json FROM events WHERE run_id=? "
-                        "AND (?2 = '' OR kind = ?2) ORDER BY step, id");
+    sqlite::Stmt s(db_,
+                   "SELECT id, step, time, kind, json FROM events WHERE run_id=? "
+                   "AND (?2 = '' OR kind = ?2) ORDER BY step, id");
     s.bind(1, run_id).bind(2, kind);
     std::vector<Event> out;
     while (s.step("reading events")) {
@@ -346,13 +351,13 @@ std::optional<std::pair<std::int64_t, std::vector<std::uint8_t>>> RunStore::boun
     return std::make_pair(s.col_int(0), s.col_blob(1));
 }
 
-std::vector<Histogram> RunStore::histograms(std::int64_t run_id,
-                                            std::optional<std::int64_t> step_lo,
-                                            std::optional<std::int64_t> step_hi,
-                                            const std::string& layer, const std::string& kind) {
-    sqlite::Stmt s(db_, "SELECT id, step, layer, kind, blob FROM histograms WHERE run_id=?1 "
-                        "AND step BETWEEN ?2 AND ?3 AND (?4 = '' OR layer = ?4) "
-                        "AND (?5 = '' OR kind = ?5) ORDER BY step, layer, kind, id");
+std::vector<Histogram> RunStore::histograms(std::int64_t run_id, std::optional<std::int64_t> step_lo,
+                                            std::optional<std::int64_t> step_hi, const std::string& layer,
+                                            const std::string& kind) {
+    sqlite::Stmt s(db_,
+                   "SELECT id, step, layer, kind, blob FROM histograms WHERE run_id=?1 "
+                   "AND step BETWEEN ?2 AND ?3 AND (?4 = '' OR layer = ?4) "
+                   "AND (?5 = '' OR kind = ?5) ORDER BY step, layer, kind, id");
     s.bind(1, run_id);
     s.bind(2, step_lo.value_or(std::numeric_limits<std::int64_t>::min()));
     s.bind(3, step_hi.value_or(std::numeric_limits<std::int64_t>::max()));

@@ -56,21 +56,20 @@ std::string kind_name(const GradientStatsRecord& r) {
 }  // namespace
 
 nlohmann::json RunRecorder::versions() {
-    return {{"compiler", compiler_version()},
-            {"sqlite", sqlite3_libversion()},
-            {"openblas_core", blas_core_name()},
-            {"json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
-                         std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
-                         std::to_string(NLOHMANN_JSON_VERSION_PATCH)},
-            {"machine",
-             {{"hostname", host_name()},
-              {"cpu", cpu_model()},
-              {"cores", std::thread::hardware_concurrency()}}}};
+    return {
+        {"compiler", compiler_version()},
+        {"sqlite", sqlite3_libversion()},
+        {"openblas_core", blas_core_name()},
+        {"json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
+                     std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
+                     std::to_string(NLOHMANN_JSON_VERSION_PATCH)},
+        {"machine",
+         {{"hostname", host_name()}, {"cpu", cpu_model()}, {"cores", std::thread::hardware_concurrency()}}}};
 }
 
 std::string RunRecorder::machine_description() {
-    return host_name() + " / " + cpu_model() + " (" +
-           std::to_string(std::thread::hardware_concurrency()) + " cores)";
+    return host_name() + " / " + cpu_model() + " (" + std::to_string(std::thread::hardware_concurrency()) +
+           " cores)";
 }
 
 RunRecorder::RunRecorder(Options options) : options_(std::move(options)) {
@@ -80,17 +79,15 @@ RunRecorder::RunRecorder(Options options) : options_(std::move(options)) {
     store_ = std::make_unique<RunStore>(path_, so);
     // Opening only reads unless a migration was due; take the write lock once so that a file
     // another process keeps locked is reported now, not after the first epoch.
-    {
-        sqlite::Transaction probe(store_->db(), "checking that the database can be written");
-    }
+    { sqlite::Transaction probe(store_->db(), "checking that the database can be written"); }
     if (options_.group_id) {
         // Fail before training, not at on_run_start, when the group does not exist.
         bool found = false;
         for (const auto& g : store_->list_groups()) found = found || g.id == *options_.group_id;
         if (!found)
-            throw StoreError(StoreError::Kind::NotFound,
-                             "comparison group " + std::to_string(*options_.group_id) +
-                                 " does not exist in " + path_);
+            throw StoreError(
+                StoreError::Kind::NotFound,
+                "comparison group " + std::to_string(*options_.group_id) + " does not exist in " + path_);
     }
 }
 
@@ -156,8 +153,7 @@ void RunRecorder::on_run_start(const RunStartInfo& info) {
             // A half-made run should not sit as RUNNING until this process exits.
             try {
                 store_->set_status(run_id_, RunStatus::Failed);
-            } catch (const std::exception&) {
-            }
+            } catch (const std::exception&) {}
         }
         run_id_ = 0;
         fail(std::string("cannot record the run in ") + path_ + ": " + e.what());
@@ -232,10 +228,11 @@ void RunRecorder::store_boundary(const BoundaryGrid& grid) const {
 void RunRecorder::on_run_end(const RunSummary& summary) {
     if (!writer_) return;
     const RunStatus status = summary.status == RunStatus::Running ? RunStatus::Finished : summary.status;
-    writer_->log_event(summary.steps, t0_ + summary.wall_seconds, metric_key::summary_event, summary.to_json().dump());
+    writer_->log_event(summary.steps, t0_ + summary.wall_seconds, metric_key::summary_event,
+                       summary.to_json().dump());
     if (!writer_->finish(status)) {
-        fail("run " + std::to_string(run_id_) + ": the last rows could not be written to " + path_ +
-             ": " + writer_->last_error().value_or("timed out"));
+        fail("run " + std::to_string(run_id_) + ": the last rows could not be written to " + path_ + ": " +
+             writer_->last_error().value_or("timed out"));
         return;
     }
     complete_ = true;

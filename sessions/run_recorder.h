@@ -38,8 +38,8 @@ namespace mpwb {
 class RunRecorder final : public TrainingObserver {
 public:
     struct Options {
-        std::string db_path;  // empty: default_database_path()
-        std::string name;     // empty: "<dataset> <precision>"
+        std::string db_path;                      // empty: default_database_path()
+        std::string name;                         // empty: "<dataset> <precision>"
         std::map<std::string, std::string> tags;  // set when the run is created
         std::string note;
         // Adds the run to this comparison group (RunRecorder::create_group, or RunStore's).

@@ -23,15 +23,15 @@ RunStatus parse_run_status(const std::string& text) {
     for (char c : text) {
         up += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     }
-    for (RunStatus s : {RunStatus::Running, RunStatus::Finished, RunStatus::Failed,
-                        RunStatus::Stopped, RunStatus::Interrupted}) {
+    for (RunStatus s : {RunStatus::Running, RunStatus::Finished, RunStatus::Failed, RunStatus::Stopped,
+                        RunStatus::Interrupted}) {
         if (up == run_status_name(s)) {
             return s;
         }
     }
-    throw StoreError(StoreError::Kind::Invalid,
-                     "unknown run status '" + text +
-                         "' (expected RUNNING, FINISHED, FAILED, STOPPED or INTERRUPTED)");
+    throw StoreError(
+        StoreError::Kind::Invalid,
+        "unknown run status '" + text + "' (expected RUNNING, FINISHED, FAILED, STOPPED or INTERRUPTED)");
 }
 
 void set_tag_filter(RunFilter& filter, const std::string& expression) {
@@ -44,8 +44,7 @@ void set_tag_filter(RunFilter& filter, const std::string& expression) {
         filter.tag_value = expression.substr(eq + 1);
     }
     if (filter.tag_key->empty()) {
-        throw StoreError(StoreError::Kind::Invalid,
-                         "tag filter '" + expression + "' has an empty key");
+        throw StoreError(StoreError::Kind::Invalid, "tag filter '" + expression + "' has an empty key");
     }
 }
 
@@ -87,17 +86,15 @@ std::string make_uuid() {
     static thread_local std::mt19937_64 gen{[] {
         std::random_device rd;
         return (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
-               static_cast<std::uint64_t>(
-                   std::chrono::steady_clock::now().time_since_epoch().count());
+               static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     }()};
     std::uint64_t hi = gen(), lo = gen();
-    hi = (hi & ~0xF000ull) | 0x4000ull;                 // version 4
-    lo = (lo & ~(3ull << 62)) | (2ull << 62);           // RFC 4122 variant
+    hi = (hi & ~0xF000ull) | 0x4000ull;        // version 4
+    lo = (lo & ~(3ull << 62)) | (2ull << 62);  // RFC 4122 variant
     char buf[40];
-    std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx",
-                  static_cast<unsigned>(hi >> 32), static_cast<unsigned>((hi >> 16) & 0xffff),
-                  static_cast<unsigned>(hi & 0xffff), static_cast<unsigned>(lo >> 48),
-                  static_cast<unsigned long long>(lo & 0xffffffffffffull));
+    std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                  static_cast<unsigned>((hi >> 16) & 0xffff), static_cast<unsigned>(hi & 0xffff),
+                  static_cast<unsigned>(lo >> 48), static_cast<unsigned long long>(lo & 0xffffffffffffull));
     return buf;
 }
 
@@ -176,9 +173,7 @@ bool is_wal_trouble(StoreError::Kind kind) {
 
 RunStore::RunStore(const std::string& path) : RunStore(path, Options{}) {}
 
-RunStore::RunStore(const std::string& path, const Options& options) : options_(options) {
-    open(path);
-}
+RunStore::RunStore(const std::string& path, const Options& options) : options_(options) { open(path); }
 
 void RunStore::open(const std::string& path) {
     if (path.empty()) {
@@ -218,7 +213,8 @@ void RunStore::open_for_reading(const std::string& path) {
 }
 
 void RunStore::open_for_writing(const std::string& path, bool existed) {
-    const int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_READWRITE | (options_.create ? SQLITE_OPEN_CREATE : 0);
+    const int flags =
+        SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_READWRITE | (options_.create ? SQLITE_OPEN_CREATE : 0);
     db_ = sqlite::Db(path, flags);
     sqlite3_busy_timeout(db_.handle(), options_.busy_timeout_ms);
     // SQLite silently falls back to read-only when the file is not writable (permissions, a
@@ -274,9 +270,8 @@ void RunStore::check_schema(const std::string& path) {
     }
     if (options_.read_only && opened_version_ < kOldestReadableSchema) {
         throw StoreError(StoreError::Kind::ReadOnly,
-                         "database " + path + " has schema version " +
-                             std::to_string(opened_version_) + ", older than this build's " +
-                             std::to_string(current) +
+                         "database " + path + " has schema version " + std::to_string(opened_version_) +
+                             ", older than this build's " + std::to_string(current) +
                              "; open it once for writing to upgrade it");
     }
 }
@@ -405,8 +400,9 @@ void RunStore::set_tag(std::int64_t run_id, const std::string& key, const std::s
         throw StoreError(StoreError::Kind::Invalid, "tag key is empty");
     }
     require_run(run_id);
-    sqlite::Stmt s(db_, "INSERT INTO tags(run_id, key, value) VALUES(?,?,?) "
-                        "ON CONFLICT(run_id, key) DO UPDATE SET value=excluded.value");
+    sqlite::Stmt s(db_,
+                   "INSERT INTO tags(run_id, key, value) VALUES(?,?,?) "
+                   "ON CONFLICT(run_id, key) DO UPDATE SET value=excluded.value");
     s.bind(1, run_id).bind(2, key).bind(3, value).run("setting tag");
 }
 
@@ -417,9 +413,13 @@ void RunStore::remove_tag(std::int64_t run_id, const std::string& key) {
 
 void RunStore::set_boundary(std::int64_t run_id, std::int64_t step, const std::vector<std::uint8_t>& blob) {
     require_run(run_id);
-    sqlite::Stmt s(db_, "INSERT INTO boundaries(run_id, step, blob) VALUES(?,?,?) "
-                        "ON CONFLICT(run_id) DO UPDATE SET step=excluded.step, blob=excluded.blob");
-    s.bind(1, run_id).bind(2, step).bind_blob(3, blob.data(), blob.size()).run("storing the decision boundary");
+    sqlite::Stmt s(db_,
+                   "INSERT INTO boundaries(run_id, step, blob) VALUES(?,?,?) "
+                   "ON CONFLICT(run_id) DO UPDATE SET step=excluded.step, blob=excluded.blob");
+    s.bind(1, run_id)
+        .bind(2, step)
+        .bind_blob(3, blob.data(), blob.size())
+        .run("storing the decision boundary");
 }
 
 void RunStore::set_note(std::int64_t run_id, const std::string& text) {
@@ -429,9 +429,10 @@ void RunStore::set_note(std::int64_t run_id, const std::string& text) {
         s.bind(1, run_id).run("clearing note");
         return;
     }
-    sqlite::Stmt s(db_, "INSERT INTO notes(run_id, text, updated) VALUES(?,?,?) "
-                        "ON CONFLICT(run_id) DO UPDATE SET text=excluded.text, "
-                        "updated=excluded.updated");
+    sqlite::Stmt s(db_,
+                   "INSERT INTO notes(run_id, text, updated) VALUES(?,?,?) "
+                   "ON CONFLICT(run_id) DO UPDATE SET text=excluded.text, "
+                   "updated=excluded.updated");
     s.bind(1, run_id).bind(2, text).bind(3, store_now()).run("setting note");
 }
 
@@ -500,15 +501,15 @@ RunStore::PurgeReport RunStore::purge() {
         keep += (keep.empty() ? "" : ",") + std::to_string(id);
     }
     // Child rows go through ON DELETE CASCADE (foreign_keys is on for every connection).
-    db_.exec("DELETE FROM runs WHERE deleted=1" + (keep.empty() ? std::string() : " AND id NOT IN (" + keep + ")"),
-             "purging deleted runs");
+    db_.exec(
+        "DELETE FROM runs WHERE deleted=1" + (keep.empty() ? std::string() : " AND id NOT IN (" + keep + ")"),
+        "purging deleted runs");
     report.purged = db_.changes();
     tx.commit();
     return report;
 }
 
-std::int64_t RunStore::create_group(const std::string& name,
-                                    const std::vector<std::int64_t>& run_ids) {
+std::int64_t RunStore::create_group(const std::string& name, const std::vector<std::int64_t>& run_ids) {
     if (name.empty()) {
         throw StoreError(StoreError::Kind::Invalid, "comparison group name is empty");
     }
@@ -578,8 +579,7 @@ void RunStore::delete_group(std::int64_t group_id) {
 void RunStore::check_integrity() {
     const std::string findings = sqlite::integrity_findings(db_);
     if (!findings.empty()) {
-        throw StoreError(StoreError::Kind::Corrupt,
-                         "database " + path() + " is corrupt: " + findings);
+        throw StoreError(StoreError::Kind::Corrupt, "database " + path() + " is corrupt: " + findings);
     }
 }
 

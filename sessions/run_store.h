@@ -67,7 +67,7 @@ public:
     void soft_delete(std::int64_t run_id);
     void restore(std::int64_t run_id);
     struct PurgeReport {
-        int purged = 0;                          // runs removed with every row they own
+        int purged = 0;                           // runs removed with every row they own
         std::vector<std::int64_t> still_running;  // deleted runs kept: their writer is alive
     };
     // Removes soft-deleted runs and every row they own, except RUNNING runs whose writer is alive.
@@ -95,8 +95,8 @@ public:
     // The stored decision boundary: its step and blob; nullopt when the run has none.
     std::optional<std::pair<std::int64_t, std::vector<std::uint8_t>>> boundary(std::int64_t run_id);
     std::vector<Histogram> histograms(std::int64_t run_id, std::optional<std::int64_t> step_lo = {},
-                                      std::optional<std::int64_t> step_hi = {},
-                                      const std::string& layer = {}, const std::string& kind = {});
+                                      std::optional<std::int64_t> step_hi = {}, const std::string& layer = {},
+                                      const std::string& kind = {});
     // Configuration keys whose values differ across the runs (missing counts as different).
     std::vector<ConfigDiffEntry> config_diff(const std::vector<std::int64_t>& run_ids);
 

@@ -51,32 +51,35 @@ RunWriter::RunWriter(const std::string& db_path, std::int64_t run_id, const Opti
     stmts_ = std::make_unique<Statements>(Statements{
         sqlite::Stmt(db, "BEGIN IMMEDIATE"),
         sqlite::Stmt(db, "COMMIT"),
-        sqlite::Stmt(db, "INSERT INTO metrics(run_id, key, step, wall_time, value) "
-                         "VALUES(?,?,?,?,?)"),
+        sqlite::Stmt(db,
+                     "INSERT INTO metrics(run_id, key, step, wall_time, value) "
+                     "VALUES(?,?,?,?,?)"),
         // In an upsert's SET every bare column is the old value, so the order does not matter.
-        sqlite::Stmt(db, "INSERT INTO latest_metrics(run_id, key, step, wall_time, value, min, "
-                         "max, count) VALUES(?1,?2,?3,?4,?5,?6,?7,?8) "
-                         "ON CONFLICT(run_id, key) DO UPDATE SET "
-                         "value = CASE WHEN excluded.step >= step THEN excluded.value ELSE value END, "
-                         "wall_time = CASE WHEN excluded.step >= step THEN excluded.wall_time "
-                         "ELSE wall_time END, "
-                         "step = max(step, excluded.step), "
-                         "min = min(coalesce(min, excluded.min), coalesce(excluded.min, min)), "
-                         "max = max(coalesce(max, excluded.max), coalesce(excluded.max, max)), "
-                         "count = count + excluded.count"),
-        sqlite::Stmt(db, "INSERT INTO metric_blocks(run_id, key, block, first_step, first_value, "
-                         "last_step, last_value, min, max, count) "
-                         "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) "
-                         "ON CONFLICT(run_id, key, block) DO UPDATE SET "
-                         "first_value = CASE WHEN excluded.first_step < first_step "
-                         "THEN excluded.first_value ELSE first_value END, "
-                         "first_step = min(first_step, excluded.first_step), "
-                         "last_value = CASE WHEN excluded.last_step >= last_step "
-                         "THEN excluded.last_value ELSE last_value END, "
-                         "last_step = max(last_step, excluded.last_step), "
-                         "min = min(coalesce(min, excluded.min), coalesce(excluded.min, min)), "
-                         "max = max(coalesce(max, excluded.max), coalesce(excluded.max, max)), "
-                         "count = count + excluded.count"),
+        sqlite::Stmt(db,
+                     "INSERT INTO latest_metrics(run_id, key, step, wall_time, value, min, "
+                     "max, count) VALUES(?1,?2,?3,?4,?5,?6,?7,?8) "
+                     "ON CONFLICT(run_id, key) DO UPDATE SET "
+                     "value = CASE WHEN excluded.step >= step THEN excluded.value ELSE value END, "
+                     "wall_time = CASE WHEN excluded.step >= step THEN excluded.wall_time "
+                     "ELSE wall_time END, "
+                     "step = max(step, excluded.step), "
+                     "min = min(coalesce(min, excluded.min), coalesce(excluded.min, min)), "
+                     "max = max(coalesce(max, excluded.max), coalesce(excluded.max, max)), "
+                     "count = count + excluded.count"),
+        sqlite::Stmt(db,
+                     "INSERT INTO metric_blocks(run_id, key, block, first_step, first_value, "
+                     "last_step, last_value, min, max, count) "
+                     "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) "
+                     "ON CONFLICT(run_id, key, block) DO UPDATE SET "
+                     "first_value = CASE WHEN excluded.first_step < first_step "
+                     "THEN excluded.first_value ELSE first_value END, "
+                     "first_step = min(first_step, excluded.first_step), "
+                     "last_value = CASE WHEN excluded.last_step >= last_step "
+                     "THEN excluded.last_value ELSE last_value END, "
+                     "last_step = max(last_step, excluded.last_step), "
+                     "min = min(coalesce(min, excluded.min), coalesce(excluded.min, min)), "
+                     "max = max(coalesce(max, excluded.max), coalesce(excluded.max, max)), "
+                     "count = count + excluded.count"),
         sqlite::Stmt(db, "INSERT INTO histograms(run_id, step, layer, kind, blob) VALUES(?,?,?,?,?)"),
         sqlite::Stmt(db, "INSERT INTO events(run_id, step, time, kind, json) VALUES(?,?,?,?,?)"),
         sqlite::Stmt(db, "UPDATE runs SET status=?, ended=? WHERE id=?"),
@@ -103,8 +106,7 @@ void RunWriter::pushed_locked() {
     }
 }
 
-void RunWriter::log_metric(std::string_view key, std::int64_t step, double wall_time,
-                           double value) {
+void RunWriter::log_metric(std::string_view key, std::int64_t step, double wall_time, double value) {
     std::lock_guard lk(mu_);
     pending_.metrics.push_back({std::string(key), step, wall_time, value});
     pushed_locked();
@@ -117,8 +119,7 @@ void RunWriter::log_histogram(std::int64_t step, std::string_view layer, std::st
     pushed_locked();
 }
 
-void RunWriter::log_event(std::int64_t step, double time, std::string_view kind,
-                          std::string_view json_text) {
+void RunWriter::log_event(std::int64_t step, double time, std::string_view kind, std::string_view json_text) {
     std::lock_guard lk(mu_);
     pending_.events.push_back(
         {step, time, std::string(kind), json_text.empty() ? "{}" : std::string(json_text)});
@@ -167,8 +168,7 @@ void RunWriter::loop() {
                 wake_.wait_for(lk, options_.retry_delay, [&] { return stop_; });
             } else {
                 wake_.wait_for(lk, options_.commit_interval, [&] {
-                    return stop_ || flush_waiters_ > 0 ||
-                           pending_.rows() >= options_.max_pending_rows;
+                    return stop_ || flush_waiters_ > 0 || pending_.rows() >= options_.max_pending_rows;
                 });
             }
             stopping = stop_;

@@ -46,8 +46,7 @@ public:
     void log_metric(std::string_view key, std::int64_t step, double wall_time, double value);
     void log_histogram(std::int64_t step, std::string_view layer, std::string_view kind,
                        std::vector<std::uint8_t> blob);
-    void log_event(std::int64_t step, double time, std::string_view kind,
-                   std::string_view json_text);
+    void log_event(std::int64_t step, double time, std::string_view kind, std::string_view json_text);
 
     // Blocks until every row logged before the call is committed; false when that did not
     // happen within `timeout` (the rows stay pending; last_error() says why).
@@ -103,8 +102,8 @@ private:
     std::unique_ptr<Statements> stmts_;
 
     mutable std::mutex mu_;
-    std::condition_variable wake_;   // worker: rows waiting / flush / stop
-    std::condition_variable done_;   // flushers: a commit finished
+    std::condition_variable wake_;  // worker: rows waiting / flush / stop
+    std::condition_variable done_;  // flushers: a commit finished
     Batch pending_;
     std::uint64_t pushed_seq_ = 0;     // rows (and status changes) pushed so far
     std::uint64_t committed_seq_ = 0;  // of those, committed

@@ -10,8 +10,8 @@
 
 namespace mpwb::sqlite {
 
-StoreError make_error(int rc, const std::string& path, std::string_view sqlite_message,
-                      std::string_view what, int system_errno) {
+StoreError make_error(int rc, const std::string& path, std::string_view sqlite_message, std::string_view what,
+                      int system_errno) {
     const std::string msg(sqlite_message);
     const bool no_space = system_errno == ENOSPC || system_errno == EDQUOT;
     if ((rc & 0xff) == SQLITE_FULL || ((rc & 0xff) == SQLITE_IOERR && no_space)) {
@@ -20,17 +20,14 @@ StoreError make_error(int rc, const std::string& path, std::string_view sqlite_m
     switch (rc & 0xff) {
         case SQLITE_BUSY:
         case SQLITE_LOCKED:
-            return StoreError(StoreError::Kind::Locked,
-                              "database " + path + " is locked by another process");
+            return StoreError(StoreError::Kind::Locked, "database " + path + " is locked by another process");
         case SQLITE_READONLY:
             return StoreError(StoreError::Kind::ReadOnly, "database " + path + " is read-only");
         case SQLITE_CORRUPT:
         case SQLITE_NOTADB:
-            return StoreError(StoreError::Kind::Corrupt,
-                              "database " + path + " is corrupt: " + msg);
+            return StoreError(StoreError::Kind::Corrupt, "database " + path + " is corrupt: " + msg);
         case SQLITE_CANTOPEN:
-            return StoreError(StoreError::Kind::NotFound,
-                              "cannot open database " + path + ": " + msg);
+            return StoreError(StoreError::Kind::NotFound, "cannot open database " + path + ": " + msg);
         case SQLITE_PERM:
         case SQLITE_AUTH:
             return StoreError(StoreError::Kind::ReadOnly,
@@ -141,8 +138,7 @@ std::string Db::query_text(const std::string& sql) {
 }
 
 Stmt::Stmt(Db& db, std::string_view sql) : db_(&db) {
-    const int rc = sqlite3_prepare_v2(db.handle(), sql.data(), static_cast<int>(sql.size()),
-                                      &stmt_, nullptr);
+    const int rc = sqlite3_prepare_v2(db.handle(), sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
     if (rc != SQLITE_OK) {
         db.fail(rc, "prepare: " + std::string(sql.substr(0, 80)));
     }
@@ -150,8 +146,7 @@ Stmt::Stmt(Db& db, std::string_view sql) : db_(&db) {
 
 Stmt::~Stmt() { sqlite3_finalize(stmt_); }
 
-Stmt::Stmt(Stmt&& other) noexcept
-    : stmt_(std::exchange(other.stmt_, nullptr)), db_(other.db_) {}
+Stmt::Stmt(Stmt&& other) noexcept : stmt_(std::exchange(other.stmt_, nullptr)), db_(other.db_) {}
 
 Stmt& Stmt::operator=(Stmt&& other) noexcept {
     if (this != &other) {
@@ -220,8 +215,7 @@ double Stmt::col_double(int i) const {
 
 std::string Stmt::col_text(int i) const {
     const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, i));
-    return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
-             : std::string();
+    return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i))) : std::string();
 }
 
 std::vector<std::uint8_t> Stmt::col_blob(int i) const {
@@ -244,9 +238,7 @@ std::optional<std::int64_t> Stmt::col_opt_int(int i) const {
     return sqlite3_column_int64(stmt_, i);
 }
 
-Transaction::Transaction(Db& db, std::string_view what) : db_(db) {
-    db_.exec("BEGIN IMMEDIATE", what);
-}
+Transaction::Transaction(Db& db, std::string_view what) : db_(db) { db_.exec("BEGIN IMMEDIATE", what); }
 
 Transaction::~Transaction() {
     if (!done_) {

@@ -18,8 +18,8 @@ namespace mpwb::sqlite {
 // Builds the StoreError for a failed SQLite call on the database at `path`. `what` names the
 // operation ("commit", "reading run 3") for the generic case. `system_errno` (from
 // sqlite3_system_errno) tells an I/O error that is really a full disk (ENOSPC, EDQUOT).
-StoreError make_error(int rc, const std::string& path, std::string_view sqlite_message,
-                      std::string_view what, int system_errno = 0);
+StoreError make_error(int rc, const std::string& path, std::string_view sqlite_message, std::string_view what,
+                      int system_errno = 0);
 
 class Db {
 public:
@@ -87,8 +87,7 @@ public:
     bool step(std::string_view what = {});
     // Runs to completion (for statements without rows).
     void run(std::string_view what = {}) {
-        while (step(what)) {
-        }
+        while (step(what)) {}
     }
     // Resets for re-execution and clears bindings, so no read transaction stays open.
     void reset();

@@ -17,8 +17,7 @@ double series_value(std::int64_t step) {
     return std::exp(-1e-6 * static_cast<double>(step)) + 0.01 * std::sin(0.37 * static_cast<double>(step));
 }
 
-std::int64_t fill_run(const std::string& db_path, const std::string& name, int rows,
-                      const std::string& key) {
+std::int64_t fill_run(const std::string& db_path, const std::string& name, int rows, const std::string& key) {
     std::int64_t id;
     {
         RunStore store(db_path);
@@ -69,7 +68,8 @@ double bench_downsample_ms(const std::string& db_path, int points, int buckets) 
     for (int i = 0; i < 5; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
         const auto b = store.downsample(id, "bench/series", buckets);
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         if (b.empty()) {
             throw StoreError(StoreError::Kind::Other, "benchmark series is empty");
         }

@@ -108,8 +108,8 @@ Box* make_page(QStackedWidget* pages) {
 // The source the combo box shows (its items are kSources, in order).
 const Source& chosen_source(const QComboBox* combo) { return kSources[std::max(0, combo->currentIndex())]; }
 
-const QColor kClassColors[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
-                               QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75),
+const QColor kClassColors[] = {QColor(31, 119, 180),  QColor(255, 127, 14),  QColor(44, 160, 44),
+                               QColor(214, 39, 40),   QColor(148, 103, 189), QColor(140, 86, 75),
                                QColor(227, 119, 194), QColor(127, 127, 127)};
 
 // The file of one IDX part, raw or gzipped; empty when neither exists.
@@ -264,7 +264,8 @@ void DatasetPanel::setDatasetSpec(const DatasetSpec& spec) {
     int index = source_->findData(QString::fromStdString(spec.kind));
     if (index < 0) index = 0;
     if (spec.kind == "fashion-mnist" || spec.kind == "mnist")
-        folder_->setText(spec.path.empty() ? QString::fromLatin1(kDebianFashionMnistDir) : QString::fromStdString(spec.path));
+        folder_->setText(spec.path.empty() ? QString::fromLatin1(kDebianFashionMnistDir)
+                                           : QString::fromStdString(spec.path));
     if (spec.kind == "csv") {
         csv_path_->setText(QString::fromStdString(spec.path));
         label_column_->setText(QString::fromStdString(spec.label_column));
@@ -285,9 +286,12 @@ void DatasetPanel::setDatasetSpec(const DatasetSpec& spec) {
 
 Shape DatasetPanel::sampleShape() const {
     switch (pages_->currentIndex()) {
-    case kSyntheticPage: return {2};
-    case kIdxPage: return idx_shape_;
-    default: return csv_shape_;
+        case kSyntheticPage:
+            return {2};
+        case kIdxPage:
+            return idx_shape_;
+        default:
+            return csv_shape_;
     }
 }
 
@@ -364,8 +368,10 @@ void DatasetPanel::regeneratePreview() {
                 auto* g = plot_->addGraph();
                 g->setLineStyle(QCPGraph::lsNone);
                 const QColor col = kClassColors[cls % 8];
-                g->setScatterStyle(split == 0 ? circle_marker(QPen(col), col, marker, plot_->devicePixelRatioF())
-                                              : circle_marker(QPen(col), Qt::NoBrush, marker + 1, plot_->devicePixelRatioF()));
+                g->setScatterStyle(
+                    split == 0
+                        ? circle_marker(QPen(col), col, marker, plot_->devicePixelRatioF())
+                        : circle_marker(QPen(col), Qt::NoBrush, marker + 1, plot_->devicePixelRatioF()));
                 g->setData(xs[size_t(split * k + cls)], ys[size_t(split * k + cls)]);
             }
         }
@@ -395,14 +401,16 @@ void DatasetPanel::loadIdxFolder() {
         return;
     }
     if (!missing.isEmpty()) {
-        setError(tr("%1 lacks %2 (raw or .gz). For Fashion-MNIST on Debian: apt install dataset-fashion-mnist.")
-                     .arg(folder, missing.join(", ")));
+        setError(
+            tr("%1 lacks %2 (raw or .gz). For Fashion-MNIST on Debian: apt install dataset-fashion-mnist.")
+                .arg(folder, missing.join(", ")));
         idx_status_->setText({});
         return;
     }
     try {
         const IdxImages images = read_idx_images(idx_file(folder, "t10k-images-idx3-ubyte").toStdString());
-        const std::vector<uint8_t> labels = read_idx_labels(idx_file(folder, "t10k-labels-idx1-ubyte").toStdString());
+        const std::vector<uint8_t> labels =
+            read_idx_labels(idx_file(folder, "t10k-labels-idx1-ubyte").toStdString());
         if (int64_t(labels.size()) != images.count)
             throw std::runtime_error("the test split has " + std::to_string(images.count) + " images but " +
                                      std::to_string(labels.size()) + " labels");
@@ -423,10 +431,11 @@ void DatasetPanel::loadIdxFolder() {
             thumb_grid_->addWidget(lab, int(i / cols), int(i % cols));
             ++thumbnails_;
         }
-        idx_status_->setText(tr("Test split: %1 images of %2 × %3 pixels, 10 classes. Hover a thumbnail for its label.")
-                                 .arg(images.count)
-                                 .arg(images.rows)
-                                 .arg(images.cols));
+        idx_status_->setText(
+            tr("Test split: %1 images of %2 × %3 pixels, 10 classes. Hover a thumbnail for its label.")
+                .arg(images.count)
+                .arg(images.rows)
+                .arg(images.cols));
         setError({});
     } catch (const std::exception& e) {
         idx_status_->setText({});
@@ -459,12 +468,13 @@ void DatasetPanel::loadCsvFile() {
         const Dataset d = load_csv_dataset(path.toStdString(), o);
         csv_shape_ = d.sample_shape;
         csv_classes_ = d.num_classes;
-        csv_status_->setText(tr("%1 rows (%2 train, %3 test), %4 features, %5")
-                                 .arg(d.train_size() + d.test_size())
-                                 .arg(d.train_size())
-                                 .arg(d.test_size())
-                                 .arg(shape_numel(d.sample_shape))
-                                 .arg(d.num_classes > 0 ? tr("%1 classes").arg(d.num_classes) : tr("regression")));
+        csv_status_->setText(
+            tr("%1 rows (%2 train, %3 test), %4 features, %5")
+                .arg(d.train_size() + d.test_size())
+                .arg(d.train_size())
+                .arg(d.test_size())
+                .arg(shape_numel(d.sample_shape))
+                .arg(d.num_classes > 0 ? tr("%1 classes").arg(d.num_classes) : tr("regression")));
         setError({});
     } catch (const std::exception& e) {
         csv_status_->setText({});

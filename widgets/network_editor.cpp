@@ -72,8 +72,6 @@ QString layer_kind_of(const nlohmann::json& spec) {
     return QStringLiteral("?");
 }
 
-
-
 // The palette: a list of layer kinds that drags its kind name into the layer table.
 class PaletteList : public QListWidget {
 public:
@@ -114,18 +112,24 @@ public:
         const auto& layers = editor_->network_["layers"];
         if (row >= int(layers.size())) return {};
         const auto& spec = layers[size_t(row)];
-        const LayerReport* rep = row < int(editor_->reports_.size()) ? &editor_->reports_[size_t(row)] : nullptr;
-        const std::string& err = row < int(editor_->row_errors_.size()) ? editor_->row_errors_[size_t(row)] : std::string();
+        const LayerReport* rep =
+            row < int(editor_->reports_.size()) ? &editor_->reports_[size_t(row)] : nullptr;
+        const std::string& err =
+            row < int(editor_->row_errors_.size()) ? editor_->row_errors_[size_t(row)] : std::string();
         const bool shape_known = rep && rep->error.empty() && !rep->output.empty();
         if (role == Qt::DisplayRole) {
             switch (index.column()) {
-            case 0: return row;
-            case 1: return layer_kind_of(spec);
-            case 2: return settings_text(spec);
-            case 3:
-                if (!err.empty() && rep && !rep->error.empty()) return QStringLiteral("error");
-                return shape_known ? shape_text(rep->output) : QStringLiteral("?");
-            case 4: return shape_known ? QLocale().toString(qlonglong(rep->parameters)) : QString();
+                case 0:
+                    return row;
+                case 1:
+                    return layer_kind_of(spec);
+                case 2:
+                    return settings_text(spec);
+                case 3:
+                    if (!err.empty() && rep && !rep->error.empty()) return QStringLiteral("error");
+                    return shape_known ? shape_text(rep->output) : QStringLiteral("?");
+                case 4:
+                    return shape_known ? QLocale().toString(qlonglong(rep->parameters)) : QString();
             }
         }
         if (role == Qt::TextAlignmentRole && (index.column() == 0 || index.column() == 4))
@@ -143,7 +147,9 @@ public:
     }
     Qt::DropActions supportedDropActions() const override { return Qt::CopyAction | Qt::MoveAction; }
     Qt::DropActions supportedDragActions() const override { return Qt::MoveAction; }
-    QStringList mimeTypes() const override { return {QString::fromLatin1(kKindMime), QString::fromLatin1(kRowMime)}; }
+    QStringList mimeTypes() const override {
+        return {QString::fromLatin1(kKindMime), QString::fromLatin1(kRowMime)};
+    }
 
     QMimeData* mimeData(const QModelIndexList& indexes) const override {
         auto* m = new QMimeData;
@@ -155,7 +161,8 @@ public:
         return data->hasFormat(kKindMime) || data->hasFormat(kRowMime);
     }
 
-    bool dropMimeData(const QMimeData* data, Qt::DropAction action, int row, int, const QModelIndex& parent) override {
+    bool dropMimeData(const QMimeData* data, Qt::DropAction action, int row, int,
+                      const QModelIndex& parent) override {
         if (action == Qt::IgnoreAction) return true;
         // Dropped onto a row: insert before it; onto the empty area: append.
         int target = row >= 0 ? row : (parent.isValid() ? parent.row() : editor_->layerCount());
@@ -192,8 +199,13 @@ class NetworkEditCommand : public QUndoCommand {
 public:
     NetworkEditCommand(NetworkEditor* editor, nlohmann::json before, nlohmann::json after, int select_before,
                        int select_after, const QString& text, int merge_id = -1, QString merge_key = {})
-        : QUndoCommand(text), editor_(editor), before_(std::move(before)), after_(std::move(after)),
-          select_before_(select_before), select_after_(select_after), merge_id_(merge_id),
+        : QUndoCommand(text),
+          editor_(editor),
+          before_(std::move(before)),
+          after_(std::move(after)),
+          select_before_(select_before),
+          select_after_(select_after),
+          merge_id_(merge_id),
           merge_key_(std::move(merge_key)) {}
 
     void redo() override { editor_->applyState(after_, select_after_); }
@@ -272,7 +284,8 @@ QToolButton* NetworkEditor::makeUndoButton(bool undo) {
     button->setShortcut(undo ? QKeySequence::Undo : QKeySequence::Redo);
     button->setEnabled(false);
     connect(button, &QToolButton::clicked, undo_, undo ? &QUndoStack::undo : &QUndoStack::redo);
-    connect(undo_, undo ? &QUndoStack::canUndoChanged : &QUndoStack::canRedoChanged, button, &QToolButton::setEnabled);
+    connect(undo_, undo ? &QUndoStack::canUndoChanged : &QUndoStack::canRedoChanged, button,
+            &QToolButton::setEnabled);
     connect(undo_, undo ? &QUndoStack::undoTextChanged : &QUndoStack::redoTextChanged, button,
             [button, undo](const QString& t) {
                 button->setToolTip(t.isEmpty() ? QString() : (undo ? tr("Undo %1") : tr("Redo %1")).arg(t));
@@ -292,7 +305,8 @@ QWidget* NetworkEditor::makePalette() {
     palette_->setDragDropMode(QAbstractItemView::DragOnly);
     palette_->setCurrentRow(0);
     palette_->setToolTip(tr("Double-click, press Add, or drag a layer into the network"));
-    connect(palette_, &QListWidget::itemDoubleClicked, this, [this](QListWidgetItem* item) { addLayer(item->text()); });
+    connect(palette_, &QListWidget::itemDoubleClicked, this,
+            [this](QListWidgetItem* item) { addLayer(item->text()); });
     add_ = new QPushButton(tr("Add →"));
     add_->setObjectName("addButton");
     connect(add_, &QPushButton::clicked, this, [this] {
@@ -327,13 +341,14 @@ QWidget* NetworkEditor::makeLayerTable() {
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     table_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
     table_->setAlternatingRowColors(true);
-    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& cur) {
-        const int row = cur.isValid() ? cur.row() : -1;
-        if (row == current_) return;
-        current_ = row;
-        rebuildForm();
-        updateButtons();
-    });
+    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& cur) {
+                const int row = cur.isValid() ? cur.row() : -1;
+                if (row == current_) return;
+                current_ = row;
+                rebuildForm();
+                updateButtons();
+            });
     summary_ = new QLabel;
     summary_->setObjectName("summaryLabel");
     summary_->setWordWrap(true);
@@ -403,8 +418,8 @@ void NetworkEditor::setCurrentLayer(int row) {
         table_->selectionModel()->setCurrentIndex(QModelIndex(), QItemSelectionModel::Clear);
         return;
     }
-    table_->selectionModel()->setCurrentIndex(model_->index(row, 0),
-                                              QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    table_->selectionModel()->setCurrentIndex(
+        model_->index(row, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
 }
 
 nlohmann::json NetworkEditor::defaultLayer(const QString& kind) {
@@ -458,7 +473,8 @@ void NetworkEditor::setNetworkJson(const nlohmann::json& network, const QString&
     if (!next.contains("layers") || !next["layers"].is_array()) next["layers"] = nlohmann::json::array();
     if (!next.contains("name")) next["name"] = "network";
     if (!next.contains("loss")) next["loss"] = "cross_entropy";
-    undo_->push(new NetworkEditCommand(this, network_, next, current_, next["layers"].empty() ? -1 : 0, text));
+    undo_->push(
+        new NetworkEditCommand(this, network_, next, current_, next["layers"].empty() ? -1 : 0, text));
 }
 
 void NetworkEditor::applyState(const nlohmann::json& network, int select_row) {
@@ -506,16 +522,18 @@ void NetworkEditor::reinspect() {
     QString first_error;
     for (size_t i = 0; i < reports_.size() && i < size_t(n); ++i) {
         if (!reports_[i].error.empty()) {
-            row_errors_[i] = "layer " + std::to_string(i) + " (" + reports_[i].kind + "): " + reports_[i].error;
+            row_errors_[i] =
+                "layer " + std::to_string(i) + " (" + reports_[i].kind + "): " + reports_[i].error;
         }
     }
     // The output must be one score per class, or the loss cannot be computed.
     if (n > 0 && classes_ > 0 && size_t(n) == reports_.size() && reports_.back().error.empty()) {
         const Shape& out = reports_.back().output;
         if (!(out.size() == 1 && out[0] == classes_)) {
-            row_errors_.back() = "layer " + std::to_string(n - 1) + " (" + reports_.back().kind + "): outputs " +
-                                 shape_to_string(out) + " but the dataset has " + std::to_string(classes_) +
-                                 " classes; the last layer must output [" + std::to_string(classes_) + "]";
+            row_errors_.back() = "layer " + std::to_string(n - 1) + " (" + reports_.back().kind +
+                                 "): outputs " + shape_to_string(out) + " but the dataset has " +
+                                 std::to_string(classes_) + " classes; the last layer must output [" +
+                                 std::to_string(classes_) + "]";
         }
     }
     for (const auto& e : row_errors_) {
@@ -524,7 +542,8 @@ void NetworkEditor::reinspect() {
     }
     const bool valid = n > 0 && !input_shape_.empty() && errors == 0;
 
-    input_label_->setText(tr("Input: %1").arg(input_shape_.empty() ? tr("unknown") : shape_text(input_shape_)));
+    input_label_->setText(
+        tr("Input: %1").arg(input_shape_.empty() ? tr("unknown") : shape_text(input_shape_)));
     if (n == 0) {
         summary_->setStyleSheet("color: #8a5a00;");
         summary_->setText(tr("The network is empty: add layers from the palette."));
@@ -608,7 +627,8 @@ QWidget* NetworkEditor::makeFieldEditor(const LayerField& f, const nlohmann::jso
     if (f.type == FieldType::Boolean) {
         auto* box = new QCheckBox;
         box->setChecked(value != 0);
-        connect(box, &QCheckBox::toggled, this, [this, row, key](bool v) { commitFormEdit(row, key, v, false); });
+        connect(box, &QCheckBox::toggled, this,
+                [this, row, key](bool v) { commitFormEdit(row, key, v, false); });
         return box;
     }
     if (f.type == FieldType::Float) {
@@ -617,11 +637,13 @@ QWidget* NetworkEditor::makeFieldEditor(const LayerField& f, const nlohmann::jso
         box->setRange(f.editor_min(), f.editor_max());
         box->setSingleStep(f.decimals >= 6 ? 1e-6 : 0.01);
         box->setValue(value);
-        connect(box, &QDoubleSpinBox::valueChanged, this, [this, row, key](double v) { commitFormEdit(row, key, v, false); });
+        connect(box, &QDoubleSpinBox::valueChanged, this,
+                [this, row, key](double v) { commitFormEdit(row, key, v, false); });
         return box;
     }
     auto* box = new QSpinBox;
-    box->setRange(int(f.editor_min()), int(std::min(f.editor_max(), double(std::numeric_limits<int>::max()))));
+    box->setRange(int(f.editor_min()),
+                  int(std::min(f.editor_max(), double(std::numeric_limits<int>::max()))));
     box->setValue(int(std::clamp(value, double(box->minimum()), double(box->maximum()))));
     box->setKeyboardTracking(true);
     const bool zero_unsets = !f.zero_means.empty();
@@ -639,8 +661,9 @@ void NetworkEditor::commitFormEdit(int row, const QString& key, const nlohmann::
     } else if (network_["layers"][size_t(row)].contains(key.toStdString())) {
         nlohmann::json after = network_;
         after["layers"][size_t(row)].erase(key.toStdString());
-        undo_->push(new NetworkEditCommand(this, network_, after, row, row, tr("Clear %1 of layer %2").arg(key).arg(row),
-                                           1, QStringLiteral("%1/%2").arg(row).arg(key)));
+        undo_->push(new NetworkEditCommand(this, network_, after, row, row,
+                                           tr("Clear %1 of layer %2").arg(key).arg(row), 1,
+                                           QStringLiteral("%1/%2").arg(row).arg(key)));
     }
     form_editing_ = false;
 }
@@ -714,7 +737,8 @@ void NetworkEditor::loadPreset(const QString& name) {
 }
 
 void NetworkEditor::onOpenClicked() {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open network"), {}, tr("Network JSON (*.json);;All files (*)"));
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open network"), {},
+                                                      tr("Network JSON (*.json);;All files (*)"));
     if (!path.isEmpty()) openFile(path);
 }
 

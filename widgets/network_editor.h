@@ -36,7 +36,8 @@ public:
     // {"name", "loss", "layers": [...]} as Network::from_json reads it.
     nlohmann::json networkJson() const;
     // Replaces the whole network as one undoable edit (text names it in the undo history).
-    void setNetworkJson(const nlohmann::json& network, const QString& text = QStringLiteral("Replace network"));
+    void setNetworkJson(const nlohmann::json& network,
+                        const QString& text = QStringLiteral("Replace network"));
 
     // Loads a network file's content (a bare network or a preset file with "network"). Returns
     // an empty string on success, else a message naming the problem; the network is unchanged

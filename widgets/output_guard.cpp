@@ -20,8 +20,10 @@ void set_guarded_database(const QString& db_path) { guarded_database() = db_path
 QString output_refusal(const QString& output, const QString& what) {
     const QString& db = guarded_database();
     if (!writes_into_database(output.toStdString(), db.toStdString())) return {};
-    return QCoreApplication::translate("mpwb", "Cannot write %1 to %2: it is the run database %3 (or one of its files), "
-                                                "which the workbench reads. Choose another file.")
+    return QCoreApplication::translate(
+               "mpwb",
+               "Cannot write %1 to %2: it is the run database %3 (or one of its files), "
+               "which the workbench reads. Choose another file.")
         .arg(what, output, db);
 }
 

@@ -28,8 +28,9 @@ namespace {
 QString scale_text(double v) {
     if (!(v > 0) || !std::isfinite(v)) return QString::number(v);
     const double k = std::log2(v);
-    const QString pow = std::fabs(k - std::round(k)) < 1e-9 ? QStringLiteral("2^%1").arg(qint64(std::round(k)))
-                                                             : QStringLiteral("2^%1").arg(k, 0, 'f', 3);
+    const QString pow = std::fabs(k - std::round(k)) < 1e-9
+                            ? QStringLiteral("2^%1").arg(qint64(std::round(k)))
+                            : QStringLiteral("2^%1").arg(k, 0, 'f', 3);
     return QStringLiteral("%1 = %2").arg(pow, QString::number(v, 'g', 7));
 }
 
@@ -80,19 +81,23 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
 QWidget* PrecisionPanel::makePolicyBox() {
     policy_ = new QComboBox;
     policy_->setObjectName("policyCombo");
-    for (const auto& n : precision_names()) policy_->addItem(QString::fromStdString(n), QString::fromStdString(n));
-    policy_->setToolTip(tr("fp32: reference. tf32: FP32 storage, GEMM operands rounded to 10 mantissa bits.\n"
-                           "fp16-mixed / bf16-mixed: reduced math, FP32 master weights.\n"
-                           "fp16-pure: no FP32 master copy (the failure the mixed-precision paper shows)."));
+    for (const auto& n : precision_names())
+        policy_->addItem(QString::fromStdString(n), QString::fromStdString(n));
+    policy_->setToolTip(
+        tr("fp32: reference. tf32: FP32 storage, GEMM operands rounded to 10 mantissa bits.\n"
+           "fp16-mixed / bf16-mixed: reduced math, FP32 master weights.\n"
+           "fp16-pure: no FP32 master copy (the failure the mixed-precision paper shows)."));
     device_ = new QComboBox;
     device_->setObjectName("deviceCombo");
     device_->addItem(tr("CPU (emulated)"), "cpu");
-    device_->setToolTip(tr("On the CPU, FP16, BF16 and TF32 are emulated bit for bit: operands and results are "
-                           "rounded where a GPU would round them, products are summed in FP32."));
+    device_->setToolTip(
+        tr("On the CPU, FP16, BF16 and TF32 are emulated bit for bit: operands and results are "
+           "rounded where a GPU would round them, products are summed in FP32."));
     wgrad_ = new QComboBox;
     wgrad_->setObjectName("wgradCombo");
     wgrad_->addItem(tr("policy default"), QString());
-    for (const char* f : {"fp32", "fp16", "bf16"}) wgrad_->addItem(QString::fromLatin1(f), QString::fromLatin1(f));
+    for (const char* f : {"fp32", "fp16", "bf16"})
+        wgrad_->addItem(QString::fromLatin1(f), QString::fromLatin1(f));
     wgrad_->setToolTip(tr("Format weight gradients are stored in; FP32 trades memory for range"));
     auto* box = new QGroupBox(tr("Precision"));
     auto* form = new QFormLayout(box);
@@ -148,7 +153,8 @@ QWidget* PrecisionPanel::makeReadoutBox() {
     overflow_readout_->setObjectName("overflowReadout");
     headroom_readout_ = new QLabel("–");
     headroom_readout_->setObjectName("headroomReadout");
-    headroom_readout_->setToolTip(tr("How many powers of two the largest scaled gradient sits below the format's largest value"));
+    headroom_readout_->setToolTip(
+        tr("How many powers of two the largest scaled gradient sits below the format's largest value"));
     fix_label_size(scale_readout_, {scale_text(std::ldexp(1.0, -126)), scale_text(1.9999e38)});
     fix_label_size(skipped_readout_, {QStringLiteral("9999999999")});
     fix_label_size(overflow_readout_, {QStringLiteral("9999999999")});
@@ -168,7 +174,8 @@ void PrecisionPanel::makeEventTable() {
     events_->setHorizontalHeaderLabels({tr("Step"), tr("Event"), tr("By"), tr("Detail")});
     events_->verticalHeader()->hide();
     events_->horizontalHeader()->setStretchLastSection(true);
-    for (int column : {0, 1, 2}) events_->horizontalHeader()->setSectionResizeMode(column, QHeaderView::ResizeToContents);
+    for (int column : {0, 1, 2})
+        events_->horizontalHeader()->setSectionResizeMode(column, QHeaderView::ResizeToContents);
     events_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     events_->setSelectionBehavior(QAbstractItemView::SelectRows);
     events_->setWordWrap(false);  // one line per event, cut with "…"; the tooltip has it all
@@ -176,7 +183,9 @@ void PrecisionPanel::makeEventTable() {
     events_->setMinimumHeight(120);
 }
 
-PrecisionKind PrecisionPanel::precision() const { return parse_precision(policy_->currentData().toString().toStdString()); }
+PrecisionKind PrecisionPanel::precision() const {
+    return parse_precision(policy_->currentData().toString().toStdString());
+}
 
 void PrecisionPanel::setPrecision(PrecisionKind kind) {
     const int i = policy_->findData(QString::fromStdString(precision_name(kind)));
@@ -254,8 +263,9 @@ void PrecisionPanel::updateEnabled() {
     set_scale_log2_->setEnabled(running_ && scaled);
     set_lr_->setEnabled(running_);
     lr_->setEnabled(running_);
-    live_hint_->setText(running_ ? tr("Changes are applied at the next step boundary.")
-                                 : tr("Available while a run goes on; the settings above are used when it starts."));
+    live_hint_->setText(
+        running_ ? tr("Changes are applied at the next step boundary.")
+                 : tr("Available while a run goes on; the settings above are used when it starts."));
 }
 
 void PrecisionPanel::setRunning(bool running) {

@@ -1,10 +1,10 @@
 // PrecisionPanel: the precision policy, the device, the weight-gradient format and the loss
 // scaler's settings (ScalerForm, built from the scaler's field table), with the reference
 // systems' presets ("like PyTorch", ...). The issues LossScalerConfig::issues() reports are
-// shown inline, on the field they name, and an invalid configuration is never emitted. While a run goes on, the scaler settings, the loss
-// scale and the learning rate can be changed: "Apply" emits a request that the app forwards to
-// the trainer, which applies it at the next step boundary. A readout and an event list show what
-// the scaler and the user did, step by step.
+// shown inline, on the field they name, and an invalid configuration is never emitted. While a run goes on,
+// the scaler settings, the loss scale and the learning rate can be changed: "Apply" emits a request that the
+// app forwards to the trainer, which applies it at the next step boundary. A readout and an event list show
+// what the scaler and the user did, step by step.
 #pragma once
 #include <QMetaType>
 #include <QString>

@@ -55,18 +55,28 @@ QString duration_text(double seconds) {
 QString store_message(const StoreError& e) {
     QString hint;
     switch (e.kind()) {
-    case StoreError::Kind::Locked: hint = QObject::tr(" Another program holds the database; try again when it finishes."); break;
-    case StoreError::Kind::Corrupt: hint = QObject::tr(" The file was left untouched; open another database."); break;
-    case StoreError::Kind::NewerSchema:
-        hint = QObject::tr(" It was written by a newer MP Workbench; upgrade to open it. The file was left untouched.");
-        break;
-    case StoreError::Kind::ReadOnly: hint = QObject::tr(" The file cannot be written."); break;
-    default: break;
+        case StoreError::Kind::Locked:
+            hint = QObject::tr(" Another program holds the database; try again when it finishes.");
+            break;
+        case StoreError::Kind::Corrupt:
+            hint = QObject::tr(" The file was left untouched; open another database.");
+            break;
+        case StoreError::Kind::NewerSchema:
+            hint = QObject::tr(
+                " It was written by a newer MP Workbench; upgrade to open it. The file was left untouched.");
+            break;
+        case StoreError::Kind::ReadOnly:
+            hint = QObject::tr(" The file cannot be written.");
+            break;
+        default:
+            break;
     }
     return QString::fromUtf8(e.what()) + hint;
 }
 
-QTableWidgetItem* text_item(const std::string& text) { return new QTableWidgetItem(QString::fromStdString(text)); }
+QTableWidgetItem* text_item(const std::string& text) {
+    return new QTableWidgetItem(QString::fromStdString(text));
+}
 
 QTableWidgetItem* accuracy_item(const std::optional<double>& v) {
     return new NumberItem(v ? QString::fromStdString(percent_text(*v)) : QString(), v.value_or(-1));
@@ -86,19 +96,22 @@ QTableWidgetItem* name_item(const Run& r, const RunFigures&) {
 
 QTableWidgetItem* status_item(const Run& r, const RunFigures&) {
     auto* status = new QTableWidgetItem(QString::fromLatin1(to_string(r.status)));
-    if (r.status == RunStatus::Failed || r.status == RunStatus::Interrupted) status->setForeground(QColor(176, 0, 0));
+    if (r.status == RunStatus::Failed || r.status == RunStatus::Interrupted)
+        status->setForeground(QColor(176, 0, 0));
     if (r.status == RunStatus::Running) status->setForeground(QColor(0, 110, 0));
     return status;
 }
 
 QTableWidgetItem* speed_item(const Run&, const RunFigures& f) {
     const auto& v = f.samples_per_second;
-    return new NumberItem(v ? QString::fromStdString(samples_per_second_text(*v)) : QString(), v.value_or(-1));
+    return new NumberItem(v ? QString::fromStdString(samples_per_second_text(*v)) : QString(),
+                          v.value_or(-1));
 }
 
 QTableWidgetItem* started_item(const Run& r, const RunFigures&) {
     const double started = r.started.value_or(r.created);
-    return new NumberItem(QDateTime::fromMSecsSinceEpoch(qint64(started * 1000)).toString("yyyy-MM-dd HH:mm"), started);
+    return new NumberItem(QDateTime::fromMSecsSinceEpoch(qint64(started * 1000)).toString("yyyy-MM-dd HH:mm"),
+                          started);
 }
 
 QTableWidgetItem* duration_item(const Run&, const RunFigures& f) {
@@ -108,7 +121,8 @@ QTableWidgetItem* duration_item(const Run&, const RunFigures& f) {
 
 QTableWidgetItem* tags_item(const Run& r, const RunFigures&) {
     QStringList tags;
-    for (const auto& [k, v] : r.tags) tags << (v.empty() ? QString::fromStdString(k) : QString::fromStdString(k + "=" + v));
+    for (const auto& [k, v] : r.tags)
+        tags << (v.empty() ? QString::fromStdString(k) : QString::fromStdString(k + "=" + v));
     auto* item = new QTableWidgetItem(tags.join(", "));
     item->setToolTip(tags.join(QLatin1Char('\n')));
     return item;
@@ -126,8 +140,10 @@ const ColumnSpec kColumns[] = {
     {QT_TR_NOOP("Status"), status_item},
     {QT_TR_NOOP("Precision"), [](const Run& r, const RunFigures&) { return text_item(r.precision); }},
     {QT_TR_NOOP("Dataset"), [](const Run& r, const RunFigures&) { return text_item(r.dataset); }},
-    {QT_TR_NOOP("Final test acc"), [](const Run&, const RunFigures& f) { return accuracy_item(f.final_test_accuracy); }},
-    {QT_TR_NOOP("Best test acc"), [](const Run&, const RunFigures& f) { return accuracy_item(f.best_test_accuracy); }},
+    {QT_TR_NOOP("Final test acc"),
+     [](const Run&, const RunFigures& f) { return accuracy_item(f.final_test_accuracy); }},
+    {QT_TR_NOOP("Best test acc"),
+     [](const Run&, const RunFigures& f) { return accuracy_item(f.best_test_accuracy); }},
     {QT_TR_NOOP("Samples/s"), speed_item},
     {QT_TR_NOOP("Started"), started_item},
     {QT_TR_NOOP("Duration"), duration_item},
@@ -198,11 +214,13 @@ QLayout* RunBrowser::makeFilterBar() {
     auto* refresh_button = make_button(tr("Refresh"), "refreshButton");
     auto* filters = new QHBoxLayout;
     filters->addWidget(text_filter_, 2);
-    for (QWidget* w : std::initializer_list<QWidget*>{precision_filter_, dataset_filter_, status_filter_}) filters->addWidget(w);
+    for (QWidget* w : std::initializer_list<QWidget*>{precision_filter_, dataset_filter_, status_filter_})
+        filters->addWidget(w);
     filters->addWidget(tag_filter_, 1);
     filters->addWidget(show_deleted_);
     filters->addWidget(refresh_button);
-    for (QLineEdit* e : {text_filter_, tag_filter_}) connect(e, &QLineEdit::textChanged, this, &RunBrowser::onFilterChanged);
+    for (QLineEdit* e : {text_filter_, tag_filter_})
+        connect(e, &QLineEdit::textChanged, this, &RunBrowser::onFilterChanged);
     for (QComboBox* c : {precision_filter_, dataset_filter_, status_filter_})
         connect(c, &QComboBox::currentIndexChanged, this, &RunBrowser::onFilterChanged);
     connect(show_deleted_, &QCheckBox::toggled, this, &RunBrowser::onFilterChanged);
@@ -230,7 +248,8 @@ QWidget* RunBrowser::makeTablePane() {
     table_->horizontalHeader()->setSectionResizeMode(kNameColumn, QHeaderView::Interactive);
     table_->horizontalHeader()->setStretchLastSection(true);
     table_->setColumnWidth(kNameColumn, 200);
-    connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunBrowser::onSelectionChanged);
+    connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+            &RunBrowser::onSelectionChanged);
     connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
         if (row >= 0) emit openRunRequested(runIdAt(row));
     });
@@ -281,7 +300,8 @@ QWidget* RunBrowser::makeDetailsPane() {
     connect(untag_, &QPushButton::clicked, this, &RunBrowser::onUntagClicked);
     connect(save_note_, &QPushButton::clicked, this, &RunBrowser::onSaveNoteClicked);
     // Edits take the width; the buttons keep their natural size.
-    for (QPushButton* b : {rename_, tag_, untag_, save_note_}) b->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
+    for (QPushButton* b : {rename_, tag_, untag_, save_note_})
+        b->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
     auto* name_row = row_of({name_edit_, rename_});
     name_row->setStretch(0, 1);
     auto* tag_row = row_of({tag_edit_, tag_, untag_});
@@ -349,7 +369,8 @@ void RunBrowser::refillChoices() {
         return;
     }
     filling_ = true;
-    for (auto [combo, values] : {std::pair{precision_filter_, &precisions}, std::pair{dataset_filter_, &datasets}}) {
+    for (auto [combo, values] :
+         {std::pair{precision_filter_, &precisions}, std::pair{dataset_filter_, &datasets}}) {
         const QString keep = combo->currentIndex() > 0 ? combo->currentText() : QString();
         while (combo->count() > 1) combo->removeItem(1);
         for (const auto& v : *values) combo->addItem(QString::fromStdString(v));
@@ -446,17 +467,20 @@ void RunBrowser::onSelectionChanged() {
     delete_->setEnabled(!ids.isEmpty() && !trash);
     restore_->setEnabled(!ids.isEmpty() && trash);
     const bool one = ids.size() == 1 && store_;
-    for (QWidget* w : std::initializer_list<QWidget*>{name_edit_, rename_, tag_edit_, tag_, untag_, note_, save_note_})
+    for (QWidget* w :
+         std::initializer_list<QWidget*>{name_edit_, rename_, tag_edit_, tag_, untag_, note_, save_note_})
         w->setEnabled(one);
     if (!one) {
-        details_->setText(ids.isEmpty() ? tr("Select a run to see and edit its details; select several to compare.")
-                                        : tr("%1 runs selected.").arg(ids.size()));
+        details_->setText(ids.isEmpty()
+                              ? tr("Select a run to see and edit its details; select several to compare.")
+                              : tr("%1 runs selected.").arg(ids.size()));
         name_edit_->clear();
         note_->clear();
         emit selectionChanged(ids);
         return;
     }
-    const auto it = std::find_if(runs_.begin(), runs_.end(), [&](const Run& r) { return r.id == ids.first(); });
+    const auto it =
+        std::find_if(runs_.begin(), runs_.end(), [&](const Run& r) { return r.id == ids.first(); });
     if (it != runs_.end()) {
         const Run& r = *it;
         details_->setText(tr("<b>Run %1</b> · %2<br>%3 on %4 (%5)<br>seed %6 · %7")
@@ -564,8 +588,8 @@ void RunBrowser::onDeleteClicked() {
     if (confirm_delete_) {
         const auto answer = QMessageBox::question(
             this, tr("Delete runs"),
-            tr("Move %n run(s) to the trash? They can be restored from the Trash view until it is purged.", "",
-               int(ids.size())),
+            tr("Move %n run(s) to the trash? They can be restored from the Trash view until it is purged.",
+               "", int(ids.size())),
             QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
         if (answer != QMessageBox::Yes) return;
     }

@@ -23,7 +23,8 @@ namespace {
 constexpr double kRealFormMax = 1e6;
 constexpr double kIntegerFormMax = 1e9;
 constexpr const char* kIssueStyle = "background: #ffd0d0;";
-constexpr const char* kPresets[] = {"pytorch", "deepspeed", "megatron", "nnabla", "static", "none", "default"};
+constexpr const char* kPresets[] = {"pytorch", "deepspeed", "megatron", "nnabla",
+                                    "static",  "none",      "default"};
 
 }  // namespace
 
@@ -51,8 +52,10 @@ ScalerForm::ScalerForm(QWidget* parent) : QGroupBox(tr("Loss scaler"), parent) {
         Row& row = rows_.emplace_back();
         row.field = &field;
         QWidget* shown = makeEditor(row);
-        if (field.kind == ScalerFieldKind::Flag) form->addRow(shown);
-        else form->addRow(tr(field.label), shown);
+        if (field.kind == ScalerFieldKind::Flag)
+            form->addRow(shown);
+        else
+            form->addRow(tr(field.label), shown);
     }
     form->addRow(error_);
     setConfig(LossScalerConfig{});
@@ -72,7 +75,9 @@ QWidget* ScalerForm::makeEditor(Row& row) {
             row.editor = shown = combo;
             break;
         }
-        case ScalerFieldKind::Scale: shown = makeScaleEditor(row); break;
+        case ScalerFieldKind::Scale:
+            shown = makeScaleEditor(row);
+            break;
         case ScalerFieldKind::Real: {
             auto* spin = new QDoubleSpinBox;
             spin->setRange(f.min, std::isinf(f.max) ? kRealFormMax : f.max);
@@ -130,10 +135,14 @@ nlohmann::json ScalerForm::value(const Row& row) const {
     switch (row.field->kind) {
         case ScalerFieldKind::Choice:
             return static_cast<QComboBox*>(row.editor)->currentData().toString().toStdString();
-        case ScalerFieldKind::Scale: return row.exact;
-        case ScalerFieldKind::Real: return static_cast<QDoubleSpinBox*>(row.editor)->value();
-        case ScalerFieldKind::Integer: return static_cast<QSpinBox*>(row.editor)->value();
-        case ScalerFieldKind::Flag: return static_cast<QCheckBox*>(row.editor)->isChecked();
+        case ScalerFieldKind::Scale:
+            return row.exact;
+        case ScalerFieldKind::Real:
+            return static_cast<QDoubleSpinBox*>(row.editor)->value();
+        case ScalerFieldKind::Integer:
+            return static_cast<QSpinBox*>(row.editor)->value();
+        case ScalerFieldKind::Flag:
+            return static_cast<QCheckBox*>(row.editor)->isChecked();
     }
     return {};
 }
@@ -149,13 +158,17 @@ void ScalerForm::show(Row& row, const nlohmann::json& v) {
             row.exact = v.get<double>();
             static_cast<QDoubleSpinBox*>(row.editor)->setValue(std::log2(row.exact));
             break;
-        case ScalerFieldKind::Real: static_cast<QDoubleSpinBox*>(row.editor)->setValue(v.get<double>()); break;
+        case ScalerFieldKind::Real:
+            static_cast<QDoubleSpinBox*>(row.editor)->setValue(v.get<double>());
+            break;
         case ScalerFieldKind::Integer: {
             auto* spin = static_cast<QSpinBox*>(row.editor);
             spin->setValue(int(std::min<int64_t>(v.get<int64_t>(), spin->maximum())));
             break;
         }
-        case ScalerFieldKind::Flag: static_cast<QCheckBox*>(row.editor)->setChecked(v.get<bool>()); break;
+        case ScalerFieldKind::Flag:
+            static_cast<QCheckBox*>(row.editor)->setChecked(v.get<bool>());
+            break;
     }
 }
 

@@ -43,9 +43,9 @@ signals:
 private:
     struct Row {
         const ScalerField* field = nullptr;
-        QWidget* editor = nullptr;   // the spin box, combo box or check box
-        QLabel* value = nullptr;     // Scale: the exact value next to the power of two
-        double exact = 0.0;          // Scale: the exact value (a preset's FLT_MAX is no power of two)
+        QWidget* editor = nullptr;  // the spin box, combo box or check box
+        QLabel* value = nullptr;    // Scale: the exact value next to the power of two
+        double exact = 0.0;         // Scale: the exact value (a preset's FLT_MAX is no power of two)
     };
 
     QWidget* makeEditor(Row& row);

@@ -105,11 +105,13 @@ TrainingSettingsPanel::TrainingSettingsPanel(QWidget* parent) : QWidget(parent) 
     top->addWidget(error_label_);
     top->addStretch(1);
 
-    for (QSpinBox* s : {epochs_, max_steps_, batch_, step_size_, warmup_, seed_, threads_, stats_every_, eval_every_})
+    for (QSpinBox* s :
+         {epochs_, max_steps_, batch_, step_size_, warmup_, seed_, threads_, stats_every_, eval_every_})
         connect(s, &QSpinBox::valueChanged, this, &TrainingSettingsPanel::onChanged);
     for (QDoubleSpinBox* s : {momentum_, gamma_, clip_})
         connect(s, &QDoubleSpinBox::valueChanged, this, &TrainingSettingsPanel::onChanged);
-    for (QLineEdit* e : {lr_, weight_decay_}) connect(e, &QLineEdit::textChanged, this, &TrainingSettingsPanel::onChanged);
+    for (QLineEdit* e : {lr_, weight_decay_})
+        connect(e, &QLineEdit::textChanged, this, &TrainingSettingsPanel::onChanged);
     for (QComboBox* c : {optimizer_, schedule_})
         connect(c, &QComboBox::currentIndexChanged, this, &TrainingSettingsPanel::onChanged);
     connect(nesterov_, &QCheckBox::toggled, this, &TrainingSettingsPanel::onChanged);

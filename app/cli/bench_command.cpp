@@ -39,8 +39,8 @@ struct BenchArgs {
     std::string store_db;  // scratch file when empty
     int64_t store_rounds = 5;
     int64_t store_points = 1000000;
-    int64_t input = 0;    // features per sample; 0: the preset's data shape
-    int64_t classes = 0;  // 0: the preset's
+    int64_t input = 0;            // features per sample; 0: the preset's data shape
+    int64_t classes = 0;          // 0: the preset's
     std::string graphs = "both";  // on a device backend: CUDA graphs on, off or both
 };
 
@@ -97,10 +97,18 @@ class TimedObserver final : public TrainingObserver {
 public:
     explicit TimedObserver(TrainingObserver& inner) : inner_(inner) {}
     void on_run_start(const RunStartInfo& i) override { inner_.on_run_start(i); }
-    void on_step(const StepMetrics& m) override { timed([&] { inner_.on_step(m); }); }
-    void on_eval(const EvalMetrics& m) override { timed([&] { inner_.on_eval(m); }); }
-    void on_gradient_stats(const GradientStatsRecord& r) override { timed([&] { inner_.on_gradient_stats(r); }); }
-    void on_event(const TrainingEvent& e) override { timed([&] { inner_.on_event(e); }); }
+    void on_step(const StepMetrics& m) override {
+        timed([&] { inner_.on_step(m); });
+    }
+    void on_eval(const EvalMetrics& m) override {
+        timed([&] { inner_.on_eval(m); });
+    }
+    void on_gradient_stats(const GradientStatsRecord& r) override {
+        timed([&] { inner_.on_gradient_stats(r); });
+    }
+    void on_event(const TrainingEvent& e) override {
+        timed([&] { inner_.on_event(e); });
+    }
     void on_run_end(const RunSummary& s) override { inner_.on_run_end(s); }
     double seconds = 0;
 
@@ -121,7 +129,8 @@ double median_of(std::vector<double> v) {
 
 // One timed run's settings: the preset's, at this precision and batch, for the untimed and the
 // timed steps, with no evaluation and no statistics to disturb the step times.
-TrainConfig bench_config(const BenchArgs& args, const Preset& preset, const std::string& precision, int64_t batch) {
+TrainConfig bench_config(const BenchArgs& args, const Preset& preset, const std::string& precision,
+                         int64_t batch) {
     TrainConfig c = preset.training;
     c.precision = parse_precision(precision);
     c.batch_size = batch;
@@ -136,10 +145,10 @@ int run_store_bench(const BenchArgs& args, const Preset& preset, const Shape& sa
                     Backend& backend) {
     namespace fs = std::filesystem;
     const bool scratch = args.store_db.empty();
-    const std::string path = scratch ? (fs::temp_directory_path() /
-                                        ("mpwb_bench_store_" + std::to_string(::getpid()) + ".sqlite"))
-                                           .string()
-                                     : args.store_db;
+    const std::string path =
+        scratch ? (fs::temp_directory_path() / ("mpwb_bench_store_" + std::to_string(::getpid()) + ".sqlite"))
+                      .string()
+                : args.store_db;
     struct Cleanup {
         std::string path;
         bool on;
@@ -181,12 +190,14 @@ int run_store_bench(const BenchArgs& args, const Preset& preset, const Shape& sa
                         trainer.add_observer(timed.get());
                     }
                     const auto summary = trainer.run();
-                    if (summary.status == RunStatus::Failed) throw Error("bench run failed: " + summary.error);
+                    if (summary.status == RunStatus::Failed)
+                        throw Error("bench run failed: " + summary.error);
                     if (recorder && !recorder->complete())
                         throw Error("bench run was not fully recorded: " + recorder->error());
                     if (recorder) {
                         steps_per_run = static_cast<uint64_t>(summary.steps);
-                        callback_per_step.push_back(timed->seconds / static_cast<double>(std::max<int64_t>(1, summary.steps)));
+                        callback_per_step.push_back(timed->seconds /
+                                                    static_cast<double>(std::max<int64_t>(1, summary.steps)));
                     }
                     (with_store ? on : off).push_back(median_of(times.times));
                 }
@@ -207,8 +218,8 @@ int run_store_bench(const BenchArgs& args, const Preset& preset, const Shape& sa
                             {"steps_per_run", steps_per_run}});
             if (!args.json)
                 std::printf("%-12s %-11s %6lld %10.3f %10.3f %9.2f%% %12.2f %9.3f%%\n", preset.name.c_str(),
-                            precision.c_str(), static_cast<long long>(batch), off_ms, on_ms, overhead, callback_us,
-                            callback_percent);
+                            precision.c_str(), static_cast<long long>(batch), off_ms, on_ms, overhead,
+                            callback_us, callback_percent);
             std::fflush(stdout);
         }
     }
@@ -221,20 +232,23 @@ int run_store_bench(const BenchArgs& args, const Preset& preset, const Shape& sa
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     const double downsample_ms = bench_downsample_ms(path, points, 2000);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-    const double downsample_cpu_ms =
-        ((c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) * 1e-6) / 5.0;
+    const double downsample_cpu_ms = ((c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) * 1e-6) / 5.0;
     if (!args.json) {
-        std::printf("writer: %.0f rows/s (200000 metrics through RunWriter, including the final flush)\n", writer_rows);
-        std::printf("downsample: %d points -> 2000 buckets: %.2f ms wall (median of 5), <= %.2f ms CPU per call\n",
-                    points, downsample_ms, downsample_cpu_ms);
+        std::printf("writer: %.0f rows/s (200000 metrics through RunWriter, including the final flush)\n",
+                    writer_rows);
+        std::printf(
+            "downsample: %d points -> 2000 buckets: %.2f ms wall (median of 5), <= %.2f ms CPU per call\n",
+            points, downsample_ms, downsample_cpu_ms);
     }
-    nlohmann::json out{{"backend", backend.name()},
-                       {"device", backend.device_name()},
-                       {"threads", thread_count()},
-                       {"machine", RunRecorder::machine_description()},
-                       {"store_overhead", rows},
-                       {"writer_rows_per_second", writer_rows},
-                       {"downsample", {{"points", points}, {"buckets", 2000}, {"ms", downsample_ms}, {"cpu_ms", downsample_cpu_ms}}}};
+    nlohmann::json out{
+        {"backend", backend.name()},
+        {"device", backend.device_name()},
+        {"threads", thread_count()},
+        {"machine", RunRecorder::machine_description()},
+        {"store_overhead", rows},
+        {"writer_rows_per_second", writer_rows},
+        {"downsample",
+         {{"points", points}, {"buckets", 2000}, {"ms", downsample_ms}, {"cpu_ms", downsample_cpu_ms}}}};
     std::printf("%s\n", args.json ? out.dump(2).c_str() : out.dump().c_str());
     return 0;
 }
@@ -244,55 +258,66 @@ int run_bench(const BenchArgs& args) {
     if (args.warmup < 0) throw ConfigError("--untimed-steps must be >= 0");
     Preset preset = args.training.resolve();
     // The shape of the preset's data: synthetic sets are 2-D points; IDX sets are 1x28x28 images.
-    const bool images = preset.training.dataset.kind == "fashion-mnist" || preset.training.dataset.kind == "mnist";
+    const bool images =
+        preset.training.dataset.kind == "fashion-mnist" || preset.training.dataset.kind == "mnist";
     const Shape sample = args.input > 0 ? Shape{args.input} : images ? Shape{1, 28, 28} : Shape{2};
-    const int classes = args.classes > 0 ? static_cast<int>(args.classes) : images ? 10 : preset.training.dataset.classes;
+    const int classes = args.classes > 0 ? static_cast<int>(args.classes)
+                        : images         ? 10
+                                         : preset.training.dataset.classes;
     auto backend = make_backend(args.backend);
     const bool device = backend->device_steps() != nullptr;
     std::vector<bool> graph_modes{true};
     if (device) {
-        if (args.graphs == "both") graph_modes = {true, false};
-        else if (args.graphs == "off") graph_modes = {false};
-        else if (args.graphs != "on") throw ConfigError("--graphs must be on, off or both, gets '" + args.graphs + "'");
+        if (args.graphs == "both")
+            graph_modes = {true, false};
+        else if (args.graphs == "off")
+            graph_modes = {false};
+        else if (args.graphs != "on")
+            throw ConfigError("--graphs must be on, off or both, gets '" + args.graphs + "'");
     }
     if (args.store) return run_store_bench(args, preset, sample, classes, *backend);
     nlohmann::json rows = nlohmann::json::array();
     if (!args.json)
-        std::printf("%-12s %-11s %6s %7s %12s %14s %8s\n", "preset", "precision", "batch", "graphs", "step ms", "samples/s",
-                    "skipped");
+        std::printf("%-12s %-11s %6s %7s %12s %14s %8s\n", "preset", "precision", "batch", "graphs",
+                    "step ms", "samples/s", "skipped");
     for (const auto& precision : split(args.precisions)) {
-        for (const auto& batch_text : split(args.batches)) for (const bool graphs : graph_modes) {
-            const int64_t batch = std::stoll(batch_text);
-            TrainConfig c = bench_config(args, preset, precision, batch);
-            c.optimizer.kind = c.optimizer.kind.empty() ? "sgd" : c.optimizer.kind;
-            c.device_graphs = graphs;
-            Dataset data = random_dataset(sample, classes, batch * 8, c.seed);
-            Network net = Network::from_json(preset.network);
-            Trainer trainer(net, data, c, *backend);
-            StepTimes times(args.warmup);
-            trainer.add_observer(&times);
-            const auto summary = trainer.run();
-            if (summary.status == RunStatus::Failed) throw Error("bench run failed: " + summary.error);
-            const double median = device ? times.device_seconds / static_cast<double>(std::max<size_t>(1, times.times.size()))
-                                         : median_of(times.times);
-            const double samples_per_second = static_cast<double>(batch) / median;
-            rows.push_back({{"preset", preset.name},
-                            {"precision", precision},
-                            {"batch", batch},
-                            {"graphs", device ? nlohmann::json(graphs) : nlohmann::json(nullptr)},
-                            {"step_ms", median * 1e3},
-                            {"samples_per_second", samples_per_second},
-                            {"skipped", times.skipped},
-                            {"steps", times.times.size()}});
-            if (!args.json)
-                std::printf("%-12s %-11s %6lld %7s %12.3f %14.0f %8lld\n", preset.name.c_str(), precision.c_str(),
-                            static_cast<long long>(batch), device ? (graphs ? "on" : "off") : "-", median * 1e3,
-                            samples_per_second,
-                            static_cast<long long>(times.skipped));
-            std::fflush(stdout);
-        }
+        for (const auto& batch_text : split(args.batches))
+            for (const bool graphs : graph_modes) {
+                const int64_t batch = std::stoll(batch_text);
+                TrainConfig c = bench_config(args, preset, precision, batch);
+                c.optimizer.kind = c.optimizer.kind.empty() ? "sgd" : c.optimizer.kind;
+                c.device_graphs = graphs;
+                Dataset data = random_dataset(sample, classes, batch * 8, c.seed);
+                Network net = Network::from_json(preset.network);
+                Trainer trainer(net, data, c, *backend);
+                StepTimes times(args.warmup);
+                trainer.add_observer(&times);
+                const auto summary = trainer.run();
+                if (summary.status == RunStatus::Failed) throw Error("bench run failed: " + summary.error);
+                const double median =
+                    device
+                        ? times.device_seconds / static_cast<double>(std::max<size_t>(1, times.times.size()))
+                        : median_of(times.times);
+                const double samples_per_second = static_cast<double>(batch) / median;
+                rows.push_back({{"preset", preset.name},
+                                {"precision", precision},
+                                {"batch", batch},
+                                {"graphs", device ? nlohmann::json(graphs) : nlohmann::json(nullptr)},
+                                {"step_ms", median * 1e3},
+                                {"samples_per_second", samples_per_second},
+                                {"skipped", times.skipped},
+                                {"steps", times.times.size()}});
+                if (!args.json)
+                    std::printf("%-12s %-11s %6lld %7s %12.3f %14.0f %8lld\n", preset.name.c_str(),
+                                precision.c_str(), static_cast<long long>(batch),
+                                device ? (graphs ? "on" : "off") : "-", median * 1e3, samples_per_second,
+                                static_cast<long long>(times.skipped));
+                std::fflush(stdout);
+            }
     }
-    nlohmann::json out{{"backend", backend->name()}, {"device", backend->device_name()}, {"threads", thread_count()},
+    nlohmann::json out{{"backend", backend->name()},
+                       {"device", backend->device_name()},
+                       {"threads", thread_count()},
                        {"results", rows}};
     if (args.json)
         std::printf("%s\n", out.dump(2).c_str());
@@ -310,17 +335,26 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--backend", args->backend, "cpu, cuda or auto");
     cmd->add_option("--batches", args->batches, "Comma-separated batch sizes");
     cmd->add_option("--precisions", args->precisions, "Comma-separated precision policies");
-    cmd->add_option("--steps", args->steps, "Timed steps per configuration")->check(whole_number(1, kMaxSteps));
-    cmd->add_option("--untimed-steps", args->warmup, "Untimed steps before the timed ones")->check(whole_number(0, kMaxSteps));
-    cmd->add_option("--input", args->input, "Features per sample of the random inputs (default: the preset's data shape)")->check(whole_number(1, 1 << 24));
-    cmd->add_option("--classes", args->classes, "Classes of the random labels (default: the preset's)")->check(whole_number(2, 1 << 20));
+    cmd->add_option("--steps", args->steps, "Timed steps per configuration")
+        ->check(whole_number(1, kMaxSteps));
+    cmd->add_option("--untimed-steps", args->warmup, "Untimed steps before the timed ones")
+        ->check(whole_number(0, kMaxSteps));
+    cmd->add_option("--input", args->input,
+                    "Features per sample of the random inputs (default: the preset's data shape)")
+        ->check(whole_number(1, 1 << 24));
+    cmd->add_option("--classes", args->classes, "Classes of the random labels (default: the preset's)")
+        ->check(whole_number(2, 1 << 20));
     cmd->add_option("--graphs", args->graphs, "Device backends: CUDA graphs on, off or both");
     cmd->add_flag("--json", args->json, "Print JSON only");
     cmd->add_flag("--store", args->store,
                   "Benchmark the run store: step time with recording on vs off, writer rows/s, downsampling");
-    cmd->add_option("--store-db", args->store_db, "Database for --store (default: a scratch file, removed after)");
-    cmd->add_option("--store-rounds", args->store_rounds, "Alternating off/on run pairs per configuration (--store)")->check(whole_number(1, 1000));
-    cmd->add_option("--store-points", args->store_points, "Points of the downsampled series (--store)")->check(whole_number(1, 1'000'000'000));
+    cmd->add_option("--store-db", args->store_db,
+                    "Database for --store (default: a scratch file, removed after)");
+    cmd->add_option("--store-rounds", args->store_rounds,
+                    "Alternating off/on run pairs per configuration (--store)")
+        ->check(whole_number(1, 1000));
+    cmd->add_option("--store-points", args->store_points, "Points of the downsampled series (--store)")
+        ->check(whole_number(1, 1'000'000'000));
     cmd->callback([args, cmd] {
         // The store's cost is reported at the batch size the target is stated for, unless asked.
         if (args->store && cmd->count("--batches") == 0) args->batches = "256";

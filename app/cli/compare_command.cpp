@@ -79,8 +79,9 @@ std::vector<RunSpec> parse_run_specs(const std::string& text) {
         specs.push_back(spec);
     }
     if (specs.empty())
-        throw ConfigError("--precisions needs at least one precision (fp32, tf32, fp16-mixed, bf16-mixed, fp16-pure), "
-                          "optionally with a loss-scaling mode: fp16-mixed@none");
+        throw ConfigError(
+            "--precisions needs at least one precision (fp32, tf32, fp16-mixed, bf16-mixed, fp16-pure), "
+            "optionally with a loss-scaling mode: fp16-mixed@none");
     return specs;
 }
 
@@ -115,7 +116,8 @@ int first_mismatch(const Network& net, const Network& reference, Format master) 
         if (a.numel() != b.numel()) return static_cast<int>(i);
         expected.resize(static_cast<size_t>(b.numel()));
         round_to_format(master, b.data(), expected.data(), expected.size());
-        if (std::memcmp(a.data(), expected.data(), expected.size() * sizeof(float)) != 0) return static_cast<int>(i);
+        if (std::memcmp(a.data(), expected.data(), expected.size() * sizeof(float)) != 0)
+            return static_cast<int>(i);
     }
     return -1;
 }
@@ -129,8 +131,8 @@ std::string loss_scale_range_text(ScalerMode mode, float lo, float hi) {
 // `text` padded with spaces to `width` characters (UTF-8: "…" is one character, three bytes,
 // where printf's %-14s would count three).
 std::string pad_right(const std::string& text, size_t width) {
-    const auto characters = static_cast<size_t>(
-        std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+    const auto characters = static_cast<size_t>(std::count_if(
+        text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
     return characters >= width ? text : text + std::string(width - characters, ' ');
 }
 
@@ -157,7 +159,9 @@ struct RunResult {
     std::int64_t run_id = 0;  // in the run store; 0 with --no-store
 };
 
-nlohmann::json json_number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+nlohmann::json json_number(double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
 
 int run_compare(const CompareArgs& args) {
     const auto specs = parse_run_specs(args.precisions);
@@ -204,7 +208,8 @@ int run_compare(const CompareArgs& args) {
         // --run-name is a prefix here: the runs of a comparison differ by their precision.
         StoreOptions store = args.store;
         store.run_name.clear();
-        const std::string name = (args.store.run_name.empty() ? preset.name : args.store.run_name) + " " + specs[i].label;
+        const std::string name =
+            (args.store.run_name.empty() ? preset.name : args.store.run_name) + " " + specs[i].label;
         Trainer* trainer_ptr = nullptr;  // set below; the recorder's callbacks run inside run()
         RecordedRun run(preset.network, data, configs[i], *backend,
                         store.open_recorder(name, preset.name, group, &trainer_ptr));
@@ -213,8 +218,9 @@ int run_compare(const CompareArgs& args) {
         Network& net = run.network();
         const int bad = first_mismatch(net, reference, trainer.policy().master);
         if (bad >= 0)
-            throw Error("run '" + specs[i].label + "' does not start from the seed's initial weights (parameter " +
-                        std::to_string(bad) + ", " + net.parameter_owner(static_cast<size_t>(bad)) +
+            throw Error("run '" + specs[i].label +
+                        "' does not start from the seed's initial weights (parameter " + std::to_string(bad) +
+                        ", " + net.parameter_owner(static_cast<size_t>(bad)) +
                         "): the comparison would not be fair; this is an engine bug");
         RunResult r;
         r.spec = specs[i];
@@ -248,26 +254,30 @@ int run_compare(const CompareArgs& args) {
             break;
         }
     for (auto& r : results)
-        r.speedup = base->summary.samples_per_second > 0 ? r.summary.samples_per_second / base->summary.samples_per_second : 0;
+        r.speedup = base->summary.samples_per_second > 0
+                        ? r.summary.samples_per_second / base->summary.samples_per_second
+                        : 0;
 
     nlohmann::json table = nlohmann::json::array();
     nlohmann::json runs = nlohmann::json::array();
     for (const auto& r : results) {
         const bool stats = r.stats_records > 0;
-        table.push_back({{"run", r.spec.label},
-                         {"precision", r.policy_name},
-                         {"status", run_status_name(r.summary.status)},
-                         {"final_test_accuracy", r.summary.test_accuracy},
-                         {"best_test_accuracy", r.summary.best_test_accuracy},
-                         {"wall_seconds", r.summary.wall_seconds},
-                         {"samples_per_second", r.summary.samples_per_second},
-                         {"speedup", r.speedup},
-                         {"skipped_steps", r.summary.skipped_steps},
-                         {"loss_scale_range", loss_scale_range_text(r.scaler.mode, r.summary.min_scale, r.summary.max_scale)},
-                         {"min_scale", r.summary.min_scale},
-                         {"max_scale", r.summary.max_scale},
-                         {"mean_activation_underflow", stats ? nlohmann::json(r.summary.mean_activation_underflow)
-                                                             : nlohmann::json(nullptr)}});
+        table.push_back(
+            {{"run", r.spec.label},
+             {"precision", r.policy_name},
+             {"status", run_status_name(r.summary.status)},
+             {"final_test_accuracy", r.summary.test_accuracy},
+             {"best_test_accuracy", r.summary.best_test_accuracy},
+             {"wall_seconds", r.summary.wall_seconds},
+             {"samples_per_second", r.summary.samples_per_second},
+             {"speedup", r.speedup},
+             {"skipped_steps", r.summary.skipped_steps},
+             {"loss_scale_range",
+              loss_scale_range_text(r.scaler.mode, r.summary.min_scale, r.summary.max_scale)},
+             {"min_scale", r.summary.min_scale},
+             {"max_scale", r.summary.max_scale},
+             {"mean_activation_underflow",
+              stats ? nlohmann::json(r.summary.mean_activation_underflow) : nlohmann::json(nullptr)}});
         runs.push_back({{"run_id", r.run_id},
                         {"label", r.spec.label},
                         {"precision", r.policy_name},
@@ -297,42 +307,49 @@ int run_compare(const CompareArgs& args) {
         std::printf("%s\n", out.dump(2).c_str());
     } else {
         // Reaching this line means every run passed the bit-for-bit check above.
-        std::printf("\n%s on %s, seed %llu, backend %s (%s), %d threads; every run started from the seed's initial "
-                    "weights (checked bit for bit, fingerprint %s)\n",
-                    preset.name.c_str(), data.name.c_str(), static_cast<unsigned long long>(preset.training.seed),
-                    backend->name().c_str(), backend->device_name().c_str(), thread_count(),
-                    weights_fingerprint(reference).c_str());
-        std::printf("%-22s %9s %9s %8s %11s %8s %8s %-14s %10s\n", "precision", "final acc", "best acc", "wall s",
-                    "samples/s", "speed-up", "skipped", "loss scale", "underflow");
+        std::printf(
+            "\n%s on %s, seed %llu, backend %s (%s), %d threads; every run started from the seed's initial "
+            "weights (checked bit for bit, fingerprint %s)\n",
+            preset.name.c_str(), data.name.c_str(), static_cast<unsigned long long>(preset.training.seed),
+            backend->name().c_str(), backend->device_name().c_str(), thread_count(),
+            weights_fingerprint(reference).c_str());
+        std::printf("%-22s %9s %9s %8s %11s %8s %8s %-14s %10s\n", "precision", "final acc", "best acc",
+                    "wall s", "samples/s", "speed-up", "skipped", "loss scale", "underflow");
         for (size_t i = 0; i < results.size(); ++i) {
             const auto& r = results[i];
             const auto& row = table[i];
             char underflow[32];
             if (r.stats_records > 0)
-                std::snprintf(underflow, sizeof underflow, "%.3f%%", 100.0 * r.summary.mean_activation_underflow);
+                std::snprintf(underflow, sizeof underflow, "%.3f%%",
+                              100.0 * r.summary.mean_activation_underflow);
             else
                 std::snprintf(underflow, sizeof underflow, "-");
             std::string name = r.spec.label;
-            if (r.summary.status != RunStatus::Finished) name += std::string(" (") + run_status_name(r.summary.status) + ")";
+            if (r.summary.status != RunStatus::Finished)
+                name += std::string(" (") + run_status_name(r.summary.status) + ")";
             std::printf("%-22s %8.2f%% %8.2f%% %8.1f %11.0f %7.2fx %8lld %s %10s\n", name.c_str(),
-                        100.0 * r.summary.test_accuracy, 100.0 * r.summary.best_test_accuracy, r.summary.wall_seconds,
-                        r.summary.samples_per_second, r.speedup, static_cast<long long>(r.summary.skipped_steps),
+                        100.0 * r.summary.test_accuracy, 100.0 * r.summary.best_test_accuracy,
+                        r.summary.wall_seconds, r.summary.samples_per_second, r.speedup,
+                        static_cast<long long>(r.summary.skipped_steps),
                         pad_right(row["loss_scale_range"].get<std::string>(), 14).c_str(), underflow);
         }
-        std::printf("speed-up relative to %s; underflow: mean fraction of activation-gradient values below the "
-                    "smallest subnormal of the run's format (FP16 for FP32 runs), every %lld steps\n",
-                    base->spec.label.c_str(), static_cast<long long>(preset.training.stats_every));
+        std::printf(
+            "speed-up relative to %s; underflow: mean fraction of activation-gradient values below the "
+            "smallest subnormal of the run's format (FP16 for FP32 runs), every %lld steps\n",
+            base->spec.label.c_str(), static_cast<long long>(preset.training.stats_every));
     }
     std::fflush(stdout);
 
     int code = 0;
     for (const auto& r : results)
         if (r.summary.status == RunStatus::Failed) {
-            std::fprintf(stderr, "mpwb-cli: error: run '%s' failed: %s\n", r.spec.label.c_str(), r.summary.error.c_str());
+            std::fprintf(stderr, "mpwb-cli: error: run '%s' failed: %s\n", r.spec.label.c_str(),
+                         r.summary.error.c_str());
             code = 1;
         }
     if (stopped) {
-        std::fprintf(stderr, "mpwb-cli: compare stopped after %zu of %zu runs\n", results.size(), specs.size());
+        std::fprintf(stderr, "mpwb-cli: compare stopped after %zu of %zu runs\n", results.size(),
+                     specs.size());
         code = code ? code : 130;
     }
     return code;
@@ -342,10 +359,10 @@ int run_compare(const CompareArgs& args) {
 
 void add_compare_command(CLI::App& app) {
     auto args = std::make_shared<CompareArgs>();
-    auto* cmd = app.add_subcommand(
-        "compare",
-        "Train the same network, seed, initial weights and batch order once per precision, one after the other, "
-        "and print a side-by-side table");
+    auto* cmd = app.add_subcommand("compare",
+                                   "Train the same network, seed, initial weights and batch order once per "
+                                   "precision, one after the other, "
+                                   "and print a side-by-side table");
     args->training.add_to(*cmd);
     // One precision per run comes from --precisions; a single --precision would be ambiguous.
     cmd->remove_option(cmd->get_option("--precision"));

@@ -46,14 +46,16 @@ CLI::Validator unsigned_number() {
     return CLI::Validator(
         [](std::string& text) -> std::string {
             std::uint64_t v = 0;
-            const std::string why = text.rfind('-', 0) == 0 ? "'" + text + "' is negative" : parse_whole(text, v);
+            const std::string why =
+                text.rfind('-', 0) == 0 ? "'" + text + "' is negative" : parse_whole(text, v);
             return why.empty() ? why : why + ": expected a whole number from 0 to 18446744073709551615";
         },
         "UINT64");
 }
 
 CLI::Validator real_number(double min, double max, bool open_min, bool open_max) {
-    const std::string range = (open_min ? "(" : "[") + number_text(min) + ", " + number_text(max) + (open_max ? ")" : "]");
+    const std::string range =
+        (open_min ? "(" : "[") + number_text(min) + ", " + number_text(max) + (open_max ? ")" : "]");
     return CLI::Validator(
         [=](std::string& text) -> std::string {
             double v = 0;

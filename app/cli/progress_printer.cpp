@@ -29,7 +29,8 @@ void ProgressPrinter::on_run_start(const RunStartInfo& info) {
     total_steps_ = info.total_steps;
     steps_per_epoch_ = info.steps_per_epoch;
     if (quiet_) return;
-    std::fprintf(stderr, "%s: %s on %s, %s, %lld parameters, %lld train / %lld test samples, backend %s (%s)\n",
+    std::fprintf(stderr,
+                 "%s: %s on %s, %s, %lld parameters, %lld train / %lld test samples, backend %s (%s)\n",
                  label_.c_str(), info.network.value("name", "network").c_str(), info.dataset.c_str(),
                  info.precision.c_str(), static_cast<long long>(info.parameters),
                  static_cast<long long>(info.train_samples), static_cast<long long>(info.test_samples),
@@ -45,17 +46,20 @@ void ProgressPrinter::clear_bar() {
 
 void ProgressPrinter::on_step(const StepMetrics& m) {
     last_ = m;
-    if (std::isfinite(m.loss)) smoothed_loss_ = smoothed_loss_ < 0 ? m.loss : 0.95 * smoothed_loss_ + 0.05 * m.loss;
+    if (std::isfinite(m.loss))
+        smoothed_loss_ = smoothed_loss_ < 0 ? m.loss : 0.95 * smoothed_loss_ + 0.05 * m.loss;
     if (quiet_ || !tty_) return;
     const auto now = std::chrono::steady_clock::now();
     if (m.step != total_steps_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
     last_draw_ = now;
-    const double fraction = total_steps_ ? static_cast<double>(m.step) / static_cast<double>(total_steps_) : 0;
+    const double fraction =
+        total_steps_ ? static_cast<double>(m.step) / static_cast<double>(total_steps_) : 0;
     const int width = 24;
     const int filled = static_cast<int>(fraction * width);
     std::string bar(static_cast<size_t>(filled), '#');
     bar.resize(width, '.');
-    const double eta = m.step ? m.wall_time / static_cast<double>(m.step) * static_cast<double>(total_steps_ - m.step) : NAN;
+    const double eta =
+        m.step ? m.wall_time / static_cast<double>(m.step) * static_cast<double>(total_steps_ - m.step) : NAN;
     std::fprintf(stderr, "\r\033[K%s [%s] %3.0f%% step %lld/%lld loss %.4f scale %g %6.0f samples/s ETA %s",
                  label_.c_str(), bar.c_str(), fraction * 100, static_cast<long long>(m.step),
                  static_cast<long long>(total_steps_), smoothed_loss_, m.loss_scale, m.samples_per_second,
@@ -67,27 +71,32 @@ void ProgressPrinter::on_step(const StepMetrics& m) {
 void ProgressPrinter::on_eval(const EvalMetrics& m) {
     if (quiet_) return;
     clear_bar();
-    std::fprintf(stderr, "%s: epoch %lld step %lld  train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f samples/s | skipped %lld | %s\n",
-                 label_.c_str(), static_cast<long long>(m.epoch + 1), static_cast<long long>(m.step), m.train_loss,
-                 m.train_accuracy, m.test_loss, m.test_accuracy, last_.samples_per_second,
+    std::fprintf(stderr,
+                 "%s: epoch %lld step %lld  train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f "
+                 "samples/s | skipped %lld | %s\n",
+                 label_.c_str(), static_cast<long long>(m.epoch + 1), static_cast<long long>(m.step),
+                 m.train_loss, m.train_accuracy, m.test_loss, m.test_accuracy, last_.samples_per_second,
                  static_cast<long long>(last_.skipped_count), format_duration(m.wall_time).c_str());
 }
 
 void ProgressPrinter::on_event(const TrainingEvent& e) {
     if (quiet_ || e.source != "user") return;
     clear_bar();
-    std::fprintf(stderr, "%s: step %lld: %s %s\n", label_.c_str(), static_cast<long long>(e.step), e.kind.c_str(),
-                 e.detail.dump().c_str());
+    std::fprintf(stderr, "%s: step %lld: %s %s\n", label_.c_str(), static_cast<long long>(e.step),
+                 e.kind.c_str(), e.detail.dump().c_str());
 }
 
 void ProgressPrinter::on_run_end(const RunSummary& s) {
     clear_bar();
     if (quiet_) return;
     if (s.status == RunStatus::Failed) {
-        std::fprintf(stderr, "%s: failed at step %lld: %s\n", label_.c_str(), static_cast<long long>(s.steps), s.error.c_str());
+        std::fprintf(stderr, "%s: failed at step %lld: %s\n", label_.c_str(), static_cast<long long>(s.steps),
+                     s.error.c_str());
         return;
     }
-    std::fprintf(stderr, "%s: %s after %lld steps in %s: test accuracy %.4f (best %.4f), test loss %.4f, %.0f samples/s, %lld skipped steps\n",
+    std::fprintf(stderr,
+                 "%s: %s after %lld steps in %s: test accuracy %.4f (best %.4f), test loss %.4f, %.0f "
+                 "samples/s, %lld skipped steps\n",
                  label_.c_str(), run_status_name(s.status), static_cast<long long>(s.steps),
                  format_duration(s.wall_seconds).c_str(), s.test_accuracy, s.best_test_accuracy, s.test_loss,
                  s.samples_per_second, static_cast<long long>(s.skipped_steps));

@@ -27,14 +27,16 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
         auto backend = make_default_backend(&why);
         // auto says why only when it could have used a GPU; cuda always says why it did not.
         if (backend->name() != "cuda" && (name == "cuda" || why.find("built without") == std::string::npos))
-            std::fprintf(stderr, "mpwb-cli: CUDA backend unavailable (%s); running on the CPU\n", why.c_str());
+            std::fprintf(stderr, "mpwb-cli: CUDA backend unavailable (%s); running on the CPU\n",
+                         why.c_str());
         return backend;
     }
     throw ConfigError("unknown backend '" + name + "'; choose cpu, cuda or auto");
 }
 
 void warn_if_boundary_not_stored(const std::string& why) {
-    if (!why.empty()) std::fprintf(stderr, "mpwb-cli: warning: the decision boundary was not stored: %s\n", why.c_str());
+    if (!why.empty())
+        std::fprintf(stderr, "mpwb-cli: warning: the decision boundary was not stored: %s\n", why.c_str());
 }
 
 InterruptGuard::InterruptGuard(Trainer& trainer) {

@@ -52,7 +52,8 @@ std::string resolve_path(const std::string& db) { return db.empty() ? default_da
 // its folder is not writable, another process writes, the disk is full, the -shm cannot be made.
 bool can_still_read(StoreError::Kind kind) {
     using K = StoreError::Kind;
-    return kind == K::ReadOnly || kind == K::Locked || kind == K::DiskFull || kind == K::Other || kind == K::Corrupt;
+    return kind == K::ReadOnly || kind == K::Locked || kind == K::DiskFull || kind == K::Other ||
+           kind == K::Corrupt;
 }
 
 // Opens the store for a command. `write`: the command changes the store. A missing file is an
@@ -71,12 +72,16 @@ std::unique_ptr<RunStore> open_store(const std::string& db, bool write, bool cre
         // Reading goes on without the write-side work (marking crashed runs INTERRUPTED): a
         // damaged file is still listed so its runs can be got out, and it is said so once.
         if (e.kind() == StoreError::Kind::Corrupt)
-            std::fprintf(stderr, "mpwb-cli: warning: %s; reading it anyway, nothing is written to it\n", e.what());
+            std::fprintf(stderr, "mpwb-cli: warning: %s; reading it anyway, nothing is written to it\n",
+                         e.what());
         o.read_only = true;
         auto store = std::make_unique<RunStore>(path, o);
         if (store->read_without_wal())
-            std::fprintf(stderr, "mpwb-cli: note: %s was read without its -wal file (the folder is read-only or the disk "
-                                 "is full); rows a running writer has not yet checkpointed are not shown\n", path.c_str());
+            std::fprintf(
+                stderr,
+                "mpwb-cli: note: %s was read without its -wal file (the folder is read-only or the disk "
+                "is full); rows a running writer has not yet checkpointed are not shown\n",
+                path.c_str());
         return store;
     }
 }
@@ -95,7 +100,8 @@ std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t min_cou
             used = 0;
         }
         if (used != part.size() || v <= 0)
-            throw ConfigError("'" + part + "' is not a run id (expected a positive number, e.g. 12 or 12,13)");
+            throw ConfigError("'" + part +
+                              "' is not a run id (expected a positive number, e.g. 12 or 12,13)");
         ids.push_back(v);
     }
     if (ids.size() < min_count)
@@ -146,7 +152,8 @@ std::string format_percent(std::optional<double> v) { return v && !std::isnan(*v
 // Characters on screen of UTF-8 text ("×" and "…" are one each): UTF-8 continuation bytes
 // are not counted.
 std::size_t display_width(const std::string& s) {
-    return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+    return static_cast<std::size_t>(
+        std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
 }
 
 // A plain text table: columns as wide as their widest cell; numbers right-aligned.
@@ -155,7 +162,8 @@ void print_table(const std::vector<std::string>& header, const std::vector<std::
     std::vector<std::size_t> width(header.size());
     for (std::size_t c = 0; c < header.size(); ++c) width[c] = display_width(header[c]);
     for (const auto& row : rows)
-        for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], display_width(row[c]));
+        for (std::size_t c = 0; c < row.size() && c < width.size(); ++c)
+            width[c] = std::max(width[c], display_width(row[c]));
     auto line = [&](const std::vector<std::string>& cells) {
         std::string out;
         for (std::size_t c = 0; c < header.size(); ++c) {
@@ -225,7 +233,8 @@ nlohmann::json run_to_json(RunStore& store, const Run& r, bool full) {
     j["summary"] = run_summary(store, r.id);
     nlohmann::json latest = nlohmann::json::object();
     for (const auto& [k, m] : r.latest)
-        latest[k] = {{"step", m.step}, {"value", m.value}, {"min", m.min}, {"max", m.max}, {"count", m.count}};
+        latest[k] = {
+            {"step", m.step}, {"value", m.value}, {"min", m.min}, {"max", m.max}, {"count", m.count}};
     j["latest_metrics"] = latest;
     std::map<std::string, int> counts;
     const auto events = store.events(r.id);
@@ -264,7 +273,8 @@ void cmd_list(const RunsArgs& a) {
         return;
     }
     if (!store->interrupted_on_open().empty())
-        std::fprintf(stderr, "marked %zu run(s) of stopped processes INTERRUPTED\n", store->interrupted_on_open().size());
+        std::fprintf(stderr, "marked %zu run(s) of stopped processes INTERRUPTED\n",
+                     store->interrupted_on_open().size());
     if (runs.empty()) {
         std::printf("no runs match in %s\n", path.c_str());
         return;
@@ -277,7 +287,8 @@ void cmd_list(const RunsArgs& a) {
                         format_percent(latest_value(r, metric_key::test_accuracy)), format_time(r.started),
                         format_duration(run_duration(r).value_or(-1))});
     }
-    print_table({"id", "name", "status", "precision", "dataset", "test acc", "started", "duration"}, rows, {0, 5, 7});
+    print_table({"id", "name", "status", "precision", "dataset", "test acc", "started", "duration"}, rows,
+                {0, 5, 7});
     std::printf("%zu run%s in %s\n", runs.size(), runs.size() == 1 ? "" : "s", path.c_str());
 }
 
@@ -313,11 +324,13 @@ void cmd_show(const RunsArgs& a) {
     std::printf("  histograms %s\n", j["histograms"].dump().c_str());
 
     std::printf("\nconfiguration\n");
-    for (const auto& [p, v] : flatten_config(r.config_json, "configuration of run " + std::to_string(r.id))) std::printf("  %-36s %s\n", p.c_str(), v.c_str());
+    for (const auto& [p, v] : flatten_config(r.config_json, "configuration of run " + std::to_string(r.id)))
+        std::printf("  %-36s %s\n", p.c_str(), v.c_str());
 
     if (!j["summary"].is_null()) {
         std::printf("\nsummary\n");
-        for (const auto& [k, v] : j["summary"].items()) std::printf("  %-28s %s\n", k.c_str(), v.dump().c_str());
+        for (const auto& [k, v] : j["summary"].items())
+            std::printf("  %-28s %s\n", k.c_str(), v.dump().c_str());
     }
     std::printf("\nlast metrics\n");
     std::vector<std::vector<std::string>> rows;
@@ -339,7 +352,8 @@ void cmd_show(const RunsArgs& a) {
         print_table({"metric", "step", "value", "min", "max", "count"}, rows, {1, 2, 3, 4, 5});
     if (!per_layer.empty()) {
         std::string text;
-        for (const auto& [stat, n] : per_layer) text += (text.empty() ? "" : ", ") + stat + " (" + std::to_string(n) + ")";
+        for (const auto& [stat, n] : per_layer)
+            text += (text.empty() ? "" : ", ") + stat + " (" + std::to_string(n) + ")";
         std::printf("gradient statistics per layer and kind: %s; --json lists them\n", text.c_str());
     }
 }
@@ -351,7 +365,8 @@ void cmd_tag(const RunsArgs& a) {
     for (auto id : parse_ids(a.ids)) {
         const auto eq = a.tag_expr.find('=');
         const std::string key = a.tag_expr.substr(0, eq);
-        if (key.empty()) throw ConfigError("tag '" + a.tag_expr + "' has an empty key (expected key or key=value)");
+        if (key.empty())
+            throw ConfigError("tag '" + a.tag_expr + "' has an empty key (expected key or key=value)");
         if (a.remove_tag) {
             store->get_run(id);  // NotFound for an unknown id
             store->remove_tag(id, key);
@@ -398,7 +413,8 @@ void cmd_purge(const RunsArgs& a) {
     const int n = report.purged;
     std::printf("purged %d deleted run%s\n", n, n == 1 ? "" : "s");
     for (auto id : report.still_running)
-        std::printf("  kept run %lld: it is still running (stop it, then purge again)\n", static_cast<long long>(id));
+        std::printf("  kept run %lld: it is still running (stop it, then purge again)\n",
+                    static_cast<long long>(id));
 }
 
 // --- export / import ----------------------------------------------------------------------------
@@ -423,7 +439,8 @@ void cmd_import(const RunsArgs& a) {
         std::printf("  run %lld (was %lld in the bundle)  %s\n", static_cast<long long>(r.store_id),
                     static_cast<long long>(r.bundle_id), r.uuid.c_str());
     for (const auto& s : report.skipped)
-        std::printf("  skipped %s: already run %lld\n", s.uuid.c_str(), static_cast<long long>(s.existing_id));
+        std::printf("  skipped %s: already run %lld\n", s.uuid.c_str(),
+                    static_cast<long long>(s.existing_id));
 }
 
 // --- compare -----------------------------------------------------------------------------------
@@ -490,7 +507,8 @@ void cmd_compare(const RunsArgs& a) {
     add("precision", [&](std::size_t i) { return runs[i].precision; });
     add("dataset", [&](std::size_t i) { return runs[i].dataset; });
     add("steps", [&](std::size_t i) { return std::to_string(figures[i].steps); });
-    add("final test accuracy", [&](std::size_t i) { return or_dash(figures[i].final_test_accuracy, percent); });
+    add("final test accuracy",
+        [&](std::size_t i) { return or_dash(figures[i].final_test_accuracy, percent); });
     add("best test accuracy", [&](std::size_t i) { return or_dash(figures[i].best_test_accuracy, percent); });
     add("final test loss", [&](std::size_t i) { return format_number(figures[i].final_test_loss); });
     add("final train loss", [&](std::size_t i) {
@@ -506,7 +524,8 @@ void cmd_compare(const RunsArgs& a) {
             return format_duration(reach->seconds) + " (step " + std::to_string(reach->step) + ")";
         });
     }
-    add("samples/s", [&](std::size_t i) { return or_dash(figures[i].samples_per_second, samples_per_second_text); });
+    add("samples/s",
+        [&](std::size_t i) { return or_dash(figures[i].samples_per_second, samples_per_second_text); });
     if (std::any_of(speedups.begin(), speedups.end(), [](const auto& v) { return v.has_value(); }))
         add("speed-up over fp32", [&](std::size_t i) { return or_dash(speedups[i], speedup_text); });
     add("skipped steps", [&](std::size_t i) { return std::to_string(figures[i].skipped_steps); });
@@ -542,11 +561,13 @@ void add_runs_command(CLI::App& app) {
     list->add_option("--text", a->text, "Substring of the name, note or configuration");
     auto* del = list->add_flag("--deleted", a->deleted, "Only soft-deleted runs (the trash)");
     list->add_flag("--all", a->all, "Include soft-deleted runs")->excludes(del);
-    list->add_option("--limit", a->limit, "At most this many runs (0 = all)")->check(whole_number(0, std::numeric_limits<int>::max()));
+    list->add_option("--limit", a->limit, "At most this many runs (0 = all)")
+        ->check(whole_number(0, std::numeric_limits<int>::max()));
     list->add_flag("--json", a->json, "JSON instead of a table");
     list->callback([a] { cmd_list(*a); });
 
-    auto* show = with_db(runs->add_subcommand("show", "One run: configuration, summary, last metrics, events, tags"));
+    auto* show =
+        with_db(runs->add_subcommand("show", "One run: configuration, summary, last metrics, events, tags"));
     show->add_option("id", a->ids, "Run id")->required();
     show->add_flag("--json", a->json, "JSON instead of text");
     show->callback([a] { cmd_show(*a); });
@@ -585,11 +606,13 @@ void add_runs_command(CLI::App& app) {
     exp->add_flag("--force", a->force, "Overwrite an existing bundle file");
     exp->callback([a] { cmd_export(*a); });
 
-    auto* imp = with_db(runs->add_subcommand("import", "Merge a bundle into the database (runs present are skipped)"));
+    auto* imp = with_db(
+        runs->add_subcommand("import", "Merge a bundle into the database (runs present are skipped)"));
     imp->add_option("file", a->file, "Bundle file")->required();
     imp->callback([a] { cmd_import(*a); });
 
-    auto* cmp = with_db(runs->add_subcommand("compare", "Configuration differences and summaries side by side"));
+    auto* cmp =
+        with_db(runs->add_subcommand("compare", "Configuration differences and summaries side by side"));
     cmp->add_option("ids", a->ids, "Two or more run ids, comma-separated")->required();
     cmp->add_option("--target", a->target, "Also show the time to this test accuracy (0..1)");
     cmp->callback([a] { cmd_compare(*a); });

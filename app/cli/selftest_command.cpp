@@ -74,7 +74,8 @@ Trajectory train_steps(Backend& backend, PrecisionKind precision, int threads, i
     trainer.add_observer(&log);
     const RunSummary s = trainer.run();
     if (s.status == RunStatus::Failed) t.error = s.error;
-    for (Parameter* p : net.parameters()) t.weights.insert(t.weights.end(), p->value.span().begin(), p->value.span().end());
+    for (Parameter* p : net.parameters())
+        t.weights.insert(t.weights.end(), p->value.span().begin(), p->value.span().end());
     return t;
 }
 
@@ -98,8 +99,8 @@ Difference difference(const std::vector<T>& got, const std::vector<T>& want, con
         const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
         if (!std::isfinite(g) || !std::isfinite(w)) {
             if (std::isfinite(g) == std::isfinite(w)) continue;
-            d.where = std::string(unit) + " " + std::to_string(i + 1) + ": device " + std::to_string(g) + ", cpu " +
-                      std::to_string(w);
+            d.where = std::string(unit) + " " + std::to_string(i + 1) + ": device " + std::to_string(g) +
+                      ", cpu " + std::to_string(w);
             return d;
         }
         if (std::fabs(g - w) > diff) diff = std::fabs(g - w), worst = i;
@@ -116,9 +117,12 @@ Difference difference(const std::vector<T>& got, const std::vector<T>& want, con
 // tolerances with that headroom.
 double trajectory_tolerance(PrecisionKind p) {
     switch (p) {
-        case PrecisionKind::FP32: return 1e-4;
-        case PrecisionKind::TF32: return 1e-2;
-        default: return 5e-2;
+        case PrecisionKind::FP32:
+            return 1e-4;
+        case PrecisionKind::TF32:
+            return 1e-2;
+        default:
+            return 5e-2;
     }
 }
 
@@ -139,7 +143,9 @@ void cpu_checks(Tally& tally) {
         for (double l : one.losses) finite = finite && std::isfinite(l);
         const bool same = one.losses == all.losses && one.weights == all.weights;
         tally.line(finite && same, name + ": 1 thread = all threads", 0, 0,
-                   !finite ? "a loss is not finite" : same ? "" : "results depend on the thread count");
+                   !finite ? "a loss is not finite"
+                   : same  ? ""
+                           : "results depend on the thread count");
     }
 }
 
@@ -157,7 +163,8 @@ void cuda_checks(Tally& tally, Backend& backend) {
             const Trajectory want_one = train_steps(*cpu, p, 0, 1, true, optimizer);
             const Difference spread = difference(want.weights, fp32.weights, "weight");
             for (bool graphs : {true, false}) {
-                const std::string name = "whole steps " + precision_name(p) + label + (graphs ? " (graphs)" : " (eager)");
+                const std::string name =
+                    "whole steps " + precision_name(p) + label + (graphs ? " (graphs)" : " (eager)");
                 const Trajectory got = train_steps(backend, p, 0, kSteps, graphs, optimizer);
                 const Trajectory got_one = train_steps(backend, p, 0, 1, graphs, optimizer);
                 if (!got.error.empty() || !want.error.empty()) {
@@ -169,7 +176,8 @@ void cuda_checks(Tally& tally, Backend& backend) {
                 const Difference first = difference(got_one.weights, want_one.weights, "weight");
                 const Difference weights = difference(got.weights, want.weights, "weight");
                 tally.line(losses.relative <= tol, name + " losses", losses.relative, tol, losses.where);
-                tally.line(first.relative <= tol, name + " weights after 1 step", first.relative, tol, first.where);
+                tally.line(first.relative <= tol, name + " weights after 1 step", first.relative, tol,
+                           first.where);
                 // Over many steps rounding differences grow (Adam turns a tiny gradient's sign into
                 // a whole step), so a reduced policy's weights are held to the distance rounding
                 // itself puts between the CPU's run of that policy and its FP32 run: the device may
@@ -210,7 +218,8 @@ int run_selftest(const std::string& backend_name) {
 
 void add_selftest_command(CLI::App& app) {
     auto backend = std::make_shared<std::string>("cuda");
-    auto* cmd = app.add_subcommand("selftest", "Check a backend: every op against the CPU reference, and whole steps");
+    auto* cmd = app.add_subcommand("selftest",
+                                   "Check a backend: every op against the CPU reference, and whole steps");
     cmd->add_option("--backend", *backend, "cpu or cuda (default cuda)");
     cmd->callback([backend] { std::exit(run_selftest(*backend)); });
 }

@@ -19,7 +19,8 @@ std::string display_path(const std::string& path) {
 }
 
 void StoreOptions::add_to(CLI::App& cmd) {
-    auto* db_option = cmd.add_option("--db", db, "Run database to record into (default: $XDG_DATA_HOME/mpwb/runs.sqlite)");
+    auto* db_option =
+        cmd.add_option("--db", db, "Run database to record into (default: $XDG_DATA_HOME/mpwb/runs.sqlite)");
     cmd.add_flag("--no-store", no_store, "Do not record the run")->excludes(db_option);
     cmd.add_option("--run-name", run_name, "Name of the recorded run (default: preset and precision)");
     cmd.add_option("--tag", tags, "Tag the recorded run: key or key=value (repeatable)");
@@ -27,7 +28,8 @@ void StoreOptions::add_to(CLI::App& cmd) {
 
 std::string StoreOptions::database_path() const { return db.empty() ? default_database_path() : db; }
 
-std::unique_ptr<RunRecorder> StoreOptions::open_recorder(const std::string& default_name, const std::string& preset,
+std::unique_ptr<RunRecorder> StoreOptions::open_recorder(const std::string& default_name,
+                                                         const std::string& preset,
                                                          std::optional<std::int64_t> group_id,
                                                          Trainer** stop_target) const {
     if (no_store) return nullptr;
@@ -44,7 +46,8 @@ std::unique_ptr<RunRecorder> StoreOptions::open_recorder(const std::string& defa
     }
     auto path = std::make_shared<std::string>();
     ro.on_created = [path](std::int64_t id) {
-        std::fprintf(stderr, "recording run %lld in %s\n", static_cast<long long>(id), display_path(*path).c_str());
+        std::fprintf(stderr, "recording run %lld in %s\n", static_cast<long long>(id),
+                     display_path(*path).c_str());
     };
     ro.on_failure = [stop_target](const std::string& message) {
         std::fprintf(stderr, "mpwb-cli: error: %s; stopping (use --no-store to train without recording)\n",

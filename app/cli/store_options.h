@@ -24,7 +24,8 @@ struct StoreOptions {
     // Null with --no-store. `stop_target` is stopped when recording cannot go on; it may be set
     // after this call (the recorder's callbacks only run inside Trainer::run).
     std::unique_ptr<RunRecorder> open_recorder(const std::string& default_name, const std::string& preset,
-                                               std::optional<std::int64_t> group_id, Trainer** stop_target) const;
+                                               std::optional<std::int64_t> group_id,
+                                               Trainer** stop_target) const;
     std::string database_path() const;
 };
 

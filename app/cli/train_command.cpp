@@ -33,7 +33,8 @@ int run_train(const TrainArgs& args) {
     Preset preset = args.training.resolve();
     // Checked before training: the network file written at the end must not be the database.
     if (!args.save_network.empty() && !args.store.no_store)
-        refuse_output_onto_database(args.save_network, args.store.database_path(), "the network (--save-network)");
+        refuse_output_onto_database(args.save_network, args.store.database_path(),
+                                    "the network (--save-network)");
     Trainer* trainer_ptr = nullptr;  // set below; the recorder's callbacks run inside run()
     auto recorder = args.store.open_recorder(preset.name + " " + precision_name(preset.training.precision),
                                              preset.name, std::nullopt, &trainer_ptr);
@@ -72,7 +73,8 @@ int run_train(const TrainArgs& args) {
         return 1;
     }
     if (run.recorder() && !run.recorder()->complete()) {
-        std::fprintf(stderr, "mpwb-cli: error: the run was not fully recorded: %s\n", run.recorder()->error().c_str());
+        std::fprintf(stderr, "mpwb-cli: error: the run was not fully recorded: %s\n",
+                     run.recorder()->error().c_str());
         return 1;
     }
     return 0;
@@ -82,7 +84,8 @@ int run_train(const TrainArgs& args) {
 
 void add_train_command(CLI::App& app) {
     auto args = std::make_shared<TrainArgs>();
-    auto* cmd = app.add_subcommand("train", "Train a network (a preset, or a network file) and print a summary");
+    auto* cmd =
+        app.add_subcommand("train", "Train a network (a preset, or a network file) and print a summary");
     args->training.add_to(*cmd);
     cmd->add_option("--backend", args->backend, "cpu, cuda or auto");
     cmd->add_flag("--json", args->json, "Print the summary as one JSON object on stdout");

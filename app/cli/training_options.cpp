@@ -15,16 +15,22 @@ std::string default_preset_name() {
 }
 
 void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
-    app.add_option("--preset", preset, "Preset: spiral-mlp, fashion-mlp, fashion-cnn (default: fashion-mlp, or spiral-mlp without the dataset)");
+    app.add_option("--preset", preset,
+                   "Preset: spiral-mlp, fashion-mlp, fashion-cnn (default: fashion-mlp, or spiral-mlp "
+                   "without the dataset)");
     app.add_option("--network", network_file, "Network JSON file (or a preset file)");
     app.add_option("--dataset", dataset, "spiral, circles, xor, gauss, moons, fashion-mnist, mnist, csv");
     app.add_option("--data-path", data_path, "Folder of IDX files, or a CSV file");
-    app.add_option("--samples", samples, "Synthetic sets: number of points")->check(whole_number(1, 100'000'000));
+    app.add_option("--samples", samples, "Synthetic sets: number of points")
+        ->check(whole_number(1, 100'000'000));
     app.add_option("--noise", noise, "Synthetic sets: noise 0..1")->check(real_number(0, 1));
-    app.add_option("--test-ratio", test_ratio, "Fraction held out for testing")->check(real_number(0, 1, true, true));
-    app.add_flag("--no-normalize", no_normalize, "Do not normalise inputs with the train split's mean and std");
+    app.add_option("--test-ratio", test_ratio, "Fraction held out for testing")
+        ->check(real_number(0, 1, true, true));
+    app.add_flag("--no-normalize", no_normalize,
+                 "Do not normalise inputs with the train split's mean and std");
     app.add_option("--epochs", epochs, "Epochs")->check(whole_number(1, kMaxEpochs));
-    app.add_option("--max-steps", max_steps, "Stop after this many steps (0 = no limit)")->check(whole_number(0, kMaxSteps));
+    app.add_option("--max-steps", max_steps, "Stop after this many steps (0 = no limit)")
+        ->check(whole_number(0, kMaxSteps));
     app.add_option("--batch", batch, "Batch size")->check(whole_number(1, 1 << 24));
     app.add_option("--optimizer", optimizer, "sgd, adam, adamw");
     app.add_option("--lr", lr, "Learning rate")->check(real_number(0, 1e30, true));
@@ -33,31 +39,42 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
     app.add_option("--weight-decay", weight_decay, "Weight decay")->check(real_number(0, 1e30));
     app.add_option("--schedule", schedule, "constant, step, cosine");
     app.add_option("--warmup", warmup, "Linear warm-up steps")->check(whole_number(0, kMaxSteps));
-    app.add_option("--step-size", step_size, "Step schedule: steps between decays")->check(whole_number(1, kMaxSteps));
+    app.add_option("--step-size", step_size, "Step schedule: steps between decays")
+        ->check(whole_number(1, kMaxSteps));
     app.add_option("--gamma", gamma, "Step schedule: decay factor")->check(real_number(0, 1e30, true));
     app.add_option("--min-lr", min_lr, "Cosine schedule: final learning rate")->check(real_number(0, 1e30));
-    app.add_option("--clip-norm", clip_norm, "Clip the global gradient norm (after unscaling); 0 = off")->check(real_number(0, 1e30));
-    app.add_option("--seed", seed, "Seed of initial weights, batch order and dropout")->check(unsigned_number());
+    app.add_option("--clip-norm", clip_norm, "Clip the global gradient norm (after unscaling); 0 = off")
+        ->check(real_number(0, 1e30));
+    app.add_option("--seed", seed, "Seed of initial weights, batch order and dropout")
+        ->check(unsigned_number());
     app.add_option("--threads", threads, "CPU threads (0 = all cores)")->check(whole_number(0, 4096));
-    app.add_option("--eval-every", eval_every, "Evaluate every N steps (default: every epoch)")->check(whole_number(0, kMaxSteps));
-    app.add_option("--stats-every", stats_every, "Gradient exponent statistics every K steps (0 = off)")->check(whole_number(0, kMaxSteps));
+    app.add_option("--eval-every", eval_every, "Evaluate every N steps (default: every epoch)")
+        ->check(whole_number(0, kMaxSteps));
+    app.add_option("--stats-every", stats_every, "Gradient exponent statistics every K steps (0 = off)")
+        ->check(whole_number(0, kMaxSteps));
     if (!with_precision) return;
     app.add_option("--precision", precision, "fp32, tf32, fp16-mixed, bf16-mixed, fp16-pure");
-    app.add_option("--weight-grad-format", weight_grad_format, "Storage of weight gradients: fp32, fp16, bf16");
+    app.add_option("--weight-grad-format", weight_grad_format,
+                   "Storage of weight gradients: fp32, fp16, bf16");
     app.add_option("--scaler", scaler_mode, "Loss scaling: none, static, dynamic");
-    app.add_option("--scaler-like", scaler_like, "Start from a known system's rules: pytorch, deepspeed, megatron, nnabla");
+    app.add_option("--scaler-like", scaler_like,
+                   "Start from a known system's rules: pytorch, deepspeed, megatron, nnabla");
     app.add_option("--init-scale", init_scale, "Initial (or static) loss scale");
     app.add_option("--growth-factor", growth_factor, "Scale growth factor (> 1)");
     app.add_option("--backoff-factor", backoff_factor, "Scale backoff factor (0 < f < 1)");
-    app.add_option("--growth-interval", growth_interval, "Clean steps before the scale grows")->check(whole_number(std::numeric_limits<int64_t>::min()));
-    app.add_option("--hysteresis", hysteresis, "Overflows tolerated before backing off")->check(whole_number(std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+    app.add_option("--growth-interval", growth_interval, "Clean steps before the scale grows")
+        ->check(whole_number(std::numeric_limits<int64_t>::min()));
+    app.add_option("--hysteresis", hysteresis, "Overflows tolerated before backing off")
+        ->check(whole_number(std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
     app.add_option("--hysteresis-refill", hysteresis_refill, "on_growth or every_clean_step");
     app.add_option("--min-scale", min_scale, "Smallest loss scale");
     app.add_option("--max-scale", max_scale, "Largest loss scale");
     app.add_option("--on-overflow", on_overflow, "skip, or retry the same batch at the lower scale");
-    app.add_option("--max-retries", max_retries, "Retries of one batch before it is skipped")->check(whole_number(std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+    app.add_option("--max-retries", max_retries, "Retries of one batch before it is skipped")
+        ->check(whole_number(std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
     app.add_option("--count-skipped", count_skipped, "Skipped steps advance the LR schedule (true/false)");
-    app.add_option("--grow-only-if-finite", grow_only_if_finite, "Refuse a growth that makes the scale infinite (true/false)");
+    app.add_option("--grow-only-if-finite", grow_only_if_finite,
+                   "Refuse a growth that makes the scale infinite (true/false)");
 }
 
 Preset TrainingOptions::resolve() const {
@@ -96,9 +113,9 @@ Preset TrainingOptions::resolve() const {
     if (precision) c.precision = parse_precision(*precision);
     if (weight_grad_format) c.weight_grad_format = parse_format(*weight_grad_format);
 
-    const bool any_scaler = scaler_mode || scaler_like || init_scale || growth_factor || backoff_factor || growth_interval ||
-                            hysteresis || hysteresis_refill || min_scale || max_scale || on_overflow || max_retries ||
-                            count_skipped || grow_only_if_finite;
+    const bool any_scaler = scaler_mode || scaler_like || init_scale || growth_factor || backoff_factor ||
+                            growth_interval || hysteresis || hysteresis_refill || min_scale || max_scale ||
+                            on_overflow || max_retries || count_skipped || grow_only_if_finite;
     if (any_scaler) {
         LossScalerConfig s = scaler_like ? loss_scaler_preset(*scaler_like) : c.effective_scaler();
         if (!scaler_mode && !scaler_like && s.mode == ScalerMode::None) s.mode = ScalerMode::Dynamic;

@@ -96,11 +96,13 @@ double run_until_idle(TrainingController* controller, double* mean_gap_ms, nlohm
     probe.stop();
     if (app) {
         *slowest_events = nlohmann::json::array();
-        for (const auto& e : app->slowest()) slowest_events->push_back({{"ms", e.ms}, {"cpu_ms", e.cpu_ms}, {"event", e.what.toStdString()}});
+        for (const auto& e : app->slowest())
+            slowest_events->push_back({{"ms", e.ms}, {"cpu_ms", e.cpu_ms}, {"event", e.what.toStdString()}});
         if (std::getenv("MPWB_BENCH_DEBUG")) {
             int shown = 0;
             for (const auto& e : app->totals())
-                if (shown++ < 12) std::fprintf(stderr, "total %8.1f ms %5d x  %s\n", e.ms, e.count, qPrintable(e.what));
+                if (shown++ < 12)
+                    std::fprintf(stderr, "total %8.1f ms %5d x  %s\n", e.ms, e.count, qPrintable(e.what));
         }
         app->stopTiming();
     }
@@ -112,8 +114,9 @@ double run_until_idle(TrainingController* controller, double* mean_gap_ms, nlohm
 
 int run_gui_benchmark(const GuiBenchmarkOptions& options) {
     QTemporaryDir tmp;
-    const std::string db =
-        options.db_path.isEmpty() ? (tmp.path() + QStringLiteral("/bench.sqlite")).toStdString() : options.db_path.toStdString();
+    const std::string db = options.db_path.isEmpty()
+                               ? (tmp.path() + QStringLiteral("/bench.sqlite")).toStdString()
+                               : options.db_path.toStdString();
 
     MainWindow::Options wo;
     wo.db_path = db;
@@ -139,10 +142,11 @@ int run_gui_benchmark(const GuiBenchmarkOptions& options) {
     const nlohmann::json network = window.networkEditor()->networkJson();
 
     std::map<int, RunSummary> ends;  // by slot, of the window's last launch
-    auto collect = QObject::connect(window.controller(), &TrainingController::updates, [&](const std::vector<RunUpdate>& us) {
-        for (const auto& u : us)
-            if (u.end) ends[u.slot] = *u.end;
-    });
+    auto collect = QObject::connect(window.controller(), &TrainingController::updates,
+                                    [&](const std::vector<RunUpdate>& us) {
+                                        for (const auto& u : us)
+                                            if (u.end) ends[u.slot] = *u.end;
+                                    });
     // GUI-thread time in replots, from QCustomPlot's own before/after signals.
     QElapsedTimer replot_clock;
     replot_clock.start();
@@ -150,7 +154,8 @@ int run_gui_benchmark(const GuiBenchmarkOptions& options) {
     int replots = 0;
     std::map<QCustomPlot*, qint64> replot_start;
     for (auto* plot : window.findChildren<QCustomPlot*>()) {
-        QObject::connect(plot, &QCustomPlot::beforeReplot, [&, plot] { replot_start[plot] = replot_clock.nsecsElapsed(); });
+        QObject::connect(plot, &QCustomPlot::beforeReplot,
+                         [&, plot] { replot_start[plot] = replot_clock.nsecsElapsed(); });
         QObject::connect(plot, &QCustomPlot::afterReplot, [&, plot] {
             replot_seconds += static_cast<double>(replot_clock.nsecsElapsed() - replot_start[plot]) * 1e-9;
             ++replots;
@@ -184,13 +189,16 @@ int run_gui_benchmark(const GuiBenchmarkOptions& options) {
             const auto& e = ends.begin()->second;
             g.steps = e.steps;
             g.wall_seconds = e.wall_seconds;
-            g.wall_sps = static_cast<double>(e.steps) * static_cast<double>(config.batch_size) / e.wall_seconds;
+            g.wall_sps =
+                static_cast<double>(e.steps) * static_cast<double>(config.batch_size) / e.wall_seconds;
             g.train_sps = e.samples_per_second;
         }
         headless_sps.push_back(h.wall_sps);
         gui_sps.push_back(g.wall_sps);
-        round_list.push_back({{"headless_samples_per_s", h.wall_sps}, {"gui_samples_per_s", g.wall_sps},
-                              {"ratio", h.wall_sps > 0 ? g.wall_sps / h.wall_sps : 0}, {"worst_event_loop_gap_ms", stall}});
+        round_list.push_back({{"headless_samples_per_s", h.wall_sps},
+                              {"gui_samples_per_s", g.wall_sps},
+                              {"ratio", h.wall_sps > 0 ? g.wall_sps / h.wall_sps : 0},
+                              {"worst_event_loop_gap_ms", stall}});
         if (stall >= stall_ms) {
             stall_ms = stall;
             slowest_events = events;
@@ -215,18 +223,23 @@ int run_gui_benchmark(const GuiBenchmarkOptions& options) {
     out["preset"] = options.preset.toStdString();
     out["steps"] = headless.steps;
     out["batch"] = config.batch_size;
-    out["threads_headless"] = config.threads == 0 ? static_cast<int>(std::thread::hardware_concurrency()) : config.threads;
+    out["threads_headless"] =
+        config.threads == 0 ? static_cast<int>(std::thread::hardware_concurrency()) : config.threads;
     out["device"] = make_cpu_backend()->device_name();
     out["startup_to_first_expose_s"] = startup;
     out["window_show_call_s"] = shown_at;
     out["rounds"] = round_list;
     out["headless"] = {{"median_samples_per_s", headless_median}, {"wall_s_last", headless.wall_seconds}};
-    out["gui"] = {{"median_samples_per_s", gui_median}, {"wall_s_last", gui.wall_seconds}, {"plotted_points", plotted},
+    out["gui"] = {{"median_samples_per_s", gui_median},
+                  {"wall_s_last", gui.wall_seconds},
+                  {"plotted_points", plotted},
                   {"worst_event_loop_gap_ms", stall_ms},
-                  {"gui_thread_cpu_share", gui_wall > 0 ? gui_cpu / gui_wall : 0}, {"mean_event_loop_gap_ms", mean_gap},
+                  {"gui_thread_cpu_share", gui_wall > 0 ? gui_cpu / gui_wall : 0},
+                  {"mean_event_loop_gap_ms", mean_gap},
                   {"slowest_events_of_worst_round", slowest_events},
                   {"gui_thread_update_s", window.updateSeconds() - update_before},
-                  {"gui_thread_replot_s", replot_seconds - replot_before}, {"replots", replots - replots_before}};
+                  {"gui_thread_replot_s", replot_seconds - replot_before},
+                  {"replots", replots - replots_before}};
     // Each GUI run against the headless run just before it (the machine's speed drifts between
     // rounds on a shared VM): the median of these paired ratios is the figure.
     out["gui_vs_headless"] = median(ratios);

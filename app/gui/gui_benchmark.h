@@ -16,7 +16,7 @@ struct GuiBenchmarkOptions {
     long long max_steps = 0;  // 0: all epochs
     int repeats = 3;          // rounds of a headless run then a GUI run
     bool comparison = true;
-    QString db_path;          // empty: a temporary database
+    QString db_path;  // empty: a temporary database
 };
 
 // Runs the benchmark in the running QApplication and prints one JSON object on stdout.

@@ -30,7 +30,8 @@
 namespace {
 // A command-line value outside its range: said on stderr naming the option, exit status 2.
 int option_error(const QString& option, const QString& value, const QString& expected) {
-    std::fprintf(stderr, "mpwb: --%s: '%s' %s\n", qPrintable(option), qPrintable(value), qPrintable(expected));
+    std::fprintf(stderr, "mpwb: --%s: '%s' %s\n", qPrintable(option), qPrintable(value),
+                 qPrintable(expected));
     return 2;
 }
 
@@ -82,19 +83,41 @@ int main(int argc, char** argv) {
         "  mpwb report --runs 3,4 --out report.html   writes a comparison report (see mpwb report --help)"));
     cli.addHelpOption();
     cli.addVersionOption();
-    QCommandLineOption db({QStringLiteral("db")}, QStringLiteral("Run database (default: %1)").arg(QString::fromStdString(mpwb::default_database_path())), QStringLiteral("path"));
-    QCommandLineOption preset({QStringLiteral("preset")}, QStringLiteral("Experiment to open: spiral-mlp, fashion-mlp, fashion-cnn"), QStringLiteral("name"));
-    QCommandLineOption start({QStringLiteral("start")}, QStringLiteral("Start at once: train or compare"), QStringLiteral("what"));
-    QCommandLineOption epochs({QStringLiteral("epochs")}, QStringLiteral("Override the preset's epochs"), QStringLiteral("n"));
-    QCommandLineOption tab({QStringLiteral("tab")}, QStringLiteral("Plot tab to show: Curves, Gradients, Decision boundary"), QStringLiteral("title"));
-    QCommandLineOption open({QStringLiteral("open-runs")}, QStringLiteral("Show stored runs (comma-separated ids)"), QStringLiteral("ids"));
-    QCommandLineOption quit_after({QStringLiteral("quit-after")}, QStringLiteral("Close after this many seconds"), QStringLiteral("seconds"));
-    QCommandLineOption quit_done({QStringLiteral("quit-when-done")}, QStringLiteral("Close when the runs started with --start end"));
-    QCommandLineOption fresh({QStringLiteral("default-layout")}, QStringLiteral("Ignore the saved window layout"));
-    QCommandLineOption bench({QStringLiteral("benchmark")}, QStringLiteral("Measure throughput with live plots vs headless, event-loop stalls and startup; print JSON"));
-    QCommandLineOption bench_steps({QStringLiteral("benchmark-steps")}, QStringLiteral("Step limit of the benchmark runs"), QStringLiteral("n"));
-    QCommandLineOption bench_rounds({QStringLiteral("benchmark-rounds")}, QStringLiteral("Rounds of headless then GUI runs (default 3; the paired ratios are compared)"), QStringLiteral("n"));
-    for (const auto* o : {&db, &preset, &start, &epochs, &tab, &open, &quit_after, &quit_done, &fresh, &bench, &bench_steps, &bench_rounds}) cli.addOption(*o);
+    QCommandLineOption db({QStringLiteral("db")},
+                          QStringLiteral("Run database (default: %1)")
+                              .arg(QString::fromStdString(mpwb::default_database_path())),
+                          QStringLiteral("path"));
+    QCommandLineOption preset({QStringLiteral("preset")},
+                              QStringLiteral("Experiment to open: spiral-mlp, fashion-mlp, fashion-cnn"),
+                              QStringLiteral("name"));
+    QCommandLineOption start({QStringLiteral("start")}, QStringLiteral("Start at once: train or compare"),
+                             QStringLiteral("what"));
+    QCommandLineOption epochs({QStringLiteral("epochs")}, QStringLiteral("Override the preset's epochs"),
+                              QStringLiteral("n"));
+    QCommandLineOption tab({QStringLiteral("tab")},
+                           QStringLiteral("Plot tab to show: Curves, Gradients, Decision boundary"),
+                           QStringLiteral("title"));
+    QCommandLineOption open({QStringLiteral("open-runs")},
+                            QStringLiteral("Show stored runs (comma-separated ids)"), QStringLiteral("ids"));
+    QCommandLineOption quit_after({QStringLiteral("quit-after")},
+                                  QStringLiteral("Close after this many seconds"), QStringLiteral("seconds"));
+    QCommandLineOption quit_done({QStringLiteral("quit-when-done")},
+                                 QStringLiteral("Close when the runs started with --start end"));
+    QCommandLineOption fresh({QStringLiteral("default-layout")},
+                             QStringLiteral("Ignore the saved window layout"));
+    QCommandLineOption bench(
+        {QStringLiteral("benchmark")},
+        QStringLiteral(
+            "Measure throughput with live plots vs headless, event-loop stalls and startup; print JSON"));
+    QCommandLineOption bench_steps({QStringLiteral("benchmark-steps")},
+                                   QStringLiteral("Step limit of the benchmark runs"), QStringLiteral("n"));
+    QCommandLineOption bench_rounds(
+        {QStringLiteral("benchmark-rounds")},
+        QStringLiteral("Rounds of headless then GUI runs (default 3; the paired ratios are compared)"),
+        QStringLiteral("n"));
+    for (const auto* o : {&db, &preset, &start, &epochs, &tab, &open, &quit_after, &quit_done, &fresh, &bench,
+                          &bench_steps, &bench_rounds})
+        cli.addOption(*o);
     cli.process(app);
 
     // Every value is checked before anything starts, so a scripted run fails at once and says
@@ -103,23 +126,30 @@ int main(int argc, char** argv) {
     constexpr qlonglong kMaxEpochs = 1'000'000'000;
     constexpr double kMaxQuitAfterSeconds = 2'000'000;  // the close timer counts int milliseconds
     if (cli.isSet(epochs) && !whole_in(cli.value(epochs), 1, kMaxEpochs))
-        return option_error(QStringLiteral("epochs"), cli.value(epochs), QStringLiteral("is not a whole number from 1 to 1000000000"));
+        return option_error(QStringLiteral("epochs"), cli.value(epochs),
+                            QStringLiteral("is not a whole number from 1 to 1000000000"));
     if (cli.isSet(bench_steps) && !whole_in(cli.value(bench_steps), 1, kMaxEpochs))
-        return option_error(QStringLiteral("benchmark-steps"), cli.value(bench_steps), QStringLiteral("is not a whole number from 1 to 1000000000"));
+        return option_error(QStringLiteral("benchmark-steps"), cli.value(bench_steps),
+                            QStringLiteral("is not a whole number from 1 to 1000000000"));
     if (cli.isSet(bench_rounds) && !whole_in(cli.value(bench_rounds), 1, 1000))
-        return option_error(QStringLiteral("benchmark-rounds"), cli.value(bench_rounds), QStringLiteral("is not a whole number from 1 to 1000"));
+        return option_error(QStringLiteral("benchmark-rounds"), cli.value(bench_rounds),
+                            QStringLiteral("is not a whole number from 1 to 1000"));
     if (cli.isSet(quit_after)) {
         bool ok = false;
         const double seconds = cli.value(quit_after).toDouble(&ok);
         if (!ok || !(seconds >= 0) || seconds > kMaxQuitAfterSeconds)
-            return option_error(QStringLiteral("quit-after"), cli.value(quit_after), QStringLiteral("is not a number of seconds from 0 to 2000000"));
+            return option_error(QStringLiteral("quit-after"), cli.value(quit_after),
+                                QStringLiteral("is not a number of seconds from 0 to 2000000"));
     }
-    if (cli.isSet(start) && cli.value(start) != QLatin1String("train") && cli.value(start) != QLatin1String("compare"))
-        return option_error(QStringLiteral("start"), cli.value(start), QStringLiteral("is not train or compare"));
+    if (cli.isSet(start) && cli.value(start) != QLatin1String("train") &&
+        cli.value(start) != QLatin1String("compare"))
+        return option_error(QStringLiteral("start"), cli.value(start),
+                            QStringLiteral("is not train or compare"));
     if (cli.isSet(open))
         for (const auto& part : cli.value(open).split(QLatin1Char(','), Qt::SkipEmptyParts))
             if (!whole_in(part, 1, std::numeric_limits<qlonglong>::max()))
-                return option_error(QStringLiteral("open-runs"), part, QStringLiteral("is not a run id (a positive whole number)"));
+                return option_error(QStringLiteral("open-runs"), part,
+                                    QStringLiteral("is not a run id (a positive whole number)"));
     if (cli.isSet(preset)) {
         try {
             mpwb::load_preset(cli.value(preset).toStdString());
@@ -171,7 +201,8 @@ int main(int argc, char** argv) {
             }
             if (cli.isSet(open)) {
                 QList<qint64> ids;
-                for (const auto& part : cli.value(open).split(QLatin1Char(','), Qt::SkipEmptyParts)) ids << part.toLongLong();
+                for (const auto& part : cli.value(open).split(QLatin1Char(','), Qt::SkipEmptyParts))
+                    ids << part.toLongLong();
                 window.openStoredRuns(ids);
                 window.runBrowser()->selectRuns(ids);
             }
@@ -191,7 +222,8 @@ int main(int argc, char** argv) {
                                  : what == QLatin1String("compare") ? window.startComparison()
                                                                     : true;
             if (!started) {
-                const QString why = window.lastError().isEmpty() ? window.statusBar()->currentMessage() : window.lastError();
+                const QString why =
+                    window.lastError().isEmpty() ? window.statusBar()->currentMessage() : window.lastError();
                 std::fprintf(stderr, "mpwb: --start %s failed: %s\n", qPrintable(what), qPrintable(why));
                 startup_status = 1;
                 if (scripted) {

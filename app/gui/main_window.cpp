@@ -125,9 +125,10 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
             last_error_ = QString::fromUtf8(e.what());
         }
     };
-    connect(precision_, &PrecisionPanel::scalerConfigRequested, this, [this, guarded](const LossScalerConfig& c) {
-        guarded(tr("Scaler settings"), [&] { controller_->request_scaler_config(c); });
-    });
+    connect(precision_, &PrecisionPanel::scalerConfigRequested, this,
+            [this, guarded](const LossScalerConfig& c) {
+                guarded(tr("Scaler settings"), [&] { controller_->request_scaler_config(c); });
+            });
     connect(precision_, &PrecisionPanel::lossScaleRequested, this, [this, guarded](double s) {
         guarded(tr("Loss scale"), [&] { controller_->request_loss_scale(s); });
     });
@@ -136,7 +137,8 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
     });
 
     connect(browser_, &RunBrowser::openRunRequested, this, [this](qint64 id) { openStoredRuns({id}); });
-    connect(browser_, &RunBrowser::compareRequested, this, [this](const QList<qint64>& ids) { openStoredRuns(ids); });
+    connect(browser_, &RunBrowser::compareRequested, this,
+            [this](const QList<qint64>& ids) { openStoredRuns(ids); });
     connect(browser_, &RunBrowser::reportRequested, this, &MainWindow::onReportRequested);
 
     resize(1580, 960);
@@ -154,11 +156,13 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
             if (preset_name_.isEmpty()) {
                 QString preset = options_.preset;
                 if (preset.isEmpty())
-                    preset = QFileInfo::exists(QString::fromUtf8(kDefaultFashionMnistPath)) ? QStringLiteral("fashion-mlp")
-                                                                                            : QStringLiteral("spiral-mlp");
+                    preset = QFileInfo::exists(QString::fromUtf8(kDefaultFashionMnistPath))
+                                 ? QStringLiteral("fashion-mlp")
+                                 : QStringLiteral("spiral-mlp");
                 loadPreset(preset);
             }
-            if (browser_->databasePath().isEmpty()) browser_->setDatabase(QString::fromStdString(options_.db_path));
+            if (browser_->databasePath().isEmpty())
+                browser_->setDatabase(QString::fromStdString(options_.db_path));
             if (device_label_->text().isEmpty()) {
                 std::string why_not_gpu;
                 auto backend = make_default_backend(&why_not_gpu);
@@ -197,8 +201,9 @@ void MainWindow::buildActions() {
     compare_ = new QAction(style->standardIcon(QStyle::SP_BrowserReload), tr("Compare FP32 vs mixed"), this);
     compare_->setObjectName(QStringLiteral("compareAction"));
     compare_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
-    compare_->setToolTip(tr("Train FP32 and the selected mixed policy side by side: same network, seed, "
-                            "initial weights and batch order (Ctrl+Shift+C)"));
+    compare_->setToolTip(
+        tr("Train FP32 and the selected mixed policy side by side: same network, seed, "
+           "initial weights and batch order (Ctrl+Shift+C)"));
     for (auto* a : {train_, pause_, stop_, compare_}) {
         a->setShortcutContext(Qt::ApplicationShortcut);
         bar->addAction(a);
@@ -237,12 +242,17 @@ void MainWindow::buildDocks() {
     // The plots get the middle; the network editor (palette, table and form side by side) fits
     // the wide bottom strip, tabbed with the run browser and the event list; the settings
     // panels share the right column.
-    docks_.network = make_dock(this, tr("Network"), QStringLiteral("dockNetwork"), editor_, Qt::BottomDockWidgetArea);
+    docks_.network =
+        make_dock(this, tr("Network"), QStringLiteral("dockNetwork"), editor_, Qt::BottomDockWidgetArea);
     docks_.runs = make_dock(this, tr("Runs"), QStringLiteral("dockRuns"), browser_, Qt::BottomDockWidgetArea);
-    docks_.events = make_dock(this, tr("Events"), QStringLiteral("dockEvents"), events_, Qt::BottomDockWidgetArea);
-    docks_.precision = make_dock(this, tr("Precision"), QStringLiteral("dockPrecision"), precision_, Qt::RightDockWidgetArea);
-    docks_.training = make_dock(this, tr("Training"), QStringLiteral("dockTraining"), training_, Qt::RightDockWidgetArea);
-    docks_.dataset = make_dock(this, tr("Dataset"), QStringLiteral("dockDataset"), dataset_, Qt::RightDockWidgetArea);
+    docks_.events =
+        make_dock(this, tr("Events"), QStringLiteral("dockEvents"), events_, Qt::BottomDockWidgetArea);
+    docks_.precision = make_dock(this, tr("Precision"), QStringLiteral("dockPrecision"), precision_,
+                                 Qt::RightDockWidgetArea);
+    docks_.training =
+        make_dock(this, tr("Training"), QStringLiteral("dockTraining"), training_, Qt::RightDockWidgetArea);
+    docks_.dataset =
+        make_dock(this, tr("Dataset"), QStringLiteral("dockDataset"), dataset_, Qt::RightDockWidgetArea);
     tabifyDockWidget(docks_.network, docks_.runs);
     tabifyDockWidget(docks_.runs, docks_.events);
     docks_.network->raise();
@@ -376,7 +386,8 @@ bool MainWindow::startTraining() {
         const TrainConfig c = currentConfig();
         const QString precision = QString::fromStdString(precision_name(c.precision));
         beginLive({{precision, precision}});
-        return controller_->start(editor_->networkJson(), c, preset_name_.toStdString() + " " + precision.toStdString());
+        return controller_->start(editor_->networkJson(), c,
+                                  preset_name_.toStdString() + " " + precision.toStdString());
     });
 }
 
@@ -384,9 +395,11 @@ bool MainWindow::startComparison() {
     return launchUnlessBlocked(tr("Cannot compare"), [this] {
         // FP32 selected: compare against FP16 mixed, the policy the paper is about. The panel
         // switches to it too, so its scaler fields (and live Apply) are the mixed run's.
-        if (precision_->precision() == PrecisionKind::FP32) precision_->setPrecision(PrecisionKind::FP16Mixed);
+        if (precision_->precision() == PrecisionKind::FP32)
+            precision_->setPrecision(PrecisionKind::FP16Mixed);
         TrainConfig c = currentConfig();
-        if (c.precision == PrecisionKind::FP32 || c.precision == PrecisionKind::TF32) c.precision = PrecisionKind::FP16Mixed;
+        if (c.precision == PrecisionKind::FP32 || c.precision == PrecisionKind::TF32)
+            c.precision = PrecisionKind::FP16Mixed;
         const PrecisionKind mixed = c.precision;
         const QString low = QString::fromStdString(precision_name(mixed));
         beginLive({{QStringLiteral("fp32"), QStringLiteral("fp32")}, {low, low}});
@@ -461,9 +474,11 @@ void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
         for (const auto& e : u.events) {
             const QString text = QString::fromStdString(event_text(e.kind, e.detail));
             const QString json = QString::fromStdString(e.detail.dump());
-            addEventRow(label, e.step, QString::fromStdString(e.kind), QString::fromStdString(e.source), text, json);
+            addEventRow(label, e.step, QString::fromStdString(e.kind), QString::fromStdString(e.source), text,
+                        json);
             if (readout_run)
-                precision_->addEvent(e.step, QString::fromStdString(e.kind), QString::fromStdString(e.source), text, json);
+                precision_->addEvent(e.step, QString::fromStdString(e.kind), QString::fromStdString(e.source),
+                                     text, json);
         }
         if (!u.events.empty()) {
             events_->setUpdatesEnabled(true);
@@ -484,7 +499,8 @@ void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
             addEventRow(label, u.steps.empty() ? 0 : u.steps.back().step, tr("error"), tr("workbench"),
                         QString::fromStdString(err), {});
             // What is kept depends on how far the run got (nothing, an empty row, or its steps).
-            showError(tr("Run failed"), u.kept.empty() ? text : text + QStringLiteral("\n\n") + QString::fromStdString(u.kept));
+            showError(tr("Run failed"),
+                      u.kept.empty() ? text : text + QStringLiteral("\n\n") + QString::fromStdString(u.kept));
         }
     }
     board_->replot();
@@ -545,10 +561,11 @@ bool MainWindow::openStoredRuns(const QList<qint64>& ids) {
                     source = detail["source"].get<std::string>();
                     detail.erase("source");
                 }
-                const QString text = detail.is_discarded() ? QString::fromStdString(e.json)
-                                                           : QString::fromStdString(event_text(e.kind, detail));
-                addEventRow(label, e.step, QString::fromStdString(e.kind), QString::fromStdString(source), text,
-                            QString::fromStdString(e.json));
+                const QString text = detail.is_discarded()
+                                         ? QString::fromStdString(e.json)
+                                         : QString::fromStdString(event_text(e.kind, detail));
+                addEventRow(label, e.step, QString::fromStdString(e.kind), QString::fromStdString(source),
+                            text, QString::fromStdString(e.json));
             }
         }
         events_->scrollToBottom();
@@ -568,16 +585,17 @@ void MainWindow::showStoredBoundary(RunStore& store, const Run& run, int board_i
     try {
         // The data points come from the run's own dataset settings (the synthetic sets are
         // generated from their seed, so they are the points the run trained on).
-        const TrainConfig config =
-            train_config_from_json(parse_json_text(run.config_json, "configuration of run " + std::to_string(run.id)));
+        const TrainConfig config = train_config_from_json(
+            parse_json_text(run.config_json, "configuration of run " + std::to_string(run.id)));
         const Dataset data = load_dataset(config.dataset);
         board_->setBoundaryPoints(board_index, data);
         board_->setBoundary(board_index, boundary_from_blob(stored->second));
     } catch (const std::exception& e) {
         // The curves are there; only the boundary cannot be shown (a CSV file that moved, a
         // damaged blob): say so and go on.
-        statusBar()->showMessage(tr("Run #%1: decision boundary not shown: %2").arg(run.id).arg(QString::fromUtf8(e.what())),
-                                 10000);
+        statusBar()->showMessage(
+            tr("Run #%1: decision boundary not shown: %2").arg(run.id).arg(QString::fromUtf8(e.what())),
+            10000);
     }
 }
 
@@ -602,7 +620,8 @@ void MainWindow::onReportRequested(const QList<qint64>& ids) {
         return;
     }
     const QString suggested = QDir::home().filePath(
-        QStringLiteral("mpwb-report-%1.html").arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmm"))));
+        QStringLiteral("mpwb-report-%1.html")
+            .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmm"))));
     const QString path = QFileDialog::getSaveFileName(this, tr("Export report"), suggested,
                                                       tr("HTML report (*.html);;PDF report (*.pdf)"));
     if (!path.isEmpty()) exportReport(ids, path);
@@ -635,7 +654,8 @@ void MainWindow::showEvent(QShowEvent* event) {
 }
 
 bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
-    if (!exposed_ && event->type() == QEvent::Expose && watched == windowHandle() && windowHandle()->isExposed()) {
+    if (!exposed_ && event->type() == QEvent::Expose && watched == windowHandle() &&
+        windowHandle()->isExposed()) {
         exposed_ = true;
         emit firstExposed();
     }

@@ -41,11 +41,11 @@ class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
     struct Options {
-        std::string db_path;        // the run store (resolved by main: --db or the default)
-        QString preset;             // empty: fashion-mlp when Fashion-MNIST is installed, else spiral-mlp
-        bool restore_layout = true; // QSettings window geometry and dock state
-        bool record = true;         // record runs into the store
-        double chunk_seconds = 0.1; // comparison turn length
+        std::string db_path;         // the run store (resolved by main: --db or the default)
+        QString preset;              // empty: fashion-mlp when Fashion-MNIST is installed, else spiral-mlp
+        bool restore_layout = true;  // QSettings window geometry and dock state
+        bool record = true;          // record runs into the store
+        double chunk_seconds = 0.1;  // comparison turn length
     };
 
     explicit MainWindow(Options options, QWidget* parent = nullptr);
@@ -156,7 +156,9 @@ private:
         QDockWidget* training = nullptr;
         QDockWidget* dataset = nullptr;
         // In the View menu's order.
-        std::array<QDockWidget*, 6> all() const { return {network, runs, events, precision, training, dataset}; }
+        std::array<QDockWidget*, 6> all() const {
+            return {network, runs, events, precision, training, dataset};
+        }
     };
     Docks docks_;
     QString last_error_;

@@ -34,7 +34,9 @@ QString gradient_kind_key(const GradientStatsRecord& r) {
     return QString::fromLatin1(metric_key::weight_grad_prefix) + QString::fromStdString(r.parameter);
 }
 
-Format reference_format_for(const QString& precision) { return gradient_reference_format(precision.toStdString()); }
+Format reference_format_for(const QString& precision) {
+    return gradient_reference_format(precision.toStdString());
+}
 
 namespace {
 // FP32 and TF32 runs have no loss scale: a flat line at 2^0 in the scale plot would only crowd
@@ -74,8 +76,9 @@ PlotBoard::PlotBoard(QWidget* parent) : QWidget(parent) {
     tabs_->addTab(makeCurvesTab(), tr("Curves"));
     tabs_->addTab(makeGradientsTab(), tr("Gradients"));
     auto* bl = new QVBoxLayout;
-    boundary_hint_ = new QLabel(tr("The decision boundary is drawn for 2-D classification sets "
-                                   "(spiral, circles, xor, gauss, moons) while they train."));
+    boundary_hint_ =
+        new QLabel(tr("The decision boundary is drawn for 2-D classification sets "
+                      "(spiral, circles, xor, gauss, moons) while they train."));
     boundary_hint_->setWordWrap(true);
     bl->addWidget(boundary_hint_);
     boundary_host_ = new QWidget;
@@ -124,7 +127,8 @@ QWidget* PlotBoard::makeCurvesTab() {
     bar->addSpacing(16);
     bar->addWidget(log_loss_);
     bar->addStretch(1);
-    bar->addWidget(new QLabel(tr("Drag to pan, wheel to zoom, double-click to follow; right-click to export")));
+    bar->addWidget(
+        new QLabel(tr("Drag to pan, wheel to zoom, double-click to follow; right-click to export")));
     connect(smoothing_, &QSlider::valueChanged, this, &PlotBoard::onSmoothingChanged);
     connect(log_loss_, &QCheckBox::toggled, this, [this](bool on) {
         lossPlot()->setLogY(on);
@@ -304,8 +308,8 @@ void PlotBoard::queue(SeriesPlot* plot, int key, SeriesPlot::Curve curve, const 
 void PlotBoard::flushAll() {
     for (auto& [key, batch] : pending_) {
         if (batch.first.isEmpty()) continue;
-        std::get<0>(key)->appendPoints(std::get<1>(key), static_cast<SeriesPlot::Curve>(std::get<2>(key)), batch.first,
-                                       batch.second);
+        std::get<0>(key)->appendPoints(std::get<1>(key), static_cast<SeriesPlot::Curve>(std::get<2>(key)),
+                                       batch.first, batch.second);
     }
     pending_.clear();
 }
@@ -348,7 +352,8 @@ void PlotBoard::setBoundaryPoints(int run, const Dataset& data) {
         r.boundary->setObjectName(QStringLiteral("boundaryPlot"));
         r.boundary->setMinimumSize(280, 260);
         r.boundary->plotLayout()->insertRow(0);
-        r.boundary->plotLayout()->addElement(0, 0, new QCPTextElement(r.boundary, r.label, QFont(font().family(), 10, QFont::Bold)));
+        r.boundary->plotLayout()->addElement(
+            0, 0, new QCPTextElement(r.boundary, r.label, QFont(font().family(), 10, QFont::Bold)));
         boundary_host_->layout()->addWidget(r.boundary);
         boundary_hint_->hide();
     }
@@ -382,7 +387,7 @@ void PlotBoard::applyBoundary(RunView& r, const BoundaryGrid& g) {
         QVector<double> p1(cells);
         for (qsizetype i = 0; i < cells; ++i)
             p1[i] = g.predicted[static_cast<size_t>(i)] == 1 ? g.confidence[static_cast<size_t>(i)]
-                                                              : 1.0 - g.confidence[static_cast<size_t>(i)];
+                                                             : 1.0 - g.confidence[static_cast<size_t>(i)];
         r.boundary->setGrid(g.nx, g.ny, g.x_min, g.x_max, g.y_min, g.y_max, p1);
     } else {
         QVector<int> pred(g.predicted.begin(), g.predicted.end());
@@ -392,7 +397,8 @@ void PlotBoard::applyBoundary(RunView& r, const BoundaryGrid& g) {
 }
 
 void PlotBoard::watchDrawCost(SeriesPlot* plot) {
-    connect(plot, &QCustomPlot::beforeReplot, this, [this, plot] { draw_clock_[plot].started_ns = board_clock_.nsecsElapsed(); });
+    connect(plot, &QCustomPlot::beforeReplot, this,
+            [this, plot] { draw_clock_[plot].started_ns = board_clock_.nsecsElapsed(); });
     connect(plot, &QCustomPlot::afterReplot, this, [this, plot] {
         DrawClock& c = draw_clock_[plot];
         const double ms = static_cast<double>(board_clock_.nsecsElapsed() - c.started_ns) * 1e-6;
@@ -433,7 +439,8 @@ void PlotBoard::replot() {
                 pending = true;
                 continue;
             }
-            plot->appendPoints(std::get<1>(key), static_cast<SeriesPlot::Curve>(std::get<2>(key)), batch.first, batch.second);
+            plot->appendPoints(std::get<1>(key), static_cast<SeriesPlot::Curve>(std::get<2>(key)),
+                               batch.first, batch.second);
             batch.first.clear();
             batch.second.clear();
             drawn.insert(plot);
@@ -474,7 +481,8 @@ void PlotBoard::refreshSelectors() {
         std::sort(layers.begin(), layers.end(), [](const QString& a, const QString& b) {
             return a.section(QLatin1Char(' '), 0, 0).toInt() < b.section(QLatin1Char(' '), 0, 0).toInt();
         });
-        const QString chosen = layers.contains(layer) ? layer : (layers.isEmpty() ? QString() : layers.front());
+        const QString chosen =
+            layers.contains(layer) ? layer : (layers.isEmpty() ? QString() : layers.front());
         for (const auto& [key, list] : runs_[static_cast<size_t>(run)]->stats)
             if (key.section(QLatin1Char('\n'), 0, 0) == chosen) kinds << key.section(QLatin1Char('\n'), 1);
         layer_->clear();
@@ -512,7 +520,8 @@ void PlotBoard::refreshGradientView(bool rebuild_heatmap) {
     step_->setRange(0, static_cast<int>(list->size()) - 1);
     if (follow) step_->setValue(step_->maximum());
     updating_selectors_ = false;
-    const auto& e = (*list)[static_cast<size_t>(std::clamp(step_->value(), 0, static_cast<int>(list->size()) - 1))];
+    const auto& e =
+        (*list)[static_cast<size_t>(std::clamp(step_->value(), 0, static_cast<int>(list->size()) - 1))];
     step_label_->setText(tr("step %1 (%2 of %3)").arg(e.step).arg(step_->value() + 1).arg(list->size()));
     histogram_->setHistogram(e.histogram,
                              QStringLiteral("%1 · %2 · %3 · step %4")
@@ -523,7 +532,8 @@ void PlotBoard::refreshGradientView(bool rebuild_heatmap) {
     if (rebuild_heatmap) {
         heatmap_->clear();
         heatmap_columns_ = 0;
-        heatmap_->setTitle(QStringLiteral("%1 · %2 · %3 over steps").arg(r.label, layer_->currentText(), kind_->currentText()));
+        heatmap_->setTitle(QStringLiteral("%1 · %2 · %3 over steps")
+                               .arg(r.label, layer_->currentText(), kind_->currentText()));
     }
     for (size_t i = static_cast<size_t>(heatmap_columns_); i < list->size(); ++i)
         heatmap_->addColumn((*list)[i].step, (*list)[i].histogram);
@@ -556,17 +566,20 @@ SeriesPlot* PlotBoard::plotFor(SeriesPlot::Kind kind) const {
 int PlotBoard::addStoredRun(RunStore& store, int64_t id, int max_points) {
     const Run run = store.get_run(id);
     const QString precision = QString::fromStdString(run.precision);
-    const QString label = QStringLiteral("#%1 %2").arg(id).arg(QString::fromStdString(run.name.empty() ? run.precision : run.name));
+    const QString label = QStringLiteral("#%1 %2").arg(id).arg(
+        QString::fromStdString(run.name.empty() ? run.precision : run.name));
     const int index = addRun(label, precision, reference_format_for(precision), id);
     RunView& r = *runs_[static_cast<size_t>(index)];
     const bool scale_shown = shows_loss_scale(r.precision);
     for (const MetricCurve& c : kMetricCurves) {
         if (c.plot == SeriesPlot::Kind::LossScale && !scale_shown) continue;
         const PlotSeries series = read_plot_series(store, run, c.key, max_points);
-        if (!series.steps.empty()) plotFor(c.plot)->setPoints(r.key, c.curve, to_qvector(series.steps), to_qvector(series.values));
+        if (!series.steps.empty())
+            plotFor(c.plot)->setPoints(r.key, c.curve, to_qvector(series.steps), to_qvector(series.values));
     }
     const ScaleMarkers markers = read_scale_markers(store, run);
-    if (!markers.skip_steps.empty()) scalePlot()->setPoints(r.key, SeriesPlot::Curve::Skip, to_qvector(markers.skip_steps), {});
+    if (!markers.skip_steps.empty())
+        scalePlot()->setPoints(r.key, SeriesPlot::Curve::Skip, to_qvector(markers.skip_steps), {});
     if (!markers.overflow_steps.empty())
         scalePlot()->setPoints(r.key, SeriesPlot::Curve::Overflow, to_qvector(markers.overflow_steps), {});
     for (const auto& h : store.histograms(id)) {

@@ -128,9 +128,9 @@ private:
     // The curve plots' drawing budget: each redraws when its last replot's cost, spread over
     // the time since, fits its share of the GUI thread (kCurveDrawShare in the .cpp).
     struct DrawClock {
-        double cost_ms = 1.0;      // moving average of this plot's replot time
-        qint64 started_ns = 0;     // beforeReplot of the replot in progress
-        qint64 next_ns = 0;        // earliest time of its next redraw
+        double cost_ms = 1.0;   // moving average of this plot's replot time
+        qint64 started_ns = 0;  // beforeReplot of the replot in progress
+        qint64 next_ns = 0;     // earliest time of its next redraw
     };
     std::map<const SeriesPlot*, DrawClock> draw_clock_;
     QElapsedTimer board_clock_;

@@ -90,8 +90,8 @@ void ChunkGate::pass_turn_locked(int slot) {
 
 struct TrainingController::Shared {
     Options options;
-    std::mutex mu;                  // guards pending
-    std::vector<RunUpdate> pending;  // one per slot
+    std::mutex mu;                    // guards pending
+    std::vector<RunUpdate> pending;   // one per slot
     std::unique_ptr<ChunkGate> gate;  // comparisons only
     std::optional<int64_t> group_id;
 
@@ -120,9 +120,13 @@ struct TrainingController::Shared {
 // Buffers everything for the GUI; computes the decision boundary on 2-D classification sets.
 class LiveObserver final : public TrainingObserver {
 public:
-    LiveObserver(int slot, std::shared_ptr<TrainingController::Shared> shared, std::shared_ptr<const Dataset> data,
-                 RecordedRun& run)
-        : slot_(slot), shared_(std::move(shared)), data_(std::move(data)), run_(run), boundary_(run.has_boundary()) {}
+    LiveObserver(int slot, std::shared_ptr<TrainingController::Shared> shared,
+                 std::shared_ptr<const Dataset> data, RecordedRun& run)
+        : slot_(slot),
+          shared_(std::move(shared)),
+          data_(std::move(data)),
+          run_(run),
+          boundary_(run.has_boundary()) {}
 
     void on_run_start(const RunStartInfo& info) override {
         const int64_t id = run_.run_id();
@@ -211,7 +215,10 @@ private:
 
 TrainingWorker::TrainingWorker(int slot, nlohmann::json network, TrainConfig config, std::string name,
                                std::shared_ptr<TrainingController::Shared> shared)
-    : slot_(slot), network_(std::move(network)), config_(std::move(config)), name_(std::move(name)),
+    : slot_(slot),
+      network_(std::move(network)),
+      config_(std::move(config)),
+      name_(std::move(name)),
       shared_(std::move(shared)) {}
 
 TrainingWorker::~TrainingWorker() = default;
@@ -223,17 +230,20 @@ namespace {
 std::string kept_text(int64_t steps, int64_t run_id) {
     const std::string run = "run #" + std::to_string(run_id);
     if (steps == 0)
-        return run_id > 0 ? "The run failed before its first step; " + run + " stays in the database without data."
-                          : "The run failed before its first step: nothing was recorded.";
+        return run_id > 0
+                   ? "The run failed before its first step; " + run + " stays in the database without data."
+                   : "The run failed before its first step: nothing was recorded.";
     const std::string what = std::to_string(steps) + (steps == 1 ? " step" : " steps");
-    return run_id > 0 ? "What the run recorded so far (" + what + ") stays in the plots and in the database as " + run + "."
-                      : "What the run showed so far (" + what + ") stays in the plots; it is not in the database.";
+    return run_id > 0
+               ? "What the run recorded so far (" + what + ") stays in the plots and in the database as " +
+                     run + "."
+               : "What the run showed so far (" + what + ") stays in the plots; it is not in the database.";
 }
 
 // The workbench's recorder for one run (none when recording is off): tagged as the workbench's,
 // in the comparison's group. A failure while the run trains is shown at once, in `slot`'s update.
-std::unique_ptr<RunRecorder> open_recorder(const std::shared_ptr<TrainingController::Shared>& shared, int slot,
-                                           const std::string& name) {
+std::unique_ptr<RunRecorder> open_recorder(const std::shared_ptr<TrainingController::Shared>& shared,
+                                           int slot, const std::string& name) {
     if (!shared->options.record) return nullptr;
     RunRecorder::Options ro;
     ro.db_path = shared->options.db_path;
@@ -347,7 +357,7 @@ void TrainingWorker::request_scaler_config(const LossScalerConfig& config) {
         trainer_->request_scaler_config(config);  // its scaler validates (ScalerConfigError to the caller)
         return;
     }
-    config.validate();  // no scaler yet to ask: refuse now, not when the run starts
+    config.validate();        // no scaler yet to ask: refuse now, not when the run starts
     config_.scaler = config;  // not started yet: it starts with these settings
 }
 
@@ -358,8 +368,10 @@ void TrainingWorker::request_loss_scale(double scale) {
 
 void TrainingWorker::request_learning_rate(float lr) {
     std::lock_guard lock(mu_);
-    if (trainer_) trainer_->request_learning_rate(lr);
-    else config_.lr = lr;
+    if (trainer_)
+        trainer_->request_learning_rate(lr);
+    else
+        config_.lr = lr;
 }
 
 // ---- TrainingController -------------------------------------------------------------------------
@@ -388,7 +400,8 @@ void TrainingController::release_threads() {
     threads_.clear();
 }
 
-bool TrainingController::start(const nlohmann::json& network, const TrainConfig& config, const std::string& name) {
+bool TrainingController::start(const nlohmann::json& network, const TrainConfig& config,
+                               const std::string& name) {
     const std::string n = name.empty() ? config.dataset.kind + " " + precision_name(config.precision) : name;
     return launch(network, {config}, {n}, false);
 }
@@ -427,10 +440,10 @@ bool TrainingController::launch(const nlohmann::json& network, const std::vector
         if (options_.record) {
             try {
                 shared_->group_id = RunRecorder::create_group(
-                    options_.db_path,
-                    names.front().substr(0, names.front().rfind(' ')) + " fp32 vs mixed");
+                    options_.db_path, names.front().substr(0, names.front().rfind(' ')) + " fp32 vs mixed");
             } catch (const std::exception& e) {
-                emit message(tr("Could not create the comparison group: %1").arg(QString::fromStdString(e.what())));
+                emit message(
+                    tr("Could not create the comparison group: %1").arg(QString::fromStdString(e.what())));
             }
         }
     }

@@ -93,11 +93,11 @@ public:
     Q_ENUM(State)
 
     struct Options {
-        std::string db_path;            // the run store
-        double chunk_seconds = 0.1;     // comparison: how long one run computes before the other
-        double boundary_interval = 0.25;// seconds between decision-boundary grids (2-D sets only)
+        std::string db_path;              // the run store
+        double chunk_seconds = 0.1;       // comparison: how long one run computes before the other
+        double boundary_interval = 0.25;  // seconds between decision-boundary grids (2-D sets only)
         int drain_hz = 30;
-        bool record = true;             // record runs into the store
+        bool record = true;  // record runs into the store
     };
 
     // What the GUI thread and the workers share (defined in the .cpp).

@@ -45,7 +45,8 @@ std::vector<SlowEvent> WorkbenchApplication::slowest() const { return slowest_; 
 
 std::vector<SlowEvent> WorkbenchApplication::totals() const {
     std::vector<SlowEvent> out;
-    for (auto it = totals_.cbegin(); it != totals_.cend(); ++it) out.push_back({it.value(), it.key(), counts_.value(it.key())});
+    for (auto it = totals_.cbegin(); it != totals_.cend(); ++it)
+        out.push_back({it.value(), it.key(), counts_.value(it.key())});
     std::sort(out.begin(), out.end(), [](const SlowEvent& a, const SlowEvent& b) { return a.ms > b.ms; });
     return out;
 }
@@ -53,7 +54,8 @@ std::vector<SlowEvent> WorkbenchApplication::totals() const {
 bool WorkbenchApplication::notify(QObject* receiver, QEvent* event) {
     // Only the outermost delivery on the GUI thread is a stall of the loop; nested ones (a paint
     // inside a replot) are part of it.
-    if (!timing_ || depth_ > 0 || QThread::currentThread() != thread()) return QApplication::notify(receiver, event);
+    if (!timing_ || depth_ > 0 || QThread::currentThread() != thread())
+        return QApplication::notify(receiver, event);
     ++depth_;
     QElapsedTimer clock;
     clock.start();
@@ -72,16 +74,19 @@ bool WorkbenchApplication::notify(QObject* receiver, QEvent* event) {
     const double ms = static_cast<double>(clock.nsecsElapsed()) * 1e-6;
     const double cpu_ms = thread_cpu_ms() - cpu_start;
     const char* type_name = QMetaEnum::fromType<QEvent::Type>().valueToKey(type);
-    SlowEvent e{ms, QStringLiteral("%1 '%2' %3").arg(QString::fromLatin1(cls), name,
-                                                       type_name ? QString::fromLatin1(type_name) : QString::number(type))};
+    SlowEvent e{ms, QStringLiteral("%1 '%2' %3")
+                        .arg(QString::fromLatin1(cls), name,
+                             type_name ? QString::fromLatin1(type_name) : QString::number(type))};
     e.cpu_ms = cpu_ms;
     totals_[e.what] += ms;
     ++counts_[e.what];
     const bool keep = slowest_.size() < keep_ || ms > slowest_.back().ms;
-    if (print_over_ms_ >= 0 && ms > print_over_ms_) std::fprintf(stderr, "mpwb: slow event %.1f ms (%.1f ms CPU): %s\n", ms, cpu_ms, qPrintable(e.what));
+    if (print_over_ms_ >= 0 && ms > print_over_ms_)
+        std::fprintf(stderr, "mpwb: slow event %.1f ms (%.1f ms CPU): %s\n", ms, cpu_ms, qPrintable(e.what));
     if (keep) {
         slowest_.push_back(std::move(e));
-        std::sort(slowest_.begin(), slowest_.end(), [](const SlowEvent& a, const SlowEvent& b) { return a.ms > b.ms; });
+        std::sort(slowest_.begin(), slowest_.end(),
+                  [](const SlowEvent& a, const SlowEvent& b) { return a.ms > b.ms; });
         if (slowest_.size() > keep_) slowest_.pop_back();
     }
     return result;

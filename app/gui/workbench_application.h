@@ -14,8 +14,8 @@ namespace mpwb {
 
 struct SlowEvent {
     double ms = 0;
-    QString what;  // "mpwb::SeriesPlot 'plot' Paint"
-    int count = 1;  // deliveries summed in ms (totals())
+    QString what;       // "mpwb::SeriesPlot 'plot' Paint"
+    int count = 1;      // deliveries summed in ms (totals())
     double cpu_ms = 0;  // the GUI thread's CPU time in it (slowest() only)
 };
 

@@ -36,7 +36,7 @@ using report_detail::Figure;
 using report_detail::ReportContent;
 using report_detail::RunRow;
 
-constexpr int kPlotWidth = 860;   // CSS pixels; PNGs are rendered at twice this
+constexpr int kPlotWidth = 860;  // CSS pixels; PNGs are rendered at twice this
 constexpr int kPlotHeight = 380;
 constexpr std::int64_t kMaxPlotPoints = 20000;  // longer series are read downsampled
 
@@ -48,7 +48,8 @@ std::string lower(std::string s) {
 bool is_fp32(const Run& r) { return lower(r.precision) == "fp32"; }
 
 QString run_label(const Run& r) {
-    return QStringLiteral("#%1 %2").arg(r.id).arg(QString::fromStdString(r.name.empty() ? r.precision : r.name));
+    return QStringLiteral("#%1 %2").arg(r.id).arg(
+        QString::fromStdString(r.name.empty() ? r.precision : r.name));
 }
 
 QVector<double> to_qvector(const std::vector<double>& v) { return QVector<double>(v.begin(), v.end()); }
@@ -80,7 +81,8 @@ Figure render(QCustomPlot* plot, const QString& title, const QString& caption, i
 // One run's stored series on its curve; returns what was read.
 PlotSeries add_curve(RunStore& store, const Run& run, const MetricCurve& curve, SeriesPlot& plot, int key) {
     PlotSeries series = read_plot_series(store, run, curve.key, static_cast<int>(kMaxPlotPoints));
-    if (!series.steps.empty()) plot.appendPoints(key, curve.curve, to_qvector(series.steps), to_qvector(series.values));
+    if (!series.steps.empty())
+        plot.appendPoints(key, curve.curve, to_qvector(series.steps), to_qvector(series.values));
     return series;
 }
 
@@ -109,10 +111,13 @@ std::optional<Figure> curve_figure(RunStore& store, const std::vector<RunRow>& r
     if (smoothed) plot.setSmoothing(0.8);
     if (spec.kind == SeriesPlot::Kind::Loss && vmax > 0 && vmax / vmin > 30) plot.setLogY(true);
     QString caption;
-    if (smoothed) caption = QStringLiteral("Training curves smoothed for display (EMA 0.8); the CSV holds the raw values.");
+    if (smoothed)
+        caption =
+            QStringLiteral("Training curves smoothed for display (EMA 0.8); the CSV holds the raw values.");
     if (spec.kind == SeriesPlot::Kind::Throughput)
-        caption += QStringLiteral(" Samples per second of each training step; the table's samples/s is the training "
-                                  "throughput (samples trained over training seconds, evaluation excluded).");
+        caption += QStringLiteral(
+            " Samples per second of each training step; the table's samples/s is the training "
+            "throughput (samples trained over training seconds, evaluation excluded).");
     if (has_test) caption += QStringLiteral(" Thicker lines with open circles: evaluation on the test set.");
     return render(&plot, QString::fromLatin1(spec.title), caption.trimmed());
 }
@@ -132,8 +137,9 @@ std::optional<Figure> scale_figure(RunStore& store, const std::vector<RunRow>& r
         plot.appendPoints(key, SeriesPlot::Curve::Skip, to_qvector(markers.skip_steps), {});
     }
     if (!any) return std::nullopt;
-    return render(&plot, QString::fromLatin1(spec.title),
-                  QStringLiteral("log₂ axis; red triangles: overflow (non-finite gradient), crosses: skipped steps."));
+    return render(
+        &plot, QString::fromLatin1(spec.title),
+        QStringLiteral("log₂ axis; red triangles: overflow (non-finite gradient), crosses: skipped steps."));
 }
 
 std::vector<Figure> curve_figures(RunStore& store, const std::vector<RunRow>& rows) {
@@ -174,16 +180,17 @@ std::vector<Figure> histogram_figures(RunStore& store, const std::vector<RunRow>
             decoded[&h] = eh;
         }
         double scale = 1;
-        for (const MetricPoint& p : store.series(row.run.id, metric_key::loss_scale, std::int64_t{0}, last_step))
+        for (const MetricPoint& p :
+             store.series(row.run.id, metric_key::loss_scale, std::int64_t{0}, last_step))
             scale = p.value;
         const Format ref = row.figures.underflow_format;
         for (const Histogram* h : pick) {
             if (!h) continue;
             HistogramPlot plot;
-            const QString title = QStringLiteral("%1 · layer %2 · %3 · step %4")
-                                      .arg(row.label, QString::fromStdString(h->layer),
-                                           QString::fromStdString(h->kind))
-                                      .arg(h->step);
+            const QString title =
+                QStringLiteral("%1 · layer %2 · %3 · step %4")
+                    .arg(row.label, QString::fromStdString(h->layer), QString::fromStdString(h->kind))
+                    .arg(h->step);
             plot.setHistogram(decoded[h], title, ref, static_cast<float>(scale));
             figures.push_back(render(&plot, title,
                                      QStringLiteral("Bars: share of the %1 elements per power of two; "
@@ -199,16 +206,18 @@ std::vector<Figure> histogram_figures(RunStore& store, const std::vector<RunRow>
             for (const Histogram& h : store.histograms(row.run.id, {}, {}, pick[1]->layer, pick[1]->kind)) {
                 try {
                     heat.addColumn(h.step, ExponentHistogram::from_blob(h.blob));
-                } catch (const std::exception&) {
-                }
+                } catch (const std::exception&) {}
             }
             if (heat.columnCount() > 1) {
                 const QString title = QStringLiteral("%1 · layer %2 · %3 over steps")
                                           .arg(row.label, QString::fromStdString(pick[1]->layer),
                                                QString::fromStdString(pick[1]->kind));
                 heat.setTitle(title);
-                figures.push_back(render(&heat, title, QStringLiteral("Colour: log₁₀ of the share of elements in each binade; dashed: the format's smallest subnormal and largest value."),
-                                         kPlotWidth, 340));
+                figures.push_back(
+                    render(&heat, title,
+                           QStringLiteral("Colour: log₁₀ of the share of elements in each binade; dashed: "
+                                          "the format's smallest subnormal and largest value."),
+                           kPlotWidth, 340));
             }
         }
     }
@@ -244,7 +253,8 @@ void write_pdf(const QString& path, const ReportContent& content) {
             for (const Figure& f : *list) {
                 QImage image;
                 image.loadFromData(f.png, "PNG");
-                doc.addResource(QTextDocument::ImageResource, QUrl(QStringLiteral("img:%1").arg(index++)), image);
+                doc.addResource(QTextDocument::ImageResource, QUrl(QStringLiteral("img:%1").arg(index++)),
+                                image);
             }
         doc.setHtml(report_detail::to_document_html(content));
         doc.print(&pdf);
@@ -284,9 +294,14 @@ void check_output(const std::string& path) {
     if (suffix != QLatin1String("html") && suffix != QLatin1String("htm") && suffix != QLatin1String("pdf"))
         throw ReportError("cannot write a report to " + path + ": use a .html or .pdf file name");
     const QFileInfo dir(info.absolutePath());
-    if (!dir.exists()) throw ReportError("cannot write " + path + ": the folder " + dir.filePath().toStdString() + " does not exist");
-    if (!dir.isWritable()) throw ReportError("cannot write " + path + ": the folder " + dir.filePath().toStdString() + " is not writable");
-    if (info.exists() && !info.isWritable()) throw ReportError("cannot write " + path + ": the file is not writable");
+    if (!dir.exists())
+        throw ReportError("cannot write " + path + ": the folder " + dir.filePath().toStdString() +
+                          " does not exist");
+    if (!dir.isWritable())
+        throw ReportError("cannot write " + path + ": the folder " + dir.filePath().toStdString() +
+                          " is not writable");
+    if (info.exists() && !info.isWritable())
+        throw ReportError("cannot write " + path + ": the file is not writable");
 }
 
 }  // namespace
@@ -346,7 +361,8 @@ std::vector<std::string> write_report(const ReportRequest& request) {
         if (target > 1) target /= 100;  // given in percent
         if (target <= 0) {
             double best_final = 0;
-            for (const RunRow& r : content.rows) best_final = std::max(best_final, r.figures.final_test_accuracy.value_or(0));
+            for (const RunRow& r : content.rows)
+                best_final = std::max(best_final, r.figures.final_test_accuracy.value_or(0));
             target = 0.95 * best_final;
             content.target_chosen = true;
         }

@@ -28,7 +28,7 @@ struct ReportRequest {
     std::vector<std::string> extra_outputs;
     // Test accuracy whose first reach is timed; 0: 95% of the best final test accuracy.
     double target_accuracy = 0;
-    std::string title;                  // empty: "Run comparison: <names>"
+    std::string title;  // empty: "Run comparison: <names>"
 };
 
 // Writes the report; returns the files written (outputs and CSV). Throws ReportError with a

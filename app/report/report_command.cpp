@@ -30,18 +30,30 @@ int run_report_command(int argc, char** argv) {
     parser.setApplicationDescription(QStringLiteral(
         "Writes a comparison report of stored runs: a self-contained HTML file and/or an A4 PDF, "
         "plus the series as CSV beside the first output."));
-    const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")}, QStringLiteral("Show this help."));
-    const QCommandLineOption runs(QStringLiteral("runs"), QStringLiteral("Run ids, comma-separated (e.g. 3,4)."), QStringLiteral("IDS"));
-    const QCommandLineOption out(QStringLiteral("out"), QStringLiteral("Output file, .html or .pdf; repeat for both."), QStringLiteral("FILE"));
-    const QCommandLineOption db(QStringLiteral("db"), QStringLiteral("Run database (default: the workbench's own)."), QStringLiteral("PATH"));
-    const QCommandLineOption target(QStringLiteral("target-accuracy"),
-                                    QStringLiteral("Test accuracy to time, as a fraction or percent (default: 95% of the best final accuracy)."),
-                                    QStringLiteral("X"));
-    const QCommandLineOption title(QStringLiteral("title"), QStringLiteral("Report title."), QStringLiteral("TEXT"));
+    const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")},
+                                  QStringLiteral("Show this help."));
+    const QCommandLineOption runs(QStringLiteral("runs"),
+                                  QStringLiteral("Run ids, comma-separated (e.g. 3,4)."),
+                                  QStringLiteral("IDS"));
+    const QCommandLineOption out(QStringLiteral("out"),
+                                 QStringLiteral("Output file, .html or .pdf; repeat for both."),
+                                 QStringLiteral("FILE"));
+    const QCommandLineOption db(QStringLiteral("db"),
+                                QStringLiteral("Run database (default: the workbench's own)."),
+                                QStringLiteral("PATH"));
+    const QCommandLineOption target(
+        QStringLiteral("target-accuracy"),
+        QStringLiteral(
+            "Test accuracy to time, as a fraction or percent (default: 95% of the best final accuracy)."),
+        QStringLiteral("X"));
+    const QCommandLineOption title(QStringLiteral("title"), QStringLiteral("Report title."),
+                                   QStringLiteral("TEXT"));
     parser.addOptions({help, runs, out, db, target, title});
     auto usage_error = [&](const QString& message) {
-        std::fprintf(stderr, "mpwb report: %s\nusage: mpwb report --runs ID,ID --out report.html|report.pdf "
-                             "[--db PATH] [--target-accuracy X]\n", qPrintable(message));
+        std::fprintf(stderr,
+                     "mpwb report: %s\nusage: mpwb report --runs ID,ID --out report.html|report.pdf "
+                     "[--db PATH] [--target-accuracy X]\n",
+                     qPrintable(message));
         return 2;
     };
     if (!parser.parse(args)) return usage_error(parser.errorText());
@@ -50,7 +62,8 @@ int run_report_command(int argc, char** argv) {
         return 0;
     }
     if (!parser.positionalArguments().isEmpty())
-        return usage_error(QStringLiteral("unexpected argument \"%1\"").arg(parser.positionalArguments().first()));
+        return usage_error(
+            QStringLiteral("unexpected argument \"%1\"").arg(parser.positionalArguments().first()));
 
     ReportRequest request;
     if (!parser.isSet(runs)) return usage_error(QStringLiteral("--runs is required"));
@@ -70,7 +83,8 @@ int run_report_command(int argc, char** argv) {
         bool ok = false;
         request.target_accuracy = parser.value(target).toDouble(&ok);
         if (!ok || request.target_accuracy < 0 || request.target_accuracy > 100)
-            return usage_error(QStringLiteral("--target-accuracy: \"%1\" is not an accuracy (0..1 or 0..100)").arg(parser.value(target)));
+            return usage_error(QStringLiteral("--target-accuracy: \"%1\" is not an accuracy (0..1 or 0..100)")
+                                   .arg(parser.value(target)));
     }
     try {
         for (const std::string& f : write_report(request)) std::printf("wrote %s\n", f.c_str());

@@ -18,14 +18,16 @@ QString seconds_text(double s) {
 }
 
 QString date_text(double epoch) {
-    return QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(epoch * 1000)).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
+    return QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(epoch * 1000))
+        .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
 }
 
 // A stored JSON value as display text: strings without quotes, long values shortened.
 QString json_value_text(const std::optional<std::string>& v) {
     if (!v) return QStringLiteral("(absent)");
     QString s = QString::fromStdString(*v);
-    if (s.size() >= 2 && s.startsWith(QLatin1Char('"')) && s.endsWith(QLatin1Char('"'))) s = s.mid(1, s.size() - 2);
+    if (s.size() >= 2 && s.startsWith(QLatin1Char('"')) && s.endsWith(QLatin1Char('"')))
+        s = s.mid(1, s.size() - 2);
     if (s.size() > 90) s = s.left(87) + QStringLiteral("…");
     return s;
 }
@@ -34,7 +36,8 @@ QString json_value_text(const std::optional<std::string>& v) {
 QStringList version_lines(const std::string& json) {
     QStringList lines;
     const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(json));
-    std::function<void(const QJsonObject&, const QString&)> walk = [&](const QJsonObject& o, const QString& prefix) {
+    std::function<void(const QJsonObject&, const QString&)> walk = [&](const QJsonObject& o,
+                                                                       const QString& prefix) {
         for (auto it = o.begin(); it != o.end(); ++it) {
             const QString key = prefix.isEmpty() ? it.key() : prefix + QLatin1Char('.') + it.key();
             if (it->isObject())
@@ -54,14 +57,19 @@ struct Table {
 
 Table runs_table(const ReportContent& c) {
     Table t;
-    t.header = {QStringLiteral("run"), QStringLiteral("precision"), QStringLiteral("dataset"), QStringLiteral("status"),
-                QStringLiteral("started"), QStringLiteral("duration"), QStringLiteral("steps"), QStringLiteral("seed")};
+    t.header = {QStringLiteral("run"),    QStringLiteral("precision"), QStringLiteral("dataset"),
+                QStringLiteral("status"), QStringLiteral("started"),   QStringLiteral("duration"),
+                QStringLiteral("steps"),  QStringLiteral("seed")};
     for (const RunRow& r : c.rows) {
-        t.rows << QStringList{html_escape(r.label), html_escape(QString::fromStdString(r.run.precision)),
-                              html_escape(QString::fromStdString(r.run.dataset)), QString::fromLatin1(to_string(r.run.status)),
-                              date_text(r.run.started.value_or(r.run.created)),
-                              r.figures.duration_seconds ? seconds_text(*r.figures.duration_seconds) : QStringLiteral("—"),
-                              QString::number(r.figures.steps), r.run.seed ? QString::number(*r.run.seed) : QStringLiteral("—")};
+        t.rows << QStringList{
+            html_escape(r.label),
+            html_escape(QString::fromStdString(r.run.precision)),
+            html_escape(QString::fromStdString(r.run.dataset)),
+            QString::fromLatin1(to_string(r.run.status)),
+            date_text(r.run.started.value_or(r.run.created)),
+            r.figures.duration_seconds ? seconds_text(*r.figures.duration_seconds) : QStringLiteral("—"),
+            QString::number(r.figures.steps),
+            r.run.seed ? QString::number(*r.run.seed) : QStringLiteral("—")};
     }
     return t;
 }
@@ -69,27 +77,41 @@ Table runs_table(const ReportContent& c) {
 Table summary_table(const ReportContent& c) {
     Table t;
     const QString target = percent_text(c.target_accuracy, 1);
-    t.header = {QStringLiteral("run"), QStringLiteral("final test acc."), QStringLiteral("best test acc."),
-                QStringLiteral("time to ") + target, QStringLiteral("samples/s"), QStringLiteral("speed-up"),
-                QStringLiteral("skipped"), QStringLiteral("scale range"), QStringLiteral("underflow (mean)")};
+    t.header = {QStringLiteral("run"),
+                QStringLiteral("final test acc."),
+                QStringLiteral("best test acc."),
+                QStringLiteral("time to ") + target,
+                QStringLiteral("samples/s"),
+                QStringLiteral("speed-up"),
+                QStringLiteral("skipped"),
+                QStringLiteral("scale range"),
+                QStringLiteral("underflow (mean)")};
     for (const RunRow& r : c.rows) {
         QString ttt = QStringLiteral("not reached");
         if (r.target)
             ttt = QStringLiteral("step %1 (%2)").arg(r.target->step).arg(seconds_text(r.target->seconds));
         const RunFigures& f = r.figures;
-        const QString scale = f.loss_scale ? QString::fromStdString(scale_range_text(*f.loss_scale)) : QStringLiteral("—");
+        const QString scale =
+            f.loss_scale ? QString::fromStdString(scale_range_text(*f.loss_scale)) : QStringLiteral("—");
         QString under = QStringLiteral("—");
         if (f.mean_activation_underflow)
             under = percent_text(f.mean_activation_underflow, 3) + QStringLiteral(" (") +
                     QString::fromStdString(format_name(f.underflow_format)).toUpper() + QLatin1Char(')');
-        const QString sps = f.samples_per_second ? QString::fromStdString(samples_per_second_text(*f.samples_per_second))
-                                                 : QStringLiteral("—");
-        t.rows << QStringList{html_escape(r.label), percent_text(f.final_test_accuracy), percent_text(f.best_test_accuracy), ttt,
-                              sps,
-                              r.speedup ? QString::fromStdString(speedup_text(*r.speedup)) : QStringLiteral("—"),
-                              QString::number(f.skipped_steps) +
-                                  (f.overflow_count != f.skipped_steps ? QStringLiteral(" (%1 overflows)").arg(f.overflow_count) : QString()),
-                              scale, under};
+        const QString sps = f.samples_per_second
+                                ? QString::fromStdString(samples_per_second_text(*f.samples_per_second))
+                                : QStringLiteral("—");
+        t.rows << QStringList{
+            html_escape(r.label),
+            percent_text(f.final_test_accuracy),
+            percent_text(f.best_test_accuracy),
+            ttt,
+            sps,
+            r.speedup ? QString::fromStdString(speedup_text(*r.speedup)) : QStringLiteral("—"),
+            QString::number(f.skipped_steps) + (f.overflow_count != f.skipped_steps
+                                                    ? QStringLiteral(" (%1 overflows)").arg(f.overflow_count)
+                                                    : QString()),
+            scale,
+            under};
     }
     return t;
 }
@@ -99,7 +121,8 @@ Table diff_table(const ReportContent& c) {
     t.header << QStringLiteral("setting");
     for (const RunRow& r : c.rows) t.header << html_escape(r.label);
     for (const ConfigDiffEntry& e : c.diff) {
-        QStringList row{QStringLiteral("<code>") + html_escape(QString::fromStdString(e.path)) + QStringLiteral("</code>")};
+        QStringList row{QStringLiteral("<code>") + html_escape(QString::fromStdString(e.path)) +
+                        QStringLiteral("</code>")};
         for (const auto& v : e.values) row << html_escape(json_value_text(v));
         t.rows << row;
     }
@@ -108,13 +131,16 @@ Table diff_table(const ReportContent& c) {
 
 Table machine_table(const ReportContent& c) {
     Table t;
-    t.header = {QStringLiteral("run"), QStringLiteral("machine"), QStringLiteral("backend / device"), QStringLiteral("versions")};
+    t.header = {QStringLiteral("run"), QStringLiteral("machine"), QStringLiteral("backend / device"),
+                QStringLiteral("versions")};
     for (const RunRow& r : c.rows) {
         QStringList v;
         for (const QString& l : version_lines(r.run.versions_json)) v << html_escape(l);
-        t.rows << QStringList{html_escape(r.label), html_escape(QString::fromStdString(r.run.machine.empty() ? r.run.owner_host : r.run.machine)),
-                              html_escape(QString::fromStdString(r.run.backend + " / " + r.run.device)),
-                              v.isEmpty() ? QStringLiteral("—") : v.join(QStringLiteral("<br>"))};
+        t.rows << QStringList{
+            html_escape(r.label),
+            html_escape(QString::fromStdString(r.run.machine.empty() ? r.run.owner_host : r.run.machine)),
+            html_escape(QString::fromStdString(r.run.backend + " / " + r.run.device)),
+            v.isEmpty() ? QStringLiteral("—") : v.join(QStringLiteral("<br>"))};
     }
     return t;
 }
@@ -132,21 +158,22 @@ QString table_html(const Table& t, const QString& attrs, const QString& head_att
 }
 
 QString target_note(const ReportContent& c) {
-    if (c.target_accuracy <= 0) return QStringLiteral("No run has a test accuracy, so no target time is given.");
-    return QStringLiteral("Time to target: first evaluation with test accuracy ≥ %1%2. Samples/s: training "
-                          "throughput, the samples trained over the seconds spent in training steps (evaluation "
-                          "excluded). Speed-up: samples/s over the first FP32 run's. Skipped steps: steps whose update was dropped after an overflow. Mean "
-                          "underflow: share of activation-gradient elements below the format's smallest subnormal, "
-                          "averaged over every statistics step and layer.")
+    if (c.target_accuracy <= 0)
+        return QStringLiteral("No run has a test accuracy, so no target time is given.");
+    return QStringLiteral(
+               "Time to target: first evaluation with test accuracy ≥ %1%2. Samples/s: training "
+               "throughput, the samples trained over the seconds spent in training steps (evaluation "
+               "excluded). Speed-up: samples/s over the first FP32 run's. Skipped steps: steps whose update "
+               "was dropped after an overflow. Mean "
+               "underflow: share of activation-gradient elements below the format's smallest subnormal, "
+               "averaged over every statistics step and layer.")
         .arg(percent_text(c.target_accuracy, 1),
              c.target_chosen ? QStringLiteral(" (95% of the best final accuracy)") : QString());
 }
 
 }  // namespace
 
-QString html_escape(const QString& s) {
-    return s.toHtmlEscaped();
-}
+QString html_escape(const QString& s) { return s.toHtmlEscaped(); }
 
 QString percent_text(std::optional<double> fraction, int decimals) {
     if (!fraction) return QStringLiteral("—");
@@ -188,17 +215,22 @@ QString to_browser_html(const ReportContent& c) {
         h += table_html(diff_table(c), attrs);
     auto figures = [&](const std::vector<Figure>& list) {
         for (const Figure& f : list) {
-            h += QStringLiteral("<figure><img alt=\"%1\" width=\"%2\" height=\"%3\" src=\"data:image/png;base64,")
-                     .arg(html_escape(f.title)).arg(f.width).arg(f.height);
+            h += QStringLiteral(
+                     "<figure><img alt=\"%1\" width=\"%2\" height=\"%3\" src=\"data:image/png;base64,")
+                     .arg(html_escape(f.title))
+                     .arg(f.width)
+                     .arg(f.height);
             h += QString::fromLatin1(f.png.toBase64());
-            h += QStringLiteral("\"><figcaption><b>%1.</b> %2</figcaption></figure>\n").arg(html_escape(f.title), html_escape(f.caption));
+            h += QStringLiteral("\"><figcaption><b>%1.</b> %2</figcaption></figure>\n")
+                     .arg(html_escape(f.title), html_escape(f.caption));
         }
     };
     h += QStringLiteral("<h2>Training curves</h2>\n");
     if (c.curves.empty()) h += QStringLiteral("<p>No metrics stored.</p>\n");
     figures(c.curves);
     h += QStringLiteral("<h2>Gradient exponent histograms</h2>\n");
-    if (c.histograms.empty()) h += QStringLiteral("<p>No gradient statistics stored (train with statistics every K steps).</p>\n");
+    if (c.histograms.empty())
+        h += QStringLiteral("<p>No gradient statistics stored (train with statistics every K steps).</p>\n");
     figures(c.histograms);
     h += QStringLiteral("<h2>Machine and versions</h2>\n") + table_html(machine_table(c), attrs);
     h += QStringLiteral("</body></html>\n");
@@ -207,14 +239,18 @@ QString to_browser_html(const ReportContent& c) {
 
 QString to_document_html(const ReportContent& c) {
     // QTextDocument: tables styled with attributes, page breaks with CSS it understands.
-    const QString attrs = QStringLiteral("border=\"1\" cellspacing=\"0\" cellpadding=\"3\" width=\"100%\" style=\"border-color:#bbbbbb; font-size:7.5pt\"");
+    const QString attrs = QStringLiteral(
+        "border=\"1\" cellspacing=\"0\" cellpadding=\"3\" width=\"100%\" style=\"border-color:#bbbbbb; "
+        "font-size:7.5pt\"");
     const QString head = QStringLiteral("bgcolor=\"#e8edf3\" align=\"left\"");
     QString h = QStringLiteral("<html><body>");
     h += QStringLiteral("<h2 style=\"margin-bottom:2px\">") + html_escape(c.title) + QStringLiteral("</h2>");
-    h += QStringLiteral("<p style=\"color:#666666\">Generated %1 by MP Workbench from %2</p>").arg(html_escape(c.generated), html_escape(c.database));
+    h += QStringLiteral("<p style=\"color:#666666\">Generated %1 by MP Workbench from %2</p>")
+             .arg(html_escape(c.generated), html_escape(c.database));
     h += QStringLiteral("<h3>Runs</h3>") + table_html(runs_table(c), attrs, head);
     h += QStringLiteral("<h3>Summary</h3>") + table_html(summary_table(c), attrs, head);
-    h += QStringLiteral("<p style=\"color:#555555; font-size:small\">") + html_escape(target_note(c)) + QStringLiteral("</p>");
+    h += QStringLiteral("<p style=\"color:#555555; font-size:small\">") + html_escape(target_note(c)) +
+         QStringLiteral("</p>");
     h += QStringLiteral("<h3>Configuration differences</h3>");
     if (c.rows.size() < 2)
         h += QStringLiteral("<p>One run: nothing to compare.</p>");
@@ -228,9 +264,14 @@ QString to_document_html(const ReportContent& c) {
         for (const Figure& f : list) {
             const int w = 620;
             const int hgt = f.height * w / std::max(1, f.width);
-            h += QStringLiteral("<p style=\"page-break-inside:avoid\"><img src=\"img:%1\" width=\"%2\" height=\"%3\"><br>"
-                                "<span style=\"color:#555555; font-size:small\"><b>%4.</b> %5</span></p>")
-                     .arg(index++).arg(w).arg(hgt).arg(html_escape(f.title), html_escape(f.caption));
+            h +=
+                QStringLiteral(
+                    "<p style=\"page-break-inside:avoid\"><img src=\"img:%1\" width=\"%2\" height=\"%3\"><br>"
+                    "<span style=\"color:#555555; font-size:small\"><b>%4.</b> %5</span></p>")
+                    .arg(index++)
+                    .arg(w)
+                    .arg(hgt)
+                    .arg(html_escape(f.title), html_escape(f.caption));
         }
     };
     h += QStringLiteral("<h3 style=\"page-break-before:always\">Training curves</h3>");

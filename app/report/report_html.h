@@ -16,7 +16,7 @@ namespace mpwb::report_detail {
 
 struct RunRow {
     Run run;
-    QString label;  // "#12 name"
+    QString label;       // "#12 name"
     RunFigures figures;  // sessions/run_figures.h: the same figures as the run table and `runs compare`
     std::optional<TargetReach> target;
     std::optional<double> speedup;

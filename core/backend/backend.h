@@ -66,7 +66,8 @@ public:
 
     // Max pooling records the winning input index per output for backward.
     virtual void maxpool_forward(const PoolGeometry& g, const float* x, float* y, int32_t* argmax) = 0;
-    virtual void maxpool_backward(const PoolGeometry& g, const float* dy, const int32_t* argmax, float* dx) = 0;
+    virtual void maxpool_backward(const PoolGeometry& g, const float* dy, const int32_t* argmax,
+                                  float* dx) = 0;
     // Average pooling counts padded cells (count_include_pad = true, as PyTorch's default).
     virtual void avgpool_forward(const PoolGeometry& g, const float* x, float* y) = 0;
     virtual void avgpool_backward(const PoolGeometry& g, const float* dy, float* dx) = 0;
@@ -78,9 +79,9 @@ public:
                                    float* running_mean, float* running_var, float* save_mean,
                                    float* save_invstd, int64_t n, int64_t c, int64_t hw, float momentum,
                                    float eps, bool training) = 0;
-    virtual void batchnorm_backward(const float* x, const float* dy, const float* gamma, const float* save_mean,
-                                    const float* save_invstd, float* dx, float* dgamma, float* dbeta,
-                                    int64_t n, int64_t c, int64_t hw) = 0;
+    virtual void batchnorm_backward(const float* x, const float* dy, const float* gamma,
+                                    const float* save_mean, const float* save_invstd, float* dx,
+                                    float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw) = 0;
 
     // Inverted dropout: keep with probability 1-p, scale kept values by 1/(1-p). The mask is
     // drawn by the caller (seeded) and holds 0 or 1/(1-p).

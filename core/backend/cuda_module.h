@@ -20,9 +20,9 @@ class Backend;
 struct CudaCheckLine {
     std::string name;
     bool passed = false;
-    double error = 0;      // normwise relative error (max |device - cpu| / max |cpu|)
+    double error = 0;  // normwise relative error (max |device - cpu| / max |cpu|)
     double tolerance = 0;
-    std::string detail;    // why it failed, or what it measured
+    std::string detail;  // why it failed, or what it measured
 };
 
 // Raise whenever this table or the layout of anything it passes changes.

@@ -71,7 +71,8 @@ LoadedModule load_module() {
     auto entry = reinterpret_cast<Entry>(dlsym(handle, MPWB_CUDA_MODULE_ENTRY));
     const CudaModuleV1* table = entry ? entry() : nullptr;
     if (!table) {
-        m.why_not = path + " has no entry point " MPWB_CUDA_MODULE_ENTRY "; it is not an MP Workbench CUDA module";
+        m.why_not =
+            path + " has no entry point " MPWB_CUDA_MODULE_ENTRY "; it is not an MP Workbench CUDA module";
     } else if (table->abi != kCudaModuleAbi || std::string(table->build) != MPWB_BUILD_TAG) {
         m.why_not = path + " was built for MP Workbench " + table->build + ", not for this " MPWB_BUILD_TAG +
                     " (install the matching mpwb-cuda)";

@@ -27,7 +27,8 @@ public:
     BlobReader(std::span<const uint8_t> blob, std::string what) : blob_(blob), what_(std::move(what)) {}
     void read(void* dst, size_t bytes) {
         if (bytes > blob_.size() - pos_)
-            throw DataError(what_ + " is truncated at byte " + std::to_string(pos_) + " of " + std::to_string(blob_.size()));
+            throw DataError(what_ + " is truncated at byte " + std::to_string(pos_) + " of " +
+                            std::to_string(blob_.size()));
         if (bytes > 0) std::memcpy(dst, blob_.data() + pos_, bytes);  // an empty vector's data() may be null
         pos_ += bytes;
     }

@@ -12,12 +12,20 @@ public:
 };
 
 // A network that cannot be built: malformed JSON, unknown layer, shapes that don't fit.
-class NetworkError : public Error { using Error::Error; };
+class NetworkError : public Error {
+    using Error::Error;
+};
 // A dataset that cannot be read: missing, truncated or corrupt file, NaN values.
-class DataError : public Error { using Error::Error; };
+class DataError : public Error {
+    using Error::Error;
+};
 // A setting out of range: scaler, optimizer, schedule, CLI option.
-class ConfigError : public Error { using Error::Error; };
+class ConfigError : public Error {
+    using Error::Error;
+};
 // A device that cannot do what was asked: out of memory, no driver.
-class DeviceError : public Error { using Error::Error; };
+class DeviceError : public Error {
+    using Error::Error;
+};
 
 }  // namespace mpwb

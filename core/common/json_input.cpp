@@ -21,12 +21,19 @@ class JsonPath {
 public:
     void on_event(json::parse_event_t event, const json& parsed) {
         switch (event) {
-            case json::parse_event_t::object_start: frames_.push_back({false, {}, 0}); break;
-            case json::parse_event_t::array_start: frames_.push_back({true, {}, 0}); break;
-            case json::parse_event_t::key:
-                if (!frames_.empty() && parsed.is_string()) frames_.back().key = parsed.get_ref<const std::string&>();
+            case json::parse_event_t::object_start:
+                frames_.push_back({false, {}, 0});
                 break;
-            case json::parse_event_t::value: element_done(); break;
+            case json::parse_event_t::array_start:
+                frames_.push_back({true, {}, 0});
+                break;
+            case json::parse_event_t::key:
+                if (!frames_.empty() && parsed.is_string())
+                    frames_.back().key = parsed.get_ref<const std::string&>();
+                break;
+            case json::parse_event_t::value:
+                element_done();
+                break;
             case json::parse_event_t::object_end:
             case json::parse_event_t::array_end:
                 if (!frames_.empty()) frames_.pop_back();
@@ -64,8 +71,10 @@ private:
     // in an object the key is spent until the next key arrives.
     void element_done() {
         if (frames_.empty()) return;
-        if (frames_.back().array) ++frames_.back().index;
-        else frames_.back().key.clear();
+        if (frames_.back().array)
+            ++frames_.back().index;
+        else
+            frames_.back().key.clear();
     }
     std::vector<Frame> frames_;
 };
@@ -94,7 +103,8 @@ json parse_json_text(std::string_view text, const std::string& source, const Jso
     const int max_depth = limits.max_depth;
     const json::parser_callback_t track = [&](int depth, json::parse_event_t event, json& parsed) {
         // depth counts the containers already open around this event.
-        const bool opens = event == json::parse_event_t::object_start || event == json::parse_event_t::array_start;
+        const bool opens =
+            event == json::parse_event_t::object_start || event == json::parse_event_t::array_start;
         if (opens && depth >= max_depth) throw TooDeep{};
         path.on_event(event, parsed);
         return true;
@@ -102,8 +112,8 @@ json parse_json_text(std::string_view text, const std::string& source, const Jso
     try {
         return json::parse(text.begin(), text.end(), track);
     } catch (const TooDeep&) {
-        throw JsonInputError(source + " holds JSON nested deeper than " + std::to_string(max_depth) + " levels" +
-                             at_path(path) + "; it is refused");
+        throw JsonInputError(source + " holds JSON nested deeper than " + std::to_string(max_depth) +
+                             " levels" + at_path(path) + "; it is refused");
     } catch (const json::exception& e) {
         throw JsonInputError(source + " is not valid JSON" + at_path(path) + ": " + json_exception_text(e));
     }
@@ -145,20 +155,24 @@ std::string setting_path(std::string_view where, std::string_view key) {
     return where.empty() ? std::string(key) : std::string(where) + "." + std::string(key);
 }
 
-void check_setting_keys(const nlohmann::json& object, std::string_view what, const std::vector<std::string_view>& known) {
-    if (!object.is_object()) throw ConfigError(std::string(what) + " must be a JSON object, got " + shown_value(object));
+void check_setting_keys(const nlohmann::json& object, std::string_view what,
+                        const std::vector<std::string_view>& known) {
+    if (!object.is_object())
+        throw ConfigError(std::string(what) + " must be a JSON object, got " + shown_value(object));
     for (const auto& [key, value] : object.items()) {
         bool found = false;
         for (std::string_view k : known) found = found || key == k;
         if (found) continue;
         std::string valid;
         for (std::string_view k : known) valid += (valid.empty() ? "" : ", ") + std::string(k);
-        throw ConfigError("unknown setting '" + key + "' in " + std::string(what) + " (valid settings: " + valid + ")");
+        throw ConfigError("unknown setting '" + key + "' in " + std::string(what) +
+                          " (valid settings: " + valid + ")");
     }
 }
 
 void throw_bad_setting(std::string_view path, const nlohmann::json& value, std::string_view wanted) {
-    throw ConfigError("setting '" + std::string(path) + "' must be " + std::string(wanted) + ", got " + shown_value(value));
+    throw ConfigError("setting '" + std::string(path) + "' must be " + std::string(wanted) + ", got " +
+                      shown_value(value));
 }
 
 }  // namespace mpwb

@@ -39,11 +39,13 @@ public:
 
 // source names where the text came from, e.g. "network file /tmp/a.json" or
 // "bundle b.mpwb, run 1f2e…, config_json"; it starts every message.
-nlohmann::json parse_json_text(std::string_view text, const std::string& source, const JsonLimits& limits = {});
+nlohmann::json parse_json_text(std::string_view text, const std::string& source,
+                               const JsonLimits& limits = {});
 
 // Reads and parses a file. what says what the file is for ("network file", "preset file").
 // Refuses a missing path, a folder and a file over limits.max_bytes before reading its body.
-nlohmann::json read_json_file(const std::string& path, const std::string& what, const JsonLimits& limits = {});
+nlohmann::json read_json_file(const std::string& path, const std::string& what,
+                              const JsonLimits& limits = {});
 
 // Validates text under the limits without keeping a tree (bundle import checks every stored
 // JSON column this way). Throws JsonInputError like parse_json_text.
@@ -75,17 +77,20 @@ std::string setting_path(std::string_view where, std::string_view key);
 
 // Throws ConfigError unless object is a JSON object whose keys are all in known. what names the
 // object in the message ("training settings", "optimizer").
-void check_setting_keys(const nlohmann::json& object, std::string_view what, const std::vector<std::string_view>& known);
+void check_setting_keys(const nlohmann::json& object, std::string_view what,
+                        const std::vector<std::string_view>& known);
 
 // "setting 'path' must be <wanted>, got <value>" (a long value is cut).
-[[noreturn]] void throw_bad_setting(std::string_view path, const nlohmann::json& value, std::string_view wanted);
+[[noreturn]] void throw_bad_setting(std::string_view path, const nlohmann::json& value,
+                                    std::string_view wanted);
 
 namespace json_detail {
 template <class Int>
 std::string integer_range_text() {
     const std::string bits = std::to_string(sizeof(Int) * 8) + "-bit integer (";
-    return (std::is_signed_v<Int> ? "a " : "an unsigned ") + bits + std::to_string(std::numeric_limits<Int>::min()) +
-           " to " + std::to_string(std::numeric_limits<Int>::max()) + ")";
+    return (std::is_signed_v<Int> ? "a " : "an unsigned ") + bits +
+           std::to_string(std::numeric_limits<Int>::min()) + " to " +
+           std::to_string(std::numeric_limits<Int>::max()) + ")";
 }
 }  // namespace json_detail
 
@@ -99,8 +104,9 @@ T setting_value(const nlohmann::json& v, std::string_view path) {
         return v.get<bool>();
     } else if constexpr (std::is_integral_v<T>) {
         if (!v.is_number_integer()) throw_bad_setting(path, v, "an integer");
-        const bool fits = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max())
-                                                 : std::in_range<T>(v.get<int64_t>());
+        const bool fits = v.is_number_unsigned()
+                              ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max())
+                              : std::in_range<T>(v.get<int64_t>());
         if (!fits) throw_bad_setting(path, v, json_detail::integer_range_text<T>());
         return v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>()) : static_cast<T>(v.get<int64_t>());
     } else if constexpr (std::is_floating_point_v<T>) {
@@ -108,8 +114,10 @@ T setting_value(const nlohmann::json& v, std::string_view path) {
         const double x = v.get<double>();
         if (!std::isfinite(x)) throw_bad_setting(path, v, "a finite number");
         if (std::fabs(x) > double(std::numeric_limits<T>::max()))
-            throw_bad_setting(path, v, std::is_same_v<T, float> ? "a number no larger in magnitude than the largest float (3.4e38)"
-                                                                : "a finite number");
+            throw_bad_setting(path, v,
+                              std::is_same_v<T, float>
+                                  ? "a number no larger in magnitude than the largest float (3.4e38)"
+                                  : "a finite number");
         return static_cast<T>(x);
     } else {
         static_assert(std::is_same_v<T, std::string>, "settings are bool, integers, floats or strings");

@@ -37,7 +37,8 @@ public:
         quit_ = false;
         // The generation is read here, under the lock: a worker that read it itself could miss
         // a job posted before it first ran, and the caller would wait for it for ever.
-        for (int i = 1; i < threads; ++i) workers_.emplace_back([this, start = generation_] { worker_loop(start); });
+        for (int i = 1; i < threads; ++i)
+            workers_.emplace_back([this, start = generation_] { worker_loop(start); });
     }
 
     void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
@@ -83,7 +84,9 @@ private:
             const int64_t index = static_cast<int64_t>(t & 0xffffffffu);
             const int64_t chunks = chunks_.load(std::memory_order_relaxed);
             if (index >= chunks) return;
-            if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+            if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
+                                               std::memory_order_acquire))
+                continue;
             // The claim succeeded on this job's ticket, so the job is not complete and its body
             // and size are still the ones published with it.
             const int64_t n = n_.load(std::memory_order_relaxed);

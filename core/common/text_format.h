@@ -13,8 +13,7 @@ namespace mpwb {
 
 // "nan", "inf", "-inf" for the non-finite values.
 template <class Number>
-    requires std::is_floating_point_v<Number>
-std::string shortest_text(Number v) {
+requires std::is_floating_point_v<Number> std::string shortest_text(Number v) {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     char buf[64];

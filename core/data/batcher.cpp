@@ -57,8 +57,13 @@ void gather_rows(const Tensor& src, std::span<const int64_t> indices, Tensor& ds
 
 BatchIterator::BatchIterator(const Tensor& x, const Tensor& y, int64_t batch_size, uint64_t seed,
                              bool shuffle, bool drop_last)
-    : x_(&x), y_(&y), n_(x.rank() ? x.dim(0) : 0), batch_size_(batch_size), seed_(seed),
-      shuffle_(shuffle), drop_last_(drop_last) {
+    : x_(&x),
+      y_(&y),
+      n_(x.rank() ? x.dim(0) : 0),
+      batch_size_(batch_size),
+      seed_(seed),
+      shuffle_(shuffle),
+      drop_last_(drop_last) {
     if (batch_size < 1) throw ConfigError("batch size " + std::to_string(batch_size) + " must be at least 1");
     const int64_t ny = y.rank() ? y.dim(0) : 0;
     if (ny != n_)

@@ -24,8 +24,8 @@ public:
     // x: [N, ...], y: [N, ...]; both must outlive the iterator. shuffle=false keeps the order
     // 0..N-1 (evaluation). drop_last drops a final batch smaller than batch_size.
     // Throws ConfigError for batch_size < 1, DataError when x and y disagree on N.
-    BatchIterator(const Tensor& x, const Tensor& y, int64_t batch_size, uint64_t seed,
-                  bool shuffle = true, bool drop_last = false);
+    BatchIterator(const Tensor& x, const Tensor& y, int64_t batch_size, uint64_t seed, bool shuffle = true,
+                  bool drop_last = false);
 
     // Starts epoch (>= 0): Fisher-Yates shuffle of 0..N-1 with Rng(epoch_seed(seed, epoch)).
     void start_epoch(int64_t epoch);

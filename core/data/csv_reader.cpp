@@ -93,8 +93,8 @@ public:
         : path_(std::move(path)), header_(header) {}
 
     std::string where(int64_t line, size_t col) const {
-        std::string s = "CSV file '" + path_ + "', line " + std::to_string(line) + ", column " +
-                        std::to_string(col + 1);
+        std::string s =
+            "CSV file '" + path_ + "', line " + std::to_string(line) + ", column " + std::to_string(col + 1);
         if (header_ && col < header_->size()) s += " ('" + (*header_)[col] + "')";
         return s;
     }
@@ -105,8 +105,7 @@ public:
         if (!v) throw DataError(where(line, col) + ": '" + cell + "' is not a number");
         if (std::isnan(*v)) throw DataError(where(line, col) + ": NaN value '" + cell + "'");
         if (!std::isfinite(*v) || std::fabs(*v) > FLT_MAX)
-            throw DataError(where(line, col) + ": infinite value '" + cell +
-                            "' (out of FP32 range)");
+            throw DataError(where(line, col) + ": infinite value '" + cell + "' (out of FP32 range)");
         return static_cast<float>(*v);
     }
 
@@ -154,7 +153,8 @@ void set_label_column(CsvOptions& options, const std::string& text, const std::s
     int index = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), index);
     if (ec == std::errc::result_out_of_range)
-        throw ConfigError("CSV label_column '" + text + "' for '" + path + "' is out of range for a column index");
+        throw ConfigError("CSV label_column '" + text + "' for '" + path +
+                          "' is out of range for a column index");
     if (ec != std::errc() || end != text.data() + text.size())
         throw ConfigError("CSV label_column '" + text + "' for '" + path +
                           "' is not a column index (an integer such as 0 or -1) or a column name");
@@ -214,8 +214,8 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
     size_t label_col = 0;
     if (!opt.label_name.empty()) {
         if (!has_header)
-            throw ConfigError("CSV label column '" + opt.label_name + "' given by name, but '" +
-                              path + "' has no header row");
+            throw ConfigError("CSV label column '" + opt.label_name + "' given by name, but '" + path +
+                              "' has no header row");
         const auto it = std::find(header.begin(), header.end(), opt.label_name);
         if (it == header.end()) {
             std::string names;
@@ -225,12 +225,11 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
         }
         label_col = static_cast<size_t>(it - header.begin());
     } else {
-        const int64_t idx = opt.label_index < 0 ? static_cast<int64_t>(ncols) + opt.label_index
-                                                : opt.label_index;
+        const int64_t idx =
+            opt.label_index < 0 ? static_cast<int64_t>(ncols) + opt.label_index : opt.label_index;
         if (idx < 0 || idx >= static_cast<int64_t>(ncols))
             throw ConfigError("CSV label column index " + std::to_string(opt.label_index) +
-                              " out of range for '" + path + "' with " + std::to_string(ncols) +
-                              " columns");
+                              " out of range for '" + path + "' with " + std::to_string(ncols) + " columns");
         label_col = static_cast<size_t>(idx);
     }
 
@@ -243,9 +242,8 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
         const Row& row = rows[first + static_cast<size_t>(r)];
         if (row.cells.size() != ncols)
             throw DataError("CSV file '" + path + "', line " + std::to_string(row.line) +
-                            ": ragged row with " + std::to_string(row.cells.size()) +
-                            " cells, expected " + std::to_string(ncols) + " (as on line " +
-                            std::to_string(rows[0].line) + ")");
+                            ": ragged row with " + std::to_string(row.cells.size()) + " cells, expected " +
+                            std::to_string(ncols) + " (as on line " + std::to_string(rows[0].line) + ")");
         float* f = features.data() + r * nf;
         for (size_t c = 0; c < ncols; ++c) {
             if (c == label_col) continue;
@@ -287,8 +285,8 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
                 distinct.insert(v);
             }
             // Labels already 0..K-1 keep their meaning; anything else is renumbered in order.
-            const bool identity = *distinct.begin() == 0.0 &&
-                                  *distinct.rbegin() == static_cast<double>(distinct.size() - 1);
+            const bool identity =
+                *distinct.begin() == 0.0 && *distinct.rbegin() == static_cast<double>(distinct.size() - 1);
             std::map<double, int> index;
             for (double v : distinct) {
                 index.emplace(v, static_cast<int>(index.size()));
@@ -327,7 +325,8 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
     for (int64_t i = n - 1; i > 0; --i)
         std::swap(order[static_cast<size_t>(i)],
                   order[static_cast<size_t>(rng.below(static_cast<uint64_t>(i + 1)))]);
-    const int64_t n_test = std::clamp<int64_t>(std::llround(static_cast<double>(n) * opt.test_ratio), 1, n - 1);
+    const int64_t n_test =
+        std::clamp<int64_t>(std::llround(static_cast<double>(n) * opt.test_ratio), 1, n - 1);
     const int64_t n_train = n - n_test;
 
     const Shape ys = ds.is_classification() ? Shape{} : Shape{1};

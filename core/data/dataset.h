@@ -24,9 +24,7 @@ struct Dataset {
     int64_t train_size() const { return train_x.rank() ? train_x.dim(0) : 0; }
     int64_t test_size() const { return test_x.rank() ? test_x.dim(0) : 0; }
     // Values per regression target row (1 for classification).
-    int64_t target_width() const {
-        return (num_classes == 0 && train_y.rank() > 1) ? train_y.dim(1) : 1;
-    }
+    int64_t target_width() const { return (num_classes == 0 && train_y.rank() > 1) ? train_y.dim(1) : 1; }
 };
 
 }  // namespace mpwb

@@ -57,7 +57,8 @@ std::vector<uint8_t> read_gzip(const std::string& path, size_t hint, size_t max_
     gzbuffer(gz.get(), 1 << 18);
     std::vector<uint8_t> out;
     // The hint is a hint: a corrupt trailer must not cause a huge allocation.
-    out.resize(std::min(std::clamp<size_t>(hint + 1, size_t{1} << 16, size_t{1} << 31), std::max<size_t>(max_bytes, 1)));
+    out.resize(std::min(std::clamp<size_t>(hint + 1, size_t{1} << 16, size_t{1} << 31),
+                        std::max<size_t>(max_bytes, 1)));
     size_t have = 0;
     while (have < max_bytes) {
         if (have == out.size()) out.resize(std::min(out.size() * 2, max_bytes));
@@ -75,8 +76,10 @@ std::vector<uint8_t> read_gzip(const std::string& path, size_t hint, size_t max_
     const char* msg = gzerror(gz.get(), &err);
     if (err == Z_BUF_ERROR) {
         // The compressed stream stops early: report it with the byte counts the caller knows.
-        if (truncated) *truncated = true;
-        else throw DataError("truncated gzip file '" + path + "': " + (msg ? msg : ""));
+        if (truncated)
+            *truncated = true;
+        else
+            throw DataError("truncated gzip file '" + path + "': " + (msg ? msg : ""));
     } else if (err != Z_OK) {
         throw DataError("corrupt gzip file '" + path + "': " + (msg ? msg : "read error"));
     }
@@ -93,25 +96,25 @@ bool is_gzip_file(const std::string& path) {
     return f && std::fread(magic, 1, 2, f.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
 }
 
-std::string size_note(bool truncated_gzip) {
-    return truncated_gzip ? " (the gzip stream ends early)" : "";
-}
+std::string size_note(bool truncated_gzip) { return truncated_gzip ? " (the gzip stream ends early)" : ""; }
 
 // Header bytes available? Otherwise the file is truncated inside the header.
-void need_header(const std::string& path, const std::vector<uint8_t>& bytes, size_t header,
-                 const char* kind, bool truncated_gzip) {
+void need_header(const std::string& path, const std::vector<uint8_t>& bytes, size_t header, const char* kind,
+                 bool truncated_gzip) {
     if (bytes.size() < header)
         throw DataError("truncated IDX " + std::string(kind) + " file '" + path + "': expected at least " +
-                        std::to_string(header) + " header bytes, file has " +
-                        std::to_string(bytes.size()) + " bytes" + size_note(truncated_gzip));
+                        std::to_string(header) + " header bytes, file has " + std::to_string(bytes.size()) +
+                        " bytes" + size_note(truncated_gzip));
 }
 
 void check_magic(const std::string& path, uint32_t magic, uint32_t expected, const char* kind) {
     if (magic == expected) return;
-    std::string msg = "'" + path + "' is not an IDX " + kind + " file: bad magic number " +
-                      hex32(magic) + " (expected " + hex32(expected) + ")";
-    if (magic == kIdxLabelsMagic) msg += "; it looks like an IDX label file";
-    else if (magic == kIdxImagesMagic) msg += "; it looks like an IDX image file";
+    std::string msg = "'" + path + "' is not an IDX " + kind + " file: bad magic number " + hex32(magic) +
+                      " (expected " + hex32(expected) + ")";
+    if (magic == kIdxLabelsMagic)
+        msg += "; it looks like an IDX label file";
+    else if (magic == kIdxImagesMagic)
+        msg += "; it looks like an IDX image file";
     else if ((magic >> 16) == 0 && (magic & 0xFF) != (expected & 0xFF))
         msg += "; it has " + std::to_string(magic & 0xFF) + " dimensions instead of " +
                std::to_string(expected & 0xFF);
@@ -120,8 +123,8 @@ void check_magic(const std::string& path, uint32_t magic, uint32_t expected, con
     throw DataError(msg);
 }
 
-void check_length(const std::string& path, size_t actual, unsigned __int128 expected,
-                  const std::string& what, bool truncated_gzip) {
+void check_length(const std::string& path, size_t actual, unsigned __int128 expected, const std::string& what,
+                  bool truncated_gzip) {
     if (actual == expected) {
         if (truncated_gzip)  // the data is all there but the CRC/length trailer is not
             throw DataError("truncated gzip file '" + path + "': the stream ends before its trailer");
@@ -151,7 +154,8 @@ void check_element_limit(const std::string& path, int64_t elements, const std::s
 
 // A raw file's length is known without reading it: a wrong one is refused before its body.
 void check_raw_length(const std::string& path, int64_t expected, const std::string& what) {
-    if (!is_gzip_file(path)) check_length(path, input_file_size(path), static_cast<unsigned __int128>(expected), what, false);
+    if (!is_gzip_file(path))
+        check_length(path, input_file_size(path), static_cast<unsigned __int128>(expected), what, false);
 }
 
 // The 16-byte header of an image file, checked against itself, the limit and (raw files) the
@@ -235,8 +239,9 @@ Split load_split(const fs::path& folder, const std::string& prefix) {
     const uint32_t images = read_images_header(s.images_path).count;
     const uint32_t labels = read_labels_header(s.labels_path);
     if (images != labels)
-        throw DataError("image/label count mismatch: '" + s.images_path + "' holds " + std::to_string(images) +
-                        " images but '" + s.labels_path + "' holds " + std::to_string(labels) + " labels");
+        throw DataError("image/label count mismatch: '" + s.images_path + "' holds " +
+                        std::to_string(images) + " images but '" + s.labels_path + "' holds " +
+                        std::to_string(labels) + " labels");
     s.images = read_idx_images(s.images_path);
     s.labels = read_idx_labels(s.labels_path, 10);
     return s;
@@ -325,8 +330,8 @@ Dataset load_idx_dataset(const std::string& folder) {
     if (train.images.rows != test.images.rows || train.images.cols != test.images.cols)
         throw DataError("IDX image size mismatch: '" + train.images_path + "' holds " +
                         std::to_string(train.images.rows) + "x" + std::to_string(train.images.cols) +
-                        " images but '" + test.images_path + "' holds " +
-                        std::to_string(test.images.rows) + "x" + std::to_string(test.images.cols));
+                        " images but '" + test.images_path + "' holds " + std::to_string(test.images.rows) +
+                        "x" + std::to_string(test.images.cols));
 
     ds.name = dir.filename().string();
     ds.sample_shape = {1, train.images.rows, train.images.cols};

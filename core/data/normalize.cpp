@@ -22,8 +22,10 @@ struct Grouping {
 Grouping grouping(NormalizeMode mode, const Shape& sample) {
     const int64_t per_sample = shape_numel(sample);
     switch (mode) {
-        case NormalizeMode::Global: return {1, per_sample};
-        case NormalizeMode::PerFeature: return {per_sample, 1};
+        case NormalizeMode::Global:
+            return {1, per_sample};
+        case NormalizeMode::PerFeature:
+            return {per_sample, 1};
         case NormalizeMode::PerChannel:
             if (sample.empty()) return {1, 1};
             return {sample[0], per_sample / std::max<int64_t>(sample[0], 1)};
@@ -34,7 +36,8 @@ Grouping grouping(NormalizeMode mode, const Shape& sample) {
 }  // namespace
 
 NormStats compute_norm_stats(const Tensor& x, NormalizeMode mode) {
-    if (x.rank() < 1 || x.dim(0) == 0) throw DataError("cannot compute normalisation statistics of an empty tensor");
+    if (x.rank() < 1 || x.dim(0) == 0)
+        throw DataError("cannot compute normalisation statistics of an empty tensor");
     NormStats st;
     st.mode = mode;
     st.sample_shape = sample_shape_of(x);
@@ -101,7 +104,9 @@ void check_finite(const Tensor& t, const std::string& what) {
     for (int64_t i = 0; i < n; ++i) {
         if (std::isfinite(p[i])) continue;
         std::string msg = what + ": non-finite value " +
-                          (std::isnan(p[i]) ? std::string("NaN") : p[i] > 0 ? "+inf" : "-inf") +
+                          (std::isnan(p[i]) ? std::string("NaN")
+                           : p[i] > 0       ? "+inf"
+                                            : "-inf") +
                           " at index " + std::to_string(i);
         if (t.rank() > 1) {
             const int64_t per = t.numel() / t.dim(0);

@@ -28,9 +28,7 @@ std::string lower(std::string_view s) {
 }
 
 // Splits total into `parts` counts that differ by at most one.
-int64_t share(int64_t total, int parts, int index) {
-    return total / parts + (index < total % parts ? 1 : 0);
-}
+int64_t share(int64_t total, int parts, int index) { return total / parts + (index < total % parts ? 1 : 0); }
 
 void gen_spiral(const SyntheticConfig& c, Rng& rng, std::vector<Point>& out) {
     // Playground: r = 5 i/n, t = 1.75 * 2pi * i/n + delta, one arm per class, delta = 2pi k/K
@@ -56,8 +54,7 @@ void gen_circles(const SyntheticConfig& c, Rng& rng, std::vector<Point>& out) {
     for (int cls = 1; cls >= 0; --cls) {
         const int64_t n = share(c.samples, 2, 1 - cls);
         for (int64_t i = 0; i < n; ++i) {
-            const float r = cls == 1 ? rng.uniform(0.0f, radius * 0.5f)
-                                     : rng.uniform(radius * 0.7f, radius);
+            const float r = cls == 1 ? rng.uniform(0.0f, radius * 0.5f) : rng.uniform(radius * 0.7f, radius);
             const float angle = rng.uniform(0.0f, kTwoPi);
             const float x = r * std::sin(angle) + rng.uniform(-radius, radius) * c.noise;
             const float y = r * std::cos(angle) + rng.uniform(-radius, radius) * c.noise;
@@ -117,17 +114,20 @@ void gen_moons(const SyntheticConfig& c, Rng& rng, std::vector<Point>& out) {
 
 }  // namespace
 
-std::vector<std::string> synthetic_kind_names() {
-    return {"spiral", "circles", "xor", "gauss", "moons"};
-}
+std::vector<std::string> synthetic_kind_names() { return {"spiral", "circles", "xor", "gauss", "moons"}; }
 
 std::string synthetic_kind_name(SyntheticKind kind) {
     switch (kind) {
-        case SyntheticKind::Spiral: return "spiral";
-        case SyntheticKind::Circles: return "circles";
-        case SyntheticKind::Xor: return "xor";
-        case SyntheticKind::Gauss: return "gauss";
-        case SyntheticKind::Moons: return "moons";
+        case SyntheticKind::Spiral:
+            return "spiral";
+        case SyntheticKind::Circles:
+            return "circles";
+        case SyntheticKind::Xor:
+            return "xor";
+        case SyntheticKind::Gauss:
+            return "gauss";
+        case SyntheticKind::Moons:
+            return "moons";
     }
     return "unknown";
 }
@@ -148,16 +148,13 @@ void validate_synthetic_config(const SyntheticConfig& c) {
     if (!std::isfinite(c.noise) || c.noise < 0.0f || c.noise > 1.0f)
         throw ConfigError("synthetic noise " + std::to_string(c.noise) + " out of range [0, 1]");
     if (!std::isfinite(c.test_ratio) || c.test_ratio <= 0.0 || c.test_ratio >= 1.0)
-        throw ConfigError("synthetic test_ratio " + std::to_string(c.test_ratio) +
-                          " out of range (0, 1)");
+        throw ConfigError("synthetic test_ratio " + std::to_string(c.test_ratio) + " out of range (0, 1)");
     if (c.kind == SyntheticKind::Spiral) {
         if (c.classes < 2 || c.classes > 16)
-            throw ConfigError("spiral classes " + std::to_string(c.classes) +
-                              " out of range [2, 16]");
+            throw ConfigError("spiral classes " + std::to_string(c.classes) + " out of range [2, 16]");
     } else if (c.classes != 2) {
-        throw ConfigError("synthetic dataset '" + synthetic_kind_name(c.kind) +
-                          "' has 2 classes, not " + std::to_string(c.classes) +
-                          " (only spiral takes a class count)");
+        throw ConfigError("synthetic dataset '" + synthetic_kind_name(c.kind) + "' has 2 classes, not " +
+                          std::to_string(c.classes) + " (only spiral takes a class count)");
     }
     const int64_t min_samples = std::max<int64_t>(4, 2 * c.classes);
     if (c.samples < min_samples || c.samples > 100'000'000)
@@ -171,11 +168,21 @@ Dataset make_synthetic(const SyntheticConfig& config) {
     std::vector<Point> points;
     points.reserve(static_cast<size_t>(config.samples));
     switch (config.kind) {
-        case SyntheticKind::Spiral: gen_spiral(config, rng, points); break;
-        case SyntheticKind::Circles: gen_circles(config, rng, points); break;
-        case SyntheticKind::Xor: gen_xor(config, rng, points); break;
-        case SyntheticKind::Gauss: gen_gauss(config, rng, points); break;
-        case SyntheticKind::Moons: gen_moons(config, rng, points); break;
+        case SyntheticKind::Spiral:
+            gen_spiral(config, rng, points);
+            break;
+        case SyntheticKind::Circles:
+            gen_circles(config, rng, points);
+            break;
+        case SyntheticKind::Xor:
+            gen_xor(config, rng, points);
+            break;
+        case SyntheticKind::Gauss:
+            gen_gauss(config, rng, points);
+            break;
+        case SyntheticKind::Moons:
+            gen_moons(config, rng, points);
+            break;
     }
 
     // Generated class by class; shuffle so the split (and any unshuffled evaluation) is mixed.

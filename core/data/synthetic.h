@@ -27,7 +27,7 @@ struct SyntheticConfig {
     float noise = 0.0f;       // 0..1, the Playground's noise slider as a fraction
     double test_ratio = 0.2;  // fraction of samples held out, 0 < r < 1
     uint64_t seed = 1;
-    int classes = 2;          // spiral arms; the other kinds are two-class and require 2
+    int classes = 2;  // spiral arms; the other kinds are two-class and require 2
 };
 
 // "spiral", "circles" (also "circle"), "xor", "gauss" (also "gaussian"), "moons" (also "moon"),

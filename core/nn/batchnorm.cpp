@@ -38,20 +38,23 @@ void BatchNorm::init(Rng&) {
 
 void BatchNorm::forward(LayerContext& ctx, const Tensor& x, Tensor& y) {
     y.resize(x.shape());
-    ctx.backend.batchnorm_forward(x.data(), y.data(), gamma_.value.data(), beta_.value.data(), running_mean_.data(),
-                                  running_var_.data(), save_mean_.data(), save_invstd_.data(), x.dim(0), channels_,
-                                  spatial_, momentum_, eps_, ctx.training);
+    ctx.backend.batchnorm_forward(x.data(), y.data(), gamma_.value.data(), beta_.value.data(),
+                                  running_mean_.data(), running_var_.data(), save_mean_.data(),
+                                  save_invstd_.data(), x.dim(0), channels_, spatial_, momentum_, eps_,
+                                  ctx.training);
 }
 
 void BatchNorm::backward(LayerContext& ctx, const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx) {
     if (dx) dx->resize(x.shape());
-    ctx.backend.batchnorm_backward(x.data(), dy.data(), gamma_.value.data(), save_mean_.data(), save_invstd_.data(),
-                                   dx ? dx->data() : nullptr, gamma_.grad.data(), beta_.grad.data(), x.dim(0),
-                                   channels_, spatial_);
+    ctx.backend.batchnorm_backward(x.data(), dy.data(), gamma_.value.data(), save_mean_.data(),
+                                   save_invstd_.data(), dx ? dx->data() : nullptr, gamma_.grad.data(),
+                                   beta_.grad.data(), x.dim(0), channels_, spatial_);
 }
 
-nlohmann::json BatchNorm::to_json() const { return {{"type", "BatchNorm"},
+nlohmann::json BatchNorm::to_json() const {
+    return {{"type", "BatchNorm"},
             {"momentum", float_as_json_double(momentum_)},
-            {"eps", float_as_json_double(eps_)}}; }
+            {"eps", float_as_json_double(eps_)}};
+}
 
 }  // namespace mpwb

@@ -7,19 +7,25 @@ namespace mpwb {
 
 Conv2d::Conv2d(int64_t out_channels, int64_t kernel, int64_t stride, int64_t padding, int64_t in_channels,
                bool bias)
-    : out_c_(out_channels), kernel_(kernel), stride_(stride), padding_(padding), in_c_(in_channels),
+    : out_c_(out_channels),
+      kernel_(kernel),
+      stride_(stride),
+      padding_(padding),
+      in_c_(in_channels),
       has_bias_(bias) {}
 
 LayerPlan Conv2d::plan(const Shape& input) const {
     if (input.size() != 3)
-        throw ShapeError("expects an image input [channels x height x width], gets " + shape_to_string(input));
+        throw ShapeError("expects an image input [channels x height x width], gets " +
+                         shape_to_string(input));
     if (in_c_ != 0 && in_c_ != input[0])
-        throw ShapeError("expects " + std::to_string(in_c_) + " input channels, gets " + std::to_string(input[0]));
+        throw ShapeError("expects " + std::to_string(in_c_) + " input channels, gets " +
+                         std::to_string(input[0]));
     const int64_t out_h = window_output(input[1], kernel_, stride_, padding_);
     const int64_t out_w = window_output(input[2], kernel_, stride_, padding_);
     if (out_h < 1 || out_w < 1)
-        throw ShapeError("kernel " + std::to_string(kernel_) + " does not fit a " + std::to_string(input[1]) + "x" +
-                         std::to_string(input[2]) + " input with padding " + std::to_string(padding_));
+        throw ShapeError("kernel " + std::to_string(kernel_) + " does not fit a " + std::to_string(input[1]) +
+                         "x" + std::to_string(input[2]) + " input with padding " + std::to_string(padding_));
     const int64_t taps = saturating_mul(input[0], saturating_mul(kernel_, kernel_));  // in_c * k * k
     LayerPlan p;
     p.output = {out_c_, out_h, out_w};
@@ -74,18 +80,23 @@ void Conv2d::forward(LayerContext& ctx, const Tensor& x, Tensor& y) {
     const auto g = geometry(x.dim(0));
     y.resize({g.batch, out_c_, g.out_h(), g.out_w()});
     ctx.backend.conv2d_forward(g, x.data(), weight_.forward_value().data(),
-                               has_bias_ ? bias_.forward_value().data() : nullptr, y.data(), ctx.gemm_operands);
+                               has_bias_ ? bias_.forward_value().data() : nullptr, y.data(),
+                               ctx.gemm_operands);
 }
 
 void Conv2d::backward(LayerContext& ctx, const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx) {
     const auto g = geometry(x.dim(0));
     if (dx) dx->resize(x.shape());
-    ctx.backend.conv2d_backward(g, x.data(), weight_.forward_value().data(), dy.data(), dx ? dx->data() : nullptr,
-                                weight_.grad.data(), has_bias_ ? bias_.grad.data() : nullptr, ctx.gemm_operands);
+    ctx.backend.conv2d_backward(g, x.data(), weight_.forward_value().data(), dy.data(),
+                                dx ? dx->data() : nullptr, weight_.grad.data(),
+                                has_bias_ ? bias_.grad.data() : nullptr, ctx.gemm_operands);
 }
 
 nlohmann::json Conv2d::to_json() const {
-    nlohmann::json j{{"type", "Conv2d"}, {"out_channels", out_c_}, {"kernel", kernel_}, {"stride", stride_},
+    nlohmann::json j{{"type", "Conv2d"},
+                     {"out_channels", out_c_},
+                     {"kernel", kernel_},
+                     {"stride", stride_},
                      {"padding", padding_}};
     if (!has_bias_) j["bias"] = false;
     return j;

@@ -6,8 +6,8 @@ namespace mpwb {
 
 class Conv2d final : public Layer {
 public:
-    Conv2d(int64_t out_channels, int64_t kernel, int64_t stride = 1, int64_t padding = 0, int64_t in_channels = 0,
-           bool bias = true);
+    Conv2d(int64_t out_channels, int64_t kernel, int64_t stride = 1, int64_t padding = 0,
+           int64_t in_channels = 0, bool bias = true);
     std::string kind() const override { return "Conv2d"; }
     LayerPlan plan(const Shape& input) const override;
     Shape build(const Shape& input) override;

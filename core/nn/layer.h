@@ -63,7 +63,8 @@ public:
     virtual bool runs_in_reduced_precision() const { return false; }
     virtual void forward(LayerContext& ctx, const Tensor& x, Tensor& y) = 0;
     // Writes dx (when not null) and overwrites the parameters' grads.
-    virtual void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) = 0;
+    virtual void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                          Tensor* dx) = 0;
     virtual nlohmann::json to_json() const = 0;
 
     int64_t parameter_count() {

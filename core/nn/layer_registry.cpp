@@ -19,16 +19,32 @@ namespace {
 
 // Fields shared by kinds.
 LayerField bias_field() {
-    return {.key = "bias", .label = "Bias", .type = FieldType::Boolean, .default_value = 1,
+    return {.key = "bias",
+            .label = "Bias",
+            .type = FieldType::Boolean,
+            .default_value = 1,
             .help = "Adds a learned bias to each output"};
 }
 
 std::vector<LayerField> pooling_fields() {
-    return {{.key = "kernel", .label = "Kernel", .default_value = 2, .min = 1, .editor_ceiling = 63, .new_layer_value = 2,
+    return {{.key = "kernel",
+             .label = "Kernel",
+             .default_value = 2,
+             .min = 1,
+             .editor_ceiling = 63,
+             .new_layer_value = 2,
              .help = "Side of the square window"},
-            {.key = "stride", .label = "Stride", .when_absent = WhenAbsent::Derived, .min = 1, .editor_ceiling = 63,
-             .zero_means = "kernel", .help = "Step of the window; not set, the kernel size"},
-            {.key = "padding", .label = "Padding", .min = 0, .editor_ceiling = 32,
+            {.key = "stride",
+             .label = "Stride",
+             .when_absent = WhenAbsent::Derived,
+             .min = 1,
+             .editor_ceiling = 63,
+             .zero_means = "kernel",
+             .help = "Step of the window; not set, the kernel size"},
+            {.key = "padding",
+             .label = "Padding",
+             .min = 0,
+             .editor_ceiling = 32,
              .help = "Zeros around the image, at most half the kernel"}};
 }
 
@@ -39,67 +55,142 @@ std::unique_ptr<Layer> make_pooling(Pool2d::Mode mode, const LayerSettings& s) {
 }
 
 LayerKind activation_kind(const char* name, Activation a, const char* help) {
-    return {name, help, "keeps the shape", {}, [a](const LayerSettings&) { return std::make_unique<ActivationLayer>(a); }};
+    return {name, help, "keeps the shape", {}, [a](const LayerSettings&) {
+                return std::make_unique<ActivationLayer>(a);
+            }};
 }
 
 std::vector<LayerKind> make_registry() {
     std::vector<LayerKind> kinds;
-    kinds.push_back(
-        {"Linear", "Fully connected: y = x Wᵀ + b", "[F] → [out]",
-         {{.key = "out", .label = "Outputs", .when_absent = WhenAbsent::Required, .min = 1, .editor_ceiling = 1 << 20,
-           .new_layer_value = 64, .help = "Number of output features"},
-          bias_field(),
-          {.key = "in", .label = "Inputs", .min = 0, .editor_ceiling = 1 << 20, .zero_means = "infer",
-           .help = "Fixes the expected input width; 0 takes it from the previous layer"}},
-         [](const LayerSettings& s) {
-             return std::make_unique<Linear>(s.integer("out"), s.integer("in"), s.flag("bias"));
-         }});
-    kinds.push_back(
-        {"Conv2d", "2-D convolution with a square kernel", "[C × H × W] → [out_channels × H' × W']",
-         {{.key = "out_channels", .label = "Output channels", .when_absent = WhenAbsent::Required, .min = 1,
-           .editor_ceiling = 4096, .new_layer_value = 16, .help = "Number of filters"},
-          {.key = "kernel", .label = "Kernel", .when_absent = WhenAbsent::Required, .min = 1, .editor_ceiling = 63,
-           .new_layer_value = 3, .help = "Side of the square kernel"},
-          {.key = "stride", .label = "Stride", .default_value = 1, .min = 1, .editor_ceiling = 32,
-           .help = "Step of the kernel"},
-          {.key = "padding", .label = "Padding", .min = 0, .editor_ceiling = 32, .new_layer_value = 1,
-           .help = "Zeros around the image"},
-          bias_field(),
-          {.key = "in_channels", .label = "Input channels", .min = 0, .editor_ceiling = 4096, .zero_means = "infer",
-           .help = "Fixes the expected input channels; 0 takes them from the previous layer"}},
-         [](const LayerSettings& s) {
-             return std::make_unique<Conv2d>(s.integer("out_channels"), s.integer("kernel"), s.integer("stride"),
-                                             s.integer("padding"), s.integer("in_channels"), s.flag("bias"));
-         }});
-    kinds.push_back({"MaxPool2d", "Largest value of each window", "[C × H × W] → [C × H' × W']", pooling_fields(),
+    kinds.push_back({"Linear",
+                     "Fully connected: y = x Wᵀ + b",
+                     "[F] → [out]",
+                     {{.key = "out",
+                       .label = "Outputs",
+                       .when_absent = WhenAbsent::Required,
+                       .min = 1,
+                       .editor_ceiling = 1 << 20,
+                       .new_layer_value = 64,
+                       .help = "Number of output features"},
+                      bias_field(),
+                      {.key = "in",
+                       .label = "Inputs",
+                       .min = 0,
+                       .editor_ceiling = 1 << 20,
+                       .zero_means = "infer",
+                       .help = "Fixes the expected input width; 0 takes it from the previous layer"}},
+                     [](const LayerSettings& s) {
+                         return std::make_unique<Linear>(s.integer("out"), s.integer("in"), s.flag("bias"));
+                     }});
+    kinds.push_back({"Conv2d",
+                     "2-D convolution with a square kernel",
+                     "[C × H × W] → [out_channels × H' × W']",
+                     {{.key = "out_channels",
+                       .label = "Output channels",
+                       .when_absent = WhenAbsent::Required,
+                       .min = 1,
+                       .editor_ceiling = 4096,
+                       .new_layer_value = 16,
+                       .help = "Number of filters"},
+                      {.key = "kernel",
+                       .label = "Kernel",
+                       .when_absent = WhenAbsent::Required,
+                       .min = 1,
+                       .editor_ceiling = 63,
+                       .new_layer_value = 3,
+                       .help = "Side of the square kernel"},
+                      {.key = "stride",
+                       .label = "Stride",
+                       .default_value = 1,
+                       .min = 1,
+                       .editor_ceiling = 32,
+                       .help = "Step of the kernel"},
+                      {.key = "padding",
+                       .label = "Padding",
+                       .min = 0,
+                       .editor_ceiling = 32,
+                       .new_layer_value = 1,
+                       .help = "Zeros around the image"},
+                      bias_field(),
+                      {.key = "in_channels",
+                       .label = "Input channels",
+                       .min = 0,
+                       .editor_ceiling = 4096,
+                       .zero_means = "infer",
+                       .help = "Fixes the expected input channels; 0 takes them from the previous layer"}},
+                     [](const LayerSettings& s) {
+                         return std::make_unique<Conv2d>(s.integer("out_channels"), s.integer("kernel"),
+                                                         s.integer("stride"), s.integer("padding"),
+                                                         s.integer("in_channels"), s.flag("bias"));
+                     }});
+    kinds.push_back({"MaxPool2d", "Largest value of each window", "[C × H × W] → [C × H' × W']",
+                     pooling_fields(),
                      [](const LayerSettings& s) { return make_pooling(Pool2d::Mode::Max, s); }});
     kinds.push_back({"AvgPool2d", "Mean of each window", "[C × H × W] → [C × H' × W']", pooling_fields(),
                      [](const LayerSettings& s) { return make_pooling(Pool2d::Mode::Average, s); }});
     kinds.push_back(activation_kind("ReLU", Activation::ReLU, "max(x, 0)"));
-    kinds.push_back(
-        {"LeakyReLU", "x, or slope · x below 0", "keeps the shape",
-         {{.key = "slope", .label = "Negative slope", .type = FieldType::Float, .default_value = 0.01,
-           .editor_floor = 0, .editor_ceiling = 1, .decimals = 4, .new_layer_value = 0.01,
-           .help = "Factor applied to negative inputs"}},
-         [](const LayerSettings& s) { return std::make_unique<ActivationLayer>(Activation::LeakyReLU, s.real("slope")); }});
+    kinds.push_back({"LeakyReLU",
+                     "x, or slope · x below 0",
+                     "keeps the shape",
+                     {{.key = "slope",
+                       .label = "Negative slope",
+                       .type = FieldType::Float,
+                       .default_value = 0.01,
+                       .editor_floor = 0,
+                       .editor_ceiling = 1,
+                       .decimals = 4,
+                       .new_layer_value = 0.01,
+                       .help = "Factor applied to negative inputs"}},
+                     [](const LayerSettings& s) {
+                         return std::make_unique<ActivationLayer>(Activation::LeakyReLU, s.real("slope"));
+                     }});
     kinds.push_back(activation_kind("GELU", Activation::GELU, "Gaussian error linear unit"));
     kinds.push_back(activation_kind("Tanh", Activation::Tanh, "Hyperbolic tangent"));
     kinds.push_back(activation_kind("Sigmoid", Activation::Sigmoid, "1 / (1 + e^-x)"));
-    kinds.push_back({"Flatten", "Makes an image a flat vector of features", "[C × H × W] → [C·H·W]", {},
+    kinds.push_back({"Flatten",
+                     "Makes an image a flat vector of features",
+                     "[C × H × W] → [C·H·W]",
+                     {},
                      [](const LayerSettings&) { return std::make_unique<Flatten>(); }});
-    kinds.push_back(
-        {"Dropout", "Zeroes inputs at random while training", "keeps the shape",
-         {{.key = "p", .label = "Drop probability", .type = FieldType::Float, .default_value = 0.5, .min = 0, .max = 1,
-           .max_open = true, .editor_ceiling = 0.99, .decimals = 3, .new_layer_value = 0.5,
-           .help = "Probability that an input is zeroed while training"}},
-         [](const LayerSettings& s) { return std::make_unique<Dropout>(s.real("p")); }});
-    kinds.push_back(
-        {"BatchNorm", "Normalises each feature or channel over the batch", "keeps the shape ([F] or [C × H × W])",
-         {{.key = "momentum", .label = "Momentum", .type = FieldType::Float, .default_value = 0.1, .min = 0,
-           .max = 1, .min_open = true, .decimals = 4, .help = "Weight of the new batch in the running statistics"},
-          {.key = "eps", .label = "Epsilon", .type = FieldType::Float, .default_value = 1e-5, .min = 0,
-           .min_open = true, .editor_ceiling = 1, .decimals = 8, .help = "Added to the variance before its square root"}},
-         [](const LayerSettings& s) { return std::make_unique<BatchNorm>(s.real("momentum"), s.real("eps")); }});
+    kinds.push_back({"Dropout",
+                     "Zeroes inputs at random while training",
+                     "keeps the shape",
+                     {{.key = "p",
+                       .label = "Drop probability",
+                       .type = FieldType::Float,
+                       .default_value = 0.5,
+                       .min = 0,
+                       .max = 1,
+                       .max_open = true,
+                       .editor_ceiling = 0.99,
+                       .decimals = 3,
+                       .new_layer_value = 0.5,
+                       .help = "Probability that an input is zeroed while training"}},
+                     [](const LayerSettings& s) { return std::make_unique<Dropout>(s.real("p")); }});
+    kinds.push_back({"BatchNorm",
+                     "Normalises each feature or channel over the batch",
+                     "keeps the shape ([F] or [C × H × W])",
+                     {{.key = "momentum",
+                       .label = "Momentum",
+                       .type = FieldType::Float,
+                       .default_value = 0.1,
+                       .min = 0,
+                       .max = 1,
+                       .min_open = true,
+                       .decimals = 4,
+                       .help = "Weight of the new batch in the running statistics"},
+                      {.key = "eps",
+                       .label = "Epsilon",
+                       .type = FieldType::Float,
+                       .default_value = 1e-5,
+                       .min = 0,
+                       .min_open = true,
+                       .editor_ceiling = 1,
+                       .decimals = 8,
+                       .help = "Added to the variance before its square root"}},
+                     [](const LayerSettings& s) {
+                         return std::make_unique<BatchNorm>(s.real("momentum"), s.real("eps"));
+                     }});
     return kinds;
 }
 
@@ -108,20 +199,22 @@ std::string quoted(const std::string& key) { return "\"" + key + "\""; }
 // The JSON value as the field's type, with the messages the network reader has always given.
 LayerSettings::Value read_value(const LayerField& f, const nlohmann::json& v) {
     switch (f.type) {
-    case FieldType::Integer:
-        if (!v.is_number_integer()) throw ShapeError(quoted(f.key) + " must be an integer, gets " + v.dump());
-        if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kInt64Max))
-            throw ShapeError(quoted(f.key) + " is too large, gets " + v.dump());
-        return v.get<int64_t>();
-    case FieldType::Float: {
-        if (!v.is_number()) throw ShapeError(quoted(f.key) + " must be a number, gets " + v.dump());
-        const double d = v.get<double>();
-        if (std::fabs(d) > FLT_MAX) throw ShapeError(quoted(f.key) + " is out of the float range, gets " + v.dump());
-        return static_cast<double>(static_cast<float>(d));  // the layer computes with the float
-    }
-    case FieldType::Boolean:
-        if (!v.is_boolean()) throw ShapeError(quoted(f.key) + " must be true or false");
-        return v.get<bool>();
+        case FieldType::Integer:
+            if (!v.is_number_integer())
+                throw ShapeError(quoted(f.key) + " must be an integer, gets " + v.dump());
+            if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kInt64Max))
+                throw ShapeError(quoted(f.key) + " is too large, gets " + v.dump());
+            return v.get<int64_t>();
+        case FieldType::Float: {
+            if (!v.is_number()) throw ShapeError(quoted(f.key) + " must be a number, gets " + v.dump());
+            const double d = v.get<double>();
+            if (std::fabs(d) > FLT_MAX)
+                throw ShapeError(quoted(f.key) + " is out of the float range, gets " + v.dump());
+            return static_cast<double>(static_cast<float>(d));  // the layer computes with the float
+        }
+        case FieldType::Boolean:
+            if (!v.is_boolean()) throw ShapeError(quoted(f.key) + " must be true or false");
+            return v.get<bool>();
     }
     throw std::logic_error("unknown field type");
 }
@@ -161,7 +254,9 @@ void check_known_keys(const LayerKind& kind, const nlohmann::json& spec) {
             known |= f.key == key;
             list += (list.empty() ? "" : ", ") + f.key;
         }
-        if (!known) throw ShapeError("unknown setting \"" + key + "\"" + (list.empty() ? "" : " (known: " + list + ")"));
+        if (!known)
+            throw ShapeError("unknown setting \"" + key + "\"" +
+                             (list.empty() ? "" : " (known: " + list + ")"));
     }
 }
 
@@ -181,7 +276,8 @@ double LayerField::editor_max() const {
 std::string LayerField::range_text() const {
     const bool has_min = std::isfinite(min), has_max = std::isfinite(max);
     if (has_min && !has_max) {
-        if ((min == 0 && min_open) || (type == FieldType::Integer && min == 1 && !min_open)) return "positive";
+        if ((min == 0 && min_open) || (type == FieldType::Integer && min == 1 && !min_open))
+            return "positive";
         return (min_open ? "more than " : "at least ") + shortest_text(min);
     }
     if (!has_min && has_max) return (max_open ? "less than " : "at most ") + shortest_text(max);
@@ -202,7 +298,9 @@ const LayerSettings::Entry& LayerSettings::entry(std::string_view key) const {
 
 bool LayerSettings::given(std::string_view key) const { return entry(key).given; }
 int64_t LayerSettings::integer(std::string_view key) const { return std::get<int64_t>(entry(key).value); }
-float LayerSettings::real(std::string_view key) const { return static_cast<float>(std::get<double>(entry(key).value)); }
+float LayerSettings::real(std::string_view key) const {
+    return static_cast<float>(std::get<double>(entry(key).value));
+}
 bool LayerSettings::flag(std::string_view key) const { return std::get<bool>(entry(key).value); }
 
 const std::vector<LayerKind>& layer_registry() {
@@ -235,9 +333,10 @@ LayerSettings read_layer_settings(const LayerKind& kind, const nlohmann::json& s
         if (f.when_absent == WhenAbsent::Required) throw ShapeError("needs " + quoted(f.key));
         const double d = f.default_value;
         settings.set(f.key,
-                     f.type == FieldType::Integer   ? LayerSettings::Value(static_cast<int64_t>(d))
-                     : f.type == FieldType::Boolean ? LayerSettings::Value(d != 0)
-                                                    : LayerSettings::Value(static_cast<double>(static_cast<float>(d))),
+                     f.type == FieldType::Integer ? LayerSettings::Value(static_cast<int64_t>(d))
+                     : f.type == FieldType::Boolean
+                         ? LayerSettings::Value(d != 0)
+                         : LayerSettings::Value(static_cast<double>(static_cast<float>(d))),
                      false);
     }
     return settings;

@@ -83,7 +83,7 @@ private:
 
 struct LayerKind {
     std::string name;        // the JSON "type"
-    std::string help = {};        // one line for the palette
+    std::string help = {};   // one line for the palette
     std::string shape_rule;  // in words; Layer::plan computes it
     std::vector<LayerField> fields;
     std::function<std::unique_ptr<Layer>(const LayerSettings&)> make;

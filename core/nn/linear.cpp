@@ -11,7 +11,8 @@ Linear::Linear(int64_t out_features, int64_t in_features, bool bias)
 
 LayerPlan Linear::plan(const Shape& input) const {
     if (input.size() != 1)
-        throw ShapeError("expects a flat input of features, gets " + shape_to_string(input) + "; add Flatten before it");
+        throw ShapeError("expects a flat input of features, gets " + shape_to_string(input) +
+                         "; add Flatten before it");
     if (in_ != 0 && in_ != input[0])
         throw ShapeError("expects " + std::to_string(in_) + " inputs, gets " + std::to_string(input[0]));
     LayerPlan p;
@@ -50,20 +51,20 @@ std::vector<Parameter*> Linear::parameters() {
 void Linear::forward(LayerContext& ctx, const Tensor& x, Tensor& y) {
     const int64_t n = x.dim(0);
     y.resize({n, out_});
-    ctx.backend.gemm(false, true, n, out_, in_, 1.0f, x.data(), in_, weight_.forward_value().data(), in_, 0.0f,
-                     y.data(), out_, ctx.gemm_operands);
+    ctx.backend.gemm(false, true, n, out_, in_, 1.0f, x.data(), in_, weight_.forward_value().data(), in_,
+                     0.0f, y.data(), out_, ctx.gemm_operands);
     if (has_bias_) ctx.backend.add_bias_rows(y.data(), bias_.forward_value().data(), n, out_);
 }
 
 void Linear::backward(LayerContext& ctx, const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx) {
     const int64_t n = x.dim(0);
-    ctx.backend.gemm(true, false, out_, in_, n, 1.0f, dy.data(), out_, x.data(), in_, 0.0f, weight_.grad.data(),
-                     in_, ctx.gemm_operands);
+    ctx.backend.gemm(true, false, out_, in_, n, 1.0f, dy.data(), out_, x.data(), in_, 0.0f,
+                     weight_.grad.data(), in_, ctx.gemm_operands);
     if (has_bias_) ctx.backend.bias_grad_rows(dy.data(), bias_.grad.data(), n, out_);
     if (dx) {
         dx->resize({n, in_});
-        ctx.backend.gemm(false, false, n, in_, out_, 1.0f, dy.data(), out_, weight_.forward_value().data(), in_,
-                         0.0f, dx->data(), in_, ctx.gemm_operands);
+        ctx.backend.gemm(false, false, n, in_, out_, 1.0f, dy.data(), out_, weight_.forward_value().data(),
+                         in_, 0.0f, dx->data(), in_, ctx.gemm_operands);
     }
 }
 

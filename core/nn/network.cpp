@@ -14,7 +14,8 @@ std::string layer_prefix(size_t index, const std::string& kind) {
 }
 
 std::string spec_kind(const nlohmann::json& spec) {
-    if (spec.is_object() && spec.contains("type") && spec["type"].is_string()) return spec["type"].get<std::string>();
+    if (spec.is_object() && spec.contains("type") && spec["type"].is_string())
+        return spec["type"].get<std::string>();
     return "?";
 }
 
@@ -30,20 +31,20 @@ public:
         using L = NetworkLimits;
         parameters_ = saturating_add(parameters_, p.parameters);
         if (parameters_ > L::kMaxParameters)
-            return "the network reaches " + size_text(parameters_) + " parameters here, more than the limit of " +
-                   size_text(L::kMaxParameters);
+            return "the network reaches " + size_text(parameters_) +
+                   " parameters here, more than the limit of " + size_text(L::kMaxParameters);
         const int64_t out = saturating_mul(checked_product(p.output).value_or(kInt64Max), batch_);
         if (out > L::kMaxTensorElements)
-            return "its output " + shape_to_string(p.output) + " is " + size_text(out) + " elements at batch " +
-                   std::to_string(batch_) + ", more than the " + size_text(L::kMaxTensorElements) +
-                   " one tensor may hold";
+            return "its output " + shape_to_string(p.output) + " is " + size_text(out) +
+                   " elements at batch " + std::to_string(batch_) + ", more than the " +
+                   size_text(L::kMaxTensorElements) + " one tensor may hold";
         activations_ = saturating_add(activations_, out);
         if (activations_ > L::kMaxActivations)
             return "the activations reach " + size_text(activations_) + " elements here at batch " +
                    std::to_string(batch_) + ", more than the limit of " + size_text(L::kMaxActivations);
         if (p.workspace > L::kMaxActivations)
-            return "its im2col workspace is " + size_text(p.workspace) + " elements per sample, more than the limit of " +
-                   size_text(L::kMaxActivations);
+            return "its im2col workspace is " + size_text(p.workspace) +
+                   " elements per sample, more than the limit of " + size_text(L::kMaxActivations);
         return {};
     }
 
@@ -64,7 +65,8 @@ Network Network::from_json(const nlohmann::json& description) {
         throw NetworkError("\"name\" must be a string, gets " + description["name"].dump());
     net.name_ = description.value("name", std::string("network"));
     if (description.contains("loss")) {
-        if (!description["loss"].is_string()) throw NetworkError("\"loss\" must be \"cross_entropy\" or \"mse\"");
+        if (!description["loss"].is_string())
+            throw NetworkError("\"loss\" must be \"cross_entropy\" or \"mse\"");
         net.loss_ = description["loss"].get<std::string>();
         if (net.loss_ != "cross_entropy" && net.loss_ != "mse")
             throw NetworkError("unknown loss \"" + net.loss_ + "\"; choose cross_entropy or mse");
@@ -72,8 +74,8 @@ Network Network::from_json(const nlohmann::json& description) {
     const auto& layers = description["layers"];
     if (layers.empty()) throw NetworkError("network has no layers");
     if (layers.size() > NetworkLimits::kMaxLayers)
-        throw NetworkError("network has " + std::to_string(layers.size()) + " layers, more than the limit of " +
-                           std::to_string(NetworkLimits::kMaxLayers));
+        throw NetworkError("network has " + std::to_string(layers.size()) +
+                           " layers, more than the limit of " + std::to_string(NetworkLimits::kMaxLayers));
     for (size_t i = 0; i < layers.size(); ++i) {
         try {
             net.layers_.push_back(make_layer(layers[i]));
@@ -110,9 +112,11 @@ void Network::save_file(const std::string& path) const {
     out << to_json().dump(2) << "\n";
 }
 
-std::vector<LayerReport> Network::inspect(const nlohmann::json& description, const Shape& input, int64_t batch) {
+std::vector<LayerReport> Network::inspect(const nlohmann::json& description, const Shape& input,
+                                          int64_t batch) {
     std::vector<LayerReport> reports;
-    if (!description.is_object() || !description.contains("layers") || !description["layers"].is_array()) return reports;
+    if (!description.is_object() || !description.contains("layers") || !description["layers"].is_array())
+        return reports;
     Shape shape = input;
     bool shape_known = true;
     SizeBudget budget(input, batch);
@@ -141,7 +145,8 @@ std::vector<LayerReport> Network::inspect(const nlohmann::json& description, con
 }
 
 void Network::build(const Shape& input, int64_t batch) {
-    if (batch < 1) throw NetworkError("network built for batch " + std::to_string(batch) + "; it must be at least 1");
+    if (batch < 1)
+        throw NetworkError("network built for batch " + std::to_string(batch) + "; it must be at least 1");
     // Every layer measured before any allocates: a refused network costs nothing.
     SizeBudget budget(input, batch);
     Shape planned = input;
@@ -183,7 +188,8 @@ void Network::init(uint64_t seed) {
 void Network::prepare_weights(const PrecisionPolicy& policy) {
     for (size_t i = 0; i < layers_.size(); ++i) {
         for (Parameter* p : layers_[i]->parameters()) {
-            if (policy.master != Format::FP32) round_to_format(policy.master, p->value.data(), p->value.data(), p->value.numel());
+            if (policy.master != Format::FP32)
+                round_to_format(policy.master, p->value.data(), p->value.data(), p->value.numel());
             if (policy.weight_copy != Format::FP32 && layers_[i]->runs_in_reduced_precision()) {
                 p->compute.resize(p->value.shape());
                 round_to_format(policy.weight_copy, p->value.data(), p->compute.data(), p->value.numel());
@@ -214,7 +220,9 @@ std::vector<Tensor*> Network::buffers() const {
     return all;
 }
 
-std::string Network::layer_label(size_t layer) const { return std::to_string(layer) + " " + layers_.at(layer)->kind(); }
+std::string Network::layer_label(size_t layer) const {
+    return std::to_string(layer) + " " + layers_.at(layer)->kind();
+}
 
 std::string Network::parameter_owner(size_t parameter_index) const {
     return layer_label(parameter_layer_.at(parameter_index));
@@ -245,8 +253,8 @@ void Network::backward(LayerContext& ctx, const Tensor& output_grad, const Preci
         Layer& layer = *layers_[i];
         layer.backward(ctx, activations_[i], activations_[i + 1], gradients_[i + 1], dx);
         const Format grad_format = layer.runs_in_reduced_precision() ? policy.weight_grads
-                                   : policy.master != Format::FP32 ? policy.master
-                                                                   : Format::FP32;
+                                   : policy.master != Format::FP32   ? policy.master
+                                                                     : Format::FP32;
         const auto params = layer.parameters();
         for (size_t p = 0; p < params.size(); ++p) {
             Tensor& g = params[p]->grad;

@@ -29,9 +29,9 @@ public:
 // Every figure is in elements of 4 bytes; the training step keeps about three copies of the
 // parameters (value, gradient, optimizer state) and two of the activations (value, gradient).
 struct NetworkLimits {
-    static constexpr int64_t kMaxParameters = int64_t{1} << 28;          // 268,435,456: 1 GiB per copy
-    static constexpr int64_t kMaxActivations = int64_t{1} << 29;         // all layers' outputs at the batch: 2 GiB
-    static constexpr int64_t kMaxTensorElements = kInt32Max;             // one tensor: BLAS takes int sizes
+    static constexpr int64_t kMaxParameters = int64_t{1} << 28;   // 268,435,456: 1 GiB per copy
+    static constexpr int64_t kMaxActivations = int64_t{1} << 29;  // all layers' outputs at the batch: 2 GiB
+    static constexpr int64_t kMaxTensorElements = kInt32Max;      // one tensor: BLAS takes int sizes
     static constexpr size_t kMaxLayers = 4096;
 };
 
@@ -85,7 +85,8 @@ public:
     const Tensor& forward(LayerContext& ctx, const Tensor& input, const PrecisionPolicy& policy);
     // Backward from the loss gradient (scaled FP32). Leaves every parameter's grad in its
     // storage format. probe may be null.
-    void backward(LayerContext& ctx, const Tensor& output_grad, const PrecisionPolicy& policy, GradientProbe* probe);
+    void backward(LayerContext& ctx, const Tensor& output_grad, const PrecisionPolicy& policy,
+                  GradientProbe* probe);
 
 private:
     std::string name_;

@@ -12,12 +12,13 @@ Pool2d::Pool2d(Mode mode, int64_t kernel, int64_t stride, int64_t padding)
 
 LayerPlan Pool2d::plan(const Shape& input) const {
     if (input.size() != 3)
-        throw ShapeError("expects an image input [channels x height x width], gets " + shape_to_string(input));
+        throw ShapeError("expects an image input [channels x height x width], gets " +
+                         shape_to_string(input));
     const int64_t out_h = window_output(input[1], kernel_, stride_, padding_);
     const int64_t out_w = window_output(input[2], kernel_, stride_, padding_);
     if (out_h < 1 || out_w < 1)
-        throw ShapeError("window " + std::to_string(kernel_) + " does not fit a " + std::to_string(input[1]) + "x" +
-                         std::to_string(input[2]) + " input");
+        throw ShapeError("window " + std::to_string(kernel_) + " does not fit a " + std::to_string(input[1]) +
+                         "x" + std::to_string(input[2]) + " input");
     return {{input[0], out_h, out_w}, 0, 0};
 }
 

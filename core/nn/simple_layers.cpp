@@ -9,11 +9,16 @@ ActivationLayer::ActivationLayer(Activation kind, float slope) : activation_(kin
 
 std::string ActivationLayer::kind() const {
     switch (activation_) {
-        case Activation::ReLU: return "ReLU";
-        case Activation::LeakyReLU: return "LeakyReLU";
-        case Activation::GELU: return "GELU";
-        case Activation::Tanh: return "Tanh";
-        case Activation::Sigmoid: return "Sigmoid";
+        case Activation::ReLU:
+            return "ReLU";
+        case Activation::LeakyReLU:
+            return "LeakyReLU";
+        case Activation::GELU:
+            return "GELU";
+        case Activation::Tanh:
+            return "Tanh";
+        case Activation::Sigmoid:
+            return "Sigmoid";
     }
     return "?";
 }
@@ -23,10 +28,12 @@ void ActivationLayer::forward(LayerContext& ctx, const Tensor& x, Tensor& y) {
     ctx.backend.activation_forward(activation_, slope_, x.data(), y.data(), x.numel());
 }
 
-void ActivationLayer::backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) {
+void ActivationLayer::backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                               Tensor* dx) {
     if (!dx) return;
     dx->resize(x.shape());
-    ctx.backend.activation_backward(activation_, slope_, x.data(), y.data(), dy.data(), dx->data(), x.numel());
+    ctx.backend.activation_backward(activation_, slope_, x.data(), y.data(), dy.data(), dx->data(),
+                                    x.numel());
 }
 
 nlohmann::json ActivationLayer::to_json() const {

@@ -256,7 +256,8 @@ ExponentHistogram ExponentHistogram::from_blob(const uint8_t* data, size_t size)
     if (std::isnan(h.max_abs) || std::signbit(h.max_abs)) r.fail("max_abs is NaN or negative");
     const uint8_t formats = r.byte("format count");
     if (formats != kFormatCount)
-        r.fail("format count " + std::to_string(formats) + " (expected " + std::to_string(kFormatCount) + ")");
+        r.fail("format count " + std::to_string(formats) + " (expected " + std::to_string(kFormatCount) +
+               ")");
     for (auto& a : h.above_max) a = r.varint("overflow count");
     const uint64_t first = r.varint("first bin index");
     const uint64_t count = r.varint("bin count");
@@ -284,10 +285,9 @@ FormatRangeStats range_stats(const ExponentHistogram& h, float max_abs, Format f
     const FormatInfo& info = format_info(f);
     FormatRangeStats s;
     s.max_abs = max_abs;
-    s.headroom_log2 = max_abs == 0.0f
-                          ? std::numeric_limits<float>::infinity()
-                          : static_cast<float>(std::log2(static_cast<double>(info.max_finite)) -
-                                               std::log2(static_cast<double>(max_abs)));
+    s.headroom_log2 = max_abs == 0.0f ? std::numeric_limits<float>::infinity()
+                                      : static_cast<float>(std::log2(static_cast<double>(info.max_finite)) -
+                                                           std::log2(static_cast<double>(max_abs)));
     const uint64_t total = h.total();
     if (total == 0) return s;
     // min_subnormal and min_normal are powers of two, so bins decide these boundaries exactly.

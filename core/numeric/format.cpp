@@ -69,12 +69,18 @@ std::string format_name(Format f) { return format_info(f).name; }
 
 float round_to_format(float x, Format f) {
     switch (f) {
-        case Format::FP32: return x;
-        case Format::TF32: return round_to_tf32(x);
-        case Format::FP16: return round_to_half(x);
-        case Format::BF16: return round_to_bf16(x);
-        case Format::E4M3: return e4m3_bits_to_float(float_to_e4m3_bits(x));
-        case Format::E5M2: return e5m2_bits_to_float(float_to_e5m2_bits(x));
+        case Format::FP32:
+            return x;
+        case Format::TF32:
+            return round_to_tf32(x);
+        case Format::FP16:
+            return round_to_half(x);
+        case Format::BF16:
+            return round_to_bf16(x);
+        case Format::E4M3:
+            return e4m3_bits_to_float(float_to_e4m3_bits(x));
+        case Format::E5M2:
+            return e5m2_bits_to_float(float_to_e5m2_bits(x));
     }
     throw ConfigError("round_to_format: unknown format id " + std::to_string(static_cast<int>(f)));
 }
@@ -86,17 +92,23 @@ void round_to_format(Format f, const float* in, float* out, size_t n) {
             if (in != out) std::memmove(out, in, n * sizeof(float));
             return;
         case Format::TF32:
-            return parallel_rounding(in, out, n, [](const float* i, float* o, size_t k) { round_to_tf32(i, o, k); });
+            return parallel_rounding(in, out, n,
+                                     [](const float* i, float* o, size_t k) { round_to_tf32(i, o, k); });
         case Format::BF16:
-            return parallel_rounding(in, out, n, [](const float* i, float* o, size_t k) { round_to_bf16(i, o, k); });
+            return parallel_rounding(in, out, n,
+                                     [](const float* i, float* o, size_t k) { round_to_bf16(i, o, k); });
         case Format::FP16:
             if (cpu_has_f16c())
-                return parallel_rounding(in, out, n, [](const float* i, float* o, size_t k) { round_to_half_f16c(i, o, k); });
-            return parallel_rounding(in, out, n, [](const float* i, float* o, size_t k) { round_to_half_software(i, o, k); });
+                return parallel_rounding(
+                    in, out, n, [](const float* i, float* o, size_t k) { round_to_half_f16c(i, o, k); });
+            return parallel_rounding(
+                in, out, n, [](const float* i, float* o, size_t k) { round_to_half_software(i, o, k); });
         case Format::E4M3:
-            return parallel_rounding(in, out, n, [](const float* i, float* o, size_t k) { round_to_e4m3(i, o, k); });
+            return parallel_rounding(in, out, n,
+                                     [](const float* i, float* o, size_t k) { round_to_e4m3(i, o, k); });
         case Format::E5M2:
-            return parallel_rounding(in, out, n, [](const float* i, float* o, size_t k) { round_to_e5m2(i, o, k); });
+            return parallel_rounding(in, out, n,
+                                     [](const float* i, float* o, size_t k) { round_to_e5m2(i, o, k); });
     }
     throw ConfigError("round_to_format: unknown format id " + std::to_string(static_cast<int>(f)));
 }

@@ -13,15 +13,15 @@ enum class Format : uint8_t { FP32, TF32, FP16, BF16, E4M3, E5M2 };
 
 struct FormatInfo {
     Format format;
-    const char* name;       // "fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2"
+    const char* name;  // "fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2"
     int exponent_bits;
-    int mantissa_bits;      // explicit (stored) mantissa bits
-    bool has_infinity;      // e4m3 (OCP FP8) has none: it saturates to +-448
+    int mantissa_bits;  // explicit (stored) mantissa bits
+    bool has_infinity;  // e4m3 (OCP FP8) has none: it saturates to +-448
     float max_finite;
     float min_normal;
     float min_subnormal;
-    int min_exponent;       // floor(log2(min_subnormal))
-    int max_exponent;       // floor(log2(max_finite))
+    int min_exponent;  // floor(log2(min_subnormal))
+    int max_exponent;  // floor(log2(max_finite))
 };
 
 const FormatInfo& format_info(Format f);

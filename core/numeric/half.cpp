@@ -115,8 +115,12 @@ __attribute__((target("f16c,avx"))) void half_bits_to_float_f16c(const uint16_t*
 
 bool cpu_has_f16c() { return false; }
 void round_to_half_f16c(const float* in, float* out, size_t n) { round_to_half_software(in, out, n); }
-void float_to_half_bits_f16c(const float* in, uint16_t* out, size_t n) { float_to_half_bits_software(in, out, n); }
-void half_bits_to_float_f16c(const uint16_t* in, float* out, size_t n) { half_bits_to_float_software(in, out, n); }
+void float_to_half_bits_f16c(const float* in, uint16_t* out, size_t n) {
+    float_to_half_bits_software(in, out, n);
+}
+void half_bits_to_float_f16c(const uint16_t* in, float* out, size_t n) {
+    half_bits_to_float_software(in, out, n);
+}
 
 #endif
 

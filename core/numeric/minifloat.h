@@ -50,9 +50,11 @@ constexpr float decode_magnitude(uint32_t code) {
     const uint32_t mant = code & ((1u << MBITS) - 1u);
     constexpr uint32_t quantum_bits = static_cast<uint32_t>(EMIN - MBITS + 127) << 23;
     const float subnormal = static_cast<float>(mant) * std::bit_cast<float>(quantum_bits);
-    const uint32_t normal_bits = ((biased + static_cast<uint32_t>(EMIN + 126)) << 23) | (mant << (23 - MBITS));
+    const uint32_t normal_bits =
+        ((biased + static_cast<uint32_t>(EMIN + 126)) << 23) | (mant << (23 - MBITS));
     const uint32_t normal_mask = 0u - static_cast<uint32_t>(biased != 0);
-    return std::bit_cast<float>((normal_bits & normal_mask) | (std::bit_cast<uint32_t>(subnormal) & ~normal_mask));
+    return std::bit_cast<float>((normal_bits & normal_mask) |
+                                (std::bit_cast<uint32_t>(subnormal) & ~normal_mask));
 }
 
 }  // namespace mpwb::detail

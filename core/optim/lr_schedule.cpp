@@ -40,19 +40,16 @@ void ScheduleConfig::validate() const {
     check_finite("min_lr", min_lr);
     check_finite("warmup_start_factor", warmup_start_factor);
     if (warmup_steps < 0)
-        throw ConfigError("schedule warmup_steps = " + std::to_string(warmup_steps) +
-                          " is negative");
+        throw ConfigError("schedule warmup_steps = " + std::to_string(warmup_steps) + " is negative");
     if (warmup_start_factor < 0.0f || warmup_start_factor > 1.0f)
         throw ConfigError("schedule warmup_start_factor = " + shortest_text(warmup_start_factor) +
                           " is outside [0, 1]");
-    if (min_lr < 0.0f)
-        throw ConfigError("schedule min_lr = " + shortest_text(min_lr) + " is negative");
+    if (min_lr < 0.0f) throw ConfigError("schedule min_lr = " + shortest_text(min_lr) + " is negative");
     if (kind == "step") {
         if (step_size < 1)
             throw ConfigError("schedule step_size = " + std::to_string(step_size) +
                               " must be >= 1 for the step schedule");
-        if (gamma <= 0.0f)
-            throw ConfigError("schedule gamma = " + shortest_text(gamma) + " must be > 0");
+        if (gamma <= 0.0f) throw ConfigError("schedule gamma = " + shortest_text(gamma) + " must be > 0");
     }
     // total_steps 0 means "the whole run": the trainer fills it in once it knows the length.
     if (kind == "cosine" && total_steps != 0 && total_steps <= warmup_steps)
@@ -72,9 +69,9 @@ void to_json(nlohmann::json& j, const ScheduleConfig& c) {
 }
 
 void from_json(const nlohmann::json& j, ScheduleConfig& c) {
-    check_setting_keys(j, kWhat,
-                             {"kind", "step_size", "gamma", "total_steps", "min_lr",
-                              "warmup_steps", "warmup_start_factor"});
+    check_setting_keys(
+        j, kWhat,
+        {"kind", "step_size", "gamma", "total_steps", "min_lr", "warmup_steps", "warmup_start_factor"});
     ScheduleConfig out;
     read_setting(j, kWhat, "kind", out.kind);
     read_setting(j, kWhat, "step_size", out.step_size);
@@ -87,8 +84,7 @@ void from_json(const nlohmann::json& j, ScheduleConfig& c) {
     c = std::move(out);
 }
 
-LrSchedule::LrSchedule(ScheduleConfig config, float base_lr)
-    : config_(std::move(config)), base_lr_(base_lr) {
+LrSchedule::LrSchedule(ScheduleConfig config, float base_lr) : config_(std::move(config)), base_lr_(base_lr) {
     config_.validate();
     if (config_.kind == "cosine" && config_.total_steps == 0)
         throw ConfigError("the cosine schedule needs total_steps (the length of the run)");
@@ -102,8 +98,7 @@ float LrSchedule::lr_at(int64_t iteration) const {
     const int64_t w = config_.warmup_steps;
     if (t < w) {
         const double f = config_.warmup_start_factor;
-        return static_cast<float>(base * (f + (1.0 - f) * static_cast<double>(t) /
-                                                  static_cast<double>(w)));
+        return static_cast<float>(base * (f + (1.0 - f) * static_cast<double>(t) / static_cast<double>(w)));
     }
     const int64_t u = t - w;
     if (config_.kind == "step") {

@@ -12,13 +12,13 @@
 namespace mpwb {
 
 struct ScheduleConfig {
-    std::string kind = "constant";  // "constant", "step", "cosine"
-    int64_t step_size = 1000;       // step: multiply by gamma every step_size iterations
-    float gamma = 0.1f;             // step
-    int64_t total_steps = 0;        // cosine: length of the whole run, warm-up included;
-                                    // 0 = the run's length, filled in by the trainer
-    float min_lr = 0.0f;            // cosine: eta_min, the rate reached at total_steps
-    int64_t warmup_steps = 0;       // linear warm-up length; 0 = none
+    std::string kind = "constant";     // "constant", "step", "cosine"
+    int64_t step_size = 1000;          // step: multiply by gamma every step_size iterations
+    float gamma = 0.1f;                // step
+    int64_t total_steps = 0;           // cosine: length of the whole run, warm-up included;
+                                       // 0 = the run's length, filled in by the trainer
+    float min_lr = 0.0f;               // cosine: eta_min, the rate reached at total_steps
+    int64_t warmup_steps = 0;          // linear warm-up length; 0 = none
     float warmup_start_factor = 0.0f;  // warm-up starts at base_lr * this, in [0, 1]
 
     // Throws ConfigError naming the setting and its value.

@@ -32,8 +32,7 @@ void check_finite(const char* key, float v) {
 void check_unit(const char* key, float v) {
     check_finite(key, v);
     if (v < 0.0f || v >= 1.0f)
-        throw ConfigError(std::string("optimizer ") + key + " = " + shortest_text(v) +
-                          " is outside [0, 1)");
+        throw ConfigError(std::string("optimizer ") + key + " = " + shortest_text(v) + " is outside [0, 1)");
 }
 
 }  // namespace
@@ -53,13 +52,11 @@ void OptimizerConfig::validate() const {
     check_unit("momentum", momentum);
     check_finite("weight_decay", weight_decay);
     if (weight_decay < 0.0f)
-        throw ConfigError("optimizer weight_decay = " + shortest_text(weight_decay) +
-                          " is negative");
+        throw ConfigError("optimizer weight_decay = " + shortest_text(weight_decay) + " is negative");
     check_unit("beta1", beta1);
     check_unit("beta2", beta2);
     check_finite("eps", eps);
-    if (eps <= 0.0f)
-        throw ConfigError("optimizer eps = " + shortest_text(eps) + " must be > 0");
+    if (eps <= 0.0f) throw ConfigError("optimizer eps = " + shortest_text(eps) + " must be > 0");
     if (kind == "sgd" && nesterov && momentum == 0.0f)
         throw ConfigError("optimizer nesterov = true needs momentum > 0 (momentum = 0)");
 }
@@ -75,8 +72,7 @@ void to_json(nlohmann::json& j, const OptimizerConfig& c) {
 }
 
 void from_json(const nlohmann::json& j, OptimizerConfig& c) {
-    check_setting_keys(
-        j, kWhat, {"kind", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "eps"});
+    check_setting_keys(j, kWhat, {"kind", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "eps"});
     OptimizerConfig out;
     read_setting(j, kWhat, "kind", out.kind);
     read_setting(j, kWhat, "momentum", out.momentum);
@@ -96,8 +92,8 @@ Optimizer::Optimizer(OptimizerConfig config) : config_(std::move(config)) { conf
 void Optimizer::set_config(const OptimizerConfig& config) {
     config.validate();
     if (config.kind != config_.kind)
-        throw ConfigError("optimizer kind cannot change from '" + config_.kind + "' to '" +
-                          config.kind + "' during a run; make a new optimizer");
+        throw ConfigError("optimizer kind cannot change from '" + config_.kind + "' to '" + config.kind +
+                          "' during a run; make a new optimizer");
     config_ = config;
 }
 
@@ -110,8 +106,8 @@ void Optimizer::step(std::span<Parameter* const> params, float lr, StepFormats f
         if (!p) throw Error("optimizer step: parameter " + std::to_string(i) + " is null");
         if (p->grad.empty()) continue;
         if (p->grad.numel() != p->value.numel())
-            throw Error("optimizer step: parameter " + std::to_string(i) + " ('" + p->name +
-                        "') has " + std::to_string(p->value.numel()) + " values but its gradient has " +
+            throw Error("optimizer step: parameter " + std::to_string(i) + " ('" + p->name + "') has " +
+                        std::to_string(p->value.numel()) + " values but its gradient has " +
                         std::to_string(p->grad.numel()));
         if (i < state_.size()) {
             const State& s = state_[i];
@@ -216,8 +212,8 @@ void Optimizer::load_state(std::span<const uint8_t> blob) {
     std::string kind(kind_len, '\0');
     r.read(kind.data(), kind_len);
     if (kind != config_.kind)
-        throw DataError("optimizer state blob is for '" + kind + "', this optimizer is '" +
-                        config_.kind + "'");
+        throw DataError("optimizer state blob is for '" + kind + "', this optimizer is '" + config_.kind +
+                        "'");
     const auto count = r.get<uint64_t>();
     // Each state holds at least a step and two lengths.
     if (count > r.remaining() / (3 * sizeof(uint64_t)))
@@ -303,8 +299,7 @@ void adam_loop(const Update& u, const AdamConstants& k, int64_t begin, int64_t e
 
 class Adam final : public Optimizer {
 public:
-    Adam(OptimizerConfig config, bool decoupled)
-        : Optimizer(std::move(config)), decoupled_(decoupled) {}
+    Adam(OptimizerConfig config, bool decoupled) : Optimizer(std::move(config)), decoupled_(decoupled) {}
 
 protected:
     bool prepare_state(State& s, int64_t n) const override {

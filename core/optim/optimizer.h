@@ -21,11 +21,11 @@
 namespace mpwb {
 
 struct OptimizerConfig {
-    std::string kind = "sgd";  // "sgd", "adam", "adamw"
-    float momentum = 0.9f;     // sgd only; 0 is plain SGD
-    bool nesterov = false;     // sgd only; needs momentum > 0
-    float weight_decay = 0.0f; // L2 added to the gradient (sgd, adam); decoupled (adamw)
-    float beta1 = 0.9f;        // adam, adamw
+    std::string kind = "sgd";   // "sgd", "adam", "adamw"
+    float momentum = 0.9f;      // sgd only; 0 is plain SGD
+    bool nesterov = false;      // sgd only; needs momentum > 0
+    float weight_decay = 0.0f;  // L2 added to the gradient (sgd, adam); decoupled (adamw)
+    float beta1 = 0.9f;         // adam, adamw
     float beta2 = 0.999f;
     float eps = 1e-8f;
 
@@ -94,10 +94,10 @@ protected:
         const float* grad;
         float* a;
         float* b;
-        bool decay;      // Parameter::weight_decay
-        bool fresh;      // the buffers were allocated for this step (SGD: buf = d)
+        bool decay;  // Parameter::weight_decay
+        bool fresh;  // the buffers were allocated for this step (SGD: buf = d)
         float lr;
-        int64_t step;    // this update's number, from 1
+        int64_t step;  // this update's number, from 1
     };
     // Update elements [begin, end); called from worker threads on disjoint ranges, so it must
     // touch only those elements.

@@ -25,9 +25,12 @@ constexpr double kFloatMax = static_cast<double>(std::numeric_limits<float>::max
 
 const char* to_string(StepAction action) {
     switch (action) {
-        case StepAction::Apply: return "apply";
-        case StepAction::Skip: return "skip";
-        case StepAction::Retry: return "retry";
+        case StepAction::Apply:
+            return "apply";
+        case StepAction::Skip:
+            return "skip";
+        case StepAction::Retry:
+            return "retry";
     }
     return "?";
 }
@@ -97,8 +100,11 @@ void LossScaler::note_clamps(int64_t step) {
         if (!reported_at_min_) {
             reported_at_min_ = true;
             push_event(step, scaler_event_kind::scale_at_min, "scaler",
-                 {{"scale", scale_}, {"min_scale", config_.min_scale},
-                  {"note", "the scale cannot back off further; training continues and overflowing steps are skipped"}});
+                       {{"scale", scale_},
+                        {"min_scale", config_.min_scale},
+                        {"note",
+                         "the scale cannot back off further; training continues and overflowing steps are "
+                         "skipped"}});
         }
     } else {
         reported_at_min_ = false;
@@ -106,8 +112,9 @@ void LossScaler::note_clamps(int64_t step) {
     if (at_max()) {
         if (!reported_at_max_) {
             reported_at_max_ = true;
-            push_event(step, scaler_event_kind::scale_at_max, "scaler",
-                 {{"scale", scale_}, {"max_scale", config_.max_scale}, {"note", "growth stops at max_scale"}});
+            push_event(
+                step, scaler_event_kind::scale_at_max, "scaler",
+                {{"scale", scale_}, {"max_scale", config_.max_scale}, {"note", "growth stops at max_scale"}});
         }
     } else {
         reported_at_max_ = false;
@@ -139,7 +146,10 @@ void LossScaler::apply_config(int64_t step, const LossScalerConfig& next) {
     // The two timings count differently (before or after the increment); start the window afresh.
     if (next.growth_timing != old.growth_timing) growth_tracker_ = 0;
     push_event(step, scaler_event_kind::config_changed, "user",
-         {{"changes", changes}, {"scale_before", before}, {"scale_after", scale_}, {"scale_restarted", restart}});
+               {{"changes", changes},
+                {"scale_before", before},
+                {"scale_after", scale_},
+                {"scale_restarted", restart}});
     note_clamps(step);
 }
 
@@ -180,8 +190,9 @@ bool LossScaler::back_off(int64_t step, StepOutcome& out) {
     if (hysteresis_tracker_ > 0) {
         out.hysteresis_absorbed = true;
         push_event(step, scaler_event_kind::hysteresis_consumed, "scaler",
-             {{"scale", scale_}, {"overflows_still_tolerated", hysteresis_tracker_ - 1},
-              {"layer", out.first_nonfinite_layer}});
+                   {{"scale", scale_},
+                    {"overflows_still_tolerated", hysteresis_tracker_ - 1},
+                    {"layer", out.first_nonfinite_layer}});
         return false;
     }
     hysteresis_tracker_ = 0;
@@ -190,8 +201,10 @@ bool LossScaler::back_off(int64_t step, StepOutcome& out) {
     scale_ = static_cast<float>(std::max(wanted, config_.min_scale));
     if (scale_ < before) {
         push_event(step, scaler_event_kind::backoff, "scaler",
-             {{"from", before}, {"to", scale_}, {"clamped_at_min", wanted < config_.min_scale},
-              {"layer", out.first_nonfinite_layer}});
+                   {{"from", before},
+                    {"to", scale_},
+                    {"clamped_at_min", wanted < config_.min_scale},
+                    {"layer", out.first_nonfinite_layer}});
     }
     note_clamps(step);
     return scale_ < before;
@@ -237,19 +250,21 @@ void LossScaler::count_clean_step(int64_t step) {
         if (!reported_at_max_) {
             reported_at_max_ = true;
             push_event(step, scaler_event_kind::scale_at_max, "scaler",
-                 {{"scale", scale_}, {"max_scale", config_.max_scale},
-                  {"note", "growth refused: the grown scale would overflow FP32"}});
+                       {{"scale", scale_},
+                        {"max_scale", config_.max_scale},
+                        {"note", "growth refused: the grown scale would overflow FP32"}});
         }
         return;
     }
     scale_ = static_cast<float>(std::min(wanted, config_.max_scale));
     if (scale_ > before)
         push_event(step, scaler_event_kind::growth, "scaler",
-             {{"from", before}, {"to", scale_}, {"clamped_at_max", wanted > config_.max_scale}});
+                   {{"from", before}, {"to", scale_}, {"clamped_at_max", wanted > config_.max_scale}});
     note_clamps(step);
 }
 
-StepOutcome LossScaler::on_step_result(int64_t step, bool found_nonfinite, std::string first_nonfinite_layer) {
+StepOutcome LossScaler::on_step_result(int64_t step, bool found_nonfinite,
+                                       std::string first_nonfinite_layer) {
     StepOutcome out;
     out.step = step;
     out.scale_used = scale_;
@@ -268,8 +283,9 @@ StepOutcome LossScaler::on_step_result(int64_t step, bool found_nonfinite, std::
         retry_step_ = -1;
     } else {
         ++overflow_count_;
-        const std::string where =
-            out.first_nonfinite_layer.empty() ? std::string() : " (first in layer '" + out.first_nonfinite_layer + "')";
+        const std::string where = out.first_nonfinite_layer.empty()
+                                      ? std::string()
+                                      : " (first in layer '" + out.first_nonfinite_layer + "')";
         const bool lowered = dynamic && back_off(step, out);
         // A retry only makes sense at a lower scale: the same batch at the same scale overflows
         // again. So hysteresis-absorbed overflows, the minimum, static and none modes all skip.
@@ -281,8 +297,11 @@ StepOutcome LossScaler::on_step_result(int64_t step, bool found_nonfinite, std::
             out.retry = retries_in_step_;
             out.reason = "non-finite gradients" + where + "; retrying the batch at the lower scale";
             push_event(step, scaler_event_kind::retry, "scaler",
-                 {{"retry", retries_in_step_}, {"max_retries", config_.max_retries}, {"scale_used", out.scale_used},
-                  {"next_scale", scale_}, {"layer", out.first_nonfinite_layer}});
+                       {{"retry", retries_in_step_},
+                        {"max_retries", config_.max_retries},
+                        {"scale_used", out.scale_used},
+                        {"next_scale", scale_},
+                        {"layer", out.first_nonfinite_layer}});
         } else {
             out.action = StepAction::Skip;
             const int retries_done = retries_in_step_;
@@ -291,7 +310,8 @@ StepOutcome LossScaler::on_step_result(int64_t step, bool found_nonfinite, std::
                     // Without a scaler PyTorch would apply the step and poison the weights with
                     // inf/NaN; the workbench skips and reports instead, which is the only outcome
                     // a person can learn from.
-                    out.reason = "non-finite gradients" + where + " with loss scaling off; the update would destroy the weights";
+                    out.reason = "non-finite gradients" + where +
+                                 " with loss scaling off; the update would destroy the weights";
                     break;
                 case ScalerMode::Static:
                     out.reason = "non-finite gradients" + where + " at the static scale";
@@ -310,9 +330,13 @@ StepOutcome LossScaler::on_step_result(int64_t step, bool found_nonfinite, std::
             retries_in_step_ = 0;
             retry_step_ = -1;
             push_event(step, scaler_event_kind::overflow_skip, "scaler",
-                 {{"scale_used", out.scale_used}, {"next_scale", scale_}, {"layer", out.first_nonfinite_layer},
-                  {"reason", out.reason}, {"retries", retries_done}, {"at_min", at_min()},
-                  {"optimizer_iteration", optimizer_iteration_}});
+                       {{"scale_used", out.scale_used},
+                        {"next_scale", scale_},
+                        {"layer", out.first_nonfinite_layer},
+                        {"reason", out.reason},
+                        {"retries", retries_done},
+                        {"at_min", at_min()},
+                        {"optimizer_iteration", optimizer_iteration_}});
         }
     }
     out.next_scale = scale_;
@@ -341,8 +365,8 @@ const nlohmann::json& field(const nlohmann::json& s, const char* key) {
 int64_t state_int(const nlohmann::json& s, const char* key, int64_t lo, int64_t hi) {
     const int64_t x = setting_value<int64_t>(field(s, key), setting_path("loss scaler state", key));
     if (x < lo || x > hi)
-        bad_state(std::string("field '") + key + "' = " + std::to_string(x) + " is outside [" + std::to_string(lo) +
-                  ", " + std::to_string(hi) + "]");
+        bad_state(std::string("field '") + key + "' = " + std::to_string(x) + " is outside [" +
+                  std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return x;
 }
 

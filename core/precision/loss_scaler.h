@@ -40,16 +40,16 @@ const char* to_string(StepAction action);
 struct StepOutcome {
     int64_t step = 0;
     StepAction action = StepAction::Apply;
-    float scale_used = 1.0f;   // the scale this attempt ran with
-    float next_scale = 1.0f;   // the scale for the next attempt (the retry, or the next step)
-    bool nonfinite = false;    // the gradients held inf or NaN
+    float scale_used = 1.0f;            // the scale this attempt ran with
+    float next_scale = 1.0f;            // the scale for the next attempt (the retry, or the next step)
+    bool nonfinite = false;             // the gradients held inf or NaN
     std::string first_nonfinite_layer;  // as reported by the caller; empty if unknown or none
-    std::string reason;        // why it was skipped or retried; empty when applied
-    bool hysteresis_absorbed = false;  // the overflow was tolerated: no backoff this time
-    bool at_min = false;       // next_scale is at min_scale: it cannot back off further
-    bool at_max = false;       // next_scale is at max_scale
-    int retry = 0;             // for Retry: which retry of this step comes next (1, 2, ...)
-    int64_t optimizer_iteration = 0;  // optimizer_iteration() after this attempt
+    std::string reason;                 // why it was skipped or retried; empty when applied
+    bool hysteresis_absorbed = false;   // the overflow was tolerated: no backoff this time
+    bool at_min = false;                // next_scale is at min_scale: it cannot back off further
+    bool at_max = false;                // next_scale is at max_scale
+    int retry = 0;                      // for Retry: which retry of this step comes next (1, 2, ...)
+    int64_t optimizer_iteration = 0;    // optimizer_iteration() after this attempt
 };
 
 class LossScaler {

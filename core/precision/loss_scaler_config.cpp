@@ -36,20 +36,34 @@ constexpr ScalerChoice kModes[] = {{int(ScalerMode::None), "none", "none"},
                                    {int(ScalerMode::Dynamic), "dynamic", "dynamic"},
                                    {int(ScalerMode::None), "off", nullptr},
                                    {int(ScalerMode::Static), "fixed", nullptr}};
-constexpr ScalerChoice kRefills[] = {{int(HysteresisRefill::OnGrowth), "on_growth", "on growth"},
-                                     {int(HysteresisRefill::EveryCleanStep), "every_clean_step", "every clean step"}};
+constexpr ScalerChoice kRefills[] = {
+    {int(HysteresisRefill::OnGrowth), "on_growth", "on growth"},
+    {int(HysteresisRefill::EveryCleanStep), "every_clean_step", "every clean step"}};
 constexpr ScalerChoice kOverflowActions[] = {{int(OverflowAction::Skip), "skip", "skip the step"},
                                              {int(OverflowAction::Retry), "retry", "retry the batch"}};
-constexpr ScalerChoice kGrowthTimings[] = {{int(GrowthTiming::OnInterval), "on_interval", "on interval (PyTorch)"},
-                                           {int(GrowthTiming::AfterInterval), "after_interval", "after interval (NNabla)"}};
+constexpr ScalerChoice kGrowthTimings[] = {
+    {int(GrowthTiming::OnInterval), "on_interval", "on interval (PyTorch)"},
+    {int(GrowthTiming::AfterInterval), "after_interval", "after interval (NNabla)"}};
 
 // The setting an enumeration is stored in, for messages.
 template <class Enum>
 const char* enum_setting();
-template <> const char* enum_setting<ScalerMode>() { return "mode"; }
-template <> const char* enum_setting<HysteresisRefill>() { return "refill"; }
-template <> const char* enum_setting<OverflowAction>() { return "on_overflow"; }
-template <> const char* enum_setting<GrowthTiming>() { return "growth_timing"; }
+template <>
+const char* enum_setting<ScalerMode>() {
+    return "mode";
+}
+template <>
+const char* enum_setting<HysteresisRefill>() {
+    return "refill";
+}
+template <>
+const char* enum_setting<OverflowAction>() {
+    return "on_overflow";
+}
+template <>
+const char* enum_setting<GrowthTiming>() {
+    return "growth_timing";
+}
 
 // "none, static or dynamic": the names of the choices, aliases left out.
 std::string choice_list(std::span<const ScalerChoice> choices) {
@@ -64,10 +78,22 @@ std::string choice_list(std::span<const ScalerChoice> choices) {
 
 }  // namespace
 
-template <> std::span<const ScalerChoice> scaler_choices<ScalerMode>() { return kModes; }
-template <> std::span<const ScalerChoice> scaler_choices<HysteresisRefill>() { return kRefills; }
-template <> std::span<const ScalerChoice> scaler_choices<OverflowAction>() { return kOverflowActions; }
-template <> std::span<const ScalerChoice> scaler_choices<GrowthTiming>() { return kGrowthTimings; }
+template <>
+std::span<const ScalerChoice> scaler_choices<ScalerMode>() {
+    return kModes;
+}
+template <>
+std::span<const ScalerChoice> scaler_choices<HysteresisRefill>() {
+    return kRefills;
+}
+template <>
+std::span<const ScalerChoice> scaler_choices<OverflowAction>() {
+    return kOverflowActions;
+}
+template <>
+std::span<const ScalerChoice> scaler_choices<GrowthTiming>() {
+    return kGrowthTimings;
+}
 
 template <class Enum>
 Enum parse_scaler_enum(std::string_view text) {
@@ -109,8 +135,10 @@ namespace {
 template <auto Member>
 nlohmann::json get_member(const LossScalerConfig& c) {
     using T = std::remove_cvref_t<decltype(c.*Member)>;
-    if constexpr (std::is_enum_v<T>) return scaler_enum_name(c.*Member);
-    else return c.*Member;
+    if constexpr (std::is_enum_v<T>)
+        return scaler_enum_name(c.*Member);
+    else
+        return c.*Member;
 }
 
 template <auto Member>
@@ -139,39 +167,139 @@ bool tolerating(const LossScalerConfig& c) { return dynamic(c) && c.hysteresis >
 
 using K = ScalerFieldKind;
 const ScalerField kFields[] = {
-    {"mode", "Mode", K::Choice, "none: no scaling. static: the fixed initial scale. dynamic: the scale follows the rules below",
-     0, 0, false, false, 1, kModes, always, MPWB_SCALER_MEMBER(mode)},
-    {"initial_scale", "Initial scale", K::Scale, "Dynamic: the starting scale. Static: the scale", 0, 0, false, false, 1,
-     {}, scaled, MPWB_SCALER_MEMBER(initial_scale)},
-    {"growth_factor", "Growth factor", K::Real, "The scale is multiplied by this after growth_interval clean steps", 1,
-     kNoLimit, true, false, 1, {}, dynamic, MPWB_SCALER_MEMBER(growth_factor)},
-    {"backoff_factor", "Backoff factor", K::Real, "The scale is multiplied by this on an overflow", 0, 1, true, true,
-     0.05, {}, dynamic, MPWB_SCALER_MEMBER(backoff_factor)},
-    {"growth_interval", "Growth interval", K::Integer, "Clean steps before the scale grows", 1, kNoLimit, false, false,
-     1, {}, dynamic, MPWB_SCALER_MEMBER(growth_interval)},
+    {"mode", "Mode", K::Choice,
+     "none: no scaling. static: the fixed initial scale. dynamic: the scale follows the rules below", 0, 0,
+     false, false, 1, kModes, always, MPWB_SCALER_MEMBER(mode)},
+    {"initial_scale",
+     "Initial scale",
+     K::Scale,
+     "Dynamic: the starting scale. Static: the scale",
+     0,
+     0,
+     false,
+     false,
+     1,
+     {},
+     scaled,
+     MPWB_SCALER_MEMBER(initial_scale)},
+    {"growth_factor",
+     "Growth factor",
+     K::Real,
+     "The scale is multiplied by this after growth_interval clean steps",
+     1,
+     kNoLimit,
+     true,
+     false,
+     1,
+     {},
+     dynamic,
+     MPWB_SCALER_MEMBER(growth_factor)},
+    {"backoff_factor",
+     "Backoff factor",
+     K::Real,
+     "The scale is multiplied by this on an overflow",
+     0,
+     1,
+     true,
+     true,
+     0.05,
+     {},
+     dynamic,
+     MPWB_SCALER_MEMBER(backoff_factor)},
+    {"growth_interval",
+     "Growth interval",
+     K::Integer,
+     "Clean steps before the scale grows",
+     1,
+     kNoLimit,
+     false,
+     false,
+     1,
+     {},
+     dynamic,
+     MPWB_SCALER_MEMBER(growth_interval)},
     {"growth_timing", "Growth timing", K::Choice,
-     "When a completed interval grows the scale: on its last clean step (PyTorch) or on the step after (NNabla)", 0,
-     0, false, false, 1, kGrowthTimings, dynamic, MPWB_SCALER_MEMBER(growth_timing)},
-    {"hysteresis", "Hysteresis", K::Integer, "Overflows tolerated before backing off; 1 backs off on every overflow",
-     1, kNoLimit, false, false, 1, {}, dynamic, MPWB_SCALER_MEMBER(hysteresis)},
+     "When a completed interval grows the scale: on its last clean step (PyTorch) or on the step after "
+     "(NNabla)",
+     0, 0, false, false, 1, kGrowthTimings, dynamic, MPWB_SCALER_MEMBER(growth_timing)},
+    {"hysteresis",
+     "Hysteresis",
+     K::Integer,
+     "Overflows tolerated before backing off; 1 backs off on every overflow",
+     1,
+     kNoLimit,
+     false,
+     false,
+     1,
+     {},
+     dynamic,
+     MPWB_SCALER_MEMBER(hysteresis)},
     {"refill", "Hysteresis refill", K::Choice,
-     "When the tolerated overflows are refilled: when the scale grows, or after every clean step", 0, 0, false, false,
-     1, kRefills, tolerating, MPWB_SCALER_MEMBER(refill)},
-    {"min_scale", "Min scale", K::Scale, "The backoff never goes below this", 0, 0, false, false, 1, {}, dynamic,
+     "When the tolerated overflows are refilled: when the scale grows, or after every clean step", 0, 0,
+     false, false, 1, kRefills, tolerating, MPWB_SCALER_MEMBER(refill)},
+    {"min_scale",
+     "Min scale",
+     K::Scale,
+     "The backoff never goes below this",
+     0,
+     0,
+     false,
+     false,
+     1,
+     {},
+     dynamic,
      MPWB_SCALER_MEMBER(min_scale)},
-    {"max_scale", "Max scale", K::Scale, "Growth never goes above this", 0, 0, false, false, 1, {}, dynamic,
+    {"max_scale",
+     "Max scale",
+     K::Scale,
+     "Growth never goes above this",
+     0,
+     0,
+     false,
+     false,
+     1,
+     {},
+     dynamic,
      MPWB_SCALER_MEMBER(max_scale)},
     {"on_overflow", "On overflow", K::Choice,
      "skip: drop the update. retry: run the same batch again at the lower scale", 0, 0, false, false, 1,
      kOverflowActions, dynamic, MPWB_SCALER_MEMBER(on_overflow)},
-    {"max_retries", "Max retries", K::Integer, "Retries of one batch before its step is skipped", 0, kNoLimit, false,
-     false, 1, {}, retrying, MPWB_SCALER_MEMBER(max_retries)},
-    {"count_skipped_steps", "Skipped steps advance the LR schedule", K::Flag,
-     "Whether a skipped step advances the learning-rate schedule's clock", 0, 0, false, false, 1, {}, always,
+    {"max_retries",
+     "Max retries",
+     K::Integer,
+     "Retries of one batch before its step is skipped",
+     0,
+     kNoLimit,
+     false,
+     false,
+     1,
+     {},
+     retrying,
+     MPWB_SCALER_MEMBER(max_retries)},
+    {"count_skipped_steps",
+     "Skipped steps advance the LR schedule",
+     K::Flag,
+     "Whether a skipped step advances the learning-rate schedule's clock",
+     0,
+     0,
+     false,
+     false,
+     1,
+     {},
+     always,
      MPWB_SCALER_MEMBER(count_skipped_steps)},
-    {"grow_only_if_finite", "Grow only while the scale stays finite", K::Flag,
-     "Refuse a growth that would make the FP32 scale infinite (PyTorch); off: clamp it at max_scale", 0, 0, false,
-     false, 1, {}, dynamic, MPWB_SCALER_MEMBER(grow_only_if_finite)},
+    {"grow_only_if_finite",
+     "Grow only while the scale stays finite",
+     K::Flag,
+     "Refuse a growth that would make the FP32 scale infinite (PyTorch); off: clamp it at max_scale",
+     0,
+     0,
+     false,
+     false,
+     1,
+     {},
+     dynamic,
+     MPWB_SCALER_MEMBER(grow_only_if_finite)},
 };
 
 #undef MPWB_SCALER_MEMBER
@@ -179,7 +307,8 @@ const ScalerField kFields[] = {
 // "greater than 1", "in (0, 1)", "at least 0".
 std::string range_text(const ScalerField& f) {
     if (std::isinf(f.max)) return (f.min_open ? "greater than " : "at least ") + num(f.min);
-    return "in " + std::string(f.min_open ? "(" : "[") + num(f.min) + ", " + num(f.max) + (f.max_open ? ")" : "]");
+    return "in " + std::string(f.min_open ? "(" : "[") + num(f.min) + ", " + num(f.max) +
+           (f.max_open ? ")" : "]");
 }
 
 bool in_range(const ScalerField& f, double v) {
@@ -212,7 +341,8 @@ std::string loss_scale_problem(std::string_view name, double v) {
     if (!std::isfinite(v)) return n + " must be finite (got " + num(v) + ")";
     if (v <= 0.0) return n + " must be positive (got " + num(v) + ")";
     if (v > kFloatMax)
-        return n + " " + num(v) + " exceeds the largest FP32 value " + num(kFloatMax) + "; the scale is kept in FP32";
+        return n + " " + num(v) + " exceeds the largest FP32 value " + num(kFloatMax) +
+               "; the scale is kept in FP32";
     if (v < kFloatTrueMin)
         return n + " " + num(v) + " is below the smallest positive FP32 value " + num(kFloatTrueMin) +
                "; the scale is kept in FP32";
@@ -223,8 +353,10 @@ std::vector<ConfigIssue> LossScalerConfig::issues() const {
     std::vector<ConfigIssue> out;
     for (const auto& f : kFields) {
         std::string problem;
-        if (f.kind == ScalerFieldKind::Scale) problem = loss_scale_problem(f.name, f.get(*this).get<double>());
-        else if (f.kind == ScalerFieldKind::Real || f.kind == ScalerFieldKind::Integer) problem = range_problem(f, f.get(*this));
+        if (f.kind == ScalerFieldKind::Scale)
+            problem = loss_scale_problem(f.name, f.get(*this).get<double>());
+        else if (f.kind == ScalerFieldKind::Real || f.kind == ScalerFieldKind::Integer)
+            problem = range_problem(f, f.get(*this));
         if (!problem.empty()) out.push_back({f.name, std::move(problem)});
     }
     // Between the scales: only once each of them is a valid FP32 scale.
@@ -235,10 +367,12 @@ std::vector<ConfigIssue> LossScalerConfig::issues() const {
     };
     if (has_issue("initial_scale") || has_issue("min_scale") || has_issue("max_scale")) return out;
     if (min_scale > max_scale)
-        out.push_back({"min_scale", "min_scale " + num(min_scale) + " is greater than max_scale " + num(max_scale)});
+        out.push_back(
+            {"min_scale", "min_scale " + num(min_scale) + " is greater than max_scale " + num(max_scale)});
     else if (initial_scale < min_scale || initial_scale > max_scale)
-        out.push_back({"initial_scale", "initial_scale " + num(initial_scale) + " is outside [min_scale, max_scale] = [" +
-                                            num(min_scale) + ", " + num(max_scale) + "]"});
+        out.push_back({"initial_scale", "initial_scale " + num(initial_scale) +
+                                            " is outside [min_scale, max_scale] = [" + num(min_scale) + ", " +
+                                            num(max_scale) + "]"});
     return out;
 }
 

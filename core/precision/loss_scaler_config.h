@@ -57,10 +57,14 @@ struct ScalerChoice {
 // setting and the valid names.
 template <class Enum>
 std::span<const ScalerChoice> scaler_choices();
-template <> std::span<const ScalerChoice> scaler_choices<ScalerMode>();
-template <> std::span<const ScalerChoice> scaler_choices<HysteresisRefill>();
-template <> std::span<const ScalerChoice> scaler_choices<OverflowAction>();
-template <> std::span<const ScalerChoice> scaler_choices<GrowthTiming>();
+template <>
+std::span<const ScalerChoice> scaler_choices<ScalerMode>();
+template <>
+std::span<const ScalerChoice> scaler_choices<HysteresisRefill>();
+template <>
+std::span<const ScalerChoice> scaler_choices<OverflowAction>();
+template <>
+std::span<const ScalerChoice> scaler_choices<GrowthTiming>();
 template <class Enum>
 Enum parse_scaler_enum(std::string_view text);
 template <class Enum>
@@ -70,8 +74,12 @@ inline ScalerMode parse_scaler_mode(std::string_view text) { return parse_scaler
 inline HysteresisRefill parse_hysteresis_refill(std::string_view text) {
     return parse_scaler_enum<HysteresisRefill>(text);
 }
-inline OverflowAction parse_overflow_action(std::string_view text) { return parse_scaler_enum<OverflowAction>(text); }
-inline GrowthTiming parse_growth_timing(std::string_view text) { return parse_scaler_enum<GrowthTiming>(text); }
+inline OverflowAction parse_overflow_action(std::string_view text) {
+    return parse_scaler_enum<OverflowAction>(text);
+}
+inline GrowthTiming parse_growth_timing(std::string_view text) {
+    return parse_scaler_enum<GrowthTiming>(text);
+}
 inline const char* to_string(ScalerMode mode) { return scaler_enum_name(mode); }
 inline const char* to_string(HysteresisRefill refill) { return scaler_enum_name(refill); }
 inline const char* to_string(OverflowAction action) { return scaler_enum_name(action); }
@@ -146,8 +154,8 @@ struct ScalerField {
     double max = 0.0;
     bool min_open = false;
     bool max_open = false;
-    double step = 1.0;                     // the form's arrow step for Real
-    std::span<const ScalerChoice> choices; // Choice
+    double step = 1.0;                      // the form's arrow step for Real
+    std::span<const ScalerChoice> choices;  // Choice
     // Whether the setting matters under c (the form disables the ones that do not).
     bool (*applies)(const LossScalerConfig& c);
     nlohmann::json (*get)(const LossScalerConfig& c);
@@ -167,8 +175,8 @@ std::string loss_scale_problem(std::string_view name, double value);
 // has no clamp the preset uses the widest one FP32 allows (smallest subnormal, FLT_MAX).
 LossScalerConfig loss_scaler_preset(std::string_view name);
 
-// JSON with the fields of loss_scaler_fields() ("mode": "dynamic", "refill": "on_growth", ...). Reading accepts
-// a partial object (missing keys keep their defaults), rejects unknown keys and wrong types with a
+// JSON with the fields of loss_scaler_fields() ("mode": "dynamic", "refill": "on_growth", ...). Reading
+// accepts a partial object (missing keys keep their defaults), rejects unknown keys and wrong types with a
 // ConfigError naming the key, and validates the result.
 nlohmann::json loss_scaler_config_to_json(const LossScalerConfig& config);
 // where is the path of the object in messages ("scaler" gives "setting 'scaler.hysteresis' ...").
@@ -176,6 +184,5 @@ LossScalerConfig loss_scaler_config_from_json(const nlohmann::json& json, std::s
 // nlohmann ADL hooks so json.get<LossScalerConfig>() and json = config work.
 void to_json(nlohmann::json& json, const LossScalerConfig& config);
 void from_json(const nlohmann::json& json, LossScalerConfig& config);
-
 
 }  // namespace mpwb

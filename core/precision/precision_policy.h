@@ -15,12 +15,12 @@ enum class PrecisionKind { FP32, TF32, FP16Mixed, BF16Mixed, FP16Pure };
 
 struct PrecisionPolicy {
     PrecisionKind kind = PrecisionKind::FP32;
-    Format gemm_operands = Format::FP32;  // rounding applied inside GEMM/conv (TF32 only)
-    Format activations = Format::FP32;    // activations and activation gradients as stored
-    Format weight_copy = Format::FP32;    // the weight copy forward reads (FP32 = none)
-    Format weight_grads = Format::FP32;   // weight gradients as stored
-    Format master = Format::FP32;         // master weights (FP16 under fp16-pure)
-    bool loss_scaling_by_default = false; // FP16 policies need a loss scale; BF16 has FP32's range
+    Format gemm_operands = Format::FP32;   // rounding applied inside GEMM/conv (TF32 only)
+    Format activations = Format::FP32;     // activations and activation gradients as stored
+    Format weight_copy = Format::FP32;     // the weight copy forward reads (FP32 = none)
+    Format weight_grads = Format::FP32;    // weight gradients as stored
+    Format master = Format::FP32;          // master weights (FP16 under fp16-pure)
+    bool loss_scaling_by_default = false;  // FP16 policies need a loss scale; BF16 has FP32's range
 
     bool reduced() const { return activations != Format::FP32; }
     std::string name() const;

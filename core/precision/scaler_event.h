@@ -14,14 +14,14 @@ namespace mpwb {
 // The kinds a LossScaler emits. Kept as strings (not an enum) because they are stored in the run
 // database and shown as is; these constants keep the spelling in one place.
 namespace scaler_event_kind {
-inline constexpr const char* config_changed = "config_changed";        // user: new configuration applied
-inline constexpr const char* user_set_scale = "user_set_scale";        // user: scale set by hand
-inline constexpr const char* backoff = "backoff";                      // scaler: scale lowered
-inline constexpr const char* growth = "growth";                        // scaler: scale raised
-inline constexpr const char* scale_at_min = "scale_at_min";            // scaler: scale reached min_scale
-inline constexpr const char* scale_at_max = "scale_at_max";            // scaler: growth stopped by the clamp
-inline constexpr const char* overflow_skip = "overflow_skip";          // scaler: step skipped (non-finite)
-inline constexpr const char* retry = "retry";                          // scaler: same batch again, lower scale
+inline constexpr const char* config_changed = "config_changed";  // user: new configuration applied
+inline constexpr const char* user_set_scale = "user_set_scale";  // user: scale set by hand
+inline constexpr const char* backoff = "backoff";                // scaler: scale lowered
+inline constexpr const char* growth = "growth";                  // scaler: scale raised
+inline constexpr const char* scale_at_min = "scale_at_min";      // scaler: scale reached min_scale
+inline constexpr const char* scale_at_max = "scale_at_max";      // scaler: growth stopped by the clamp
+inline constexpr const char* overflow_skip = "overflow_skip";    // scaler: step skipped (non-finite)
+inline constexpr const char* retry = "retry";                    // scaler: same batch again, lower scale
 inline constexpr const char* hysteresis_consumed = "hysteresis_consumed";  // scaler: overflow tolerated
 }  // namespace scaler_event_kind
 

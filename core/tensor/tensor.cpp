@@ -33,7 +33,8 @@ void Tensor::resize(Shape shape) {
     const auto count = checked_product(shape);
     const bool negative = std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; });
     if (!count || negative || *count > kInt64Max / 4 - 64)
-        throw DeviceError("cannot allocate a tensor of shape " + shape_to_string(shape) + ": not a valid size");
+        throw DeviceError("cannot allocate a tensor of shape " + shape_to_string(shape) +
+                          ": not a valid size");
     const int64_t n = *count;
     const auto needed = static_cast<size_t>(n);
     if (needed > capacity_) {

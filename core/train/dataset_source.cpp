@@ -22,7 +22,8 @@ Dataset load_dataset(const DatasetSpec& spec) {
     } else if (spec.kind == "fashion-mnist" || spec.kind == "mnist") {
         std::string path = spec.path;
         if (path.empty()) {
-            if (spec.kind == "mnist") throw DataError("mnist needs a folder with the IDX files (--data-path)");
+            if (spec.kind == "mnist")
+                throw DataError("mnist needs a folder with the IDX files (--data-path)");
             path = kDefaultFashionMnistPath;
         }
         data = load_idx_dataset(path);
@@ -39,7 +40,8 @@ Dataset load_dataset(const DatasetSpec& spec) {
     }
     check_dataset_finite(data);
     if (spec.normalize && !spec.is_synthetic())
-        normalize_dataset(data, data.sample_shape.size() == 3 ? NormalizeMode::PerChannel : NormalizeMode::PerFeature);
+        normalize_dataset(
+            data, data.sample_shape.size() == 3 ? NormalizeMode::PerChannel : NormalizeMode::PerFeature);
     return data;
 }
 

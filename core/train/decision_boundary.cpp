@@ -41,7 +41,8 @@ BoundarySampler::BoundarySampler(const Dataset& data, int resolution) {
         for (int ix = 0; ix < n; ++ix) {
             const int64_t c = static_cast<int64_t>(iy) * n + ix;
             points_[2 * c] = static_cast<float>(frame_.x_min + ix * (frame_.x_max - frame_.x_min) / (n - 1));
-            points_[2 * c + 1] = static_cast<float>(frame_.y_min + iy * (frame_.y_max - frame_.y_min) / (n - 1));
+            points_[2 * c + 1] =
+                static_cast<float>(frame_.y_min + iy * (frame_.y_max - frame_.y_min) / (n - 1));
         }
 }
 
@@ -95,12 +96,12 @@ BoundaryGrid boundary_from_blob(std::span<const uint8_t> blob) {
     g.ny = r.get<int32_t>();
     g.classes = r.get<int32_t>();
     if (g.nx < 2 || g.ny < 2 || g.nx > kMaxSide || g.ny > kMaxSide || g.classes < 2)
-        throw DataError("stored decision boundary has a " + std::to_string(g.nx) + " x " + std::to_string(g.ny) +
-                        " grid of " + std::to_string(g.classes) + " classes");
+        throw DataError("stored decision boundary has a " + std::to_string(g.nx) + " x " +
+                        std::to_string(g.ny) + " grid of " + std::to_string(g.classes) + " classes");
     const auto cells = static_cast<size_t>(g.nx) * static_cast<size_t>(g.ny);
     if (r.remaining() != cells * 8)
-        throw DataError("stored decision boundary holds " + std::to_string(r.remaining()) + " bytes of cells for " +
-                        std::to_string(cells) + " cells");
+        throw DataError("stored decision boundary holds " + std::to_string(r.remaining()) +
+                        " bytes of cells for " + std::to_string(cells) + " cells");
     g.predicted.resize(cells);
     g.confidence.resize(cells);
     for (size_t i = 0; i < cells; ++i) {

@@ -33,7 +33,8 @@ public:
     BoundarySampler(const Dataset& data, int resolution);
     bool applies() const { return applies_; }
     // Throws what the network's forward throws (a network the grid cannot go through).
-    BoundaryGrid sample(Network& network, Backend& backend, const PrecisionPolicy& policy, int64_t step) const;
+    BoundaryGrid sample(Network& network, Backend& backend, const PrecisionPolicy& policy,
+                        int64_t step) const;
 
 private:
     bool applies_ = false;

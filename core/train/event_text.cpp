@@ -65,23 +65,25 @@ std::string event_text(const std::string& kind, const nlohmann::json& detail) {
         return "scale " + scale_text(get(d, "from")) + " → " + scale_text(get(d, "to")) +
                (flag(d, "clamped_at_max") ? " (clamped at max_scale)" : "");
     if (kind == k::overflow_skip) {
-        std::string s = "step skipped at scale " + scale_text(get(d, "scale_used")) + in_layer(d) + "; next scale " +
-                        scale_text(get(d, "next_scale"));
+        std::string s = "step skipped at scale " + scale_text(get(d, "scale_used")) + in_layer(d) +
+                        "; next scale " + scale_text(get(d, "next_scale"));
         if (get(d, "retries", 0) > 0) s += " after " + shortest_text(get(d, "retries")) + " retries";
         if (flag(d, "at_min")) s += " (scale at its minimum)";
         return s;
     }
     if (kind == k::retry)
-        return "retry " + shortest_text(get(d, "retry")) + " of " + shortest_text(get(d, "max_retries")) + ": overflow at scale " +
-               scale_text(get(d, "scale_used")) + in_layer(d) + ", again at " + scale_text(get(d, "next_scale"));
+        return "retry " + shortest_text(get(d, "retry")) + " of " + shortest_text(get(d, "max_retries")) +
+               ": overflow at scale " + scale_text(get(d, "scale_used")) + in_layer(d) + ", again at " +
+               scale_text(get(d, "next_scale"));
     if (kind == k::hysteresis_consumed)
-        return "overflow tolerated at scale " + scale_text(get(d, "scale")) + " (hysteresis: " +
-               shortest_text(get(d, "overflows_still_tolerated")) + " more before a backoff)" + in_layer(d);
+        return "overflow tolerated at scale " + scale_text(get(d, "scale")) +
+               " (hysteresis: " + shortest_text(get(d, "overflows_still_tolerated")) +
+               " more before a backoff)" + in_layer(d);
     if (kind == k::scale_at_min) return "scale at its minimum " + scale_text(get(d, "scale")) + note(d);
     if (kind == k::scale_at_max) return "scale at its maximum " + scale_text(get(d, "scale")) + note(d);
     if (kind == k::user_set_scale)
-        return "scale set to " + scale_text(get(d, "requested")) + ": " + scale_text(get(d, "scale_before")) + " → " +
-               scale_text(get(d, "scale_after")) + note(d);
+        return "scale set to " + scale_text(get(d, "requested")) + ": " + scale_text(get(d, "scale_before")) +
+               " → " + scale_text(get(d, "scale_after")) + note(d);
     if (kind == k::config_changed) {
         std::string s = "scaler settings:";
         bool first = true;
@@ -95,13 +97,15 @@ std::string event_text(const std::string& kind, const nlohmann::json& detail) {
         if (before != after) s += "; scale " + scale_text(before) + " → " + scale_text(after);
         return s;
     }
-    if (kind == "lr_changed") return "learning rate " + shortest_text(get(d, "from")) + " → " + shortest_text(get(d, "to"));
+    if (kind == "lr_changed")
+        return "learning rate " + shortest_text(get(d, "from")) + " → " + shortest_text(get(d, "to"));
     if (kind == "failed") return text(d, "error");
     if (kind == "summary") {
         char acc[32];
         std::snprintf(acc, sizeof acc, "%.2f %%", 100 * get(d, "test_accuracy", 0));
-        std::string s = text(d, "status") + " after " + shortest_text(get(d, "steps", 0)) + " steps, test accuracy " + acc +
-                        ", " + shortest_text(std::round(get(d, "samples_per_second", 0))) + " samples/s";
+        std::string s = text(d, "status") + " after " + shortest_text(get(d, "steps", 0)) +
+                        " steps, test accuracy " + acc + ", " +
+                        shortest_text(std::round(get(d, "samples_per_second", 0))) + " samples/s";
         if (get(d, "skipped_steps", 0) > 0) s += ", " + shortest_text(get(d, "skipped_steps")) + " skipped";
         if (!text(d, "error").empty()) s += ": " + text(d, "error");
         return s;

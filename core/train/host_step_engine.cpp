@@ -17,12 +17,19 @@ using Clock = std::chrono::steady_clock;
 class HostStepEngine final : public StepEngine {
 public:
     HostStepEngine(Network& network, const Dataset& data, Backend& backend, const StepEngineConfig& config)
-        : network_(network), data_(data), backend_(backend), config_(config),
-          pass_(network, data, backend, config.policy, config.seed), params_(network.parameters()),
-          optimizer_(make_optimizer(config.optimizer)), scaler_(std::make_unique<LossScaler>()) {}
+        : network_(network),
+          data_(data),
+          backend_(backend),
+          config_(config),
+          pass_(network, data, backend, config.policy, config.seed),
+          params_(network.parameters()),
+          optimizer_(make_optimizer(config.optimizer)),
+          scaler_(std::make_unique<LossScaler>()) {}
 
     StepCapabilities capabilities() const override { return {.gradient_statistics = true}; }
-    void set_epoch_order(std::span<const int64_t> order) override { order_.assign(order.begin(), order.end()); }
+    void set_epoch_order(std::span<const int64_t> order) override {
+        order_.assign(order.begin(), order.end());
+    }
     // The engine's own copy of the scaler, as the device keeps one: it decides, the run's
     // LossScaler narrates and checks.
     void set_scaler(const LossScalerConfig& config, const LossScaler& state) override {
@@ -113,7 +120,8 @@ Backend::LossResult evaluate_on_host(Network& network, const Dataset& data, Back
     Backend::LossResult total;
     int64_t seen = 0;
     while (batches.next(bx, by)) {
-        const auto r = batch_loss(backend, data.is_classification(), network.forward(ctx, bx, policy), by, nullptr, 1.0f);
+        const auto r = batch_loss(backend, data.is_classification(), network.forward(ctx, bx, policy), by,
+                                  nullptr, 1.0f);
         const int64_t n = bx.dim(0);
         total.loss += r.loss * static_cast<double>(n);
         total.correct += r.correct;
@@ -123,9 +131,13 @@ Backend::LossResult evaluate_on_host(Network& network, const Dataset& data, Back
     return total;
 }
 
-HostGradientPass::HostGradientPass(Network& network, const Dataset& data, Backend& backend, const PrecisionPolicy& policy,
-                                   uint64_t seed)
-    : network_(network), data_(data), backend_(backend), policy_(policy), dropout_rng_(seed ^ 0xD50Full),
+HostGradientPass::HostGradientPass(Network& network, const Dataset& data, Backend& backend,
+                                   const PrecisionPolicy& policy, uint64_t seed)
+    : network_(network),
+      data_(data),
+      backend_(backend),
+      policy_(policy),
+      dropout_rng_(seed ^ 0xD50Full),
       ctx_{backend, policy.gemm_operands, true, &dropout_rng_} {}
 
 Backend::LossResult HostGradientPass::run(std::span<const int64_t> rows, float scale, GradientProbe* probe) {
@@ -133,7 +145,8 @@ Backend::LossResult HostGradientPass::run(std::span<const int64_t> rows, float s
     gather_rows(data_.train_y, rows, by_);
     const Tensor& out = network_.forward(ctx_, bx_, policy_);
     dout_.resize(out.shape());
-    const Backend::LossResult loss = batch_loss(backend_, data_.is_classification(), out, by_, dout_.data(), scale);
+    const Backend::LossResult loss =
+        batch_loss(backend_, data_.is_classification(), out, by_, dout_.data(), scale);
     network_.backward(ctx_, dout_, policy_, probe);
     return loss;
 }

@@ -28,11 +28,11 @@ struct RunStartInfo {
 };
 
 struct StepMetrics {
-    int64_t step = 0;  // 1-based
-    int64_t epoch = 0;  // 0-based
+    int64_t step = 0;      // 1-based
+    int64_t epoch = 0;     // 0-based
     double wall_time = 0;  // seconds since the run started
-    double loss = 0;  // unscaled train loss of the batch
-    double accuracy = 0;  // train accuracy of the batch
+    double loss = 0;       // unscaled train loss of the batch
+    double accuracy = 0;   // train accuracy of the batch
     double samples_per_second = 0;
     double step_seconds = 0;
     float lr = 0;
@@ -59,8 +59,8 @@ struct GradientStatsRecord {
     size_t layer = 0;
     std::string layer_label;  // "3 Linear"
     GradientKind kind = GradientKind::Activation;
-    std::string parameter;    // "weight", "bias", ... for Weight; empty for Activation
-    ExponentHistogram histogram;  // of the scaled FP32 values before rounding
+    std::string parameter;         // "weight", "bias", ... for Weight; empty for Activation
+    ExponentHistogram histogram;   // of the scaled FP32 values before rounding
     Format format = Format::FP16;  // the format the fractions below refer to
     FormatRangeStats stats;
     float loss_scale = 1;
@@ -80,9 +80,9 @@ struct RunSummary {
     int64_t steps = 0;
     int64_t epochs_completed = 0;
     double wall_seconds = 0;
-    double train_seconds = 0;  // time in training steps, without evaluation
+    double train_seconds = 0;       // time in training steps, without evaluation
     double samples_per_second = 0;  // train samples / train_seconds
-    double train_loss = 0;  // mean over the last epoch's steps
+    double train_loss = 0;          // mean over the last epoch's steps
     double test_loss = 0, test_accuracy = 0;
     double best_test_accuracy = 0;
     int64_t skipped_steps = 0, overflow_count = 0;

@@ -15,7 +15,8 @@ bool DatasetSpec::is_synthetic() const {
 }
 
 PrecisionPolicy TrainConfig::policy() const {
-    return weight_grad_format ? PrecisionPolicy::make(precision, *weight_grad_format) : PrecisionPolicy::make(precision);
+    return weight_grad_format ? PrecisionPolicy::make(precision, *weight_grad_format)
+                              : PrecisionPolicy::make(precision);
 }
 
 LossScalerConfig TrainConfig::effective_scaler() const {
@@ -26,16 +27,20 @@ LossScalerConfig TrainConfig::effective_scaler() const {
 }
 
 void TrainConfig::validate() const {
-    if (epochs < 1 && max_steps < 1) throw ConfigError("epochs must be at least 1, gets " + std::to_string(epochs));
+    if (epochs < 1 && max_steps < 1)
+        throw ConfigError("epochs must be at least 1, gets " + std::to_string(epochs));
     if (max_steps < 0) throw ConfigError("max_steps must be >= 0, gets " + std::to_string(max_steps));
-    if (batch_size < 1) throw ConfigError("batch size must be at least 1, gets " + std::to_string(batch_size));
-    if (!(lr > 0.0f) || !std::isfinite(lr)) throw ConfigError("learning rate must be positive and finite, gets " + std::to_string(lr));
+    if (batch_size < 1)
+        throw ConfigError("batch size must be at least 1, gets " + std::to_string(batch_size));
+    if (!(lr > 0.0f) || !std::isfinite(lr))
+        throw ConfigError("learning rate must be positive and finite, gets " + std::to_string(lr));
     if (!(clip_norm >= 0.0f) || !std::isfinite(clip_norm))
         throw ConfigError("clip_norm must be >= 0 and finite, gets " + std::to_string(clip_norm));
     if (threads < 0) throw ConfigError("threads must be >= 0, gets " + std::to_string(threads));
     if (stats_every < 0) throw ConfigError("stats_every must be >= 0, gets " + std::to_string(stats_every));
     if (eval_every < 0) throw ConfigError("eval_every must be >= 0, gets " + std::to_string(eval_every));
-    if (eval_batch < 1) throw ConfigError("eval_batch must be at least 1, gets " + std::to_string(eval_batch));
+    if (eval_batch < 1)
+        throw ConfigError("eval_batch must be at least 1, gets " + std::to_string(eval_batch));
     optimizer.validate();
     schedule.validate();
     effective_scaler().validate();
@@ -85,8 +90,9 @@ nlohmann::json to_json(const TrainConfig& c) {
 namespace {
 
 void read_dataset(const nlohmann::json& d, DatasetSpec& spec) {
-    check_setting_keys(d, "dataset",
-                       {"kind", "path", "samples", "noise", "test_ratio", "classes", "seed", "normalize", "label_column"});
+    check_setting_keys(
+        d, "dataset",
+        {"kind", "path", "samples", "noise", "test_ratio", "classes", "seed", "normalize", "label_column"});
     read_setting(d, "dataset", "kind", spec.kind);
     read_setting(d, "dataset", "path", spec.path);
     read_setting(d, "dataset", "samples", spec.samples);
@@ -111,18 +117,20 @@ void read_scalars(const nlohmann::json& j, TrainConfig& c) {
     read_setting(j, "", "stats_every", c.stats_every);
     read_setting(j, "", "eval_every", c.eval_every);
     read_setting(j, "", "eval_batch", c.eval_batch);
-    if (j.contains("precision")) c.precision = parse_precision(setting_value<std::string>(j["precision"], "precision"));
+    if (j.contains("precision"))
+        c.precision = parse_precision(setting_value<std::string>(j["precision"], "precision"));
     if (j.contains("weight_grad_format"))
-        c.weight_grad_format = parse_format(setting_value<std::string>(j["weight_grad_format"], "weight_grad_format"));
+        c.weight_grad_format =
+            parse_format(setting_value<std::string>(j["weight_grad_format"], "weight_grad_format"));
 }
 
 }  // namespace
 
 TrainConfig train_config_from_json(const nlohmann::json& j, TrainConfig c) {
     check_setting_keys(j, "training settings",
-                       {"dataset", "epochs", "max_steps", "batch_size", "lr", "optimizer", "schedule", "clip_norm",
-                        "seed", "threads", "precision", "weight_grad_format", "scaler", "stats_every", "eval_every",
-                        "eval_batch", "device_graphs"});
+                       {"dataset", "epochs", "max_steps", "batch_size", "lr", "optimizer", "schedule",
+                        "clip_norm", "seed", "threads", "precision", "weight_grad_format", "scaler",
+                        "stats_every", "eval_every", "eval_batch", "device_graphs"});
     if (j.contains("dataset")) read_dataset(j["dataset"], c.dataset);
     read_scalars(j, c);
     // Each nested reader reads into a copy: a refused object leaves nothing half-applied.

@@ -24,7 +24,7 @@ struct DatasetSpec {
     double test_ratio = 0.2;
     int classes = 2;
     uint64_t seed = 1;
-    bool normalize = true;  // per-channel mean/std from the train split
+    bool normalize = true;     // per-channel mean/std from the train split
     std::string label_column;  // CSV: name or index; empty = last column
 
     bool is_synthetic() const;
@@ -45,8 +45,8 @@ struct TrainConfig {
     std::optional<Format> weight_grad_format;  // default: the policy's
     // Empty: dynamic scaling for FP16 policies, none otherwise.
     std::optional<LossScalerConfig> scaler;
-    int64_t stats_every = 0;      // gradient statistics every K steps; 0 = off
-    int64_t eval_every = 0;       // evaluate every N steps; 0 = at the end of every epoch
+    int64_t stats_every = 0;  // gradient statistics every K steps; 0 = off
+    int64_t eval_every = 0;   // evaluate every N steps; 0 = at the end of every epoch
     int64_t eval_batch = 1000;
     // On a backend that keeps steps on its device: capture each step shape once as a CUDA graph
     // and replay it (false launches every kernel every step, for comparison).

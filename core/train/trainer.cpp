@@ -17,12 +17,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Collects exponent histograms for a statistics step.
 class StatsProbe final : public GradientProbe {
 public:
-    StatsProbe(const Network& net, int64_t step, Format format, float scale) : net_(net), step_(step), format_(format), scale_(scale) {}
+    StatsProbe(const Network& net, int64_t step, Format format, float scale)
+        : net_(net), step_(step), format_(format), scale_(scale) {}
     void observe(size_t layer, GradientKind kind, const std::string& parameter, const float* values,
                  int64_t count) override {
         GradientStatsRecord r;
@@ -51,11 +54,16 @@ private:
 
 const char* run_status_name(RunStatus status) {
     switch (status) {
-        case RunStatus::Running: return "RUNNING";
-        case RunStatus::Finished: return "FINISHED";
-        case RunStatus::Stopped: return "STOPPED";
-        case RunStatus::Failed: return "FAILED";
-        case RunStatus::Interrupted: return "INTERRUPTED";
+        case RunStatus::Running:
+            return "RUNNING";
+        case RunStatus::Finished:
+            return "FINISHED";
+        case RunStatus::Stopped:
+            return "STOPPED";
+        case RunStatus::Failed:
+            return "FAILED";
+        case RunStatus::Interrupted:
+            return "INTERRUPTED";
     }
     return "?";
 }
@@ -80,24 +88,32 @@ nlohmann::json RunSummary::to_json() const {
 }
 
 Trainer::Trainer(Network& network, const Dataset& data, TrainConfig config, Backend& backend)
-    : network_(network), data_(data), config_(std::move(config)), backend_(backend), policy_(config_.policy()),
+    : network_(network),
+      data_(data),
+      config_(std::move(config)),
+      backend_(backend),
+      policy_(config_.policy()),
       scaler_(config_.effective_scaler()) {
     config_.validate();
     if (data_.train_size() == 0) throw DataError("dataset '" + data_.name + "' has no training samples");
     // Sized for the largest batch a step or an evaluation will run, so a network too large for
     // it is refused here with the numbers, before anything is allocated.
     const int64_t eval_batch = std::min(config_.eval_batch, std::max<int64_t>(data_.test_size(), 1));
-    network_.build(data_.sample_shape, std::max(std::min(config_.batch_size, data_.train_size()), eval_batch));
+    network_.build(data_.sample_shape,
+                   std::max(std::min(config_.batch_size, data_.train_size()), eval_batch));
     if (data_.is_classification()) {
         if (network_.loss() != "cross_entropy")
-            throw NetworkError("dataset '" + data_.name + "' is a classification set; the network's loss must be cross_entropy");
+            throw NetworkError("dataset '" + data_.name +
+                               "' is a classification set; the network's loss must be cross_entropy");
         if (network_.output_shape() != Shape{data_.num_classes})
-            throw NetworkError("the network's output " + shape_to_string(network_.output_shape()) + " does not match the " +
-                               std::to_string(data_.num_classes) + " classes of '" + data_.name +
-                               "'; the last Linear layer needs \"out\": " + std::to_string(data_.num_classes));
+            throw NetworkError(
+                "the network's output " + shape_to_string(network_.output_shape()) + " does not match the " +
+                std::to_string(data_.num_classes) + " classes of '" + data_.name +
+                "'; the last Linear layer needs \"out\": " + std::to_string(data_.num_classes));
     } else if (network_.output_shape() != Shape{data_.target_width()}) {
-        throw NetworkError("the network's output " + shape_to_string(network_.output_shape()) + " does not match the " +
-                           std::to_string(data_.target_width()) + " regression targets of '" + data_.name + "'");
+        throw NetworkError("the network's output " + shape_to_string(network_.output_shape()) +
+                           " does not match the " + std::to_string(data_.target_width()) +
+                           " regression targets of '" + data_.name + "'");
     }
     network_.init(config_.seed);
     network_.prepare_weights(policy_);
@@ -204,9 +220,9 @@ struct Trainer::Run {
     std::unique_ptr<StepEngine> engine;
     std::deque<InFlight> in_flight;  // oldest first, as the records arrive
     std::vector<StepResult> arrived;
-    std::optional<StatsProbe> probe;  // the histograms of the statistics step in flight
+    std::optional<StatsProbe> probe;            // the histograms of the statistics step in flight
     std::optional<HostGradientPass> host_pass;  // statistics for an engine that takes none
-    int64_t step = 0;  // steps launched
+    int64_t step = 0;                           // steps launched
     bool finished = false;
     // Running sums: since the last evaluation, over the epoch, over the run.
     double since_eval_loss = 0, since_eval_correct = 0;
@@ -269,7 +285,8 @@ std::unique_ptr<StepEngine> Trainer::make_engine(int64_t total_steps) {
     c.seed = config_.seed;
     c.use_graphs = config_.device_graphs;
     StepEngineFactory* device = backend_.device_steps();
-    auto engine = device ? device->make_step_engine(network_, data_, c) : make_host_step_engine(network_, data_, backend_, c);
+    auto engine = device ? device->make_step_engine(network_, data_, c)
+                         : make_host_step_engine(network_, data_, backend_, c);
     engine->set_scaler(scaler_.config(), scaler_);
     return engine;
 }
@@ -340,8 +357,10 @@ void Trainer::launch(Run& run, InFlight& step) {
     const bool engine_statistics = run.engine->capabilities().gradient_statistics;
     if (step.statistics && (engine_statistics || step.retries == 0)) {
         run.probe.emplace(network_, step.step, run.stats_format, scaler_.scale());
-        if (engine_statistics) attempt.probe = &*run.probe;
-        else host_statistics(run, step);
+        if (engine_statistics)
+            attempt.probe = &*run.probe;
+        else
+            host_statistics(run, step);
     }
     run.engine->launch(attempt);
 }
@@ -405,15 +424,16 @@ StepOutcome Trainer::replay(const StepResult& record) {
     const StepOutcome outcome = scaler_.on_step_result(record.step, record.nonfinite, first_bad);
     const bool host_applies = outcome.action == StepAction::Apply;
     if (host_applies != record.applied || outcome.scale_used != record.scale_used)
-        throw Error("the step engine's loss scaler disagreed with the host's at step " + std::to_string(record.step) +
-                    ": engine " + (record.applied ? "applied" : "skipped") + " at scale " +
-                    std::to_string(record.scale_used) + ", host " + to_string(outcome.action) + " at scale " +
-                    std::to_string(outcome.scale_used));
+        throw Error("the step engine's loss scaler disagreed with the host's at step " +
+                    std::to_string(record.step) + ": engine " + (record.applied ? "applied" : "skipped") +
+                    " at scale " + std::to_string(record.scale_used) + ", host " + to_string(outcome.action) +
+                    " at scale " + std::to_string(outcome.scale_used));
     return outcome;
 }
 
 // What every step reports, whichever engine ran it: summary, running means, observers.
-void Trainer::finish_step(Run& run, StepMetrics& m, const StepOutcome& outcome, const StepResult& record, int64_t n) {
+void Trainer::finish_step(Run& run, StepMetrics& m, const StepOutcome& outcome, const StepResult& record,
+                          int64_t n) {
     RunSummary& summary = run.summary;
     summary.train_seconds += m.step_seconds;
     m.wall_time = run.seconds();
@@ -457,9 +477,11 @@ void Trainer::evaluate_now(Run& run, int64_t epoch) {
     m.epoch = epoch;
     m.wall_time = run.seconds();
     m.test_loss = r.loss;
-    m.test_accuracy = data_.test_size() ? static_cast<double>(r.correct) / static_cast<double>(data_.test_size()) : 0;
+    m.test_accuracy =
+        data_.test_size() ? static_cast<double>(r.correct) / static_cast<double>(data_.test_size()) : 0;
     m.train_loss = run.since_eval_steps ? run.since_eval_loss / static_cast<double>(run.since_eval_steps) : 0;
-    m.train_accuracy = run.since_eval_samples ? run.since_eval_correct / static_cast<double>(run.since_eval_samples) : 0;
+    m.train_accuracy =
+        run.since_eval_samples ? run.since_eval_correct / static_cast<double>(run.since_eval_samples) : 0;
     run.since_eval_loss = run.since_eval_correct = 0;
     run.since_eval_steps = run.since_eval_samples = 0;
     run.summary.test_loss = m.test_loss;

@@ -76,7 +76,8 @@ private:
     bool collect(Run& run, bool wait);
     bool narrate(Run& run, const StepResult& record);
     StepOutcome replay(const StepResult& record);
-    void finish_step(Run& run, StepMetrics& m, const StepOutcome& outcome, const StepResult& record, int64_t n);
+    void finish_step(Run& run, StepMetrics& m, const StepOutcome& outcome, const StepResult& record,
+                     int64_t n);
     void evaluate_now(Run& run, int64_t epoch);
     void end_epoch(Run& run, int64_t epoch, int64_t batches_done, bool evaluated);
     void close_summary(Run& run);

@@ -32,8 +32,8 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha
 }
 
 // Per-element bound on FP32 accumulation error of a length-k dot product: sum |a_p b_p| k 2^-24.
-inline double gemm_abs_sum(bool ta, bool tb, int64_t i, int64_t j, int64_t k, const Vec& a, int64_t lda, const Vec& b,
-                           int64_t ldb) {
+inline double gemm_abs_sum(bool ta, bool tb, int64_t i, int64_t j, int64_t k, const Vec& a, int64_t lda,
+                           const Vec& b, int64_t ldb) {
     double s = 0;
     for (int64_t p = 0; p < k; ++p) {
         const double av = ta ? a[p * lda + i] : a[i * lda + p];
@@ -45,19 +45,26 @@ inline double gemm_abs_sum(bool ta, bool tb, int64_t i, int64_t j, int64_t k, co
 
 inline double activation(Activation kind, double slope, double x) {
     switch (kind) {
-        case Activation::ReLU: return x > 0 ? x : 0;
-        case Activation::LeakyReLU: return x > 0 ? x : slope * x;
-        case Activation::GELU: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
-        case Activation::Tanh: return std::tanh(x);
-        case Activation::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+        case Activation::ReLU:
+            return x > 0 ? x : 0;
+        case Activation::LeakyReLU:
+            return x > 0 ? x : slope * x;
+        case Activation::GELU:
+            return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+        case Activation::Tanh:
+            return std::tanh(x);
+        case Activation::Sigmoid:
+            return 1.0 / (1.0 + std::exp(-x));
     }
     return 0;
 }
 
 inline double activation_grad(Activation kind, double slope, double x) {
     switch (kind) {
-        case Activation::ReLU: return x > 0 ? 1 : 0;
-        case Activation::LeakyReLU: return x > 0 ? 1 : slope;
+        case Activation::ReLU:
+            return x > 0 ? 1 : 0;
+        case Activation::LeakyReLU:
+            return x > 0 ? 1 : slope;
         case Activation::GELU:
             return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
         case Activation::Tanh: {
@@ -95,8 +102,8 @@ inline Vec conv2d_forward(const ConvGeometry& g, const Vec& x, const Vec& w, con
 }
 
 // Gradients of conv2d_forward: dx, dw, db (each sized by the caller's geometry).
-inline void conv2d_backward(const ConvGeometry& g, const Vec& x, const Vec& w, const Vec& dy, Vec& dx, Vec& dw,
-                            Vec& db) {
+inline void conv2d_backward(const ConvGeometry& g, const Vec& x, const Vec& w, const Vec& dy, Vec& dx,
+                            Vec& dw, Vec& db) {
     const int64_t oh = g.out_h(), ow = g.out_w();
     dx.assign(static_cast<size_t>(g.batch * g.in_channels * g.in_h * g.in_w), 0.0);
     dw.assign(static_cast<size_t>(g.out_channels * g.in_channels * g.kernel_h * g.kernel_w), 0.0);
@@ -114,7 +121,8 @@ inline void conv2d_backward(const ConvGeometry& g, const Vec& x, const Vec& w, c
                                 const int64_t ix = ox * g.stride - g.padding + kj;
                                 if (iy < 0 || iy >= g.in_h || ix < 0 || ix >= g.in_w) continue;
                                 const int64_t xi = ((n * g.in_channels + ic) * g.in_h + iy) * g.in_w + ix;
-                                const int64_t wi = ((oc * g.in_channels + ic) * g.kernel_h + ki) * g.kernel_w + kj;
+                                const int64_t wi =
+                                    ((oc * g.in_channels + ic) * g.kernel_h + ki) * g.kernel_w + kj;
                                 dx[xi] += d * w[wi];
                                 dw[wi] += d * x[xi];
                             }
@@ -207,7 +215,8 @@ inline Vec batchnorm_train(const Vec& x, const Vec& gamma, const Vec& beta, int6
         m /= count;
         double v = 0;
         for (int64_t s = 0; s < n; ++s)
-            for (int64_t i = 0; i < hw; ++i) v += (x[(s * c + ch) * hw + i] - m) * (x[(s * c + ch) * hw + i] - m);
+            for (int64_t i = 0; i < hw; ++i)
+                v += (x[(s * c + ch) * hw + i] - m) * (x[(s * c + ch) * hw + i] - m);
         v /= count;
         st.mean[ch] = m;
         st.var[ch] = v;
@@ -236,8 +245,9 @@ inline double softmax_cross_entropy(const Vec& z, const std::vector<int64_t>& la
         total += lse - z[r * k + labels[r]];
         if (dlogits)
             for (int64_t j = 0; j < k; ++j)
-                (*dlogits)[r * k + j] =
-                    grad_scale * (std::exp(z[r * k + j] - lse) - (j == labels[r] ? 1.0 : 0.0)) / static_cast<double>(n);
+                (*dlogits)[r * k + j] = grad_scale *
+                                        (std::exp(z[r * k + j] - lse) - (j == labels[r] ? 1.0 : 0.0)) /
+                                        static_cast<double>(n);
     }
     return total / static_cast<double>(n);
 }

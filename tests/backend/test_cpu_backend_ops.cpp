@@ -62,23 +62,24 @@ double rel_error(const float* got, const Vec& ref, int64_t* worst = nullptr) {
     return max_err;
 }
 
-#define EXPECT_CLOSE(what, got, ref, tol)                                                                       \
-    do {                                                                                                       \
-        int64_t worst_ = -1;                                                                                   \
-        const double err_ = rel_error((got), (ref), &worst_);                                                  \
-        QVERIFY2(err_ <= (tol), qPrintable(QString("%1: relative error %2 > %3 at %4 (got %5, expected %6)")   \
-                                               .arg(QString::fromStdString(what))                              \
-                                               .arg(err_)                                                      \
-                                               .arg(tol)                                                       \
-                                               .arg(worst_)                                                    \
-                                               .arg(worst_ >= 0 ? double((got)[worst_]) : 0.0, 0, 'g', 9)      \
-                                               .arg(worst_ >= 0 ? (ref)[size_t(worst_)] : 0.0, 0, 'g', 9)));   \
+#define EXPECT_CLOSE(what, got, ref, tol)                                                                    \
+    do {                                                                                                     \
+        int64_t worst_ = -1;                                                                                 \
+        const double err_ = rel_error((got), (ref), &worst_);                                                \
+        QVERIFY2(err_ <= (tol), qPrintable(QString("%1: relative error %2 > %3 at %4 (got %5, expected %6)") \
+                                               .arg(QString::fromStdString(what))                            \
+                                               .arg(err_)                                                    \
+                                               .arg(tol)                                                     \
+                                               .arg(worst_)                                                  \
+                                               .arg(worst_ >= 0 ? double((got)[worst_]) : 0.0, 0, 'g', 9)    \
+                                               .arg(worst_ >= 0 ? (ref)[size_t(worst_)] : 0.0, 0, 'g', 9))); \
     } while (0)
 
 std::string conv_name(const ConvGeometry& g) {
-    return "conv n" + std::to_string(g.batch) + " c" + std::to_string(g.in_channels) + " " + std::to_string(g.in_h) +
-           "x" + std::to_string(g.in_w) + " oc" + std::to_string(g.out_channels) + " k" + std::to_string(g.kernel_h) +
-           " s" + std::to_string(g.stride) + " p" + std::to_string(g.padding);
+    return "conv n" + std::to_string(g.batch) + " c" + std::to_string(g.in_channels) + " " +
+           std::to_string(g.in_h) + "x" + std::to_string(g.in_w) + " oc" + std::to_string(g.out_channels) +
+           " k" + std::to_string(g.kernel_h) + " s" + std::to_string(g.stride) + " p" +
+           std::to_string(g.padding);
 }
 
 // A float buffer whose last element ends right before an inaccessible page, so reading one
@@ -89,8 +90,8 @@ public:
         page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
         const size_t bytes = count * sizeof(float);
         data_pages_ = (bytes + page_ - 1) / page_;
-        base_ = static_cast<char*>(
-            mmap(nullptr, (data_pages_ + 1) * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        base_ = static_cast<char*>(mmap(nullptr, (data_pages_ + 1) * page_, PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
         mprotect(base_ + data_pages_ * page_, page_, PROT_NONE);
         data_ = reinterpret_cast<float*>(base_ + data_pages_ * page_ - bytes);
     }
@@ -127,37 +128,43 @@ class TestCpuBackendOps : public QObject {
         ref::gemm(ta, tb, m, n, k, alpha, dbl(a), lda, dbl(b), ldb, beta, unrounded, ldc);
         auto got = c;
         be_->gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, got.data(), ldc, format);
-        const std::string what = "gemm " + std::string(ta ? "T" : "N") + (tb ? "T" : "N") + " " + std::to_string(m) +
-                                 "x" + std::to_string(n) + "x" + std::to_string(k) + " " + format_name(format);
+        const std::string what = "gemm " + std::string(ta ? "T" : "N") + (tb ? "T" : "N") + " " +
+                                 std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " " +
+                                 format_name(format);
         double max_off_unrounded = 0;
         for (int64_t i = 0; i < m; ++i) {
             for (int64_t j = 0; j < n + pad; ++j) {
                 const size_t idx = static_cast<size_t>(i * ldc + j);
                 if (j >= n) {  // the gap between rows of C belongs to someone else
-                    QVERIFY2(got[idx] == c[idx], qPrintable(QString::fromStdString(what + ": wrote into C's padding")));
+                    QVERIFY2(got[idx] == c[idx],
+                             qPrintable(QString::fromStdString(what + ": wrote into C's padding")));
                     continue;
                 }
-                const double bound = 2.0 * static_cast<double>(k + 2) * 0x1.0p-24 *
-                                         (std::fabs(alpha) * ref::gemm_abs_sum(ta, tb, i, j, k, ad, lda, bd, ldb) +
-                                          std::fabs(beta * c[idx])) +
-                                     1e-30;
+                const double bound =
+                    2.0 * static_cast<double>(k + 2) * 0x1.0p-24 *
+                        (std::fabs(alpha) * ref::gemm_abs_sum(ta, tb, i, j, k, ad, lda, bd, ldb) +
+                         std::fabs(beta * c[idx])) +
+                    1e-30;
                 const double err = std::fabs(got[idx] - cd[idx]);
-                QVERIFY2(err <= bound, qPrintable(QString("%1: C[%2,%3] = %4, float64 product of rounded operands %5, "
-                                                          "error %6 > bound %7")
-                                                      .arg(QString::fromStdString(what))
-                                                      .arg(i)
-                                                      .arg(j)
-                                                      .arg(double(got[idx]), 0, 'g', 9)
-                                                      .arg(cd[idx], 0, 'g', 12)
-                                                      .arg(err)
-                                                      .arg(bound)));
+                QVERIFY2(err <= bound,
+                         qPrintable(QString("%1: C[%2,%3] = %4, float64 product of rounded operands %5, "
+                                            "error %6 > bound %7")
+                                        .arg(QString::fromStdString(what))
+                                        .arg(i)
+                                        .arg(j)
+                                        .arg(double(got[idx]), 0, 'g', 9)
+                                        .arg(cd[idx], 0, 'g', 12)
+                                        .arg(err)
+                                        .arg(bound)));
                 max_off_unrounded = std::max(max_off_unrounded, std::fabs(got[idx] - unrounded[idx]) / bound);
             }
         }
         // A reduced format must really round: the result must differ from the unrounded
         // product by more than accumulation error somewhere.
         if (format != Format::FP32)
-            QVERIFY2(max_off_unrounded > 4, qPrintable(QString::fromStdString(what + ": result indistinguishable from unrounded operands")));
+            QVERIFY2(max_off_unrounded > 4,
+                     qPrintable(QString::fromStdString(
+                         what + ": result indistinguishable from unrounded operands")));
     }
 
     void check_conv(const ConvGeometry& g, Format format = Format::FP32) {
@@ -245,7 +252,8 @@ private slots:
             for (int64_t i = 0; i < m; ++i)
                 for (int64_t j = 0; j < n; ++j) {
                     double s = 0;
-                    for (int64_t p = 0; p < k; ++p) s += double(a.data()[i * lda + p]) * b.data()[p * ldb + j];
+                    for (int64_t p = 0; p < k; ++p)
+                        s += double(a.data()[i * lda + p]) * b.data()[p * ldb + j];
                     QCOMPARE(double(c[static_cast<size_t>(i * n + j)]), s);  // small integers*quarters: exact
                 }
         }
@@ -256,13 +264,16 @@ private slots:
         x[0] = std::nanf("");
         x[1] = std::numeric_limits<float>::infinity();
         x[2] = 1e-7f;
-        for (Format f : {Format::FP32, Format::TF32, Format::FP16, Format::BF16, Format::E4M3, Format::E5M2}) {
+        for (Format f :
+             {Format::FP32, Format::TF32, Format::FP16, Format::BF16, Format::E4M3, Format::E5M2}) {
             std::vector<float> out(x.size());
             be_->round(f, x.data(), out.data(), static_cast<int64_t>(x.size()));
             for (size_t i = 0; i < x.size(); ++i) {
                 const float e = round_to_format(x[i], f);
-                QVERIFY2(std::memcmp(&e, &out[i], sizeof(float)) == 0,
-                         qPrintable(QString("round %1 of %2").arg(QString::fromStdString(format_name(f))).arg(x[i])));
+                QVERIFY2(
+                    std::memcmp(&e, &out[i], sizeof(float)) == 0,
+                    qPrintable(
+                        QString("round %1 of %2").arg(QString::fromStdString(format_name(f))).arg(x[i])));
             }
             auto inplace = x;
             be_->round(f, inplace.data(), inplace.data(), static_cast<int64_t>(x.size()));
@@ -342,9 +353,9 @@ private slots:
             int64_t n, c, h, w, oc, k, s, p;
         };
         const Case cases[] = {
-            {2, 3, 8, 8, 4, 3, 1, 1},  {3, 2, 9, 7, 5, 3, 2, 0}, {2, 4, 7, 10, 3, 1, 1, 0}, {2, 3, 11, 9, 2, 5, 1, 2},
-            {1, 2, 12, 13, 3, 5, 2, 2}, {3, 1, 6, 5, 2, 3, 2, 1}, {2, 2, 5, 6, 4, 1, 2, 1},  {2, 3, 4, 4, 2, 5, 1, 2},
-            {1, 1, 3, 3, 1, 3, 1, 0},
+            {2, 3, 8, 8, 4, 3, 1, 1},  {3, 2, 9, 7, 5, 3, 2, 0},   {2, 4, 7, 10, 3, 1, 1, 0},
+            {2, 3, 11, 9, 2, 5, 1, 2}, {1, 2, 12, 13, 3, 5, 2, 2}, {3, 1, 6, 5, 2, 3, 2, 1},
+            {2, 2, 5, 6, 4, 1, 2, 1},  {2, 3, 4, 4, 2, 5, 1, 2},   {1, 1, 3, 3, 1, 3, 1, 0},
         };
         for (const auto& cs : cases) {
             ConvGeometry g;
@@ -411,8 +422,9 @@ private slots:
         struct Case {
             int64_t n, c, h, w, k, s, p;
         };
-        for (const Case& cs : {Case{2, 3, 8, 8, 2, 2, 0}, Case{1, 2, 7, 9, 3, 2, 1}, Case{2, 1, 6, 5, 3, 1, 1},
-                               Case{1, 2, 5, 5, 2, 1, 1}, Case{1, 1, 9, 6, 4, 3, 2}}) {
+        for (const Case& cs :
+             {Case{2, 3, 8, 8, 2, 2, 0}, Case{1, 2, 7, 9, 3, 2, 1}, Case{2, 1, 6, 5, 3, 1, 1},
+              Case{1, 2, 5, 5, 2, 1, 1}, Case{1, 1, 9, 6, 4, 3, 2}}) {
             PoolGeometry g;
             g.batch = cs.n;
             g.channels = cs.c;
@@ -421,7 +433,8 @@ private slots:
             g.kernel = cs.k;
             g.stride = cs.s;
             g.padding = cs.p;
-            const int64_t xn = g.batch * g.channels * g.in_h * g.in_w, yn = g.batch * g.channels * g.out_h() * g.out_w();
+            const int64_t xn = g.batch * g.channels * g.in_h * g.in_w,
+                          yn = g.batch * g.channels * g.out_h() * g.out_w();
             // All negative: a padded cell must never win (it is not a zero).
             auto x = random_vec(rng_, xn, -5.0f, -1.0f);
             std::vector<int64_t> arg_ref;
@@ -429,7 +442,8 @@ private slots:
             std::vector<float> y(static_cast<size_t>(yn));
             std::vector<int32_t> arg(static_cast<size_t>(yn));
             be_->maxpool_forward(g, x.data(), y.data(), arg.data());
-            const QString what = QString("maxpool %1x%2 k%3 s%4 p%5").arg(cs.h).arg(cs.w).arg(cs.k).arg(cs.s).arg(cs.p);
+            const QString what =
+                QString("maxpool %1x%2 k%3 s%4 p%5").arg(cs.h).arg(cs.w).arg(cs.k).arg(cs.s).arg(cs.p);
             for (int64_t o = 0; o < yn; ++o) {
                 QVERIFY2(double(y[o]) == yref[o], qPrintable(what + " value"));
                 QVERIFY2(arg[o] == arg_ref[o], qPrintable(what + " argmax"));
@@ -451,11 +465,22 @@ private slots:
         g.in_w = 4;
         g.kernel = 2;
         g.stride = 2;
-        std::vector<float> x = {1, 1, 0, 0,  //
-                                1, 1, 0, std::nanf(""),
-                                -std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), 2,
+        std::vector<float> x = {1,
+                                1,
+                                0,
+                                0,  //
+                                1,
+                                1,
+                                0,
+                                std::nanf(""),
+                                -std::numeric_limits<float>::infinity(),
+                                -std::numeric_limits<float>::infinity(),
+                                2,
                                 std::numeric_limits<float>::infinity(),
-                                -std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), 3, 3};
+                                -std::numeric_limits<float>::infinity(),
+                                -std::numeric_limits<float>::infinity(),
+                                3,
+                                3};
         // A NaN in the first cell of the window, before any finite value.
         x[2] = std::nanf("");
         std::vector<float> y(4);
@@ -491,8 +516,8 @@ private slots:
         struct Case {
             int64_t n, c, h, w, k, s, p;
         };
-        for (const Case& cs : {Case{2, 3, 8, 8, 2, 2, 0}, Case{1, 2, 7, 9, 3, 2, 1}, Case{2, 1, 6, 5, 3, 1, 1},
-                               Case{1, 1, 9, 6, 4, 3, 2}}) {
+        for (const Case& cs : {Case{2, 3, 8, 8, 2, 2, 0}, Case{1, 2, 7, 9, 3, 2, 1},
+                               Case{2, 1, 6, 5, 3, 1, 1}, Case{1, 1, 9, 6, 4, 3, 2}}) {
             PoolGeometry g;
             g.batch = cs.n;
             g.channels = cs.c;
@@ -501,7 +526,8 @@ private slots:
             g.kernel = cs.k;
             g.stride = cs.s;
             g.padding = cs.p;
-            const int64_t xn = g.batch * g.channels * g.in_h * g.in_w, yn = g.batch * g.channels * g.out_h() * g.out_w();
+            const int64_t xn = g.batch * g.channels * g.in_h * g.in_w,
+                          yn = g.batch * g.channels * g.out_h() * g.out_w();
             auto x = random_vec(rng_, xn), dy = random_vec(rng_, yn);
             const std::string what = "avgpool k" + std::to_string(cs.k) + " p" + std::to_string(cs.p);
             std::vector<float> y(static_cast<size_t>(yn)), dx(static_cast<size_t>(xn), 3.0f);
@@ -526,10 +552,11 @@ private slots:
             std::vector<float> save_mean(static_cast<size_t>(cs.c)), save_invstd(static_cast<size_t>(cs.c));
             std::vector<float> y(static_cast<size_t>(total));
             const float momentum = 0.1f, eps = 1e-5f;
-            const std::string what = "batchnorm n" + std::to_string(cs.n) + " c" + std::to_string(cs.c) + " hw" +
-                                     std::to_string(cs.hw);
+            const std::string what = "batchnorm n" + std::to_string(cs.n) + " c" + std::to_string(cs.c) +
+                                     " hw" + std::to_string(cs.hw);
             be_->batchnorm_forward(x.data(), y.data(), gamma.data(), beta.data(), rm.data(), rv.data(),
-                                   save_mean.data(), save_invstd.data(), cs.n, cs.c, cs.hw, momentum, eps, true);
+                                   save_mean.data(), save_invstd.data(), cs.n, cs.c, cs.hw, momentum, eps,
+                                   true);
             ref::BatchNormStats st;
             Vec yref = ref::batchnorm_train(dbl(x), dbl(gamma), dbl(beta), cs.n, cs.c, cs.hw, eps, &st);
             EXPECT_CLOSE(what + " train forward", y.data(), yref, 1e-5);
@@ -548,7 +575,8 @@ private slots:
 
             // Backward: the analytic batch-norm gradient written from its definition in float64.
             auto dy = random_vec(rng_, total);
-            Vec dxref(static_cast<size_t>(total)), dgref(static_cast<size_t>(cs.c), 0.0), dbref(static_cast<size_t>(cs.c), 0.0);
+            Vec dxref(static_cast<size_t>(total)), dgref(static_cast<size_t>(cs.c), 0.0),
+                dbref(static_cast<size_t>(cs.c), 0.0);
             for (int64_t ch = 0; ch < cs.c; ++ch) {
                 double sdy = 0, sdyx = 0;
                 for (int64_t s = 0; s < cs.n; ++s)
@@ -567,28 +595,31 @@ private slots:
                         dxref[k] = gamma[ch] * inv[ch] * (dy[k] - sdy / count - xhat * sdyx / count);
                     }
             }
-            std::vector<float> dx(static_cast<size_t>(total)), dg(static_cast<size_t>(cs.c)), db(static_cast<size_t>(cs.c));
-            be_->batchnorm_backward(x.data(), dy.data(), gamma.data(), save_mean.data(), save_invstd.data(), dx.data(),
-                                    dg.data(), db.data(), cs.n, cs.c, cs.hw);
+            std::vector<float> dx(static_cast<size_t>(total)), dg(static_cast<size_t>(cs.c)),
+                db(static_cast<size_t>(cs.c));
+            be_->batchnorm_backward(x.data(), dy.data(), gamma.data(), save_mean.data(), save_invstd.data(),
+                                    dx.data(), dg.data(), db.data(), cs.n, cs.c, cs.hw);
             EXPECT_CLOSE(what + " dx", dx.data(), dxref, 2e-5);
             EXPECT_CLOSE(what + " dgamma", dg.data(), dgref, 2e-5);
             EXPECT_CLOSE(what + " dbeta", db.data(), dbref, 1e-5);
             // dx null: parameters' gradients only.
             std::fill(dg.begin(), dg.end(), 0.0f);
-            be_->batchnorm_backward(x.data(), dy.data(), gamma.data(), save_mean.data(), save_invstd.data(), nullptr,
-                                    dg.data(), db.data(), cs.n, cs.c, cs.hw);
+            be_->batchnorm_backward(x.data(), dy.data(), gamma.data(), save_mean.data(), save_invstd.data(),
+                                    nullptr, dg.data(), db.data(), cs.n, cs.c, cs.hw);
             EXPECT_CLOSE(what + " dgamma without dx", dg.data(), dgref, 2e-5);
 
             // Inference: running statistics, which are left alone.
             const auto rm1 = rm, rv1 = rv;
             be_->batchnorm_forward(x.data(), y.data(), gamma.data(), beta.data(), rm.data(), rv.data(),
-                                   save_mean.data(), save_invstd.data(), cs.n, cs.c, cs.hw, momentum, eps, false);
+                                   save_mean.data(), save_invstd.data(), cs.n, cs.c, cs.hw, momentum, eps,
+                                   false);
             Vec yeval(static_cast<size_t>(total));
             for (int64_t s = 0; s < cs.n; ++s)
                 for (int64_t ch = 0; ch < cs.c; ++ch)
                     for (int64_t i = 0; i < cs.hw; ++i) {
                         const int64_t k = (s * cs.c + ch) * cs.hw + i;
-                        yeval[k] = gamma[ch] * (x[k] - double(rm1[ch])) / std::sqrt(double(rv1[ch]) + eps) + beta[ch];
+                        yeval[k] = gamma[ch] * (x[k] - double(rm1[ch])) / std::sqrt(double(rv1[ch]) + eps) +
+                                   beta[ch];
                     }
             EXPECT_CLOSE(what + " eval forward", y.data(), yeval, 1e-5);
             QVERIFY(rm == rm1 && rv == rv1);
@@ -624,7 +655,8 @@ private slots:
             const double lref = ref::softmax_cross_entropy(dbl(z), li, n, k, &dref, grad_scale);
             std::vector<float> d(static_cast<size_t>(n * k));
             const auto r = be_->softmax_cross_entropy(z.data(), labels.data(), d.data(), n, k, grad_scale);
-            QVERIFY2(std::fabs(r.loss - lref) <= 1e-5 * lref, qPrintable(QString("loss %1 vs %2").arg(r.loss).arg(lref)));
+            QVERIFY2(std::fabs(r.loss - lref) <= 1e-5 * lref,
+                     qPrintable(QString("loss %1 vs %2").arg(r.loss).arg(lref)));
             QCOMPARE(r.correct, correct);
             EXPECT_CLOSE("dlogits, grad_scale " + std::to_string(grad_scale), d.data(), dref, 1e-5);
         }
@@ -635,10 +667,8 @@ private slots:
 
     void softmaxCrossEntropyExtremeLogits() {
         const int64_t k = 3;
-        std::vector<float> z = {80, -80, 0,  //
-                                -80, -80, -80,
-                                80, 80, -80,
-                                -80, 80, 80};
+        std::vector<float> z = {80,  -80, 0,  //
+                                -80, -80, -80, 80, 80, -80, -80, 80, 80};
         std::vector<float> labels = {1, 2, 0, 0};
         std::vector<int64_t> li = {1, 2, 0, 0};
         Vec dref;
@@ -646,7 +676,8 @@ private slots:
         std::vector<float> d(z.size());
         const auto r = be_->softmax_cross_entropy(z.data(), labels.data(), d.data(), 4, k, 65536.0f);
         QVERIFY(std::isfinite(r.loss));
-        QVERIFY2(std::fabs(r.loss - lref) <= 1e-5 * lref, qPrintable(QString("loss %1 vs %2").arg(r.loss).arg(lref)));
+        QVERIFY2(std::fabs(r.loss - lref) <= 1e-5 * lref,
+                 qPrintable(QString("loss %1 vs %2").arg(r.loss).arg(lref)));
         for (float v : d) QVERIFY(std::isfinite(v));
         EXPECT_CLOSE(std::string("extreme dlogits"), d.data(), dref, 1e-5);
     }
@@ -660,7 +691,8 @@ private slots:
             const double lref = ref::mse(dbl(p), dbl(t));
             QVERIFY(std::fabs(r.loss - lref) <= 1e-6 * lref);
             Vec dref(p.size());
-            for (size_t i = 0; i < p.size(); ++i) dref[i] = grad_scale * 2.0 * (double(p[i]) - t[i]) / double(n * k);
+            for (size_t i = 0; i < p.size(); ++i)
+                dref[i] = grad_scale * 2.0 * (double(p[i]) - t[i]) / double(n * k);
             EXPECT_CLOSE("mse dpred, grad_scale " + std::to_string(grad_scale), d.data(), dref, 1e-6);
         }
         const auto r = be_->mse(p.data(), t.data(), nullptr, n, k, 1.0f);
@@ -760,7 +792,8 @@ private slots:
             be_->conv2d_forward(g, cx.data(), cw.data(), cb.data(), y.data(), Format::FP32);
             append(y);
             std::vector<float> dx(cx.size()), dw(cw.size()), db(cb.size());
-            be_->conv2d_backward(g, cx.data(), cw.data(), cdy.data(), dx.data(), dw.data(), db.data(), Format::FP32);
+            be_->conv2d_backward(g, cx.data(), cw.data(), cdy.data(), dx.data(), dw.data(), db.data(),
+                                 Format::FP32);
             label = "conv2d_backward dx";
             append(dx);
             label = "conv2d_backward dw";
@@ -771,24 +804,27 @@ private slots:
             label = "bias_grad_rows";
             be_->bias_grad_rows(dy.data(), bg.data(), rows, cols);
             append(bg);
-            std::vector<float> bny(bnx.size()), rm(8, 0.0f), rv(8, 1.0f), sm(8), si(8), bdx(bnx.size()), dg(8), dbb(8);
-            be_->batchnorm_forward(bnx.data(), bny.data(), gamma.data(), beta.data(), rm.data(), rv.data(), sm.data(),
-                                   si.data(), 64, 8, 25, 0.1f, 1e-5f, true);
+            std::vector<float> bny(bnx.size()), rm(8, 0.0f), rv(8, 1.0f), sm(8), si(8), bdx(bnx.size()),
+                dg(8), dbb(8);
+            be_->batchnorm_forward(bnx.data(), bny.data(), gamma.data(), beta.data(), rm.data(), rv.data(),
+                                   sm.data(), si.data(), 64, 8, 25, 0.1f, 1e-5f, true);
             label = "batchnorm_forward";
             append(bny);
-            be_->batchnorm_backward(bnx.data(), bny.data(), gamma.data(), sm.data(), si.data(), bdx.data(), dg.data(),
-                                    dbb.data(), 64, 8, 25);
+            be_->batchnorm_backward(bnx.data(), bny.data(), gamma.data(), sm.data(), si.data(), bdx.data(),
+                                    dg.data(), dbb.data(), 64, 8, 25);
             label = "batchnorm_backward";
             append(bdx);
             append(dg);
             std::vector<float> dl(logits.size());
-            const auto lr = be_->softmax_cross_entropy(logits.data(), labels.data(), dl.data(), 500, 10, 8.0f);
+            const auto lr =
+                be_->softmax_cross_entropy(logits.data(), labels.data(), dl.data(), 500, 10, 8.0f);
             label = "softmax_cross_entropy";
             append(dl);
             append({static_cast<float>(lr.loss)});
             std::vector<float> ay(act.size());
             label = "GELU";
-            be_->activation_forward(Activation::GELU, 0, act.data(), ay.data(), static_cast<int64_t>(act.size()));
+            be_->activation_forward(Activation::GELU, 0, act.data(), ay.data(),
+                                    static_cast<int64_t>(act.size()));
             append(ay);
             return out;
         };
@@ -803,10 +839,13 @@ private slots:
             const auto& a2 = two[op].second;
             QCOMPARE(a1.size(), a2.size());
             size_t differing = 0;
-            for (size_t i = 0; i < a1.size(); ++i) differing += std::memcmp(&a1[i], &a2[i], sizeof(float)) != 0;
+            for (size_t i = 0; i < a1.size(); ++i)
+                differing += std::memcmp(&a1[i], &a2[i], sizeof(float)) != 0;
             if (differing)
-                report += QString("%1: %2 of %3 values differ; ").arg(QString::fromStdString(one[op].first))
-                              .arg(differing).arg(a1.size());
+                report += QString("%1: %2 of %3 values differ; ")
+                              .arg(QString::fromStdString(one[op].first))
+                              .arg(differing)
+                              .arg(a1.size());
         }
         QVERIFY2(report.isEmpty(), qPrintable("1 thread vs 2 threads: " + report));
     }

@@ -41,9 +41,11 @@ QString hex(uint32_t b) { return QString("0x%1").arg(b, 8, 16, QChar('0')); }
 // when equal, else a description of the first difference.
 QString rounding_difference(float x) {
     const uint16_t h = half_bits_from_float(x), core_h = float_to_half_bits(x);
-    if (h != core_h) return QString("fp16 bits of %1: %2, core %3").arg(hex(bits(x))).arg(h, 0, 16).arg(core_h, 0, 16);
+    if (h != core_h)
+        return QString("fp16 bits of %1: %2, core %3").arg(hex(bits(x))).arg(h, 0, 16).arg(core_h, 0, 16);
     const uint16_t b = bf16_bits_from_float(x), core_b = float_to_bf16_bits(x);
-    if (b != core_b) return QString("bf16 bits of %1: %2, core %3").arg(hex(bits(x))).arg(b, 0, 16).arg(core_b, 0, 16);
+    if (b != core_b)
+        return QString("bf16 bits of %1: %2, core %3").arg(hex(bits(x))).arg(b, 0, 16).arg(core_b, 0, 16);
     const struct {
         Format f;
         float mine;
@@ -53,25 +55,44 @@ QString rounding_difference(float x) {
     for (const auto& v : values) {
         const float core = round_to_format(x, v.f);
         if (bits(v.mine) != bits(core))
-            return QString("%1 of %2: %3, core %4").arg(format_name(v.f).c_str(), hex(bits(x)), hex(bits(v.mine)), hex(bits(core)));
+            return QString("%1 of %2: %3, core %4")
+                .arg(format_name(v.f).c_str(), hex(bits(x)), hex(bits(v.mine)), hex(bits(core)));
         if (bits(round_to_device_format(x, v.f)) != bits(core))
-            return QString("round_to_device_format(%1, %2) differs").arg(hex(bits(x)), format_name(v.f).c_str());
+            return QString("round_to_device_format(%1, %2) differs")
+                .arg(hex(bits(x)), format_name(v.f).c_str());
     }
-    if (bits(round_to_device_format(x, Format::FP32)) != bits(x)) return "fp32 rounding changed " + hex(bits(x));
+    if (bits(round_to_device_format(x, Format::FP32)) != bits(x))
+        return "fp32 rounding changed " + hex(bits(x));
     return {};
 }
 
-#define VERIFY_ROUNDING(x)                                   \
-    do {                                                     \
-        const QString d_ = rounding_difference(x);           \
-        QVERIFY2(d_.isEmpty(), qPrintable(d_));              \
+#define VERIFY_ROUNDING(x)                         \
+    do {                                           \
+        const QString d_ = rounding_difference(x); \
+        QVERIFY2(d_.isEmpty(), qPrintable(d_));    \
     } while (0)
 
 std::vector<float> activation_inputs(Rng& rng, size_t n) {
-    std::vector<float> x = {0.0f, -0.0f, 1.0f, -1.0f, 1e-30f, -1e-30f, 1e-45f, 88.0f, -88.0f, 89.0f, -104.0f,
-                            20.0f, -20.0f, 9.0f, -9.0f, std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
-                            std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()};
+    std::vector<float> x = {0.0f,
+                            -0.0f,
+                            1.0f,
+                            -1.0f,
+                            1e-30f,
+                            -1e-30f,
+                            1e-45f,
+                            88.0f,
+                            -88.0f,
+                            89.0f,
+                            -104.0f,
+                            20.0f,
+                            -20.0f,
+                            9.0f,
+                            -9.0f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::max(),
+                            -std::numeric_limits<float>::max()};
     while (x.size() < n) {
         const float scale = rng.uniform() < 0.2f ? 100.0f : 6.0f;
         x.push_back(rng.uniform(-scale, scale));
@@ -105,47 +126,53 @@ private slots:
             const float value = half_bits_to_float(static_cast<uint16_t>(h));
             for (int d = -3; d <= 3; ++d) VERIFY_ROUNDING(from_bits(bits(value) + static_cast<uint32_t>(d)));
             if (mag >= 0x7c00) continue;
-            const double next = mag == 0x7bff ? 65536.0 : std::fabs(half_bits_to_float(static_cast<uint16_t>(mag + 1)));
+            const double next =
+                mag == 0x7bff ? 65536.0 : std::fabs(half_bits_to_float(static_cast<uint16_t>(mag + 1)));
             const auto mid = static_cast<float>((std::fabs(static_cast<double>(value)) + next) / 2);  // exact
             QCOMPARE(static_cast<double>(mid), (std::fabs(static_cast<double>(value)) + next) / 2);
             const float signed_mid = (h & 0x8000) ? -mid : mid;
-            for (int d = -2; d <= 2; ++d) VERIFY_ROUNDING(from_bits(bits(signed_mid) + static_cast<uint32_t>(d)));
+            for (int d = -2; d <= 2; ++d)
+                VERIFY_ROUNDING(from_bits(bits(signed_mid) + static_cast<uint32_t>(d)));
         }
         // The boundaries by name.
         QCOMPARE(half_bits_from_float(65504.0f), uint16_t{0x7bff});
         QCOMPARE(half_bits_from_float(65519.996f), uint16_t{0x7bff});
         QCOMPARE(half_bits_from_float(65520.0f), uint16_t{0x7c00});
         QCOMPARE(half_bits_from_float(-65520.0f), uint16_t{0xfc00});
-        QCOMPARE(half_bits_from_float(0x1p-25f), uint16_t{0x0000});           // tie to even: 0
-        QCOMPARE(half_bits_from_float(0x1.000002p-25f), uint16_t{0x0001});    // just above: 2^-24
+        QCOMPARE(half_bits_from_float(0x1p-25f), uint16_t{0x0000});         // tie to even: 0
+        QCOMPARE(half_bits_from_float(0x1.000002p-25f), uint16_t{0x0001});  // just above: 2^-24
         QCOMPARE(half_bits_from_float(-0.0f), uint16_t{0x8000});
-        QCOMPARE(half_bits_from_float(0x1.ff8p-15f), uint16_t{0x03ff});       // the largest subnormal
-        QCOMPARE(half_bits_from_float(0x1.ffcp-15f), uint16_t{0x0400});       // its tie carries into the exponent
+        QCOMPARE(half_bits_from_float(0x1.ff8p-15f), uint16_t{0x03ff});  // the largest subnormal
+        QCOMPARE(half_bits_from_float(0x1.ffcp-15f), uint16_t{0x0400});  // its tie carries into the exponent
     }
 
     void rounding_matches_core_around_every_bf16() {
         const uint32_t offsets[] = {0, 1, 0x7fff, 0x8000, 0x8001, 0xffff};
         for (uint32_t b = 0; b <= 0xffff; ++b) {
             const uint32_t base = b << 16;
-            QVERIFY(bits(float_from_bf16_bits(static_cast<uint16_t>(b))) == bits(bf16_bits_to_float(static_cast<uint16_t>(b))));
+            QVERIFY(bits(float_from_bf16_bits(static_cast<uint16_t>(b))) ==
+                    bits(bf16_bits_to_float(static_cast<uint16_t>(b))));
             for (uint32_t o : offsets) VERIFY_ROUNDING(from_bits(base + o));
             VERIFY_ROUNDING(from_bits(base - 1));
         }
         // TF32's decisions sit at the low 13 bits: the tie and its neighbours in every binade.
         for (uint32_t e = 0; e < 256; ++e)
-            for (uint32_t m : {0u, 1u, 0xfffu, 0x1000u, 0x1001u, 0x2fffu, 0x3000u, 0x3001u, 0x7fefffu, 0x7ff000u, 0x7fffffu})
+            for (uint32_t m : {0u, 1u, 0xfffu, 0x1000u, 0x1001u, 0x2fffu, 0x3000u, 0x3001u, 0x7fefffu,
+                               0x7ff000u, 0x7fffffu})
                 for (uint32_t s : {0u, 0x80000000u}) VERIFY_ROUNDING(from_bits(s | (e << 23) | m));
     }
 
     // A stride through all 2^32 patterns (every exponent, sign and NaN class), then random bits.
     void rounding_matches_core_over_a_sweep_and_random_floats() {
-        for (uint64_t b = 0; b <= 0xffffffffull; b += 251) VERIFY_ROUNDING(from_bits(static_cast<uint32_t>(b)));
+        for (uint64_t b = 0; b <= 0xffffffffull; b += 251)
+            VERIFY_ROUNDING(from_bits(static_cast<uint32_t>(b)));
         Rng rng(20240611);
         for (int i = 0; i < 4'000'000; ++i) {
             const auto b = static_cast<uint32_t>(rng.next_u64());
             VERIFY_ROUNDING(from_bits(b));
             // Same mantissa bits in the subnormal and overflow ranges of FP16.
-            VERIFY_ROUNDING(from_bits((b & 0x807fffffu) | (static_cast<uint32_t>(100 + (b >> 23) % 20) << 23)));
+            VERIFY_ROUNDING(
+                from_bits((b & 0x807fffffu) | (static_cast<uint32_t>(100 + (b >> 23) % 20) << 23)));
             VERIFY_ROUNDING(from_bits((b & 0x807fffffu) | (142u << 23)));  // [32768, 65536)
         }
     }
@@ -186,16 +213,23 @@ private slots:
             for (size_t i = 0; i < x.size(); ++i) {
                 const float mine_y = activation_forward_value(kind, slope, x[i]);
                 const float mine_dx = activation_backward_value(kind, slope, x[i], y[i], dy[i]);
-                QVERIFY2(same_value(mine_y, y[i]), qPrintable(QString("activation %1 forward of %2: %3, cpu %4")
-                                                                  .arg(int(kind)).arg(double(x[i]), 0, 'g', 9)
-                                                                  .arg(double(mine_y), 0, 'g', 9).arg(double(y[i]), 0, 'g', 9)));
-                QVERIFY2(same_value(mine_dx, dx[i]), qPrintable(QString("activation %1 backward at %2: %3, cpu %4")
-                                                                    .arg(int(kind)).arg(double(x[i]), 0, 'g', 9)
-                                                                    .arg(double(mine_dx), 0, 'g', 9).arg(double(dx[i]), 0, 'g', 9)));
+                QVERIFY2(same_value(mine_y, y[i]),
+                         qPrintable(QString("activation %1 forward of %2: %3, cpu %4")
+                                        .arg(int(kind))
+                                        .arg(double(x[i]), 0, 'g', 9)
+                                        .arg(double(mine_y), 0, 'g', 9)
+                                        .arg(double(y[i]), 0, 'g', 9)));
+                QVERIFY2(same_value(mine_dx, dx[i]),
+                         qPrintable(QString("activation %1 backward at %2: %3, cpu %4")
+                                        .arg(int(kind))
+                                        .arg(double(x[i]), 0, 'g', 9)
+                                        .arg(double(mine_dx), 0, 'g', 9)
+                                        .arg(double(dx[i]), 0, 'g', 9)));
             }
         }
         // ReLU sends NaN to 0, as the CPU does (x > 0 is false for NaN).
-        QCOMPARE(activation_forward_value(Activation::ReLU, 0, std::numeric_limits<float>::quiet_NaN()), 0.0f);
+        QCOMPARE(activation_forward_value(Activation::ReLU, 0, std::numeric_limits<float>::quiet_NaN()),
+                 0.0f);
     }
 
     // The batchnorm steps after the sums, driven in the CPU's summation order, reproduce
@@ -212,8 +246,8 @@ private slots:
         std::vector<float> rm(c, 0.25f), rv(c, 2.0f), my_rm = rm, my_rv = rv;
         std::vector<float> y(total), mean(c), invstd(c), dx(total), dgamma(c), dbeta(c);
         const float momentum = 0.1f, eps = 1e-5f;
-        cpu->batchnorm_forward(x.data(), y.data(), gamma.data(), beta.data(), rm.data(), rv.data(), mean.data(),
-                               invstd.data(), n, c, hw, momentum, eps, true);
+        cpu->batchnorm_forward(x.data(), y.data(), gamma.data(), beta.data(), rm.data(), rv.data(),
+                               mean.data(), invstd.data(), n, c, hw, momentum, eps, true);
         cpu->batchnorm_backward(x.data(), dy.data(), gamma.data(), mean.data(), invstd.data(), dx.data(),
                                 dgamma.data(), dbeta.data(), n, c, hw);
         for (int64_t ch = 0; ch < c; ++ch) {
@@ -240,8 +274,8 @@ private slots:
                 }
             QCOMPARE(bits(float(sum_dy)), bits(dbeta[ch]));
             QCOMPARE(bits(float(sum_dy_xhat)), bits(dgamma[ch]));
-            const BatchnormBackwardChannel k =
-                batchnorm_backward_channel(gamma[ch], st.mean, st.invstd, sum_dy, sum_dy_xhat, double(n * hw));
+            const BatchnormBackwardChannel k = batchnorm_backward_channel(
+                gamma[ch], st.mean, st.invstd, sum_dy, sum_dy_xhat, double(n * hw));
             for (int64_t s = 0; s < n; ++s)
                 for (int64_t i = 0; i < hw; ++i) {
                     const int64_t e = (s * c + ch) * hw + i;
@@ -254,7 +288,8 @@ private slots:
                                unused.data(), unused.data(), n, c, hw, momentum, eps, false);
         for (int64_t e = 0; e < total; ++e) {
             const int64_t ch = (e / hw) % c;
-            const BatchnormAffine a = batchnorm_affine(gamma[ch], beta[ch], batchnorm_inference_stats(rm[ch], rv[ch], eps));
+            const BatchnormAffine a =
+                batchnorm_affine(gamma[ch], beta[ch], batchnorm_inference_stats(rm[ch], rv[ch], eps));
             QCOMPARE(bits(batchnorm_apply(x[e], a)), bits(y_eval[e]));
         }
     }
@@ -271,7 +306,8 @@ private slots:
         for (int64_t r = 0; r < n; ++r) labels[r] = float(rng.below(k));
         for (int64_t r = 0; r < 8; ++r) logits[r * k + int64_t(labels[r])] = 30.0f;  // some correct rows
         const float scale = 1024.0f;
-        const auto result = cpu->softmax_cross_entropy(logits.data(), labels.data(), dlogits.data(), n, k, scale);
+        const auto result =
+            cpu->softmax_cross_entropy(logits.data(), labels.data(), dlogits.data(), n, k, scale);
         double loss = 0;
         int64_t correct = 0;
         const float g = scale / float(n);
@@ -288,7 +324,8 @@ private slots:
             loss += cross_entropy_row_loss(log_sum, zmax, z[label]);
             correct += arg == label;
             for (int64_t j = 0; j < k; ++j)
-                QCOMPARE(bits(cross_entropy_grad(z[j], zmax, log_sum, g, j == label)), bits(dlogits[r * k + j]));
+                QCOMPARE(bits(cross_entropy_grad(z[j], zmax, log_sum, g, j == label)),
+                         bits(dlogits[r * k + j]));
         }
         QCOMPARE(loss / double(n), result.loss);
         QCOMPARE(correct, result.correct);
@@ -296,7 +333,8 @@ private slots:
 
         // Argmax merging over rows with ties, NaNs and -inf, split into strided parts as warp
         // lanes see them and merged in a butterfly order.
-        const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+        const float nan = std::numeric_limits<float>::quiet_NaN(),
+                    inf = std::numeric_limits<float>::infinity();
         for (int trial = 0; trial < 20000; ++trial) {
             const int64_t len = 1 + int64_t(rng.below(80));
             std::vector<float> row(len);
@@ -314,7 +352,8 @@ private slots:
                 lane_value[lane] = 0.0f;
                 lane_index[lane] = -1;
                 for (int64_t j = lane; j < len; j += 32)
-                    if (lane_index[lane] < 0 || argmax_takes(row[j], lane_value[lane])) lane_value[lane] = row[j], lane_index[lane] = j;
+                    if (lane_index[lane] < 0 || argmax_takes(row[j], lane_value[lane]))
+                        lane_value[lane] = row[j], lane_index[lane] = j;
             }
             for (int offset = 16; offset > 0; offset >>= 1) {
                 float nv[32];
@@ -340,10 +379,12 @@ private slots:
         Rng rng(9);
         std::vector<float> x;
         for (int i = 0; i < 1'000'000; ++i) x.push_back(from_bits(static_cast<uint32_t>(rng.next_u64())));
-        for (int i = 0; i < 200'000; ++i) x.push_back(rng.normal() * std::ldexp(1.0f, int(rng.below(60)) - 40));
+        for (int i = 0; i < 200'000; ++i)
+            x.push_back(rng.normal() * std::ldexp(1.0f, int(rng.below(60)) - 40));
         for (int f = 0; f < int(kFormatCount); ++f) {
             const float m = format_info(Format(f)).max_finite;
-            for (float v : {m, std::nextafter(m, 0.0f), std::nextafter(m, INFINITY), -std::nextafter(m, INFINITY)})
+            for (float v :
+                 {m, std::nextafter(m, 0.0f), std::nextafter(m, INFINITY), -std::nextafter(m, INFINITY)})
                 x.push_back(v);
         }
         for (float v : {0.0f, -0.0f, 1e-45f, -1e-45f, 0x1p-126f, 0x1.fffffcp-127f, INFINITY, -INFINITY, NAN})
@@ -354,14 +395,17 @@ private slots:
         for (float v : x) {
             const int slot = histogram_slot(v);
             QVERIFY(slot >= 0 && slot < kHistogramSlotCount);
-            if (slot == kHistogramZeroSlot) ++mine.zeros;
-            else if (slot == kHistogramNonFiniteSlot) ++mine.non_finite;
+            if (slot == kHistogramZeroSlot)
+                ++mine.zeros;
+            else if (slot == kHistogramNonFiniteSlot)
+                ++mine.non_finite;
             else {
                 // The bin is floor(log2|x|) + 149.
                 QCOMPARE(slot, std::ilogb(v) - kHistogramMinExponent);
                 ++mine.bins[size_t(slot)];
             }
-            for (int f = 0; f < int(kFormatCount); ++f) mine.above_max[size_t(f)] += histogram_above_max(v, f);
+            for (int f = 0; f < int(kFormatCount); ++f)
+                mine.above_max[size_t(f)] += histogram_above_max(v, f);
             max_bits = std::max(max_bits, histogram_max_abs_bits(v));
         }
         mine.max_abs = from_bits(max_bits);
@@ -387,13 +431,15 @@ private slots:
             }
             // Binomial standard deviation at n = 1e6 is at most 5e-4: six of them.
             const double rate = double(kept) / double(n);
-            QVERIFY2(std::fabs(rate - (1.0 - p)) < 3e-3, qPrintable(QString("p %1 keeps %2").arg(p).arg(rate)));
+            QVERIFY2(std::fabs(rate - (1.0 - p)) < 3e-3,
+                     qPrintable(QString("p %1 keeps %2").arg(p).arg(rate)));
         }
         // Consecutive steps, other seeds: masks agree only as often as independent draws would.
         const float p = 0.5f;
         auto agreement = [&](uint64_t key_a, uint64_t key_b) {
             int64_t same = 0;
-            for (int64_t i = 0; i < n; ++i) same += dropout_mask_value(p, key_a, i) == dropout_mask_value(p, key_b, i);
+            for (int64_t i = 0; i < n; ++i)
+                same += dropout_mask_value(p, key_a, i) == dropout_mask_value(p, key_b, i);
             return double(same) / double(n);
         };
         for (int64_t step = 1; step < 6; ++step) {

@@ -89,8 +89,8 @@ std::vector<NamedScalerConfig> scaler_configs() {
         c.min_scale = 1e20;
         c.max_scale = flt_max;
         c.grow_only_if_finite = only_finite;
-        out.push_back({std::string("up to FLT_MAX, grow_only_if_finite ") + (only_finite ? "on" : "off"), c, true,
-                       true});
+        out.push_back({std::string("up to FLT_MAX, grow_only_if_finite ") + (only_finite ? "on" : "off"), c,
+                       true, true});
     }
     // Down to the smallest subnormal scale (PyTorch's clamps).
     {
@@ -131,15 +131,15 @@ private:
 
 // Formats its message only on a mismatch (QVERIFY2 formats it on every check, which over
 // millions of comparisons costs more than the comparisons).
-#define COMPARE_FIELD(device, host, what)                                                                  \
-    do {                                                                                                   \
-        if (!((device) == (host)))                                                                         \
-            QFAIL(qPrintable(QString("%1, step %2: %3 is %4 on the device rule, %5 in LossScaler")          \
-                                 .arg(QString::fromStdString(name))                                        \
-                                 .arg(step)                                                                \
-                                 .arg(what)                                                                \
-                                 .arg(double(device), 0, 'g', 17)                                          \
-                                 .arg(double(host), 0, 'g', 17)));                                         \
+#define COMPARE_FIELD(device, host, what)                                                          \
+    do {                                                                                           \
+        if (!((device) == (host)))                                                                 \
+            QFAIL(qPrintable(QString("%1, step %2: %3 is %4 on the device rule, %5 in LossScaler") \
+                                 .arg(QString::fromStdString(name))                                \
+                                 .arg(step)                                                        \
+                                 .arg(what)                                                        \
+                                 .arg(double(device), 0, 'g', 17)                                  \
+                                 .arg(double(host), 0, 'g', 17)));                                 \
     } while (0)
 
 struct OptimizerCase {
@@ -260,8 +260,8 @@ void TestStepMath::scaler_rule_matches_loss_scaler() {
             COMPARE_FIELD(s.overflow_count, scaler.overflow_count(), "overflow_count");
             saw_min |= scaler.at_min();
             // At the top: at max_scale, or growth refused because the grown scale is not finite.
-            saw_max |= scaler.at_max() ||
-                       !std::isfinite(static_cast<float>(static_cast<double>(scaler.scale()) * config.growth_factor));
+            saw_max |= scaler.at_max() || !std::isfinite(static_cast<float>(
+                                              static_cast<double>(scaler.scale()) * config.growth_factor));
             saw_skip |= !applied;
             saw_apply |= applied;
             lowest = std::min(lowest, s.scale);
@@ -271,7 +271,8 @@ void TestStepMath::scaler_rule_matches_loss_scaler() {
         QVERIFY2(saw_skip && saw_apply, name.c_str());
         if (expect_min) QVERIFY2(saw_min, (name + ": the scale never reached min_scale").c_str());
         if (expect_max) QVERIFY2(saw_max, (name + ": the scale never reached the top").c_str());
-        if (config.mode == ScalerMode::Dynamic) QVERIFY2(lowest < highest, (name + ": the scale never moved").c_str());
+        if (config.mode == ScalerMode::Dynamic)
+            QVERIFY2(lowest < highest, (name + ": the scale never moved").c_str());
     }
 }
 
@@ -329,7 +330,9 @@ void TestStepMath::optimizer_rule_matches_optimizer() {
             // Gradients across magnitudes, some exactly zero; a rate that changes every step.
             for (auto& p : params)
                 for (int64_t i = 0; i < p.grad.numel(); ++i)
-                    p.grad[i] = rng.below(17) == 0 ? 0.0f : rng.normal() * std::ldexp(1.0f, static_cast<int>(rng.below(20)) - 10);
+                    p.grad[i] = rng.below(17) == 0
+                                    ? 0.0f
+                                    : rng.normal() * std::ldexp(1.0f, static_cast<int>(rng.below(20)) - 10);
             const float lr = 0.01f * static_cast<float>(step) + 1e-3f * rng.uniform();
             optimizer->step(list, lr);
             const cuda::OptimizerStepScalars scalars = cuda::optimizer_step_scalars(k, lr, step, step == 1);
@@ -339,17 +342,20 @@ void TestStepMath::optimizer_rule_matches_optimizer() {
                     const float g = params[p].grad[i];
                     // The last parameter takes the per-call overload: both forms must agree.
                     if (p + 1 == params.size())
-                        cuda::optimizer_rule(k, lr, step, step == 1, params[p].weight_decay, g, w[p][e], a[p][e], b[p][e]);
+                        cuda::optimizer_rule(k, lr, step, step == 1, params[p].weight_decay, g, w[p][e],
+                                             a[p][e], b[p][e]);
                     else
-                        cuda::optimizer_rule(k, scalars, params[p].weight_decay, g, w[p][e], a[p][e], b[p][e]);
+                        cuda::optimizer_rule(k, scalars, params[p].weight_decay, g, w[p][e], a[p][e],
+                                             b[p][e]);
                     if (bits(w[p][e]) != bits(params[p].value[i]))
-                        QFAIL(qPrintable(QString("%1, step %2, parameter %3[%4]: %5 by the device rule, %6 by Optimizer")
-                                            .arg(QString::fromStdString(name))
-                                            .arg(step)
-                                            .arg(p)
-                                            .arg(i)
-                                            .arg(double(w[p][e]), 0, 'g', 10)
-                                            .arg(double(params[p].value[i]), 0, 'g', 10)));
+                        QFAIL(qPrintable(
+                            QString("%1, step %2, parameter %3[%4]: %5 by the device rule, %6 by Optimizer")
+                                .arg(QString::fromStdString(name))
+                                .arg(step)
+                                .arg(p)
+                                .arg(i)
+                                .arg(double(w[p][e]), 0, 'g', 10)
+                                .arg(double(params[p].value[i]), 0, 'g', 10)));
                 }
             }
         }

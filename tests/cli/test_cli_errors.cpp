@@ -41,12 +41,12 @@ std::size_t run_count(const std::string& path) {
     return mpwb::RunStore(path, ro).list_runs().size();
 }
 
-#define EXPECT_FAILS_WITH(result, needle)                                                          \
-    do {                                                                                           \
-        const Result& r_ = (result);                                                               \
-        QVERIFY2(r_.finished, "did not finish");                                                   \
-        QVERIFY2(r_.exit_code != 0, r_.out.constData());                                           \
-        QVERIFY2(r_.err.contains(QByteArray(needle)), r_.err.constData());                         \
+#define EXPECT_FAILS_WITH(result, needle)                                  \
+    do {                                                                   \
+        const Result& r_ = (result);                                       \
+        QVERIFY2(r_.finished, "did not finish");                           \
+        QVERIFY2(r_.exit_code != 0, r_.out.constData());                   \
+        QVERIFY2(r_.err.contains(QByteArray(needle)), r_.err.constData()); \
     } while (0)
 
 }  // namespace
@@ -64,12 +64,13 @@ private slots:
         make_store(db.toStdString(), 2);
         QFile::link(db, p("export_link.mpwb"));
         for (const QString& out : {db, p("export_link.mpwb"), p("./export.sqlite")}) {
-            EXPECT_FAILS_WITH(cli({"runs", "export", "1", "--force", "--out", out, "--db", db}), "it is the run database");
+            EXPECT_FAILS_WITH(cli({"runs", "export", "1", "--force", "--out", out, "--db", db}),
+                              "it is the run database");
             QCOMPARE(run_count(db.toStdString()), std::size_t(2));
         }
         // train --save-network onto the database it records into: refused before training.
-        EXPECT_FAILS_WITH(cli({"train", "--preset", "spiral-mlp", "--max-steps", "2", "--backend", "cpu", "--quiet",
-                               "--db", db, "--save-network", p("export_link.mpwb")}),
+        EXPECT_FAILS_WITH(cli({"train", "--preset", "spiral-mlp", "--max-steps", "2", "--backend", "cpu",
+                               "--quiet", "--db", db, "--save-network", p("export_link.mpwb")}),
                           "it is the run database");
         QCOMPARE(run_count(db.toStdString()), std::size_t(2));
     }
@@ -111,7 +112,8 @@ private slots:
         QVERIFY(testsupport::damage_page_of(db.toStdString(), "sqlite_autoindex_tags_1") > 0 ||
                 testsupport::damage_page_of(db.toStdString(), "tags") > 0);
         const auto before = testsupport::file_bytes(db.toStdString());
-        EXPECT_FAILS_WITH(cli({"runs", "tag", "1", "new", "--db", db}), QString("database %1 is corrupt").arg(db).toUtf8());
+        EXPECT_FAILS_WITH(cli({"runs", "tag", "1", "new", "--db", db}),
+                          QString("database %1 is corrupt").arg(db).toUtf8());
         QCOMPARE(testsupport::file_bytes(db.toStdString()), before);
         const Result exp = cli({"runs", "export", "1", "--out", p("from_corrupt.mpwb"), "--db", db});
         EXPECT_FAILS_WITH(exp, QString("database %1 is corrupt").arg(db).toUtf8());
@@ -131,8 +133,10 @@ private slots:
         fs::permissions(folder.toStdString(), fs::perms(0555));
         Result r;
         if (geteuid() == 0) {
-            if (QStandardPaths::findExecutable("setpriv").isEmpty()) QSKIP("running as root without setpriv: cannot drop to a user the folder's mode binds");
-            r = run_program("setpriv", {"--reuid=65534", "--regid=65534", "--clear-groups", kCli, "runs", "list", "--db", db});
+            if (QStandardPaths::findExecutable("setpriv").isEmpty())
+                QSKIP("running as root without setpriv: cannot drop to a user the folder's mode binds");
+            r = run_program("setpriv", {"--reuid=65534", "--regid=65534", "--clear-groups", kCli, "runs",
+                                        "list", "--db", db});
         } else {
             r = cli({"runs", "list", "--db", db});
         }
@@ -148,18 +152,21 @@ private slots:
         make_store(src.toStdString(), 2);
         const QString mnt = p("full_mnt");
         QDir().mkpath(mnt);
-        const QString script = QString(
-            "mount -t tmpfs -o size=512k tmpfs '%1' || exit 77; "
-            "cp '%2' '%1/db.sqlite'; dd if=/dev/zero of='%1/fill' bs=4k >/dev/null 2>&1; "
-            "'%3' runs list --db '%1/db.sqlite'; echo \"list=$?\"; "
-            "'%3' runs tag 1 x --db '%1/db.sqlite'; echo \"tag=$?\"").arg(mnt, src, kCli);
+        const QString script =
+            QString(
+                "mount -t tmpfs -o size=512k tmpfs '%1' || exit 77; "
+                "cp '%2' '%1/db.sqlite'; dd if=/dev/zero of='%1/fill' bs=4k >/dev/null 2>&1; "
+                "'%3' runs list --db '%1/db.sqlite'; echo \"list=$?\"; "
+                "'%3' runs tag 1 x --db '%1/db.sqlite'; echo \"tag=$?\"")
+                .arg(mnt, src, kCli);
         const Result r = run_program("unshare", {"-m", "sh", "-c", script});
         if (r.exit_code == 77 || r.exit_code < 0 || (r.exit_code != 0 && !r.out.contains("list=")))
             QSKIP("cannot mount a small tmpfs in a private mount namespace here (needs root)");
         QVERIFY2(r.out.contains("list=0"), (r.out + r.err).constData());
         QVERIFY2(r.out.contains("2 runs in"), (r.out + r.err).constData());
         QVERIFY2(r.out.contains("tag=1"), (r.out + r.err).constData());
-        QVERIFY2(r.err.contains("the disk holding " + mnt.toUtf8() + "/db.sqlite is full"), r.err.constData());
+        QVERIFY2(r.err.contains("the disk holding " + mnt.toUtf8() + "/db.sqlite is full"),
+                 r.err.constData());
     }
 
     // 3.10: numbers out of range, and integers beyond int64, are refused naming the option;
@@ -167,21 +174,34 @@ private slots:
     void numericOptionsChecked() {
         const QString db = p("numbers.sqlite");
         const QList<QStringList> cases = {
-            {"--epochs", "-5"},        {"--epochs", "0"},         {"--max-steps", "-1"},
-            {"--max-steps", "99999999999999999999"}, {"--batch", "0"}, {"--seed", "-1"},
-            {"--seed", "99999999999999999999"}, {"--threads", "-2"}, {"--samples", "0"},
-            {"--noise", "2"},          {"--test-ratio", "1.5"},   {"--eval-every", "-3"},
-            {"--stats-every", "-1"},   {"--warmup", "-1"},        {"--epochs", "010x"},
+            {"--epochs", "-5"},
+            {"--epochs", "0"},
+            {"--max-steps", "-1"},
+            {"--max-steps", "99999999999999999999"},
+            {"--batch", "0"},
+            {"--seed", "-1"},
+            {"--seed", "99999999999999999999"},
+            {"--threads", "-2"},
+            {"--samples", "0"},
+            {"--noise", "2"},
+            {"--test-ratio", "1.5"},
+            {"--eval-every", "-3"},
+            {"--stats-every", "-1"},
+            {"--warmup", "-1"},
+            {"--epochs", "010x"},
         };
         for (const auto& c : cases) {
-            const Result r = cli(QStringList{"train", "--preset", "spiral-mlp", "--backend", "cpu", "--quiet", "--db", db} + c);
+            const Result r = cli(
+                QStringList{"train", "--preset", "spiral-mlp", "--backend", "cpu", "--quiet", "--db", db} +
+                c);
             EXPECT_FAILS_WITH(r, c[0].toUtf8());
             QVERIFY2(!QFile::exists(db), qPrintable(c.join(' ') + " trained"));
         }
         const QString store = p("numbers_store.sqlite");
         make_store(store.toStdString(), 1);
         EXPECT_FAILS_WITH(cli({"runs", "list", "--limit", "-1", "--db", store}), "--limit");
-        EXPECT_FAILS_WITH(cli({"runs", "show", "99999999999999999999", "--db", store}), "99999999999999999999");
+        EXPECT_FAILS_WITH(cli({"runs", "show", "99999999999999999999", "--db", store}),
+                          "99999999999999999999");
     }
 
 #ifdef MPWB_TEST_GUI
@@ -191,13 +211,20 @@ private slots:
         testsupport::write_bytes(corrupt.toStdString(), std::vector<char>(8192, 'x'));
         const QString good = p("gui_good.sqlite");
         make_store(good.toStdString(), 1);
-        EXPECT_FAILS_WITH(run_program(kGui, {"--db", corrupt, "--default-layout", "--quit-after", "30"}), "corrupt");
-        EXPECT_FAILS_WITH(run_program(kGui, {"--db", good, "--default-layout", "--preset", "no-such-preset", "--quit-when-done"}),
+        EXPECT_FAILS_WITH(run_program(kGui, {"--db", corrupt, "--default-layout", "--quit-after", "30"}),
+                          "corrupt");
+        EXPECT_FAILS_WITH(run_program(kGui, {"--db", good, "--default-layout", "--preset", "no-such-preset",
+                                             "--quit-when-done"}),
                           "no-such-preset");
-        EXPECT_FAILS_WITH(run_program(kGui, {"--db", good, "--default-layout", "--start", "bogus", "--quit-when-done"}), "--start");
+        EXPECT_FAILS_WITH(
+            run_program(kGui, {"--db", good, "--default-layout", "--start", "bogus", "--quit-when-done"}),
+            "--start");
         EXPECT_FAILS_WITH(run_program(kGui, {"--db", good, "--quit-after", "-1"}), "--quit-after");
-        EXPECT_FAILS_WITH(run_program(kGui, {"--db", good, "--epochs", "-5", "--quit-after", "30"}), "--epochs");
-        EXPECT_FAILS_WITH(run_program(kGui, {"--db", good, "--epochs", "99999999999999999999", "--quit-after", "30"}), "--epochs");
+        EXPECT_FAILS_WITH(run_program(kGui, {"--db", good, "--epochs", "-5", "--quit-after", "30"}),
+                          "--epochs");
+        EXPECT_FAILS_WITH(
+            run_program(kGui, {"--db", good, "--epochs", "99999999999999999999", "--quit-after", "30"}),
+            "--epochs");
         QCOMPARE(run_count(good.toStdString()), std::size_t(1));
     }
 

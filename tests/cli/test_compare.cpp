@@ -18,7 +18,9 @@ namespace {
 
 using CliResult = ProgramResult;
 
-CliResult run_cli(const QStringList& args) { return run_program(QStringLiteral(MPWB_BINARY_DIR "/app/cli/mpwb-cli"), args); }
+CliResult run_cli(const QStringList& args) {
+    return run_program(QStringLiteral(MPWB_BINARY_DIR "/app/cli/mpwb-cli"), args);
+}
 
 QJsonObject parse_object(const QByteArray& text) {
     QJsonParseError error;
@@ -38,8 +40,8 @@ private slots:
     void trainRecordsTheDecisionBoundary() {
         QTemporaryDir dir;
         const QString db = dir.filePath("runs.sqlite");
-        const auto r = run_cli({"train", "--preset", "spiral-mlp", "--epochs", "2", "--backend", "cpu", "--db", db,
-                                "--json", "--quiet"});
+        const auto r = run_cli({"train", "--preset", "spiral-mlp", "--epochs", "2", "--backend", "cpu",
+                                "--db", db, "--json", "--quiet"});
         QVERIFY2(r.exit_code == 0, r.err.constData());
         const QJsonObject out = parse_object(r.out);
         QVERIFY2(!out.isEmpty(), r.out.constData());
@@ -58,8 +60,8 @@ private slots:
     void compareRecordsEachRunsBoundary() {
         QTemporaryDir dir;
         const QString db = dir.filePath("runs.sqlite");
-        const auto r = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp32,bf16-mixed", "--epochs", "1",
-                                "--backend", "cpu", "--db", db, "--json", "--quiet"});
+        const auto r = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp32,bf16-mixed",
+                                "--epochs", "1", "--backend", "cpu", "--db", db, "--json", "--quiet"});
         QVERIFY2(r.exit_code == 0, r.err.constData());
         const QJsonArray runs = parse_object(r.out)["runs"].toArray();
         QCOMPARE(runs.size(), 2);
@@ -77,18 +79,20 @@ private slots:
 
     // A scale that moved is shown as a range, spelled as in every other view.
     void scaleRangeSpelledAsEverywhere() {
-        const auto r = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp16-mixed", "--init-scale",
-                                "16777216", "--epochs", "1", "--backend", "cpu", "--no-store", "--json", "--quiet"});
+        const auto r =
+            run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp16-mixed", "--init-scale",
+                     "16777216", "--epochs", "1", "--backend", "cpu", "--no-store", "--json", "--quiet"});
         QVERIFY2(r.exit_code == 0, r.err.constData());
         const QJsonObject row = parse_object(r.out)["table"].toArray()[0].toObject();
         QVERIFY2(row["min_scale"].toDouble() < 16777216.0, qPrintable(row["loss_scale_range"].toString()));
-        QVERIFY2(QRegularExpression("^2\\^\\d+ … 2\\^24$").match(row["loss_scale_range"].toString()).hasMatch(),
-                 qPrintable(row["loss_scale_range"].toString()));
+        QVERIFY2(
+            QRegularExpression("^2\\^\\d+ … 2\\^24$").match(row["loss_scale_range"].toString()).hasMatch(),
+            qPrintable(row["loss_scale_range"].toString()));
     }
 
     void compareFp32AndFp16Mixed() {
-        const auto r = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp32,fp16-mixed", "--epochs", "5",
-                                "--json", "--backend", "cpu"});
+        const auto r = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp32,fp16-mixed",
+                                "--epochs", "5", "--json", "--backend", "cpu"});
         QVERIFY2(r.finished, "compare did not finish");
         QVERIFY2(r.exit_code == 0, r.err.constData());
         const QJsonObject out = parse_object(r.out);
@@ -125,7 +129,8 @@ private slots:
         const double l0 = runs[0].toObject()["first_step_loss"].toDouble();
         const double l1 = runs[1].toObject()["first_step_loss"].toDouble();
         QVERIFY(std::isfinite(l0) && l0 > 0);
-        QVERIFY2(std::abs(l1 - l0) <= 1e-2 * l0, qPrintable(QString("first losses %1 vs %2").arg(l0).arg(l1)));
+        QVERIFY2(std::abs(l1 - l0) <= 1e-2 * l0,
+                 qPrintable(QString("first losses %1 vs %2").arg(l0).arg(l1)));
 
         // Speed-up is relative to the fp32 run.
         const double sps0 = runs[0].toObject()["summary"].toObject()["samples_per_second"].toDouble();
@@ -141,7 +146,9 @@ private slots:
         QCOMPARE(runs[1].toObject()["scaler"].toObject()["mode"].toString(), QString("dynamic"));
         const QJsonObject row1 = table[1].toObject();
         QVERIFY(row1["min_scale"].toDouble() <= 65536.0 && row1["max_scale"].toDouble() >= 65536.0);
-        QVERIFY(QRegularExpression("^2\\^-?\\d+( … 2\\^-?\\d+)?$").match(row1["loss_scale_range"].toString()).hasMatch());
+        QVERIFY(QRegularExpression("^2\\^-?\\d+( … 2\\^-?\\d+)?$")
+                    .match(row1["loss_scale_range"].toString())
+                    .hasMatch());
 
         // Statistics are on by default in compare, so the underflow column is a measured fraction.
         QCOMPARE(out["stats_every"].toInt(), 50);
@@ -153,8 +160,8 @@ private slots:
     }
 
     void samePrecisionTwiceGivesIdenticalRuns() {
-        const auto r = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp16-mixed,fp16-mixed", "--epochs",
-                                "3", "--json", "--backend", "cpu", "--quiet"});
+        const auto r = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp16-mixed,fp16-mixed",
+                                "--epochs", "3", "--json", "--backend", "cpu", "--quiet"});
         QVERIFY2(r.exit_code == 0, r.err.constData());
         const QJsonArray runs = parse_object(r.out)["runs"].toArray();
         QCOMPARE(runs.size(), 2);
@@ -164,24 +171,26 @@ private slots:
         const QJsonObject sa = a["summary"].toObject(), sb = b["summary"].toObject();
         for (const char* key : {"train_loss", "test_loss", "test_accuracy", "best_test_accuracy", "min_scale",
                                 "max_scale", "mean_activation_underflow"})
-            QVERIFY2(sa[key].toDouble() == sb[key].toDouble(),
-                     qPrintable(QString("%1: %2 vs %3").arg(key).arg(sa[key].toDouble()).arg(sb[key].toDouble())));
+            QVERIFY2(
+                sa[key].toDouble() == sb[key].toDouble(),
+                qPrintable(QString("%1: %2 vs %3").arg(key).arg(sa[key].toDouble()).arg(sb[key].toDouble())));
         QCOMPARE(sb["skipped_steps"].toInt(), sa["skipped_steps"].toInt());
     }
 
     void otherSeedOtherStartAndTable() {
         // The fingerprint is not a constant: another seed starts elsewhere. Also the human table.
-        const auto a = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp32,fp16-mixed@none", "--epochs",
-                                "1", "--seed", "7", "--backend", "cpu", "--quiet"});
+        const auto a = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp32,fp16-mixed@none",
+                                "--epochs", "1", "--seed", "7", "--backend", "cpu", "--quiet"});
         QVERIFY2(a.exit_code == 0, a.err.constData());
         const QString text = QString::fromUtf8(a.out);
-        QVERIFY2(text.contains("final acc") && text.contains("samples/s") && text.contains("underflow"), a.out.constData());
+        QVERIFY2(text.contains("final acc") && text.contains("samples/s") && text.contains("underflow"),
+                 a.out.constData());
         QVERIFY2(text.contains(QRegularExpression("\\nfp32 ")), a.out.constData());
         QVERIFY2(text.contains(QRegularExpression("\\nfp16-mixed@none .* off ")), a.out.constData());
-        const auto j7 = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp32", "--epochs", "1", "--seed",
-                                 "7", "--json", "--backend", "cpu", "--quiet"});
-        const auto j42 = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp32", "--epochs", "1", "--json",
-                                  "--backend", "cpu", "--quiet"});
+        const auto j7 = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp32", "--epochs", "1",
+                                 "--seed", "7", "--json", "--backend", "cpu", "--quiet"});
+        const auto j42 = run_cli({"compare", "--preset", "spiral-mlp", "--precisions", "fp32", "--epochs",
+                                  "1", "--json", "--backend", "cpu", "--quiet"});
         QVERIFY2(j7.exit_code == 0 && j42.exit_code == 0, (j7.err + j42.err).constData());
         const QString f7 = parse_object(j7.out)["initial_weights_fingerprint"].toString();
         const QString f42 = parse_object(j42.out)["initial_weights_fingerprint"].toString();
@@ -193,19 +202,25 @@ private slots:
     void badInputFailsWithClearMessage_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("mentions");
-        const QStringList train{"train", "--preset", "spiral-mlp", "--precision", "fp16-mixed", "--epochs", "1"};
-        QTest::newRow("unknown precision") << QStringList{"compare", "--preset", "spiral-mlp", "--precisions", "fp32,fp99"}
-                                           << "fp99";
+        const QStringList train{"train",      "--preset", "spiral-mlp", "--precision",
+                                "fp16-mixed", "--epochs", "1"};
+        QTest::newRow("unknown precision")
+            << QStringList{"compare", "--preset", "spiral-mlp", "--precisions", "fp32,fp99"} << "fp99";
         QTest::newRow("unknown scaler mode in --precisions")
-            << QStringList{"compare", "--preset", "spiral-mlp", "--precisions", "fp16-mixed@sometimes"} << "sometimes";
-        QTest::newRow("empty --precisions") << QStringList{"compare", "--preset", "spiral-mlp", "--precisions", ","}
-                                            << "--precisions";
-        QTest::newRow("negative init scale") << (train + QStringList{"--init-scale", "-1"}) << "initial_scale";
+            << QStringList{"compare", "--preset", "spiral-mlp", "--precisions", "fp16-mixed@sometimes"}
+            << "sometimes";
+        QTest::newRow("empty --precisions")
+            << QStringList{"compare", "--preset", "spiral-mlp", "--precisions", ","} << "--precisions";
+        QTest::newRow("negative init scale")
+            << (train + QStringList{"--init-scale", "-1"}) << "initial_scale";
         QTest::newRow("nan init scale") << (train + QStringList{"--init-scale", "nan"}) << "initial_scale";
         QTest::newRow("growth factor 1") << (train + QStringList{"--growth-factor", "1"}) << "growth_factor";
-        QTest::newRow("backoff factor 1.5") << (train + QStringList{"--backoff-factor", "1.5"}) << "backoff_factor";
-        QTest::newRow("growth interval 0") << (train + QStringList{"--growth-interval", "0"}) << "growth_interval";
-        QTest::newRow("min above max") << (train + QStringList{"--min-scale", "10", "--max-scale", "1"}) << "min_scale";
+        QTest::newRow("backoff factor 1.5")
+            << (train + QStringList{"--backoff-factor", "1.5"}) << "backoff_factor";
+        QTest::newRow("growth interval 0")
+            << (train + QStringList{"--growth-interval", "0"}) << "growth_interval";
+        QTest::newRow("min above max")
+            << (train + QStringList{"--min-scale", "10", "--max-scale", "1"}) << "min_scale";
         QTest::newRow("compare shares the scaler checks")
             << QStringList{"compare", "--preset", "spiral-mlp", "--growth-factor", "0.5"} << "growth_factor";
     }

@@ -26,13 +26,15 @@ private slots:
                  QStringLiteral("'1' is out of range: expected a number in [0.01, 0.99]"));
         QCOMPARE(QString::fromStdString(check(fraction, "x")),
                  QStringLiteral("'x' is not a finite number: expected one in [0.01, 0.99]"));
-        QCOMPARE(QString::fromStdString(fraction.get_description()), QStringLiteral("NUMBER in [0.01, 0.99]"));
+        QCOMPARE(QString::fromStdString(fraction.get_description()),
+                 QStringLiteral("NUMBER in [0.01, 0.99]"));
     }
 
     void realNumberOpenAndInfiniteBounds() {
         const CLI::Validator lr = mpwb::cli::real_number(0, 1e30, true);
         QVERIFY(check(lr, "1e30").empty());
-        QCOMPARE(QString::fromStdString(check(lr, "0")), QStringLiteral("'0' is out of range: expected a number in (0, 1e+30]"));
+        QCOMPARE(QString::fromStdString(check(lr, "0")),
+                 QStringLiteral("'0' is out of range: expected a number in (0, 1e+30]"));
         const CLI::Validator unbounded = mpwb::cli::real_number(-HUGE_VAL, HUGE_VAL, true, true);
         QCOMPARE(QString::fromStdString(check(unbounded, "nan")),
                  QStringLiteral("'nan' is not a finite number: expected one in (-infinity, infinity)"));

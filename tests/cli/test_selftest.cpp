@@ -23,7 +23,8 @@ Result run_selftest(const QString& backend, const QString& module_override = QSt
         p.setProcessEnvironment(env);
     }
     p.setProcessChannelMode(QProcess::MergedChannels);
-    p.start(QStringLiteral(MPWB_BINARY_DIR "/app/cli/mpwb-cli"), {QStringLiteral("selftest"), QStringLiteral("--backend"), backend});
+    p.start(QStringLiteral(MPWB_BINARY_DIR "/app/cli/mpwb-cli"),
+            {QStringLiteral("selftest"), QStringLiteral("--backend"), backend});
     const bool finished = p.waitForFinished(600000);
     Result r;
     r.out = QString::fromUtf8(p.readAll());
@@ -74,7 +75,8 @@ private slots:
         const Result r = run_selftest(QStringLiteral("cuda"), missing);
         QCOMPARE(r.exit_code, 77);
         QVERIFY2(r.out.startsWith(QStringLiteral("SKIP: ")), qPrintable(r.out));
-        QVERIFY2(r.out.contains(missing) || r.out.contains(QStringLiteral("built without")), qPrintable(r.out));
+        QVERIFY2(r.out.contains(missing) || r.out.contains(QStringLiteral("built without")),
+                 qPrintable(r.out));
     }
 
     void unknownBackendIsAnError() {

@@ -18,7 +18,9 @@ using namespace mpwb;
 
 namespace {
 
-std::string nested_arrays(int depth) { return std::string(size_t(depth), '[') + std::string(size_t(depth), ']'); }
+std::string nested_arrays(int depth) {
+    return std::string(size_t(depth), '[') + std::string(size_t(depth), ']');
+}
 
 QString parse_error(const std::string& text, const JsonLimits& limits = {}) {
     return error_text<JsonInputError>([&] { parse_json_text(text, "test input", limits); });
@@ -34,11 +36,12 @@ private slots:
         const auto ok = parse_json_text(nested_arrays(kJsonMaxDepth), "x");
         QVERIFY(ok.is_array());
         // One more level, and 100k levels (a crafted bundle): refused, naming source and limit.
-        VERIFY_MSG(parse_error(nested_arrays(kJsonMaxDepth + 1)), "test input", "nested deeper than 64 levels");
+        VERIFY_MSG(parse_error(nested_arrays(kJsonMaxDepth + 1)), "test input",
+                   "nested deeper than 64 levels");
         VERIFY_MSG(parse_error(nested_arrays(100000)), "test input", "nested deeper than 64 levels");
         // Objects count too; a smaller limit is honoured.
-        VERIFY_MSG(parse_error(R"({"a": {"b": {"c": 1}}})", JsonLimits{2, kJsonMaxBytes}), "deeper than 2 levels",
-                   "at a.b");
+        VERIFY_MSG(parse_error(R"({"a": {"b": {"c": 1}}})", JsonLimits{2, kJsonMaxBytes}),
+                   "deeper than 2 levels", "at a.b");
         QVERIFY(check_json_text_ok(R"({"a": {"b": 1}})", JsonLimits{2, kJsonMaxBytes}));
     }
 
@@ -57,14 +60,16 @@ private slots:
         VERIFY_MSG(msg, "test input", "name");
         // A type_error from reading a parsed value is named by with_json_source.
         const auto j = parse_json_text(R"({"name": 5})", "x");
-        msg = error_text<JsonInputError>([&] { with_json_source("preset p.json", [&] { return j.at("name").get<std::string>(); }); });
+        msg = error_text<JsonInputError>(
+            [&] { with_json_source("preset p.json", [&] { return j.at("name").get<std::string>(); }); });
         VERIFY_MSG(msg, "preset p.json", "type must be string");
         QVERIFY2(!msg.contains("json.exception"), qPrintable(msg));
     }
 
     void sizeLimit() {
         const std::string big(1000, ' ');
-        VERIFY_MSG(parse_error(big + "1", JsonLimits{kJsonMaxDepth, 500}), "test input", "1001 bytes", "500 bytes");
+        VERIFY_MSG(parse_error(big + "1", JsonLimits{kJsonMaxDepth, 500}), "test input", "1001 bytes",
+                   "500 bytes");
     }
 
     void files() {
@@ -85,7 +90,8 @@ private slots:
         // A normal file parses; a bad one names the file and the field.
         const std::string good = d + "/good.json";
         std::ofstream(good) << R"({"layers": [{"type": "ReLU"}]})";
-        QCOMPARE(read_json_file(good, "network file")["layers"][0]["type"].get<std::string>(), std::string("ReLU"));
+        QCOMPARE(read_json_file(good, "network file")["layers"][0]["type"].get<std::string>(),
+                 std::string("ReLU"));
         std::ofstream(good) << R"({"layers": [{"type": "Linear", "out": 1e400}]})";
         msg = error_text<JsonInputError>([&] { read_json_file(good, "network file"); });
         VERIFY_MSG(msg, "network file", "good.json", "layers[0].out");
@@ -108,7 +114,8 @@ private slots:
         QCOMPARE(untouched, std::string("kept"));
 
         auto message = [&](auto value_type, const char* key) {
-            return error_text<ConfigError>([&] { (void)setting_value<decltype(value_type)>(j.at(key), std::string("opt.") + key); });
+            return error_text<ConfigError>(
+                [&] { (void)setting_value<decltype(value_type)>(j.at(key), std::string("opt.") + key); });
         };
         VERIFY_MSG(message(int{}, "lr"), "setting 'opt.lr' must be an integer, got 0.5");
         VERIFY_MSG(message(bool{}, "epochs"), "'opt.epochs'", "true or false");
@@ -121,9 +128,12 @@ private slots:
         QCOMPARE(setting_value<double>(j.at("big"), "big"), 1e300);
 
         // Unknown keys are refused naming the object and the valid keys; non-objects too.
-        VERIFY_MSG(error_text<ConfigError>([&] { check_setting_keys(j, "optimizer", {"epochs", "lr"}); }),
+        VERIFY_MSG(error_text<ConfigError>([&] {
+                       check_setting_keys(j, "optimizer", {"epochs", "lr"});
+                   }),
                    "unknown setting '", "in optimizer", "valid settings: epochs, lr");
-        VERIFY_MSG(error_text<ConfigError>([&] { check_setting_keys(nlohmann::json::array(), "schedule", {"kind"}); }),
+        VERIFY_MSG(error_text<ConfigError>(
+                       [&] { check_setting_keys(nlohmann::json::array(), "schedule", {"kind"}); }),
                    "schedule must be a JSON object");
         // A long or non-UTF-8 value is shown cut, and showing it does not throw.
         const nlohmann::json long_bad = std::string(500, 'a') + "\xff";

@@ -10,7 +10,6 @@
 #include <thread>
 #include <vector>
 
-
 #include "core/common/parallel.h"
 
 using namespace mpwb;
@@ -27,7 +26,8 @@ private slots:
         for (int t : {1, 2, 3, 8})
             for (qint64 n : {1, 7, 100, 1000, 100003})
                 for (qint64 g : {1, 16, 4096})
-                    QTest::addRow("t%d n%lld g%lld", t, static_cast<long long>(n), static_cast<long long>(g)) << t << n << g;
+                    QTest::addRow("t%d n%lld g%lld", t, static_cast<long long>(n), static_cast<long long>(g))
+                        << t << n << g;
     }
     void coversEveryIndexOnce() {
         QFETCH(int, threads);
@@ -45,7 +45,10 @@ private slots:
         for (qint64 i = 0; i < n; ++i) QCOMPARE(hits[static_cast<size_t>(i)].load(), 1);
         // No chunk below the grain, unless the whole range is one chunk.
         if (ranges.size() > 1)
-            for (const auto& [b, e] : ranges) QVERIFY2(e - b >= grain, qPrintable(QStringLiteral("chunk [%1, %2) under grain %3").arg(b).arg(e).arg(grain)));
+            for (const auto& [b, e] : ranges)
+                QVERIFY2(
+                    e - b >= grain,
+                    qPrintable(QStringLiteral("chunk [%1, %2) under grain %3").arg(b).arg(e).arg(grain)));
         if (threads == 1 || n < grain) QCOMPARE(static_cast<int>(ranges.size()), 1);
     }
 
@@ -68,7 +71,8 @@ private slots:
             const auto me = std::this_thread::get_id();
             std::unique_lock lock(mu);
             if (me != caller && !slowed.exchange(true))
-                hold_timed_out = !others_done.wait_for(lock, std::chrono::seconds(60), [&] { return done == n - 1; });
+                hold_timed_out =
+                    !others_done.wait_for(lock, std::chrono::seconds(60), [&] { return done == n - 1; });
             chunks_by_thread[me] += static_cast<int>(e - b);
             if (++done == n - 1) others_done.notify_all();
         });
@@ -78,7 +82,9 @@ private slots:
         QVERIFY2(!hold_timed_out, "the other chunks waited for the held worker");
         // The worker was held in its first chunk; the caller did everything else.
         for (const auto& [id, count] : chunks_by_thread)
-            if (id != caller) QVERIFY2(count <= 1, qPrintable(QStringLiteral("the slowed worker ran %1 chunks").arg(count)));
+            if (id != caller)
+                QVERIFY2(count <= 1,
+                         qPrintable(QStringLiteral("the slowed worker ran %1 chunks").arg(count)));
     }
 
     void manyJobsBackToBack() {

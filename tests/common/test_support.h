@@ -24,20 +24,20 @@ QString error_text(F f) {
 }  // namespace mpwb::test
 
 // Every needle must appear in msg.
-#define VERIFY_MSG(msg, ...)                                                     \
-    do {                                                                         \
-        const QString m_ = (msg);                                                \
-        for (const char* needle : {__VA_ARGS__})                                 \
-            QVERIFY2(m_.contains(QString::fromUtf8(needle)),                     \
-                     qPrintable(QString("'%1' lacks '%2'").arg(m_, needle)));    \
+#define VERIFY_MSG(msg, ...)                                                  \
+    do {                                                                      \
+        const QString m_ = (msg);                                             \
+        for (const char* needle : {__VA_ARGS__})                              \
+            QVERIFY2(m_.contains(QString::fromUtf8(needle)),                  \
+                     qPrintable(QString("'%1' lacks '%2'").arg(m_, needle))); \
     } while (0)
 
 // The exact float, bit for bit but for the sign of zero.
-#define EXPECT_EXACT(actual, expected)                                              \
-    do {                                                                            \
-        const float a_ = (actual), e_ = (expected);                                 \
-        QVERIFY2(a_ == e_, qPrintable(QString("%1 is %2, expected %3")              \
-                                          .arg(#actual)                             \
-                                          .arg(double(a_), 0, 'g', 10)              \
-                                          .arg(double(e_), 0, 'g', 10)));           \
+#define EXPECT_EXACT(actual, expected)                                    \
+    do {                                                                  \
+        const float a_ = (actual), e_ = (expected);                       \
+        QVERIFY2(a_ == e_, qPrintable(QString("%1 is %2, expected %3")    \
+                                          .arg(#actual)                   \
+                                          .arg(double(a_), 0, 'g', 10)    \
+                                          .arg(double(e_), 0, 'g', 10))); \
     } while (0)

@@ -111,7 +111,8 @@ private slots:
         const std::string path = write(tmp, "pm.csv", "1,2,-1\n3,4,1\n5,6,-1\n7,8,1\n");
         const Dataset ds = load_csv_dataset(path);  // no header: first row is numeric
         QCOMPARE(ds.class_names, (std::vector<std::string>{"-1", "1"}));
-        const std::map<std::vector<float>, float> expect = {{{1, 2}, 0}, {{3, 4}, 1}, {{5, 6}, 0}, {{7, 8}, 1}};
+        const std::map<std::vector<float>, float> expect = {
+            {{1, 2}, 0}, {{3, 4}, 1}, {{5, 6}, 0}, {{7, 8}, 1}};
         QVERIFY(pairs(ds) == expect);
 
         const std::string p2 = write(tmp, "123.csv", "a,b\n0.1,3\n0.2,1\n0.3,2\n0.4,10\n");
@@ -140,20 +141,24 @@ private slots:
         QVERIFY(pairs(ds) == expect);
 
         const std::string bad = write(tmp, "regnan.csv", "a,y\n1,2\n3,nan\n");
-        const QString msg = error_text<DataError>([&] { load_csv_dataset(bad, opt = CsvOptions{.regression = true}); });
+        const QString msg =
+            error_text<DataError>([&] { load_csv_dataset(bad, opt = CsvOptions{.regression = true}); });
         VERIFY_MSG(msg, "line 3", "column 2", "'y'", "NaN");
     }
 
     void errors_name_line_and_column() {
         QTemporaryDir tmp;
         QString msg;
-        msg = error_text<DataError>([&] { load_csv_dataset(write(tmp, "r.csv", "a,b,c\n1,2,0\n3,4,1\n5,6\n")); });
+        msg = error_text<DataError>(
+            [&] { load_csv_dataset(write(tmp, "r.csv", "a,b,c\n1,2,0\n3,4,1\n5,6\n")); });
         VERIFY_MSG(msg, "r.csv", "line 4", "ragged", "2 cells", "expected 3");
 
-        msg = error_text<DataError>([&] { load_csv_dataset(write(tmp, "n.csv", "a,b,c\n1,2,0\n3,abc,1\n")); });
+        msg =
+            error_text<DataError>([&] { load_csv_dataset(write(tmp, "n.csv", "a,b,c\n1,2,0\n3,abc,1\n")); });
         VERIFY_MSG(msg, "n.csv", "line 3", "column 2", "('b')", "'abc' is not a number");
 
-        msg = error_text<DataError>([&] { load_csv_dataset(write(tmp, "nan.csv", "1,2,0\n3,4,1\nNaN,6,0\n")); });
+        msg = error_text<DataError>(
+            [&] { load_csv_dataset(write(tmp, "nan.csv", "1,2,0\n3,4,1\nNaN,6,0\n")); });
         VERIFY_MSG(msg, "line 3", "column 1", "NaN");
 
         msg = error_text<DataError>([&] { load_csv_dataset(write(tmp, "inf.csv", "1,2,0\n3,-inf,1\n")); });

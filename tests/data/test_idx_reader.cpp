@@ -59,7 +59,8 @@ void write_file(const std::string& path, const std::vector<uint8_t>& bytes, bool
 // Deterministic pixel pattern covering 0 and 255.
 std::vector<uint8_t> pattern(size_t n, int salt) {
     std::vector<uint8_t> p(n);
-    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>((i * 37 + static_cast<size_t>(salt) * 11) % 256);
+    for (size_t i = 0; i < n; ++i)
+        p[i] = static_cast<uint8_t>((i * 37 + static_cast<size_t>(salt) * 11) % 256);
     return p;
 }
 
@@ -87,7 +88,8 @@ void check_split(const Tensor& x, const Tensor& y, const std::vector<uint8_t>& p
     const auto n = static_cast<int64_t>(lb.size());
     QCOMPARE(x.shape(), (Shape{n, 1, rows, cols}));
     QCOMPARE(y.shape(), (Shape{n}));
-    for (size_t i = 0; i < px.size(); ++i) QCOMPARE(x[static_cast<int64_t>(i)], static_cast<float>(px[i]) / 255.0f);
+    for (size_t i = 0; i < px.size(); ++i)
+        QCOMPARE(x[static_cast<int64_t>(i)], static_cast<float>(px[i]) / 255.0f);
     for (size_t i = 0; i < lb.size(); ++i) QCOMPARE(y[static_cast<int64_t>(i)], static_cast<float>(lb[i]));
 }
 
@@ -293,8 +295,9 @@ private slots:
 
     void installed_fashion_mnist() {
         if (!std::filesystem::exists(kDebianFashionMnistDir))
-            QSKIP("Fashion-MNIST not installed at /usr/share/datasets/fashion-mnist "
-                  "(Debian package dataset-fashion-mnist)");
+            QSKIP(
+                "Fashion-MNIST not installed at /usr/share/datasets/fashion-mnist "
+                "(Debian package dataset-fashion-mnist)");
         QElapsedTimer timer;
         timer.start();
         const Dataset ds = load_idx_dataset(kDebianFashionMnistDir);

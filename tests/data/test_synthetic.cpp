@@ -80,7 +80,12 @@ private slots:
         bad([](SyntheticConfig& c) { c.test_ratio = 1.0; }, "test_ratio");
         bad([](SyntheticConfig& c) { c.samples = 3; }, "samples");
         bad([](SyntheticConfig& c) { c.classes = 1; }, "classes");
-        bad([](SyntheticConfig& c) { c.kind = SyntheticKind::Xor; c.classes = 3; }, "xor");
+        bad(
+            [](SyntheticConfig& c) {
+                c.kind = SyntheticKind::Xor;
+                c.classes = 3;
+            },
+            "xor");
         SyntheticConfig ok;
         ok.noise = 1.0f;
         make_synthetic(ok);  // the range ends are valid
@@ -139,8 +144,9 @@ private slots:
             c.noise = 0.1f;
             const auto counts = class_counts(make_synthetic(c));
             for (int64_t n : counts)
-                QVERIFY2(n > 850 && n < 1150, qPrintable(QString("%1: %2").arg(
-                                                  QString::fromStdString(synthetic_kind_name(k))).arg(n)));
+                QVERIFY2(
+                    n > 850 && n < 1150,
+                    qPrintable(QString("%1: %2").arg(QString::fromStdString(synthetic_kind_name(k))).arg(n)));
         }
         // Without noise the classes are exact halves (circles' labels depend on noise).
         SyntheticConfig c;
@@ -191,7 +197,9 @@ private slots:
         c.noise = 0.0f;
         QVERIFY(!same(noisy.train_x, make_synthetic(c).train_x));
         double max_x = 0;
-        for_each_point(noisy, [&](double x, double y, int) { max_x = std::max({max_x, std::fabs(x), std::fabs(y)}); });
+        for_each_point(noisy, [&](double x, double y, int) {
+            max_x = std::max({max_x, std::fabs(x), std::fabs(y)});
+        });
         QVERIFY(max_x <= 5.5 + 1e-4);
     }
 
@@ -202,8 +210,10 @@ private slots:
         c.kind = SyntheticKind::Circles;
         for_each_point(make_synthetic(c), [](double x, double y, int label) {
             const double r = std::hypot(x, y);
-            if (label == 1) QVERIFY(r <= 2.5 + 1e-4);
-            else QVERIFY(r >= 3.5 - 1e-4 && r <= 5.0 + 1e-4);
+            if (label == 1)
+                QVERIFY(r <= 2.5 + 1e-4);
+            else
+                QVERIFY(r >= 3.5 - 1e-4 && r <= 5.0 + 1e-4);
         });
         c.kind = SyntheticKind::Xor;
         for_each_point(make_synthetic(c), [](double x, double y, int label) {
@@ -216,8 +226,10 @@ private slots:
         double sum[2][2] = {}, sq[2][2] = {};
         int64_t n[2] = {};
         for_each_point(make_synthetic(c), [&](double x, double y, int label) {
-            sum[label][0] += x; sum[label][1] += y;
-            sq[label][0] += x * x; sq[label][1] += y * y;
+            sum[label][0] += x;
+            sum[label][1] += y;
+            sq[label][0] += x * x;
+            sq[label][1] += y * y;
             ++n[label];
         });
         for (int k = 0; k < 2; ++k)

@@ -47,7 +47,8 @@ private slots:
         QCPGraph* scale = board.scalePlot()->graph(key, SeriesPlot::Curve::Scale);
         QVERIFY(scale);
         double lowest = INFINITY;
-        for (auto it = scale->data()->constBegin(); it != scale->data()->constEnd(); ++it) lowest = std::min(lowest, it->value);
+        for (auto it = scale->data()->constBegin(); it != scale->data()->constEnd(); ++it)
+            lowest = std::min(lowest, it->value);
         QCOMPARE(lowest, 16384.0);
         QCOMPARE(board.scalePlot()->pointCount(key, SeriesPlot::Curve::Overflow), 1);
     }

@@ -111,7 +111,8 @@ private slots:
 
     void buildNetworkWithEditorButtons() {
         NetworkEditor* ed = w_->networkEditor();
-        ed->setNetworkJson({{"name", "built"}, {"loss", "cross_entropy"}, {"layers", nlohmann::json::array()}});
+        ed->setNetworkJson(
+            {{"name", "built"}, {"loss", "cross_entropy"}, {"layers", nlohmann::json::array()}});
         QCOMPARE(ed->layerCount(), 0);
         QVERIFY(!w_->trainAction()->isEnabled());  // an empty network cannot train
         auto* palette = ed->findChild<QListWidget*>("palette");
@@ -162,7 +163,8 @@ private slots:
         QCOMPARE(points(w_->plots()->scalePlot(), 0, SeriesPlot::Curve::Scale), 0);  // FP32 has no loss scale
         QCOMPARE(points(w_->plots()->accuracyPlot(), 0), kFirstHold);
         QCOMPARE(points(w_->plots()->throughputPlot(), 1), kFirstHold);
-        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->statsCount(1) > 0, kStateWaitMs);  // gradient statistics every 25 steps
+        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->statsCount(1) > 0,
+                                 kStateWaitMs);  // gradient statistics every 25 steps
         // The gradient views draw while their tab is shown (it stays shown: the next test sees
         // the heatmap grow).
         w_->plots()->showTab("Gradients");
@@ -198,12 +200,14 @@ private slots:
         interval->setValue(123);
         QVERIFY(apply->isEnabled());
         QTest::mouseClick(apply, Qt::LeftButton);
-        QVERIFY2(!w_->statusBar()->currentMessage().contains("refused"), qPrintable(w_->statusBar()->currentMessage()));
+        QVERIFY2(!w_->statusBar()->currentMessage().contains("refused"),
+                 qPrintable(w_->statusBar()->currentMessage()));
         // Resumed, the runs go on to the next hold, where Stop will find them still running.
         const int columns = w_->plots()->heatmapPlot()->columnCount();
         w_->controller()->hold_after_step(kSecondHold);
         click(w_->pauseAction());  // resume
-        QTRY_COMPARE_WITH_TIMEOUT(w_->controller()->state(), TrainingController::State::Running, kStateWaitMs);
+        QTRY_COMPARE_WITH_TIMEOUT(w_->controller()->state(), TrainingController::State::Running,
+                                  kStateWaitMs);
         // The live event list shows it once the trainer applied it.
         auto has_event = [&] {
             auto* t = w_->eventList();
@@ -331,7 +335,8 @@ private slots:
         std::vector<uint8_t> bad_magic = blob;
         bad_magic[0] = 'X';
         QVERIFY(refused(bad_magic, "bad magic"));
-        QVERIFY(refused(std::vector<uint8_t>(blob.begin(), blob.begin() + 20), "stored decision boundary is truncated"));
+        QVERIFY(refused(std::vector<uint8_t>(blob.begin(), blob.begin() + 20),
+                        "stored decision boundary is truncated"));
     }
 
     void chunkGateLetsOneRunAtATime() {
@@ -449,7 +454,8 @@ private slots:
         QStringList titles;
         for (QAction* a : view->actions()) titles << a->text();
         QCOMPARE(titles, QStringList({"Network", "Runs", "Events", "Precision", "Training", "Dataset"}));
-        for (const char* name : {"dockNetwork", "dockRuns", "dockEvents", "dockPrecision", "dockTraining", "dockDataset"})
+        for (const char* name :
+             {"dockNetwork", "dockRuns", "dockEvents", "dockPrecision", "dockTraining", "dockDataset"})
             QVERIFY2(w_->findChild<QDockWidget*>(name), name);
     }
 

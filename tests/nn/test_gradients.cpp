@@ -24,8 +24,8 @@ using ref::Vec;
 
 namespace {
 
-constexpr double kStep = 1e-5;       // central-difference step on the float64 forward
-constexpr double kGradTol = 2e-4;    // FP32 backward vs float64 differences
+constexpr double kStep = 1e-5;        // central-difference step on the float64 forward
+constexpr double kGradTol = 2e-4;     // FP32 backward vs float64 differences
 constexpr double kForwardTol = 2e-5;  // FP32 forward vs float64 forward
 
 enum class InputKind { Smooth, AwayFromZero, Distinct };
@@ -37,9 +37,11 @@ std::vector<float> make_input(Rng& rng, int64_t n, InputKind kind) {
         // pooling window has a near-tie for a step of 1e-5 to flip.
         std::vector<int64_t> order(static_cast<size_t>(n));
         std::iota(order.begin(), order.end(), 0);
-        for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(static_cast<uint64_t>(i + 1))]);
+        for (int64_t i = n - 1; i > 0; --i)
+            std::swap(order[i], order[rng.below(static_cast<uint64_t>(i + 1))]);
         for (int64_t i = 0; i < n; ++i)
-            x[i] = -2.0f + 4.0f * static_cast<float>(order[i]) / static_cast<float>(n) + rng.uniform(0.0f, 0.01f);
+            x[i] = -2.0f + 4.0f * static_cast<float>(order[i]) / static_cast<float>(n) +
+                   rng.uniform(0.0f, 0.01f);
         return x;
     }
     for (float& v : x) {
@@ -66,7 +68,8 @@ struct GradCompare {
 
 // floor: the magnitude below which a difference is FP32 rounding of sums that cancel (a bias
 // feeding BatchNorm has an exact gradient of 0 that FP32 gets as ~1e-8).
-GradCompare compare(const std::vector<double>& analytic, const std::vector<double>& numeric, double floor = 0) {
+GradCompare compare(const std::vector<double>& analytic, const std::vector<double>& numeric,
+                    double floor = 0) {
     double rms = 0;
     for (double v : numeric) rms += v * v;
     rms = std::sqrt(rms / std::max<size_t>(numeric.size(), 1)) + floor + 1e-12;
@@ -83,16 +86,16 @@ GradCompare compare(const std::vector<double>& analytic, const std::vector<doubl
     return c;
 }
 
-#define EXPECT_GRAD(what, analytic, numeric, ...)                                                             \
-    do {                                                                                                     \
-        const GradCompare c_ = compare((analytic), (numeric)__VA_OPT__(, ) __VA_ARGS__);                                            \
-        QVERIFY2(c_.worst <= kGradTol,                                                                       \
-                 qPrintable(QString("%1: element %2 analytic %3, finite difference %4 (relative error %5)")  \
-                                .arg(QString::fromStdString(what))                                           \
-                                .arg(c_.worst_index)                                                         \
-                                .arg(c_.worst_analytic, 0, 'g', 9)                                           \
-                                .arg(c_.worst_numeric, 0, 'g', 9)                                            \
-                                .arg(c_.worst)));                                                            \
+#define EXPECT_GRAD(what, analytic, numeric, ...)                                                           \
+    do {                                                                                                    \
+        const GradCompare c_ = compare((analytic), (numeric)__VA_OPT__(, ) __VA_ARGS__);                    \
+        QVERIFY2(c_.worst <= kGradTol,                                                                      \
+                 qPrintable(QString("%1: element %2 analytic %3, finite difference %4 (relative error %5)") \
+                                .arg(QString::fromStdString(what))                                          \
+                                .arg(c_.worst_index)                                                        \
+                                .arg(c_.worst_analytic, 0, 'g', 9)                                          \
+                                .arg(c_.worst_numeric, 0, 'g', 9)                                           \
+                                .arg(c_.worst)));                                                           \
     } while (0)
 
 // Indices to check: all of them for small tensors, an even spread for large ones.
@@ -150,7 +153,8 @@ class TestGradients : public QObject {
                 QVERIFY2(v == 0.0 || std::fabs(v - keep) < 1e-6, "dropout mask holds 0 or 1/(1-p)");
                 dropped += v == 0.0;
             }
-            QVERIFY2(dropped > 0 && dropped < static_cast<int64_t>(mask.size()), "mask drops some, keeps some");
+            QVERIFY2(dropped > 0 && dropped < static_cast<int64_t>(mask.size()),
+                     "mask drops some, keeps some");
         }
         Rng forward_rng = dropout_state;
         LayerContext ctx{*be_, Format::FP32, true, &forward_rng};
@@ -168,7 +172,8 @@ class TestGradients : public QObject {
             for (double v : yref) rms += v * v;
             rms = std::sqrt(rms / yref.size()) + 1e-30;
             for (size_t i = 0; i < yref.size(); ++i)
-                QVERIFY2(std::fabs(Y[static_cast<int64_t>(i)] - yref[i]) <= kForwardTol * (std::fabs(yref[i]) + rms),
+                QVERIFY2(std::fabs(Y[static_cast<int64_t>(i)] - yref[i]) <=
+                             kForwardTol * (std::fabs(yref[i]) + rms),
                          qPrintable(QString("%1 forward element %2: %3 vs float64 %4")
                                         .arg(QString::fromStdString(name))
                                         .arg(i)
@@ -238,13 +243,15 @@ class TestGradients : public QObject {
         LayerContext ctx{*be_, policy.gemm_operands, true, nullptr};
         const Tensor& out = net.forward(ctx, X, policy);
         Tensor dout(out.shape());
-        const auto lr = ce ? be_->softmax_cross_entropy(out.data(), labels_f.data(), dout.data(), batch, k, 1.0f)
-                           : be_->mse(out.data(), target.data(), dout.data(), batch, k, 1.0f);
+        const auto lr =
+            ce ? be_->softmax_cross_entropy(out.data(), labels_f.data(), dout.data(), batch, k, 1.0f)
+               : be_->mse(out.data(), target.data(), dout.data(), batch, k, 1.0f);
         net.backward(ctx, dout, policy, nullptr);
 
         std::vector<std::vector<Vec>> pv(net.size());
         for (size_t i = 0; i < net.size(); ++i)
-            for (Parameter* p : net.layer(i).parameters()) pv[i].push_back(dbl(p->value.data(), p->value.numel()));
+            for (Parameter* p : net.layer(i).parameters())
+                pv[i].push_back(dbl(p->value.data(), p->value.numel()));
         const Vec xd = dbl(X.data(), X.numel());
         const Vec td = dbl(target.data(), target.numel());
         const auto& layers = description["layers"];
@@ -299,18 +306,25 @@ private slots:
 
     void conv2d() {
         check_layer({json{{"type", "Conv2d"}, {"out_channels", 3}, {"kernel", 3}}, {2, 6, 5}, 2});
-        check_layer({json{{"type", "Conv2d"}, {"out_channels", 2}, {"kernel", 3}, {"stride", 2}, {"padding", 1}},
-                     {3, 7, 6}, 2});
-        check_layer({json{{"type", "Conv2d"}, {"out_channels", 2}, {"kernel", 5}, {"padding", 2}}, {1, 5, 6}, 3});
-        check_layer({json{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 1}, {"bias", false}}, {3, 4, 4}, 2});
+        check_layer(
+            {json{{"type", "Conv2d"}, {"out_channels", 2}, {"kernel", 3}, {"stride", 2}, {"padding", 1}},
+             {3, 7, 6},
+             2});
+        check_layer(
+            {json{{"type", "Conv2d"}, {"out_channels", 2}, {"kernel", 5}, {"padding", 2}}, {1, 5, 6}, 3});
+        check_layer(
+            {json{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 1}, {"bias", false}}, {3, 4, 4}, 2});
     }
 
     void pooling() {
         check_layer({json{{"type", "MaxPool2d"}, {"kernel", 2}}, {2, 6, 6}, 2, InputKind::Distinct});
-        check_layer({json{{"type", "MaxPool2d"}, {"kernel", 3}, {"stride", 2}, {"padding", 1}}, {2, 7, 5}, 2,
+        check_layer({json{{"type", "MaxPool2d"}, {"kernel", 3}, {"stride", 2}, {"padding", 1}},
+                     {2, 7, 5},
+                     2,
                      InputKind::Distinct});
         check_layer({json{{"type", "AvgPool2d"}, {"kernel", 2}}, {2, 6, 4}, 2});
-        check_layer({json{{"type", "AvgPool2d"}, {"kernel", 3}, {"stride", 2}, {"padding", 1}}, {1, 7, 8}, 2});
+        check_layer(
+            {json{{"type", "AvgPool2d"}, {"kernel", 3}, {"stride", 2}, {"padding", 1}}, {1, 7, 8}, 2});
     }
 
     void activations() {
@@ -338,7 +352,8 @@ private slots:
         std::vector<float> z(n * k), labels(n);
         std::vector<int64_t> li(n);
         for (float& v : z) v = rng.uniform(-3.0f, 3.0f);
-        for (int64_t i = 0; i < n; ++i) labels[i] = static_cast<float>(li[i] = static_cast<int64_t>(rng.below(k)));
+        for (int64_t i = 0; i < n; ++i)
+            labels[i] = static_cast<float>(li[i] = static_cast<int64_t>(rng.below(k)));
         for (float scale : {1.0f, 4096.0f}) {
             std::vector<float> d(z.size());
             be_->softmax_cross_entropy(z.data(), labels.data(), d.data(), n, k, scale);
@@ -348,9 +363,10 @@ private slots:
                 Vec zp = zd, zm = zd;
                 zp[i] += kStep;
                 zm[i] -= kStep;
-                numeric.push_back(scale * (ref::softmax_cross_entropy(zp, li, n, k) -
-                                           ref::softmax_cross_entropy(zm, li, n, k)) /
-                                  (2 * kStep));
+                numeric.push_back(
+                    scale *
+                    (ref::softmax_cross_entropy(zp, li, n, k) - ref::softmax_cross_entropy(zm, li, n, k)) /
+                    (2 * kStep));
                 analytic.push_back(d[i]);
             }
             EXPECT_GRAD("softmax cross-entropy, scale " + std::to_string(scale), analytic, numeric);
@@ -398,17 +414,18 @@ private slots:
     }
 
     void wholeCnn() {
-        const json cnn = {{"name", "cnn"},
-                          {"loss", "cross_entropy"},
-                          {"layers",
-                           {{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 3}, {"padding", 1}},
-                            {{"type", "LeakyReLU"}, {"slope", 0.1}},
-                            {{"type", "MaxPool2d"}, {"kernel", 2}},
-                            {{"type", "Conv2d"}, {"out_channels", 3}, {"kernel", 3}, {"stride", 1}, {"padding", 1}},
-                            {{"type", "BatchNorm"}},
-                            {{"type", "AvgPool2d"}, {"kernel", 2}},
-                            {{"type", "Flatten"}},
-                            {{"type", "Linear"}, {"out", 5}}}}};
+        const json cnn = {
+            {"name", "cnn"},
+            {"loss", "cross_entropy"},
+            {"layers",
+             {{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 3}, {"padding", 1}},
+              {{"type", "LeakyReLU"}, {"slope", 0.1}},
+              {{"type", "MaxPool2d"}, {"kernel", 2}},
+              {{"type", "Conv2d"}, {"out_channels", 3}, {"kernel", 3}, {"stride", 1}, {"padding", 1}},
+              {{"type", "BatchNorm"}},
+              {{"type", "AvgPool2d"}, {"kernel", 2}},
+              {{"type", "Flatten"}},
+              {{"type", "Linear"}, {"out", 5}}}}};
         check_network(cnn, {1, 8, 8}, 4, InputKind::Distinct);
     }
 };

@@ -48,8 +48,9 @@ class TestLayerRegistry : public QObject {
 private slots:
     void everyKindMakesItsLayerFromANewLayer() {
         // The kinds there were before the registry keep their names and palette order; new ones follow.
-        const std::vector<std::string> former = {"Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "ReLU", "LeakyReLU",
-                                                 "GELU", "Tanh", "Sigmoid", "Flatten", "Dropout", "BatchNorm"};
+        const std::vector<std::string> former = {"Linear",  "Conv2d",    "MaxPool2d", "AvgPool2d",
+                                                 "ReLU",    "LeakyReLU", "GELU",      "Tanh",
+                                                 "Sigmoid", "Flatten",   "Dropout",   "BatchNorm"};
         const auto kinds = layer_kinds();
         QVERIFY(kinds.size() >= former.size());
         QCOMPARE(std::vector<std::string>(kinds.begin(), kinds.begin() + long(former.size())), former);
@@ -63,7 +64,8 @@ private slots:
                 // A field's new-layer value and its default lie within its own range and the editor's.
                 const double shown = std::isnan(f.new_layer_value) ? f.default_value : f.new_layer_value;
                 if (f.when_absent != WhenAbsent::Derived) {
-                    QVERIFY2(shown >= f.editor_min() && shown <= f.editor_max(), (kind.name + "." + f.key).c_str());
+                    QVERIFY2(shown >= f.editor_min() && shown <= f.editor_max(),
+                             (kind.name + "." + f.key).c_str());
                 }
             }
         }
@@ -82,7 +84,8 @@ private slots:
         for (const LayerKind& kind : layer_registry()) {
             const auto it = before.find(kind.name);
             const json expected = it != before.end() ? it->second : json{{"type", kind.name}};
-            QCOMPARE(QString::fromStdString(new_layer_json(kind).dump()), QString::fromStdString(expected.dump()));
+            QCOMPARE(QString::fromStdString(new_layer_json(kind).dump()),
+                     QString::fromStdString(expected.dump()));
         }
     }
 
@@ -108,7 +111,8 @@ private slots:
                 if (f.type == FieldType::Boolean) continue;
                 json base = new_layer_json(kind);
                 const double step = f.type == FieldType::Integer ? 1 : 1e-3;
-                for (const double outside : {f.min_open ? f.min : f.min - step, f.max_open ? f.max : f.max + step}) {
+                for (const double outside :
+                     {f.min_open ? f.min : f.min - step, f.max_open ? f.max : f.max + step}) {
                     if (!std::isfinite(outside)) continue;
                     json spec = base;
                     if (f.type == FieldType::Integer)
@@ -126,9 +130,11 @@ private slots:
                    "layer 0 (BatchNorm): \"momentum\" must be in (0, 1], gets 0");
         VERIFY_MSG(from_json_error({{"type", "Conv2d"}, {"out_channels", 2}, {"kernel", 3}, {"padding", -1}}),
                    "\"padding\" must be at least 0, gets -1");
-        VERIFY_MSG(from_json_error({{"type", "Linear"}, {"out", 0}}), "\"out\" (outputs) must be positive, gets 0");
+        VERIFY_MSG(from_json_error({{"type", "Linear"}, {"out", 0}}),
+                   "\"out\" (outputs) must be positive, gets 0");
         // The rule that ties two pooling fields stays the layer's own.
-        VERIFY_MSG(from_json_error({{"type", "MaxPool2d"}, {"kernel", 2}, {"padding", 2}}), "padding <= kernel/2");
+        VERIFY_MSG(from_json_error({{"type", "MaxPool2d"}, {"kernel", 2}, {"padding", 2}}),
+                   "padding <= kernel/2");
         // Inside the range is accepted, at both closed ends.
         QVERIFY(make_layer({{"type", "Dropout"}, {"p", 0}}));
         QVERIFY(make_layer({{"type", "BatchNorm"}, {"momentum", 1}}));
@@ -139,12 +145,12 @@ private slots:
         const json& saved = recorded.at("saved");
         QVERIFY(saved.size() >= 7);
         for (const auto& [name, text] : saved.items()) {
-            const json description = recorded["inputs"].contains(name) ? recorded["inputs"][name]
-                                                                       : load_preset(name).network;
+            const json description =
+                recorded["inputs"].contains(name) ? recorded["inputs"][name] : load_preset(name).network;
             const std::string now = Network::from_json(description).to_json().dump(2) + "\n";
             if (now != text.get<std::string>())
-                QFAIL(qPrintable(QString::fromStdString(name + " saves differently; now:\n" + now + "recorded:\n" +
-                                                        text.get<std::string>())));
+                QFAIL(qPrintable(QString::fromStdString(name + " saves differently; now:\n" + now +
+                                                        "recorded:\n" + text.get<std::string>())));
         }
         for (const std::string& preset : preset_names())
             QVERIFY2(saved.contains(preset), ("preset " + preset + " has no recorded saved network").c_str());

@@ -34,23 +34,24 @@ double fp16_ulp(double x) {
     return std::ldexp(1.0, std::ilogb(a) - 10);
 }
 
-#define EXPECT_FP16_WITHIN_ULP(what, got, expected)                                                            \
-    do {                                                                                                      \
-        const float g_ = (got);                                                                               \
-        const double e_ = (expected);                                                                         \
-        QVERIFY2(representable(g_, Format::FP16),                                                             \
-                 qPrintable(QString("%1: %2 is not an FP16 value").arg(what).arg(double(g_), 0, 'g', 12)));   \
-        QVERIFY2(std::fabs(g_ - e_) <= fp16_ulp(e_),                                                          \
-                 qPrintable(QString("%1: stored %2, float64 %3: more than 1 FP16 ulp apart")                  \
-                                .arg(what)                                                                    \
-                                .arg(double(g_), 0, 'g', 12)                                                  \
-                                .arg(e_, 0, 'g', 12)));                                                       \
+#define EXPECT_FP16_WITHIN_ULP(what, got, expected)                                                         \
+    do {                                                                                                    \
+        const float g_ = (got);                                                                             \
+        const double e_ = (expected);                                                                       \
+        QVERIFY2(representable(g_, Format::FP16),                                                           \
+                 qPrintable(QString("%1: %2 is not an FP16 value").arg(what).arg(double(g_), 0, 'g', 12))); \
+        QVERIFY2(std::fabs(g_ - e_) <= fp16_ulp(e_),                                                        \
+                 qPrintable(QString("%1: stored %2, float64 %3: more than 1 FP16 ulp apart")                \
+                                .arg(what)                                                                  \
+                                .arg(double(g_), 0, 'g', 12)                                                \
+                                .arg(e_, 0, 'g', 12)));                                                     \
     } while (0)
 
 // Records the activation gradients the network hands to layer `layer` before it rounds them.
 class Probe final : public GradientProbe {
 public:
-    void observe(size_t layer, GradientKind kind, const std::string&, const float* values, int64_t count) override {
+    void observe(size_t layer, GradientKind kind, const std::string&, const float* values,
+                 int64_t count) override {
         if (kind == GradientKind::Activation) activation_grads[layer].assign(values, values + count);
     }
     std::map<size_t, std::vector<float>> activation_grads;
@@ -73,7 +74,8 @@ private slots:
     // Issue 3: a small Linear network under fp16-mixed, every stored value checked.
     void linearStoresFp16WithinOneUlp() {
         const int64_t batch = 6, in = 20, hidden = 12, out = 5;
-        const json d = {{"layers", {{{"type", "Linear"}, {"out", hidden}}, {{"type", "Linear"}, {"out", out}}}}};
+        const json d = {
+            {"layers", {{{"type", "Linear"}, {"out", hidden}}, {{"type", "Linear"}, {"out", out}}}}};
         const PrecisionPolicy policy = PrecisionPolicy::make(PrecisionKind::FP16Mixed);
         Network net = Network::from_json(d);
         net.build({in});
@@ -192,21 +194,22 @@ private slots:
         QFETCH(int, format);
         const auto policy = PrecisionPolicy::make(static_cast<PrecisionKind>(kind));
         const Format f = static_cast<Format>(format);
-        const json layers = {{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 3}, {"padding", 1}},
-                             {{"type", "BatchNorm"}},
-                             {{"type", "ReLU"}},
-                             {{"type", "MaxPool2d"}, {"kernel", 2}},
-                             {{"type", "Conv2d"}, {"out_channels", 3}, {"kernel", 3}, {"stride", 2}, {"padding", 1}},
-                             {{"type", "AvgPool2d"}, {"kernel", 2}, {"stride", 1}},
-                             {{"type", "Flatten"}},
-                             {{"type", "Dropout"}, {"p", 0.25}},
-                             {{"type", "Linear"}, {"out", 16}},
-                             {{"type", "BatchNorm"}},
-                             {{"type", "GELU"}},
-                             {{"type", "LeakyReLU"}},
-                             {{"type", "Tanh"}},
-                             {{"type", "Sigmoid"}},
-                             {{"type", "Linear"}, {"out", 3}}};
+        const json layers = {
+            {{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 3}, {"padding", 1}},
+            {{"type", "BatchNorm"}},
+            {{"type", "ReLU"}},
+            {{"type", "MaxPool2d"}, {"kernel", 2}},
+            {{"type", "Conv2d"}, {"out_channels", 3}, {"kernel", 3}, {"stride", 2}, {"padding", 1}},
+            {{"type", "AvgPool2d"}, {"kernel", 2}, {"stride", 1}},
+            {{"type", "Flatten"}},
+            {{"type", "Dropout"}, {"p", 0.25}},
+            {{"type", "Linear"}, {"out", 16}},
+            {{"type", "BatchNorm"}},
+            {{"type", "GELU"}},
+            {{"type", "LeakyReLU"}},
+            {{"type", "Tanh"}},
+            {{"type", "Sigmoid"}},
+            {{"type", "Linear"}, {"out", 3}}};
         Rng data_rng(8);
         Tensor x({5, 2, 10, 10});
         for (float& v : x.span()) v = data_rng.normal(0.0f, 3.0f);
@@ -236,7 +239,8 @@ private slots:
             net.backward(ctx, dout, policy, nullptr);
             for (size_t i = 0; i < net.size(); ++i)
                 for (Parameter* p : net.layer(i).parameters()) {
-                    const Format stored = net.layer(i).runs_in_reduced_precision() ? policy.weight_grads : policy.master;
+                    const Format stored =
+                        net.layer(i).runs_in_reduced_precision() ? policy.weight_grads : policy.master;
                     for (int64_t j = 0; j < p->grad.numel(); ++j)
                         QVERIFY2(representable(p->grad[j], stored),
                                  qPrintable(QString::fromStdString(net.layer_label(i) + " " + p->name)));

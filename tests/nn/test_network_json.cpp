@@ -54,10 +54,11 @@ private slots:
                                      << QStringList{"[784]", "[256]", "[256]", "[128]", "[128]", "[10]"};
         // Two 3x3 same-padded convolutions (1->16, 16->32), two 2x2 pools: 28 -> 14 -> 7.
         QTest::newRow("fashion-cnn") << "fashion-cnn" << QList<qint64>{1, 28, 28}
-                                     << qint64((16 * 1 * 9 + 16) + (32 * 16 * 9 + 32) + (32 * 7 * 7 * 128 + 128) +
-                                               (128 * 10 + 10))
+                                     << qint64((16 * 1 * 9 + 16) + (32 * 16 * 9 + 32) +
+                                               (32 * 7 * 7 * 128 + 128) + (128 * 10 + 10))
                                      << QStringList{"[16x28x28]", "[16x28x28]", "[16x14x14]", "[32x14x14]",
-                                                    "[32x14x14]", "[32x7x7]", "[1568]", "[128]", "[128]", "[10]"};
+                                                    "[32x14x14]", "[32x7x7]",   "[1568]",     "[128]",
+                                                    "[128]",      "[10]"};
     }
 
     void presetShapesAndCounts() {
@@ -81,7 +82,8 @@ private slots:
             QCOMPARE(reports[i].index, i);
             QVERIFY2(reports[i].error.empty(), reports[i].error.c_str());
             QCOMPARE(QString::fromStdString(reports[i].kind), QString::fromStdString(net.layer(i).kind()));
-            QCOMPARE(QString::fromStdString(shape_to_string(reports[i].output)), shapes[static_cast<qsizetype>(i)]);
+            QCOMPARE(QString::fromStdString(shape_to_string(reports[i].output)),
+                     shapes[static_cast<qsizetype>(i)]);
             QCOMPARE(reports[i].parameters, net.layer(i).parameter_count());
             total += reports[i].parameters;
         }
@@ -104,52 +106,59 @@ private slots:
     }
 
     void shapeErrors() {
-        VERIFY_MSG(build_error(net_of({{{"type", "Flatten"}}, {{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 3}}}),
-                                    {1, 28, 28}),
-                        "layer 1 (Conv2d): ", "expects an image input", "[784]");
+        VERIFY_MSG(build_error(net_of({{{"type", "Flatten"}},
+                                       {{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 3}}}),
+                               {1, 28, 28}),
+                   "layer 1 (Conv2d): ", "expects an image input", "[784]");
         VERIFY_MSG(build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 7}}}), {1, 5, 5}),
-                        "layer 0 (Conv2d): ", "kernel 7", "5x5");
+                   "layer 0 (Conv2d): ", "kernel 7", "5x5");
         // Padding makes it fit.
-        QCOMPARE(build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 7}, {"padding", 1}}}),
-                             {1, 5, 5}),
-                 QString("<no exception>"));
-        VERIFY_MSG(build_error(net_of({{{"type", "ReLU"}}, {{"type", "MaxPool2d"}, {"kernel", 4}}}), {2, 3, 3}),
-                        "layer 1 (MaxPool2d): ", "window 4", "3x3");
+        QCOMPARE(
+            build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 7}, {"padding", 1}}}),
+                        {1, 5, 5}),
+            QString("<no exception>"));
+        VERIFY_MSG(
+            build_error(net_of({{{"type", "ReLU"}}, {{"type", "MaxPool2d"}, {"kernel", 4}}}), {2, 3, 3}),
+            "layer 1 (MaxPool2d): ", "window 4", "3x3");
         VERIFY_MSG(build_error(net_of({{{"type", "Linear"}, {"out", 4}}}), {1, 28, 28}),
-                        "layer 0 (Linear): ", "flat input", "Flatten");
-        VERIFY_MSG(build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 3}, {"in_channels", 3}}}),
-                                    {1, 8, 8}),
-                        "layer 0 (Conv2d): expects 3 input channels, gets 1");
+                   "layer 0 (Linear): ", "flat input", "Flatten");
+        VERIFY_MSG(build_error(
+                       net_of({{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 3}, {"in_channels", 3}}}),
+                       {1, 8, 8}),
+                   "layer 0 (Conv2d): expects 3 input channels, gets 1");
         VERIFY_MSG(build_error(net_of({{{"type", "BatchNorm"}}}), {2, 3}), "layer 0 (BatchNorm): ", "[2x3]");
     }
 
     void malformedDescriptions() {
-        VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 4}}, {{"type", "Dense"}, {"out", 2}}})),
-                        "layer 1 (Dense): unknown layer type \"Dense\"", "Linear", "Conv2d", "BatchNorm");
+        VERIFY_MSG(
+            from_json_error(net_of({{{"type", "Linear"}, {"out", 4}}, {{"type", "Dense"}, {"out", 2}}})),
+            "layer 1 (Dense): unknown layer type \"Dense\"", "Linear", "Conv2d", "BatchNorm");
         VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 4}, {"units", 5}}})),
-                        "layer 0 (Linear): unknown setting \"units\"", "out, bias, in");
+                   "layer 0 (Linear): unknown setting \"units\"", "out, bias, in");
         VERIFY_MSG(from_json_error(net_of({{{"type", "ReLU"}, {"slope", 0.1}}})),
-                        "layer 0 (ReLU): unknown setting \"slope\"");
+                   "layer 0 (ReLU): unknown setting \"slope\"");
         VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", "ten"}}})),
-                        "layer 0 (Linear): \"out\" must be an integer, gets \"ten\"");
-        VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 2.5}}})), "\"out\" must be an integer");
+                   "layer 0 (Linear): \"out\" must be an integer, gets \"ten\"");
+        VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 2.5}}})),
+                   "\"out\" must be an integer");
         VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 2}, {"bias", "yes"}}})),
-                        "\"bias\" must be true or false");
+                   "\"bias\" must be true or false");
         VERIFY_MSG(from_json_error(net_of({{{"type", "Dropout"}, {"p", "half"}}})), "\"p\" must be a number");
         VERIFY_MSG(from_json_error(net_of({{{"type", "Dropout"}, {"p", 1.0}}})),
-                        "layer 0 (Dropout): \"p\" (drop probability) must be in [0, 1), gets 1");
+                   "layer 0 (Dropout): \"p\" (drop probability) must be in [0, 1), gets 1");
         VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}}})), "layer 0 (Linear): needs \"out\"");
         VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", -3}}})), "positive", "-3");
-        VERIFY_MSG(from_json_error(net_of({{{"type", "Conv2d"}, {"out_channels", 2}, {"kernel", 3}, {"stride", 0}}})),
-                        "layer 0 (Conv2d): \"stride\" must be positive, gets 0");
+        VERIFY_MSG(from_json_error(
+                       net_of({{{"type", "Conv2d"}, {"out_channels", 2}, {"kernel", 3}, {"stride", 0}}})),
+                   "layer 0 (Conv2d): \"stride\" must be positive, gets 0");
         VERIFY_MSG(from_json_error(net_of({json{{"out", 3}}})), "layer 0 (?): needs a \"type\" string");
         VERIFY_MSG(from_json_error(net_of({json("Linear")})), "layer 0 (?): must be a JSON object");
         VERIFY_MSG(from_json_error(json{{"layer", json::array()}}), "needs a \"layers\" array");
         VERIFY_MSG(from_json_error(json{{"layers", "Linear"}}), "needs a \"layers\" array");
         VERIFY_MSG(from_json_error(json::array()), "must be a JSON object");
         VERIFY_MSG(from_json_error(json{{"layers", json::array()}}), "no layers");
-        VERIFY_MSG(from_json_error(json{{"layers", {{{"type", "ReLU"}}}}, {"loss", "hinge"}}), "unknown loss \"hinge\"",
-                        "cross_entropy", "mse");
+        VERIFY_MSG(from_json_error(json{{"layers", {{{"type", "ReLU"}}}}, {"loss", "hinge"}}),
+                   "unknown loss \"hinge\"", "cross_entropy", "mse");
         VERIFY_MSG(from_json_error(json{{"layers", {{{"type", "ReLU"}}}}, {"loss", 3}}), "\"loss\"");
         // A name of the wrong type is a NetworkError like every other field, not a JSON library error.
         VERIFY_MSG(from_json_error(json{{"name", 5}, {"layers", {{{"type", "ReLU"}}}}}), "\"name\"");
@@ -160,15 +169,17 @@ private slots:
         QVERIFY(dir.isValid());
         const std::string bad = dir.path().toStdString() + "/broken.json";
         std::ofstream(bad) << "{\"layers\": [ {\"type\": \"Linear\", \"out\": 3 ";
-        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(bad); }), "broken.json", "not valid JSON");
+        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(bad); }), "broken.json",
+                   "not valid JSON");
 
         const std::string missing = dir.path().toStdString() + "/nope.json";
-        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(missing); }), "cannot open", "nope.json");
+        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(missing); }), "cannot open",
+                   "nope.json");
 
         const std::string wrong = dir.path().toStdString() + "/wrong.json";
         std::ofstream(wrong) << net_of({{{"type", "Linear"}, {"out", 4}}, {{"type", "Pool"}}}).dump();
         VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(wrong); }), "wrong.json",
-                        "layer 1 (Pool): unknown layer type");
+                   "layer 1 (Pool): unknown layer type");
 
         // save_file and load_file round trip.
         const Preset p = load_preset("fashion-cnn");
@@ -186,20 +197,24 @@ private slots:
     // for BLAS's int sizes are refused when the network is built, before anything is allocated,
     // with the limit and the actual numbers in the message.
     void hugeLayerSizesAreRefused() {
-        QString msg = build_error(net_of({{{"type", "Flatten"}}, {{"type", "Linear"}, {"out", 4611686018427388032}}}),
-                                  {1, 28, 28});
+        QString msg = build_error(
+            net_of({{{"type", "Flatten"}}, {{"type", "Linear"}, {"out", 4611686018427388032}}}), {1, 28, 28});
         VERIFY_MSG(msg, "layer 1 (Linear): ", "parameters", "over 9,223,372,036,854,775,807", "268,435,456");
         msg = build_error(net_of({{{"type", "Linear"}, {"out", 2000000000}}}), {784});
         VERIFY_MSG(msg, "layer 0 (Linear): ", "1,570,000,000,000 parameters", "268,435,456");
         // Small weights, but one sample's output has 4096 x 1024 x 1024 elements.
-        msg = build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 4096}, {"kernel", 1}}}), {1, 1024, 1024});
+        msg = build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 4096}, {"kernel", 1}}}),
+                          {1, 1024, 1024});
         VERIFY_MSG(msg, "layer 0 (Conv2d): ", "4,294,967,296", "2,147,483,647");
         // Padding that overflows the output height.
-        msg = build_error(net_of({{{"type", "Conv2d"}, {"out_channels", 1}, {"kernel", 1}, {"padding", 4611686018427388032}}}),
-                          {1, 4, 4});
+        msg = build_error(
+            net_of(
+                {{{"type", "Conv2d"}, {"out_channels", 1}, {"kernel", 1}, {"padding", 4611686018427388032}}}),
+            {1, 4, 4});
         VERIFY_MSG(msg, "layer 0 (Conv2d): ", "elements");
         // A pooling padding beyond kernel/2 is refused as such (checked without overflowing).
-        msg = build_error(net_of({{{"type", "MaxPool2d"}, {"kernel", 2}, {"padding", 4611686018427388032}}}), {1, 4, 4});
+        msg = build_error(net_of({{{"type", "MaxPool2d"}, {"kernel", 2}, {"padding", 4611686018427388032}}}),
+                          {1, 4, 4});
         VERIFY_MSG(msg, "layer 0 (MaxPool2d): ", "padding <= kernel/2", "4611686018427388032");
         // An integer beyond int64 is not read as a negative number.
         VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", 18446744073709551615u}}})),
@@ -212,7 +227,8 @@ private slots:
 
     // The editor's per-layer check reports the same limit on the layer that crosses it.
     void inspectReportsSizeLimits() {
-        const auto r = Network::inspect(net_of({{{"type", "Flatten"}}, {{"type", "Linear"}, {"out", 2000000000}},
+        const auto r = Network::inspect(net_of({{{"type", "Flatten"}},
+                                                {{"type", "Linear"}, {"out", 2000000000}},
                                                 {{"type", "Linear"}, {"out", 2}}}),
                                         {1, 28, 28});
         QCOMPARE(r.size(), size_t{3});
@@ -228,12 +244,13 @@ private slots:
         const std::string d = dir.path().toStdString();
         const std::string deep = d + "/deep.json";
         std::ofstream(deep) << "{\"layers\": " << std::string(100000, '[') << std::string(100000, ']') << "}";
-        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(deep); }), "deep.json", "nested deeper than 64");
+        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(deep); }), "deep.json",
+                   "nested deeper than 64");
 
         const std::string overflow = d + "/overflow.json";
         std::ofstream(overflow) << R"({"layers": [{"type": "Linear", "out": 1e400}]})";
-        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(overflow); }), "overflow.json", "layers[0].out",
-                   "1e400");
+        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(overflow); }), "overflow.json",
+                   "layers[0].out", "1e400");
 
         VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(d); }), d.c_str(), "is a folder");
 
@@ -241,14 +258,19 @@ private slots:
         const std::string huge = d + "/huge.json";
         std::ofstream(huge) << "{\"layers\": [";
         std::filesystem::resize_file(huge, 50u << 20);
-        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(huge); }), "huge.json", "50 MiB", "4 MiB");
+        VERIFY_MSG(error_text<NetworkError>([&] { Network::load_file(huge); }), "huge.json", "50 MiB",
+                   "4 MiB");
 
         const std::string named = d + "/named.json";
         std::ofstream(named) << R"({"name": 5, "network": {"layers": [{"type": "ReLU"}]}})";
-        VERIFY_MSG(error_text<ConfigError>([&] { load_preset_file(named); }), "named.json", "\"name\"", "string");
-        std::ofstream(named) << R"({"name": "n", "description": [], "network": {"layers": [{"type": "ReLU"}]}})";
-        VERIFY_MSG(error_text<ConfigError>([&] { load_preset_file(named); }), "named.json", "\"description\"");
-        VERIFY_MSG(error_text<ConfigError>([&] { load_preset_file(deep); }), "deep.json", "nested deeper than 64");
+        VERIFY_MSG(error_text<ConfigError>([&] { load_preset_file(named); }), "named.json", "\"name\"",
+                   "string");
+        std::ofstream(named)
+            << R"({"name": "n", "description": [], "network": {"layers": [{"type": "ReLU"}]}})";
+        VERIFY_MSG(error_text<ConfigError>([&] { load_preset_file(named); }), "named.json",
+                   "\"description\"");
+        VERIFY_MSG(error_text<ConfigError>([&] { load_preset_file(deep); }), "deep.json",
+                   "nested deeper than 64");
         VERIFY_MSG(error_text<ConfigError>([&] { load_preset_file(overflow); }), "overflow.json", "1e400");
     }
 
@@ -294,7 +316,12 @@ private slots:
         const json d = {{"name", "everything"},
                         {"loss", "mse"},
                         {"layers",
-                         {{{"type", "Conv2d"}, {"out_channels", 3}, {"kernel", 3}, {"stride", 2}, {"padding", 1}, {"bias", false}},
+                         {{{"type", "Conv2d"},
+                           {"out_channels", 3},
+                           {"kernel", 3},
+                           {"stride", 2},
+                           {"padding", 1},
+                           {"bias", false}},
                           {{"type", "BatchNorm"}, {"momentum", 0.25}, {"eps", 0.001}},
                           {{"type", "LeakyReLU"}, {"slope", 0.125}},
                           {{"type", "MaxPool2d"}, {"kernel", 3}, {"stride", 1}, {"padding", 1}},
@@ -314,11 +341,13 @@ private slots:
         QCOMPARE(ja["layers"].size(), d["layers"].size());
         for (size_t i = 0; i < d["layers"].size(); ++i)
             for (const auto& [key, value] : d["layers"][i].items()) {
-                QVERIFY2(ja["layers"][i].contains(key), qPrintable(QString("layer %1 lost \"%2\"").arg(i).arg(key.c_str())));
+                QVERIFY2(ja["layers"][i].contains(key),
+                         qPrintable(QString("layer %1 lost \"%2\"").arg(i).arg(key.c_str())));
                 if (value.is_number_float())
                     QCOMPARE(ja["layers"][i][key].get<double>(), value.get<double>());
                 else
-                    QCOMPARE(QString::fromStdString(ja["layers"][i][key].dump()), QString::fromStdString(value.dump()));
+                    QCOMPARE(QString::fromStdString(ja["layers"][i][key].dump()),
+                             QString::fromStdString(value.dump()));
             }
         Network b = Network::from_json(ja);
         QCOMPARE(b.to_json(), ja);

@@ -46,13 +46,19 @@ int main(int argc, char** argv) {
     uint32_t ref_stride = 1;
     bool bench_only = false;
     for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--ref-stride") == 0 && i + 1 < argc) ref_stride = static_cast<uint32_t>(std::atoi(argv[++i]));
-        else if (std::strcmp(argv[i], "--bench-only") == 0) bench_only = true;
-        else { std::fprintf(stderr, "usage: %s [--ref-stride N] [--bench-only]\n", argv[0]); return 2; }
+        if (std::strcmp(argv[i], "--ref-stride") == 0 && i + 1 < argc)
+            ref_stride = static_cast<uint32_t>(std::atoi(argv[++i]));
+        else if (std::strcmp(argv[i], "--bench-only") == 0)
+            bench_only = true;
+        else {
+            std::fprintf(stderr, "usage: %s [--ref-stride N] [--bench-only]\n", argv[0]);
+            return 2;
+        }
     }
     if (ref_stride == 0) ref_stride = 1;
     const bool f16c = cpu_has_f16c();
-    std::printf("threads: %d, F16C: %s, reference on every %u pattern(s)\n", thread_count(), f16c ? "yes" : "no", ref_stride);
+    std::printf("threads: %d, F16C: %s, reference on every %u pattern(s)\n", thread_count(),
+                f16c ? "yes" : "no", ref_stride);
 
     // Value of every half pattern by ldexp (the reference decoder), so the per-input check is
     // one float64 rounding plus a table lookup.
@@ -88,27 +94,44 @@ int main(int argc, char** argv) {
             }
             for (int64_t i = 0; i < kBlock; ++i) {
                 const uint32_t x = base + static_cast<uint32_t>(i);
-                if (sw[i] != hw[i]) { ++n_sw_hw; report("software vs F16C", x, sw[i], hw[i]); }
+                if (sw[i] != hw[i]) {
+                    ++n_sw_hw;
+                    report("software vs F16C", x, sw[i], hw[i]);
+                }
                 const uint32_t swb = ref::to_bits(sw_f[i]), hwb = ref::to_bits(hw_f[i]);
                 if (swb != hwb || swb != ref::to_bits(half_bits_to_float(sw[i]))) {
-                    ++n_float; report("float->float path", x, swb, hwb);
+                    ++n_float;
+                    report("float->float path", x, swb, hwb);
                 }
                 if (x % ref_stride != 0) continue;
                 ++n_ref;
                 const double want = ref::round_value(in[i], ref::kHalf);
-                if (!ref::same_value(want, half_value[sw[i]])) { ++n_sw_ref; report("software vs reference", x, sw[i], 0); }
-                if (!ref::same_value(want, half_value[hw[i]])) { ++n_hw_ref; report("F16C vs reference", x, hw[i], 0); }
+                if (!ref::same_value(want, half_value[sw[i]])) {
+                    ++n_sw_ref;
+                    report("software vs reference", x, sw[i], 0);
+                }
+                if (!ref::same_value(want, half_value[hw[i]])) {
+                    ++n_hw_ref;
+                    report("F16C vs reference", x, hw[i], 0);
+                }
             }
         }
-        sw_vs_f16c += n_sw_hw; sw_vs_ref += n_sw_ref; f16c_vs_ref += n_hw_ref; float_path += n_float; ref_checked += n_ref;
+        sw_vs_f16c += n_sw_hw;
+        sw_vs_ref += n_sw_ref;
+        f16c_vs_ref += n_hw_ref;
+        float_path += n_float;
+        ref_checked += n_ref;
     });
     const double elapsed = seconds_since(t0);
 
     if (!bench_only) std::printf("checked 4294967296 floats in %.1f s\n", elapsed);
-    std::printf("  software vs F16C half bits mismatches:   %llu%s\n", (unsigned long long)sw_vs_f16c.load(), f16c ? "" : " (no F16C: not compared)");
+    std::printf("  software vs F16C half bits mismatches:   %llu%s\n", (unsigned long long)sw_vs_f16c.load(),
+                f16c ? "" : " (no F16C: not compared)");
     std::printf("  float->float path mismatches:            %llu\n", (unsigned long long)float_path.load());
-    std::printf("  software vs float64 reference mismatches: %llu (of %llu checked)\n", (unsigned long long)sw_vs_ref.load(), (unsigned long long)ref_checked.load());
-    std::printf("  F16C vs float64 reference mismatches:     %llu (of %llu checked)\n", (unsigned long long)f16c_vs_ref.load(), (unsigned long long)ref_checked.load());
+    std::printf("  software vs float64 reference mismatches: %llu (of %llu checked)\n",
+                (unsigned long long)sw_vs_ref.load(), (unsigned long long)ref_checked.load());
+    std::printf("  F16C vs float64 reference mismatches:     %llu (of %llu checked)\n",
+                (unsigned long long)f16c_vs_ref.load(), (unsigned long long)ref_checked.load());
 
     // Micro-benchmark: 1M gradient-like floats (a few binades, some subnormal halves).
     constexpr size_t kN = 1 << 20;
@@ -124,7 +147,8 @@ int main(int argc, char** argv) {
     std::printf("\n");
     for (Format f : {Format::FP16, Format::BF16, Format::TF32, Format::E4M3, Format::E5M2}) {
         const double ns = best_ns_per_element([&] { round_to_format(f, x.data(), y.data(), kN); }, kN, 20);
-        std::printf("round_to_format(%s, 1M floats) on %d threads: %.3f ns/element\n", format_name(f).c_str(), thread_count(), ns);
+        std::printf("round_to_format(%s, 1M floats) on %d threads: %.3f ns/element\n", format_name(f).c_str(),
+                    thread_count(), ns);
     }
     const bool ok = sw_vs_f16c == 0 && float_path == 0 && sw_vs_ref == 0 && f16c_vs_ref == 0;
     std::printf("%s\n", ok ? "RESULT: all match" : "RESULT: MISMATCHES FOUND");

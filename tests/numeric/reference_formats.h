@@ -14,7 +14,7 @@ struct Spec {
     int mantissa_bits;
     int bias;
     double max_finite;
-    bool has_inf;       // false: e4m3 (saturates; S.1111.111 is NaN)
+    bool has_inf;  // false: e4m3 (saturates; S.1111.111 is NaN)
 };
 
 inline constexpr Spec kHalf{5, 10, 15, 65504.0, true};
@@ -57,17 +57,27 @@ inline double decode(uint32_t bits, const Spec& spec) {
     } else if (e == 0) {
         v = std::ldexp(static_cast<double>(m), 1 - spec.bias - spec.mantissa_bits);
     } else {
-        v = std::ldexp(1.0 + std::ldexp(static_cast<double>(m), -spec.mantissa_bits), static_cast<int>(e) - spec.bias);
+        v = std::ldexp(1.0 + std::ldexp(static_cast<double>(m), -spec.mantissa_bits),
+                       static_cast<int>(e) - spec.bias);
     }
     return neg ? -v : v;
 }
 
-inline float from_bits(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
-inline uint32_t to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
+inline float from_bits(uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+}
+inline uint32_t to_bits(float f) {
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
 
 // Same value and, for zeros and NaN, same sign; any NaN matches any NaN of the same sign.
 inline bool same_value(double a, double b) {
-    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) && std::signbit(a) == std::signbit(b);
+    if (std::isnan(a) || std::isnan(b))
+        return std::isnan(a) && std::isnan(b) && std::signbit(a) == std::signbit(b);
     return a == b && std::signbit(a) == std::signbit(b);
 }
 

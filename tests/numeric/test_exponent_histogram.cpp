@@ -22,11 +22,17 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // The formats' limits written from their definitions, independent of format_info().
-struct Limits { Format f; double max, min_sub, min_normal; };
+struct Limits {
+    Format f;
+    double max, min_sub, min_normal;
+};
 const Limits kLimits[] = {
-    {Format::FP32, 0x1.fffffep127, 0x1p-149, 0x1p-126}, {Format::TF32, 0x1.ffcp127, 0x1p-136, 0x1p-126},
-    {Format::FP16, 65504.0, 0x1p-24, 0x1p-14},          {Format::BF16, 0x1.fep127, 0x1p-133, 0x1p-126},
-    {Format::E4M3, 448.0, 0x1p-9, 0x1p-6},              {Format::E5M2, 57344.0, 0x1p-16, 0x1p-14},
+    {Format::FP32, 0x1.fffffep127, 0x1p-149, 0x1p-126},
+    {Format::TF32, 0x1.ffcp127, 0x1p-136, 0x1p-126},
+    {Format::FP16, 65504.0, 0x1p-24, 0x1p-14},
+    {Format::BF16, 0x1.fep127, 0x1p-133, 0x1p-126},
+    {Format::E4M3, 448.0, 0x1p-9, 0x1p-6},
+    {Format::E5M2, 57344.0, 0x1p-16, 0x1p-14},
 };
 
 // Histogram by frexp, one element at a time.
@@ -40,10 +46,19 @@ struct Expected {
 Expected classify(const std::vector<float>& x) {
     Expected e;
     for (float v : x) {
-        if (std::isnan(v)) { ++e.non_finite; continue; }
+        if (std::isnan(v)) {
+            ++e.non_finite;
+            continue;
+        }
         e.max_abs = std::max(e.max_abs, std::fabs(v));
-        if (std::isinf(v)) { ++e.non_finite; continue; }
-        if (v == 0) { ++e.zeros; continue; }
+        if (std::isinf(v)) {
+            ++e.non_finite;
+            continue;
+        }
+        if (v == 0) {
+            ++e.zeros;
+            continue;
+        }
         int ex;
         std::frexp(static_cast<double>(v), &ex);  // |v| = m * 2^ex, m in [0.5, 1)
         ++e.bins[static_cast<size_t>(ex - 1 + 149)];
@@ -56,7 +71,8 @@ Expected classify(const std::vector<float>& x) {
 void compare(const ExponentHistogram& h, const Expected& e) {
     for (int ex = -149; ex <= 127; ++ex)
         QVERIFY2(h.bin(ex) == e.bins[static_cast<size_t>(ex + 149)],
-                 qPrintable(QString("bin 2^%1: %2, want %3").arg(ex).arg(h.bin(ex)).arg(e.bins[size_t(ex + 149)])));
+                 qPrintable(
+                     QString("bin 2^%1: %2, want %3").arg(ex).arg(h.bin(ex)).arg(e.bins[size_t(ex + 149)])));
     QCOMPARE(h.zeros, e.zeros);
     QCOMPARE(h.non_finite, e.non_finite);
     for (const auto& l : kLimits) QCOMPARE(h.above_max_of(l.f), e.above[static_cast<int>(l.f)]);
@@ -70,9 +86,12 @@ FormatRangeStats stats_by_definition(const std::vector<float>& x, const Limits& 
     for (float v : x) {
         const double a = std::fabs(static_cast<double>(v));
         if (!std::isnan(v)) max_abs = std::max(max_abs, std::fabs(v));
-        if (!std::isfinite(v) || a > l.max) ++over;
-        else if (a != 0 && a < l.min_sub) ++under;
-        else if (a >= l.min_sub && a < l.min_normal) ++sub;
+        if (!std::isfinite(v) || a > l.max)
+            ++over;
+        else if (a != 0 && a < l.min_sub)
+            ++under;
+        else if (a >= l.min_sub && a < l.min_normal)
+            ++sub;
     }
     FormatRangeStats s;
     const double n = static_cast<double>(x.size());
@@ -94,18 +113,25 @@ std::vector<float> wide_random(size_t n, uint64_t seed) {
     }
     x[3] = std::nanf("");
     x[4] = -kInf;
-    x[5] = 65504.0f; x[6] = 65505.0f; x[7] = 448.0f; x[8] = 448.00003f;
+    x[5] = 65504.0f;
+    x[6] = 65505.0f;
+    x[7] = 448.0f;
+    x[8] = 448.00003f;
     return x;
 }
 
 void put_varint(std::vector<uint8_t>& b, uint64_t v) {
-    while (v >= 0x80) { b.push_back(uint8_t(v | 0x80)); v >>= 7; }
+    while (v >= 0x80) {
+        b.push_back(uint8_t(v | 0x80));
+        v >>= 7;
+    }
     b.push_back(uint8_t(v));
 }
 
 // A blob written by hand from the documented layout.
 std::vector<uint8_t> handmade_blob(uint64_t zeros, uint64_t nf, float max_abs, int formats,
-                                   const std::vector<uint64_t>& above, uint64_t first, const std::vector<uint64_t>& bins) {
+                                   const std::vector<uint64_t>& above, uint64_t first,
+                                   const std::vector<uint64_t>& bins) {
     std::vector<uint8_t> b = {'M', 'P', 'E', 'H', 1};
     put_varint(b, zeros);
     put_varint(b, nf);
@@ -149,7 +175,10 @@ private slots:
             want[size_t(e + 149)] = uint64_t(copies);
         }
         for (int i = 0; i < 7; ++i) x.push_back(i % 2 ? -0.0f : 0.0f);
-        x.push_back(kInf); x.push_back(-kInf); x.push_back(std::nanf("")); x.push_back(-std::nanf(""));
+        x.push_back(kInf);
+        x.push_back(-kInf);
+        x.push_back(std::nanf(""));
+        x.push_back(-std::nanf(""));
         const ExponentHistogram h = ExponentHistogram::compute(x.data(), x.size());
         for (int e = -149; e <= 127; ++e) QCOMPARE(h.bin(e), want[size_t(e + 149)]);
         QCOMPARE(h.bin(-150), uint64_t{0});
@@ -164,7 +193,8 @@ private slots:
     }
 
     void subnormal_floats_by_leading_bit() {
-        const std::vector<float> x = {0x1p-149f, 0x1.8p-148f, 0x1.fffffcp-127f, 0x1p-127f, 0x1.4p-140f, 0x1p-126f};
+        const std::vector<float> x = {0x1p-149f, 0x1.8p-148f, 0x1.fffffcp-127f,
+                                      0x1p-127f, 0x1.4p-140f, 0x1p-126f};
         const ExponentHistogram h = ExponentHistogram::compute(x.data(), x.size());
         QCOMPARE(h.bin(-149), uint64_t{1});
         QCOMPARE(h.bin(-148), uint64_t{1});
@@ -205,23 +235,33 @@ private slots:
 
     void range_stats_hand_counted() {
         std::vector<float> x;
-        auto add = [&](int n, float v) { for (int i = 0; i < n; ++i) x.push_back(i % 2 ? -v : v); };
-        add(10, 0.0f); add(5, 0x1p-30f); add(3, 0x1p-25f); add(4, 0x1p-24f); add(2, 6e-5f);
-        add(6, 1.0f); add(1, 65504.0f); add(1, 65505.0f); add(1, kInf); add(1, std::nanf(""));
+        auto add = [&](int n, float v) {
+            for (int i = 0; i < n; ++i) x.push_back(i % 2 ? -v : v);
+        };
+        add(10, 0.0f);
+        add(5, 0x1p-30f);
+        add(3, 0x1p-25f);
+        add(4, 0x1p-24f);
+        add(2, 6e-5f);
+        add(6, 1.0f);
+        add(1, 65504.0f);
+        add(1, 65505.0f);
+        add(1, kInf);
+        add(1, std::nanf(""));
         QCOMPARE(x.size(), size_t{34});
         const ExponentHistogram h = ExponentHistogram::compute(x.data(), x.size());
 
         const FormatRangeStats fp16 = range_stats(h, Format::FP16);
-        QCOMPARE(fp16.underflow_fraction, 8.0 / 34);   // 2^-30 and 2^-25 are below 2^-24
-        QCOMPARE(fp16.subnormal_fraction, 6.0 / 34);   // 2^-24 and 6e-5 < 2^-14
-        QCOMPARE(fp16.overflow_fraction, 3.0 / 34);    // 65505, inf, NaN (65504 fits)
+        QCOMPARE(fp16.underflow_fraction, 8.0 / 34);  // 2^-30 and 2^-25 are below 2^-24
+        QCOMPARE(fp16.subnormal_fraction, 6.0 / 34);  // 2^-24 and 6e-5 < 2^-14
+        QCOMPARE(fp16.overflow_fraction, 3.0 / 34);   // 65505, inf, NaN (65504 fits)
         QCOMPARE(fp16.max_abs, kInf);
         QCOMPARE(fp16.headroom_log2, -kInf);
 
         const FormatRangeStats e4m3 = range_stats(h, Format::E4M3);
         QCOMPARE(e4m3.underflow_fraction, 14.0 / 34);  // everything below 2^-9
         QCOMPARE(e4m3.subnormal_fraction, 0.0);
-        QCOMPARE(e4m3.overflow_fraction, 4.0 / 34);    // 65504, 65505, inf, NaN
+        QCOMPARE(e4m3.overflow_fraction, 4.0 / 34);  // 65504, 65505, inf, NaN
 
         const FormatRangeStats bf16 = range_stats(h, Format::BF16);
         QCOMPARE(bf16.underflow_fraction, 0.0);
@@ -302,9 +342,11 @@ private slots:
         expect_data_error(handmade_blob(0, 0, 1.0f, 6, no_over, 5, {}), "empty bin span");
         expect_data_error(handmade_blob(0, 0, 1.0f, 6, no_over, 400, {}), "outside");
         expect_data_error(handmade_blob(0, 0, std::nanf(""), 6, no_over, 149, {1}), "NaN");
-        expect_data_error(handmade_blob(0, 0, 1.0f, 6, {0, 0, 2, 0, 0, 0}, 149, {1}), "fp16");  // overflow w/o big values
+        expect_data_error(handmade_blob(0, 0, 1.0f, 6, {0, 0, 2, 0, 0, 0}, 149, {1}),
+                          "fp16");  // overflow w/o big values
         auto overlong = handmade_blob(0, 0, 1.0f, 6, no_over, 149, {1});
-        overlong.insert(overlong.begin() + 5, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01});
+        overlong.insert(overlong.begin() + 5,
+                        {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01});
         expect_data_error(overlong, "varint");
     }
 };

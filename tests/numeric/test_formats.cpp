@@ -29,18 +29,25 @@ QString hex(uint32_t v, int width) { return QString("0x%1").arg(v, width, 16, QC
 std::vector<float> strided_inputs() {
     std::vector<float> v;
     v.reserve((uint64_t{1} << 32) / 4099 + 1);
-    for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4099) v.push_back(ref::from_bits(static_cast<uint32_t>(b)));
+    for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4099)
+        v.push_back(ref::from_bits(static_cast<uint32_t>(b)));
     return v;
 }
 
 const ref::Spec& spec_of(Format f) {
     switch (f) {
-        case Format::TF32: return ref::kTf32;
-        case Format::FP16: return ref::kHalf;
-        case Format::BF16: return ref::kBf16;
-        case Format::E4M3: return ref::kE4M3;
-        case Format::E5M2: return ref::kE5M2;
-        default: break;
+        case Format::TF32:
+            return ref::kTf32;
+        case Format::FP16:
+            return ref::kHalf;
+        case Format::BF16:
+            return ref::kBf16;
+        case Format::E4M3:
+            return ref::kE4M3;
+        case Format::E5M2:
+            return ref::kE5M2;
+        default:
+            break;
     }
     qFatal("no reference spec");
 }
@@ -53,24 +60,39 @@ class TestFormats : public QObject {
 private slots:
     void bf16_table() {
         const BitsCase cases[] = {
-            {0x1.fep127, 0x7f7f},                  // max
-            {0x1.fefffep127, 0x7f7f},              // just below max + half ulp
-            {0x1.ffp127, 0x7f80},                  // max + half ulp: tie, odd max -> inf
-            {0x1.fffffep127, 0x7f80},              // FLT_MAX -> inf
+            {0x1.fep127, 0x7f7f},      // max
+            {0x1.fefffep127, 0x7f7f},  // just below max + half ulp
+            {0x1.ffp127, 0x7f80},      // max + half ulp: tie, odd max -> inf
+            {0x1.fffffep127, 0x7f80},  // FLT_MAX -> inf
             {-0x1.ffp127, 0xff80},
-            {1.0, 0x3f80}, {1.0 + 0x1p-8, 0x3f80}, {1.0 + 3 * 0x1p-8, 0x3f82}, {1.0 + 0x1p-8 + 0x1p-20, 0x3f81},
-            {0x1p-126, 0x0080},                    // min normal
-            {0x1p-133, 0x0001},                    // min subnormal
-            {0x1p-134, 0x0000}, {-0x1p-134, 0x8000}, // half of it: tie to even zero
-            {0.75 * 0x1p-133, 0x0001}, {1.5 * 0x1p-133, 0x0002}, {2.5 * 0x1p-133, 0x0002},
-            {127 * 0x1p-133, 0x007f}, {127.5 * 0x1p-133, 0x0080}, // top subnormal rounds into min normal
-            {0x1p-149, 0x0000}, {-2.0, 0xc000}, {0.0, 0x0000}, {-0.0, 0x8000},
-            {INFINITY, 0x7f80}, {-INFINITY, 0xff80},
+            {1.0, 0x3f80},
+            {1.0 + 0x1p-8, 0x3f80},
+            {1.0 + 3 * 0x1p-8, 0x3f82},
+            {1.0 + 0x1p-8 + 0x1p-20, 0x3f81},
+            {0x1p-126, 0x0080},  // min normal
+            {0x1p-133, 0x0001},  // min subnormal
+            {0x1p-134, 0x0000},
+            {-0x1p-134, 0x8000},  // half of it: tie to even zero
+            {0.75 * 0x1p-133, 0x0001},
+            {1.5 * 0x1p-133, 0x0002},
+            {2.5 * 0x1p-133, 0x0002},
+            {127 * 0x1p-133, 0x007f},
+            {127.5 * 0x1p-133, 0x0080},  // top subnormal rounds into min normal
+            {0x1p-149, 0x0000},
+            {-2.0, 0xc000},
+            {0.0, 0x0000},
+            {-0.0, 0x8000},
+            {INFINITY, 0x7f80},
+            {-INFINITY, 0xff80},
         };
         for (const auto& c : cases) {
             const uint16_t got = float_to_bf16_bits(static_cast<float>(c.x));
-            QVERIFY2(got == c.bits, qPrintable(QString("%1 -> %2, want %3").arg(c.x, 0, 'g', 12).arg(hex(got, 4)).arg(hex(c.bits, 4))));
-            QCOMPARE(ref::to_bits(round_to_bf16(static_cast<float>(c.x))), ref::to_bits(bf16_bits_to_float(got)));
+            QVERIFY2(
+                got == c.bits,
+                qPrintable(
+                    QString("%1 -> %2, want %3").arg(c.x, 0, 'g', 12).arg(hex(got, 4)).arg(hex(c.bits, 4))));
+            QCOMPARE(ref::to_bits(round_to_bf16(static_cast<float>(c.x))),
+                     ref::to_bits(bf16_bits_to_float(got)));
         }
         for (uint32_t nan : {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff800001u, 0x7fffffffu}) {
             const uint16_t b = float_to_bf16_bits(ref::from_bits(nan));
@@ -83,22 +105,25 @@ private slots:
 
     void e4m3_table() {
         const BitsCase cases[] = {
-            {448.0, 0x7e}, {-448.0, 0xfe},         // max
-            {464.0, 0x7e}, {480.0, 0x7e}, {1e6, 0x7e}, {3e38, 0x7e}, {-1e6, 0xfe}, // saturation
-            {416.0, 0x7d}, {432.0, 0x7e},          // tie between 416 (odd) and 448 (even)
-            {256.0, 0x78}, {240.0, 0x77},
-            {1.0, 0x38}, {1.0625, 0x38}, {1.1875, 0x3a}, {-1.5, 0xbc},
-            {0x1p-6, 0x08},                         // min normal
-            {0x1p-9, 0x01},                         // min subnormal
-            {0x1p-10, 0x00}, {-0x1p-10, 0x80},      // tie -> signed zero
-            {0.75 * 0x1p-9, 0x01}, {1.5 * 0x1p-9, 0x02}, {2.5 * 0x1p-9, 0x02},
-            {7 * 0x1p-9, 0x07}, {7.5 * 0x1p-9, 0x08}, // top subnormal tie -> min normal
-            {1e-10, 0x00}, {0.0, 0x00}, {-0.0, 0x80},
-            {INFINITY, 0x7e}, {-INFINITY, 0xfe},    // satfinite: no inf in e4m3
+            {448.0, 0x7e},         {-448.0, 0xfe},  // max
+            {464.0, 0x7e},         {480.0, 0x7e},        {1e6, 0x7e},          {3e38, 0x7e},
+            {-1e6, 0xfe},                          // saturation
+            {416.0, 0x7d},         {432.0, 0x7e},  // tie between 416 (odd) and 448 (even)
+            {256.0, 0x78},         {240.0, 0x77},        {1.0, 0x38},          {1.0625, 0x38},
+            {1.1875, 0x3a},        {-1.5, 0xbc},         {0x1p-6, 0x08},  // min normal
+            {0x1p-9, 0x01},                                               // min subnormal
+            {0x1p-10, 0x00},       {-0x1p-10, 0x80},                      // tie -> signed zero
+            {0.75 * 0x1p-9, 0x01}, {1.5 * 0x1p-9, 0x02}, {2.5 * 0x1p-9, 0x02}, {7 * 0x1p-9, 0x07},
+            {7.5 * 0x1p-9, 0x08},  // top subnormal tie -> min normal
+            {1e-10, 0x00},         {0.0, 0x00},          {-0.0, 0x80},         {INFINITY, 0x7e},
+            {-INFINITY, 0xfe},  // satfinite: no inf in e4m3
         };
         for (const auto& c : cases) {
             const uint8_t got = float_to_e4m3_bits(static_cast<float>(c.x));
-            QVERIFY2(got == c.bits, qPrintable(QString("%1 -> %2, want %3").arg(c.x, 0, 'g', 12).arg(hex(got, 2)).arg(hex(c.bits, 2))));
+            QVERIFY2(
+                got == c.bits,
+                qPrintable(
+                    QString("%1 -> %2, want %3").arg(c.x, 0, 'g', 12).arg(hex(got, 2)).arg(hex(c.bits, 2))));
         }
         QCOMPARE(float_to_e4m3_bits(NAN), uint8_t{0x7f});
         QCOMPARE(float_to_e4m3_bits(-NAN), uint8_t{0xff});
@@ -111,19 +136,23 @@ private slots:
 
     void e5m2_table() {
         const BitsCase cases[] = {
-            {57344.0, 0x7b}, {-57344.0, 0xfb},     // max
-            {61439.0, 0x7b}, {61440.0, 0x7c},      // max + half ulp: tie, odd max -> inf
-            {1e6, 0x7c}, {-1e6, 0xfc},
-            {1.0, 0x3c}, {1.125, 0x3c}, {1.375, 0x3e}, {1.625, 0x3e}, {-2.0, 0xc0},
-            {0x1p-14, 0x04},                        // min normal
-            {0x1p-16, 0x01},                        // min subnormal
-            {0x1p-17, 0x00}, {-0x1p-17, 0x80},
-            {0.75 * 0x1p-16, 0x01}, {1.5 * 0x1p-16, 0x02}, {3 * 0x1p-16, 0x03}, {3.5 * 0x1p-16, 0x04},
-            {0.0, 0x00}, {-0.0, 0x80}, {INFINITY, 0x7c}, {-INFINITY, 0xfc},
+            {57344.0, 0x7b},       {-57344.0, 0xfb},  // max
+            {61439.0, 0x7b},       {61440.0, 0x7c},   // max + half ulp: tie, odd max -> inf
+            {1e6, 0x7c},           {-1e6, 0xfc},        {1.0, 0x3c},
+            {1.125, 0x3c},         {1.375, 0x3e},       {1.625, 0x3e},
+            {-2.0, 0xc0},          {0x1p-14, 0x04},  // min normal
+            {0x1p-16, 0x01},                         // min subnormal
+            {0x1p-17, 0x00},       {-0x1p-17, 0x80},    {0.75 * 0x1p-16, 0x01},
+            {1.5 * 0x1p-16, 0x02}, {3 * 0x1p-16, 0x03}, {3.5 * 0x1p-16, 0x04},
+            {0.0, 0x00},           {-0.0, 0x80},        {INFINITY, 0x7c},
+            {-INFINITY, 0xfc},
         };
         for (const auto& c : cases) {
             const uint8_t got = float_to_e5m2_bits(static_cast<float>(c.x));
-            QVERIFY2(got == c.bits, qPrintable(QString("%1 -> %2, want %3").arg(c.x, 0, 'g', 12).arg(hex(got, 2)).arg(hex(c.bits, 2))));
+            QVERIFY2(
+                got == c.bits,
+                qPrintable(
+                    QString("%1 -> %2, want %3").arg(c.x, 0, 'g', 12).arg(hex(got, 2)).arg(hex(c.bits, 2))));
         }
         for (float nan : {NAN, -NAN, ref::from_bits(0x7f800001u)}) {
             const uint8_t b = float_to_e5m2_bits(nan);
@@ -135,18 +164,34 @@ private slots:
     }
 
     void tf32_table() {
-        struct Case { double x, want; };
+        struct Case {
+            double x, want;
+        };
         const Case cases[] = {
-            {1.0 + 0x1p-11, 1.0}, {1.0 + 3 * 0x1p-11, 1.0 + 0x1p-9}, {1.0 + 0x1p-11 + 0x1p-23, 1.0 + 0x1p-10},
-            {1.0 + 0x1p-10, 1.0 + 0x1p-10}, {-(1.0 + 0x1p-11), -1.0},
-            {0x1.ffcp127, 0x1.ffcp127}, {0x1.ffdffep127, 0x1.ffcp127}, {0x1.ffep127, INFINITY},
-            {0x1.fffffep127, INFINITY}, {0x1p-126, 0x1p-126}, {0x1p-136, 0x1p-136},
-            {0x1p-137, 0.0}, {3 * 0x1p-137, 0x1p-135}, {0x1p-149, 0.0}, {-0.0, -0.0},
-            {INFINITY, INFINITY}, {-INFINITY, -INFINITY},
+            {1.0 + 0x1p-11, 1.0},
+            {1.0 + 3 * 0x1p-11, 1.0 + 0x1p-9},
+            {1.0 + 0x1p-11 + 0x1p-23, 1.0 + 0x1p-10},
+            {1.0 + 0x1p-10, 1.0 + 0x1p-10},
+            {-(1.0 + 0x1p-11), -1.0},
+            {0x1.ffcp127, 0x1.ffcp127},
+            {0x1.ffdffep127, 0x1.ffcp127},
+            {0x1.ffep127, INFINITY},
+            {0x1.fffffep127, INFINITY},
+            {0x1p-126, 0x1p-126},
+            {0x1p-136, 0x1p-136},
+            {0x1p-137, 0.0},
+            {3 * 0x1p-137, 0x1p-135},
+            {0x1p-149, 0.0},
+            {-0.0, -0.0},
+            {INFINITY, INFINITY},
+            {-INFINITY, -INFINITY},
         };
         for (const auto& c : cases) {
             const float got = round_to_tf32(static_cast<float>(c.x));
-            QVERIFY2(ref::same_value(got, c.want), qPrintable(QString("%1 -> %2, want %3").arg(c.x, 0, 'g', 17).arg(double(got), 0, 'g', 17).arg(c.want, 0, 'g', 17)));
+            QVERIFY2(ref::same_value(got, c.want), qPrintable(QString("%1 -> %2, want %3")
+                                                                  .arg(c.x, 0, 'g', 17)
+                                                                  .arg(double(got), 0, 'g', 17)
+                                                                  .arg(c.want, 0, 'g', 17)));
         }
         const float nan = round_to_tf32(ref::from_bits(0xff800001u));
         QVERIFY(std::isnan(nan) && std::signbit(nan));
@@ -157,21 +202,26 @@ private slots:
             const float e4 = e4m3_bits_to_float(static_cast<uint8_t>(b));
             QVERIFY2(ref::same_value(e4, ref::decode(b, ref::kE4M3)), qPrintable("e4m3 " + hex(b, 2)));
             const uint8_t back4 = float_to_e4m3_bits(e4);
-            if (std::isnan(e4)) QCOMPARE(back4, static_cast<uint8_t>(b));  // only S.1111.111
-            else QVERIFY2(back4 == b, qPrintable("e4m3 " + hex(b, 2) + " -> " + hex(back4, 2)));
+            if (std::isnan(e4))
+                QCOMPARE(back4, static_cast<uint8_t>(b));  // only S.1111.111
+            else
+                QVERIFY2(back4 == b, qPrintable("e4m3 " + hex(b, 2) + " -> " + hex(back4, 2)));
 
             const float e5 = e5m2_bits_to_float(static_cast<uint8_t>(b));
             QVERIFY2(ref::same_value(e5, ref::decode(b, ref::kE5M2)), qPrintable("e5m2 " + hex(b, 2)));
             const uint8_t back5 = float_to_e5m2_bits(e5);
-            if (std::isnan(e5)) QVERIFY((back5 & 0x7c) == 0x7c && (back5 & 0x3) && (back5 & 0x80) == (b & 0x80));
-            else QVERIFY2(back5 == b, qPrintable("e5m2 " + hex(b, 2) + " -> " + hex(back5, 2)));
+            if (std::isnan(e5))
+                QVERIFY((back5 & 0x7c) == 0x7c && (back5 & 0x3) && (back5 & 0x80) == (b & 0x80));
+            else
+                QVERIFY2(back5 == b, qPrintable("e5m2 " + hex(b, 2) + " -> " + hex(back5, 2)));
         }
     }
 
     void all_bf16_patterns_round_trip() {
         for (uint32_t b = 0; b < 65536; ++b) {
             const float f = bf16_bits_to_float(static_cast<uint16_t>(b));
-            if (!ref::same_value(f, ref::decode(b, ref::kBf16))) QFAIL(qPrintable("bf16 decode " + hex(b, 4)));
+            if (!ref::same_value(f, ref::decode(b, ref::kBf16)))
+                QFAIL(qPrintable("bf16 decode " + hex(b, 4)));
             const uint16_t back = float_to_bf16_bits(f);
             if (std::isnan(f)) {
                 QVERIFY((back & 0x7f80) == 0x7f80 && (back & 0x40) && (back & 0x8000) == (b & 0x8000));
@@ -195,11 +245,15 @@ private slots:
                 const float got = round_to_format(in[i], f);
                 const double want = ref::round_value(in[i], spec);
                 if ((!ref::same_value(got, want) || ref::to_bits(arr[i]) != ref::to_bits(got)) && bad++ == 0)
-                    first = QString("x=%1 (%2) got %3 array %4 want %5").arg(double(in[i]), 0, 'g', 12)
-                                .arg(hex(ref::to_bits(in[i]), 8)).arg(double(got), 0, 'g', 12)
-                                .arg(double(arr[i]), 0, 'g', 12).arg(want, 0, 'g', 12);
+                    first = QString("x=%1 (%2) got %3 array %4 want %5")
+                                .arg(double(in[i]), 0, 'g', 12)
+                                .arg(hex(ref::to_bits(in[i]), 8))
+                                .arg(double(got), 0, 'g', 12)
+                                .arg(double(arr[i]), 0, 'g', 12)
+                                .arg(want, 0, 'g', 12);
             }
-            QVERIFY2(bad == 0, qPrintable(QString::fromStdString(format_name(f)) + QString(": %1 mismatches, first %2").arg(bad).arg(first)));
+            QVERIFY2(bad == 0, qPrintable(QString::fromStdString(format_name(f)) +
+                                          QString(": %1 mismatches, first %2").arg(bad).arg(first)));
         }
     }
 
@@ -209,8 +263,12 @@ private slots:
         Rng rng(7);
         std::vector<float> in(300007);
         for (auto& v : in) v = rng.normal() * std::ldexp(1.0f, static_cast<int>(rng.below(60)) - 40);
-        in[5] = NAN; in[6] = -INFINITY; in[7] = -0.0f; in[8] = ref::from_bits(0x7f812345u);
-        for (Format f : {Format::FP32, Format::TF32, Format::FP16, Format::BF16, Format::E4M3, Format::E5M2}) {
+        in[5] = NAN;
+        in[6] = -INFINITY;
+        in[7] = -0.0f;
+        in[8] = ref::from_bits(0x7f812345u);
+        for (Format f :
+             {Format::FP32, Format::TF32, Format::FP16, Format::BF16, Format::E4M3, Format::E5M2}) {
             std::vector<float> out(in.size()), inplace = in;
             round_to_format(f, in.data(), out.data(), in.size());
             round_to_format(f, inplace.data(), inplace.data(), inplace.size());
@@ -225,7 +283,13 @@ private slots:
     }
 
     void format_info_matches_definitions() {
-        struct Want { Format f; const char* name; int e, m; bool inf; double max, min_normal, min_sub; };
+        struct Want {
+            Format f;
+            const char* name;
+            int e, m;
+            bool inf;
+            double max, min_normal, min_sub;
+        };
         const Want wants[] = {
             {Format::FP32, "fp32", 8, 23, true, 0x1.fffffep127, 0x1p-126, 0x1p-149},
             {Format::TF32, "tf32", 8, 10, true, 0x1.ffcp127, 0x1p-126, 0x1p-136},
@@ -254,7 +318,8 @@ private slots:
     }
 
     void parse_format_names() {
-        for (Format f : {Format::FP32, Format::TF32, Format::FP16, Format::BF16, Format::E4M3, Format::E5M2}) {
+        for (Format f :
+             {Format::FP32, Format::TF32, Format::FP16, Format::BF16, Format::E4M3, Format::E5M2}) {
             QCOMPARE(parse_format(format_name(f)), f);
             QString upper = QString::fromStdString(format_name(f)).toUpper();
             QCOMPARE(parse_format(upper.toStdString()), f);

@@ -23,12 +23,33 @@ namespace {
 std::vector<float> boundary_inputs() {
     const double m24 = std::ldexp(1.0, -24);
     const double anchors[] = {
-        65504.0, 65520.0, 65536.0, 65488.0, 65512.0,           // max, overflow tie, ulp ties below max
-        std::ldexp(1.0, -14), 1023.5 * m24, 1023.0 * m24,      // min normal, top subnormal tie
-        m24, 0.5 * m24, 0.75 * m24, 1.5 * m24, 2.5 * m24, 3.5 * m24,  // subnormal ties
-        0.25 * m24, std::ldexp(1.0, -126), std::ldexp(1.0, -149),
-        1.0, 1.0 + std::ldexp(1.0, -11), 1.0 + 3 * std::ldexp(1.0, -11), 2048.0, 2049.0, 2051.0,
-        3.0e38, 1.0e-30, 0.1, 1.0 / 3.0,
+        65504.0,
+        65520.0,
+        65536.0,
+        65488.0,
+        65512.0,  // max, overflow tie, ulp ties below max
+        std::ldexp(1.0, -14),
+        1023.5 * m24,
+        1023.0 * m24,  // min normal, top subnormal tie
+        m24,
+        0.5 * m24,
+        0.75 * m24,
+        1.5 * m24,
+        2.5 * m24,
+        3.5 * m24,  // subnormal ties
+        0.25 * m24,
+        std::ldexp(1.0, -126),
+        std::ldexp(1.0, -149),
+        1.0,
+        1.0 + std::ldexp(1.0, -11),
+        1.0 + 3 * std::ldexp(1.0, -11),
+        2048.0,
+        2049.0,
+        2051.0,
+        3.0e38,
+        1.0e-30,
+        0.1,
+        1.0 / 3.0,
     };
     std::vector<float> v;
     for (double a : anchors) {
@@ -39,10 +60,17 @@ std::vector<float> boundary_inputs() {
             v.push_back(-f);
         }
     }
-    const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, ref::from_bits(0x7fc00000u),
-                              ref::from_bits(0xffc00000u), ref::from_bits(0x7f800001u),
-                              ref::from_bits(0xff812345u), ref::from_bits(0x7fffffffu),
-                              ref::from_bits(0x00000001u), ref::from_bits(0x807fffffu)};
+    const float specials[] = {0.0f,
+                              -0.0f,
+                              INFINITY,
+                              -INFINITY,
+                              ref::from_bits(0x7fc00000u),
+                              ref::from_bits(0xffc00000u),
+                              ref::from_bits(0x7f800001u),
+                              ref::from_bits(0xff812345u),
+                              ref::from_bits(0x7fffffffu),
+                              ref::from_bits(0x00000001u),
+                              ref::from_bits(0x807fffffu)};
     for (float f : specials) v.push_back(f);
     return v;
 }
@@ -51,7 +79,8 @@ std::vector<float> boundary_inputs() {
 std::vector<float> strided_inputs() {
     std::vector<float> v;
     v.reserve((uint64_t{1} << 32) / 1031 + 1);
-    for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 1031) v.push_back(ref::from_bits(static_cast<uint32_t>(b)));
+    for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 1031)
+        v.push_back(ref::from_bits(static_cast<uint32_t>(b)));
     return v;
 }
 
@@ -67,8 +96,11 @@ private:
         const double got = ref::decode(h, ref::kHalf);
         if (ref::same_value(want, got)) return true;
         *why = QString("x=%1 (0x%2): got half 0x%3 = %4, want %5")
-                   .arg(double(x), 0, 'g', 17).arg(ref::to_bits(x), 8, 16, QChar('0'))
-                   .arg(h, 4, 16, QChar('0')).arg(got, 0, 'g', 17).arg(want, 0, 'g', 17);
+                   .arg(double(x), 0, 'g', 17)
+                   .arg(ref::to_bits(x), 8, 16, QChar('0'))
+                   .arg(h, 4, 16, QChar('0'))
+                   .arg(got, 0, 'g', 17)
+                   .arg(want, 0, 'g', 17);
         return false;
     }
 
@@ -86,7 +118,8 @@ private:
         for (float x : in) {
             const uint32_t b = ref::to_bits(x);
             if ((b & 0x7fffffffu) <= 0x7f800000u) continue;
-            const uint16_t want = static_cast<uint16_t>(((b >> 16) & 0x8000u) | 0x7e00u | ((b >> 13) & 0x3ffu));
+            const uint16_t want =
+                static_cast<uint16_t>(((b >> 16) & 0x8000u) | 0x7e00u | ((b >> 13) & 0x3ffu));
             QCOMPARE(float_to_half_bits(x), want);
         }
 
@@ -109,11 +142,13 @@ private:
         round_to_half_f16c(in.data(), hw.data(), in.size());
         for (size_t i = 0; i < in.size(); ++i) {
             if (hw_bits[i] != sw_bits[i] || ref::to_bits(hw[i]) != ref::to_bits(sw[i]))
-                QFAIL(qPrintable(QString("F16C differs at x=0x%1: bits 0x%2 vs software 0x%3, float 0x%4 vs 0x%5")
-                                     .arg(ref::to_bits(in[i]), 8, 16, QChar('0'))
-                                     .arg(hw_bits[i], 4, 16, QChar('0')).arg(sw_bits[i], 4, 16, QChar('0'))
-                                     .arg(ref::to_bits(hw[i]), 8, 16, QChar('0'))
-                                     .arg(ref::to_bits(sw[i]), 8, 16, QChar('0'))));
+                QFAIL(qPrintable(
+                    QString("F16C differs at x=0x%1: bits 0x%2 vs software 0x%3, float 0x%4 vs 0x%5")
+                        .arg(ref::to_bits(in[i]), 8, 16, QChar('0'))
+                        .arg(hw_bits[i], 4, 16, QChar('0'))
+                        .arg(sw_bits[i], 4, 16, QChar('0'))
+                        .arg(ref::to_bits(hw[i]), 8, 16, QChar('0'))
+                        .arg(ref::to_bits(sw[i]), 8, 16, QChar('0'))));
         }
     }
 
@@ -123,7 +158,8 @@ private slots:
             const float f = half_bits_to_float(static_cast<uint16_t>(h));
             const double want = ref::decode(h, ref::kHalf);
             if (!ref::same_value(f, want))
-                QFAIL(qPrintable(QString("half 0x%1 -> %2, want %3").arg(h, 4, 16, QChar('0')).arg(double(f)).arg(want)));
+                QFAIL(qPrintable(
+                    QString("half 0x%1 -> %2, want %3").arg(h, 4, 16, QChar('0')).arg(double(f)).arg(want)));
             if (std::isnan(f)) {  // quiet, payload kept
                 const uint32_t b = ref::to_bits(f);
                 QCOMPARE(b & 0x00400000u, 0x00400000u);
@@ -141,7 +177,9 @@ private slots:
                 QCOMPARE(back & 0x8000u, h & 0x8000u);
                 QCOMPARE(back & 0x200u, 0x200u);  // quiet
             } else if (back != h) {
-                QFAIL(qPrintable(QString("half 0x%1 came back as 0x%2").arg(h, 4, 16, QChar('0')).arg(back, 4, 16, QChar('0'))));
+                QFAIL(qPrintable(QString("half 0x%1 came back as 0x%2")
+                                     .arg(h, 4, 16, QChar('0'))
+                                     .arg(back, 4, 16, QChar('0'))));
             }
         }
     }
@@ -158,19 +196,41 @@ private slots:
 
     void known_values() {
         const double m24 = std::ldexp(1.0, -24);
-        struct Case { double x; uint16_t bits; };
+        struct Case {
+            double x;
+            uint16_t bits;
+        };
         const Case cases[] = {
-            {65504.0, 0x7bff}, {65519.99, 0x7bff}, {65520.0, 0x7c00}, {1e6, 0x7c00},
-            {-65520.0, 0xfc00}, {std::ldexp(1.0, -14), 0x0400}, {1023.0 * m24, 0x03ff},
-            {1023.5 * m24, 0x0400}, {m24, 0x0001}, {0.5 * m24, 0x0000}, {-0.5 * m24, 0x8000},
-            {0.5000001 * m24, 0x0001}, {0.75 * m24, 0x0001}, {1.5 * m24, 0x0002}, {2.5 * m24, 0x0002},
-            {1.0, 0x3c00}, {1.0 + std::ldexp(1.0, -11), 0x3c00}, {1.0 + 3 * std::ldexp(1.0, -11), 0x3c02},
-            {-2.0, 0xc000}, {0.0, 0x0000}, {-0.0, 0x8000}, {1e-30, 0x0000}, {-1e-30, 0x8000},
+            {65504.0, 0x7bff},
+            {65519.99, 0x7bff},
+            {65520.0, 0x7c00},
+            {1e6, 0x7c00},
+            {-65520.0, 0xfc00},
+            {std::ldexp(1.0, -14), 0x0400},
+            {1023.0 * m24, 0x03ff},
+            {1023.5 * m24, 0x0400},
+            {m24, 0x0001},
+            {0.5 * m24, 0x0000},
+            {-0.5 * m24, 0x8000},
+            {0.5000001 * m24, 0x0001},
+            {0.75 * m24, 0x0001},
+            {1.5 * m24, 0x0002},
+            {2.5 * m24, 0x0002},
+            {1.0, 0x3c00},
+            {1.0 + std::ldexp(1.0, -11), 0x3c00},
+            {1.0 + 3 * std::ldexp(1.0, -11), 0x3c02},
+            {-2.0, 0xc000},
+            {0.0, 0x0000},
+            {-0.0, 0x8000},
+            {1e-30, 0x0000},
+            {-1e-30, 0x8000},
         };
         for (const Case& c : cases) {
             const uint16_t got = float_to_half_bits(static_cast<float>(c.x));
-            QVERIFY2(got == c.bits, qPrintable(QString("x=%1 -> 0x%2, want 0x%3").arg(c.x, 0, 'g', 12)
-                                                    .arg(got, 4, 16, QChar('0')).arg(c.bits, 4, 16, QChar('0'))));
+            QVERIFY2(got == c.bits, qPrintable(QString("x=%1 -> 0x%2, want 0x%3")
+                                                   .arg(c.x, 0, 'g', 12)
+                                                   .arg(got, 4, 16, QChar('0'))
+                                                   .arg(c.bits, 4, 16, QChar('0'))));
         }
         QCOMPARE(float_to_half_bits(INFINITY), uint16_t{0x7c00});
         QCOMPARE(float_to_half_bits(-INFINITY), uint16_t{0xfc00});

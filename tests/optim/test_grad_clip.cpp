@@ -15,8 +15,6 @@
 
 using namespace mpwb;
 
-
-
 namespace {
 
 Parameter with_grad(std::vector<float> g) {
@@ -78,8 +76,7 @@ private slots:
         big.grad = Tensor({n}, 0.25f);
         big.grad[0] = 8192.0f;
         Parameter* ps[] = {&pair, &big};
-        const auto expected =
-            static_cast<float>(std::sqrt(67108864.0 + double(n - 1) / 16.0 + 25.0));
+        const auto expected = static_cast<float>(std::sqrt(67108864.0 + double(n - 1) / 16.0 + 25.0));
         float fp32_sum = 25.0f;
         for (int64_t i = 0; i < n; ++i) fp32_sum += big.grad[i] * big.grad[i];
         QVERIFY(expected != std::sqrt(fp32_sum));

@@ -14,8 +14,6 @@ using mpwb::test::error_text;
 
 using namespace mpwb;
 
-
-
 namespace {
 bool close(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::fabs(b) + 1e-12; }
 
@@ -75,8 +73,8 @@ private slots:
         EXPECT_EXACT(s.lr_at(0), 0.0f);
         QVERIFY(close(s.lr_at(5), 0.1 * 5 / 10));
         QVERIFY(close(s.lr_at(9), 0.1 * 9 / 10));
-        QVERIFY(close(s.lr_at(10), 0.1));                  // cosine starts at the base rate
-        QVERIFY(close(s.lr_at(60), 0.1 * 0.5));            // half way through the 100 cosine steps
+        QVERIFY(close(s.lr_at(10), 0.1));        // cosine starts at the base rate
+        QVERIFY(close(s.lr_at(60), 0.1 * 0.5));  // half way through the 100 cosine steps
         QVERIFY(close(s.lr_at(35), 0.1 * (1 + std::cos(std::numbers::pi * 25 / 100)) / 2));
         EXPECT_EXACT(s.lr_at(110), 0.0f);
     }
@@ -92,8 +90,8 @@ private slots:
         QVERIFY(close(s.lr_at(0), 2.0 * 0.25));
         QVERIFY(close(s.lr_at(2), 2.0 * (0.25 + 0.75 * 2 / 4)));
         QVERIFY(close(s.lr_at(4), 2.0));
-        QVERIFY(close(s.lr_at(13), 2.0));       // u = 9
-        QVERIFY(close(s.lr_at(14), 2.0 * 0.1)); // u = 10
+        QVERIFY(close(s.lr_at(13), 2.0));        // u = 9
+        QVERIFY(close(s.lr_at(14), 2.0 * 0.1));  // u = 10
         c.kind = "constant";
         LrSchedule k(c, 2.0f);
         QVERIFY(close(k.lr_at(1), 2.0 * (0.25 + 0.75 / 4)));
@@ -109,13 +107,23 @@ private slots:
         };
         QString m = msg([](ScheduleConfig& c) { c.kind = "exponential"; });
         QVERIFY2(m.contains("exponential") && m.contains("constant, step, cosine"), qPrintable(m));
-        m = msg([](ScheduleConfig& c) { c.kind = "step"; c.step_size = 0; });
+        m = msg([](ScheduleConfig& c) {
+            c.kind = "step";
+            c.step_size = 0;
+        });
         QVERIFY2(m.contains("step_size = 0"), qPrintable(m));
-        m = msg([](ScheduleConfig& c) { c.kind = "step"; c.gamma = 0.0f; });
+        m = msg([](ScheduleConfig& c) {
+            c.kind = "step";
+            c.gamma = 0.0f;
+        });
         QVERIFY2(m.contains("gamma = 0"), qPrintable(m));
         m = msg([](ScheduleConfig& c) { c.gamma = NAN; });
         QVERIFY2(m.contains("gamma") && m.contains("nan"), qPrintable(m));
-        m = msg([](ScheduleConfig& c) { c.kind = "cosine"; c.total_steps = 10; c.warmup_steps = 10; });
+        m = msg([](ScheduleConfig& c) {
+            c.kind = "cosine";
+            c.total_steps = 10;
+            c.warmup_steps = 10;
+        });
         QVERIFY2(m.contains("total_steps = 10") && m.contains("warmup_steps"), qPrintable(m));
         m = msg([](ScheduleConfig& c) { c.warmup_steps = -1; });
         QVERIFY2(m.contains("warmup_steps = -1"), qPrintable(m));
@@ -139,8 +147,8 @@ private slots:
         const nlohmann::json j = c;
         QCOMPARE(j.at("min_lr").dump(), std::string("1e-05"));
         QCOMPARE(nlohmann::json::parse(j.dump()).get<ScheduleConfig>(), c);
-        const auto partial = nlohmann::json::parse(R"({"kind": "step", "step_size": 7})")
-                                 .get<ScheduleConfig>();
+        const auto partial =
+            nlohmann::json::parse(R"({"kind": "step", "step_size": 7})").get<ScheduleConfig>();
         QCOMPARE(partial.step_size, int64_t{7});
         EXPECT_EXACT(partial.gamma, 0.1f);
 

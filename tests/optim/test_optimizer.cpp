@@ -22,10 +22,7 @@ using mpwb::test::error_text;
 
 using namespace mpwb;
 
-
-
 namespace {
-
 
 Parameter make_param(std::vector<float> w, std::vector<float> g, bool decay = true) {
     Parameter p;
@@ -92,9 +89,9 @@ private slots:
         Parameter* ps[] = {&p};
         opt->step(ps, 0.5f);
         // w - lr * (g + wd * w)
-        QVERIFY(close(p.value[0], 1.0 - 0.5 * (0.5 + 0.1 * 1.0)));    // 0.7
-        QVERIFY(close(p.value[1], -2.0 - 0.5 * (0.25 + 0.1 * -2.0))); // -2.025
-        QVERIFY(close(p.value[2], 0.5 - 0.5 * (-1.0 + 0.1 * 0.5)));   // 0.975
+        QVERIFY(close(p.value[0], 1.0 - 0.5 * (0.5 + 0.1 * 1.0)));     // 0.7
+        QVERIFY(close(p.value[1], -2.0 - 0.5 * (0.25 + 0.1 * -2.0)));  // -2.025
+        QVERIFY(close(p.value[2], 0.5 - 0.5 * (-1.0 + 0.1 * 0.5)));    // 0.975
         QVERIFY(p.compute.empty());
         QCOMPARE(opt->step_count(0), int64_t{1});
     }
@@ -129,7 +126,10 @@ private slots:
                 w[static_cast<size_t>(i)] -= 0.1 * d;
                 QVERIFY2(close(p.value[i], w[static_cast<size_t>(i)]),
                          qPrintable(QString("step %1 element %2: %3 vs %4")
-                                        .arg(t + 1).arg(i).arg(p.value[i]).arg(w[static_cast<size_t>(i)])));
+                                        .arg(t + 1)
+                                        .arg(i)
+                                        .arg(p.value[i])
+                                        .arg(w[static_cast<size_t>(i)])));
             }
             QVERIFY(close(p.value[0], expected0[t]));
         }
@@ -200,7 +200,9 @@ private slots:
             for (int i = 0; i < 3; ++i)
                 QVERIFY2(close(p.value[i], ref.w[static_cast<size_t>(i)], 1e-6),
                          qPrintable(QString("adam step %1 element %2: %3 vs %4")
-                                        .arg(ref.step).arg(i).arg(p.value[i], 0, 'g', 9)
+                                        .arg(ref.step)
+                                        .arg(i)
+                                        .arg(p.value[i], 0, 'g', 9)
                                         .arg(ref.w[static_cast<size_t>(i)], 0, 'g', 9)));
         }
         QCOMPARE(opt->step_count(0), int64_t{3});
@@ -239,7 +241,9 @@ private slots:
             for (int i = 0; i < 3; ++i)
                 QVERIFY2(close(p.value[i], ref.w[static_cast<size_t>(i)], 1e-6),
                          qPrintable(QString("adamw step %1 element %2: %3 vs %4")
-                                        .arg(ref.step).arg(i).arg(p.value[i], 0, 'g', 9)
+                                        .arg(ref.step)
+                                        .arg(i)
+                                        .arg(p.value[i], 0, 'g', 9)
                                         .arg(ref.w[static_cast<size_t>(i)], 0, 'g', 9)));
         }
         // Element 2 has a zero gradient: only the decoupled decay moves it, 0.5 * (1 - 0.005)^3.
@@ -500,17 +504,29 @@ private slots:
         QVERIFY2(m.contains("momentum = -0.1"), qPrintable(m));
         m = msg([](OptimizerConfig& c) { c.momentum = NAN; });
         QVERIFY2(m.contains("momentum") && m.contains("nan"), qPrintable(m));
-        m = msg([](OptimizerConfig& c) { c.momentum = 0.0f; c.nesterov = true; });
+        m = msg([](OptimizerConfig& c) {
+            c.momentum = 0.0f;
+            c.nesterov = true;
+        });
         QVERIFY2(m.contains("nesterov"), qPrintable(m));
         m = msg([](OptimizerConfig& c) { c.weight_decay = -0.5f; });
         QVERIFY2(m.contains("weight_decay = -0.5"), qPrintable(m));
         m = msg([](OptimizerConfig& c) { c.weight_decay = INFINITY; });
         QVERIFY2(m.contains("weight_decay") && m.contains("inf"), qPrintable(m));
-        m = msg([](OptimizerConfig& c) { c.kind = "adam"; c.beta1 = 1.0f; });
+        m = msg([](OptimizerConfig& c) {
+            c.kind = "adam";
+            c.beta1 = 1.0f;
+        });
         QVERIFY2(m.contains("beta1 = 1"), qPrintable(m));
-        m = msg([](OptimizerConfig& c) { c.kind = "adam"; c.beta2 = -0.5f; });
+        m = msg([](OptimizerConfig& c) {
+            c.kind = "adam";
+            c.beta2 = -0.5f;
+        });
         QVERIFY2(m.contains("beta2 = -0.5"), qPrintable(m));
-        m = msg([](OptimizerConfig& c) { c.kind = "adamw"; c.eps = 0.0f; });
+        m = msg([](OptimizerConfig& c) {
+            c.kind = "adamw";
+            c.eps = 0.0f;
+        });
         QVERIFY2(m.contains("eps = 0"), qPrintable(m));
         m = msg([](OptimizerConfig& c) { c.eps = NAN; });
         QVERIFY2(m.contains("eps"), qPrintable(m));
@@ -534,8 +550,7 @@ private slots:
         QCOMPARE(nlohmann::json::parse(j.dump()).get<OptimizerConfig>(), c);
 
         // Missing keys keep defaults.
-        const auto partial = nlohmann::json::parse(R"({"kind": "adam", "eps": 1e-6})")
-                                 .get<OptimizerConfig>();
+        const auto partial = nlohmann::json::parse(R"({"kind": "adam", "eps": 1e-6})").get<OptimizerConfig>();
         QCOMPARE(partial.kind, std::string("adam"));
         EXPECT_EXACT(partial.eps, 1e-6f);
         EXPECT_EXACT(partial.beta2, 0.999f);

@@ -131,7 +131,8 @@ void TestPlots::smoothingIsDisplayOnlyEma() {
         s = 0.6 * s + 0.4 * values[i];
         const double expected = s / (1 - std::pow(0.6, i + 1));
         QVERIFY2(std::abs(g->data()->at(i)->value - expected) < 1e-12,
-                 qPrintable(QStringLiteral("point %1: %2 vs %3").arg(i).arg(g->data()->at(i)->value).arg(expected)));
+                 qPrintable(
+                     QStringLiteral("point %1: %2 vs %3").arg(i).arg(g->data()->at(i)->value).arg(expected)));
     }
     QVector<double> raw_steps, raw_values;
     plot.rawPoints(r, SeriesPlot::Curve::Train, &raw_steps, &raw_values);
@@ -161,8 +162,7 @@ void TestPlots::lossScaleAxisIsLog2WithPowerOfTwoTicks() {
     SeriesPlot plot(SeriesPlot::Kind::LossScale);
     plot.resize(800, 500);
     const int r = plot.addRun(QStringLiteral("fp16-mixed"));
-    plot.appendPoints(r, SeriesPlot::Curve::Scale, {1, 100, 200, 300},
-                      {65536, 32768, 65536, 1024});
+    plot.appendPoints(r, SeriesPlot::Curve::Scale, {1, 100, 200, 300}, {65536, 32768, 65536, 1024});
     plot.replot();
     QCOMPARE(plot.yAxis->scaleType(), QCPAxis::stLogarithmic);
     auto ticker = plot.yAxis->ticker().dynamicCast<QCPAxisTickerLog>();
@@ -208,13 +208,17 @@ void TestPlots::overflowMarkersSitOnTheScale() {
 
 void TestPlots::histogramBarsMatchCounts() {
     // 3 x 1.0 (e=0), 2 x 2^-20, 1 x 2^-30, 1 x 70000 (e=16), 4 zeros: 11 elements.
-    std::vector<float> v = {1.0f, 1.5f, 1.9f, std::ldexp(1.0f, -20), std::ldexp(1.3f, -20),
-                            std::ldexp(1.0f, -30), 70000.0f, 0, 0, 0, -0.0f};
+    std::vector<float> v = {
+        1.0f, 1.5f, 1.9f, std::ldexp(1.0f, -20), std::ldexp(1.3f, -20), std::ldexp(1.0f, -30), 70000.0f, 0,
+        0,    0,    -0.0f};
     HistogramPlot plot;
     plot.setHistogram(histogram_of(v), QStringLiteral("1 Linear"), Format::FP16, 1024);
     QCPBars* bars = plot.bars();
     QCOMPARE(bars->dataCount(), 4);
-    struct Expect { int e; int count; };
+    struct Expect {
+        int e;
+        int count;
+    };
     const Expect expect[] = {{-30, 1}, {-20, 2}, {0, 3}, {16, 1}};
     for (int i = 0; i < 4; ++i) {
         QCOMPARE(bars->data()->at(i)->key, expect[i].e + 0.5);
@@ -455,9 +459,10 @@ void TestPlots::replotTimeOfOneMillionPoints() {
     plot.setSmoothing(0.9);
     plot.replot(QCustomPlot::rpImmediateRefresh);
     const double smoothed = plot.replotTime();
-    qInfo("SeriesPlot 1M points (1200x600): append in 10 batches %lld ms; replotTime best %.2f ms, "
-          "mean %.2f ms over %d (thread CPU best %.2f ms); with smoothing %.2f ms",
-          append_ms, best, sum / reps, reps, cpu_best, smoothed);
+    qInfo(
+        "SeriesPlot 1M points (1200x600): append in 10 batches %lld ms; replotTime best %.2f ms, "
+        "mean %.2f ms over %d (thread CPU best %.2f ms); with smoothing %.2f ms",
+        append_ms, best, sum / reps, reps, cpu_best, smoothed);
     QVERIFY(best > 0);
 }
 
@@ -465,7 +470,9 @@ void TestPlots::replotTimeOfOneMillionPoints() {
 // looking at them; a temporary folder otherwise) and checks the images are not blank.
 void TestPlots::galleryRendersEveryPlot() {
     QTemporaryDir tmp;
-    const QString dir = qEnvironmentVariableIsEmpty("MPWB_PLOT_GALLERY") ? tmp.path() : qEnvironmentVariable("MPWB_PLOT_GALLERY");
+    const QString dir = qEnvironmentVariableIsEmpty("MPWB_PLOT_GALLERY")
+                            ? tmp.path()
+                            : qEnvironmentVariable("MPWB_PLOT_GALLERY");
     std::mt19937 rng(3);
     std::normal_distribution<double> noise(0, 1);
     SeriesPlot scale(SeriesPlot::Kind::LossScale);
@@ -506,7 +513,8 @@ void TestPlots::galleryRendersEveryPlot() {
     HistogramPlot hist;
     std::vector<float> g(20000);
     for (auto& x : g) x = static_cast<float>(std::exp2(-18 + 4 * noise(rng)) * 1024);
-    hist.setHistogram(histogram_of(g), QStringLiteral("2 Linear · weight_grad:weight · step 4000"), Format::FP16, 1024);
+    hist.setHistogram(histogram_of(g), QStringLiteral("2 Linear · weight_grad:weight · step 4000"),
+                      Format::FP16, 1024);
     HeatmapPlot heat;
     for (int step = 0; step <= 5000; step += 50) {
         std::vector<float> h(2000);
@@ -531,8 +539,11 @@ void TestPlots::galleryRendersEveryPlot() {
         pl << (i % 2 ? 0 : 1);
     }
     db.setPoints(px, py, pl, false);
-    const std::pair<QCustomPlot*, const char*> plots[] = {{&scale, "loss_scale"}, {&loss, "loss"}, {&hist, "histogram"},
-                                                          {&heat, "heatmap"}, {&db, "decision_boundary"}};
+    const std::pair<QCustomPlot*, const char*> plots[] = {{&scale, "loss_scale"},
+                                                          {&loss, "loss"},
+                                                          {&hist, "histogram"},
+                                                          {&heat, "heatmap"},
+                                                          {&db, "decision_boundary"}};
     for (const auto& [plot, name] : plots) {
         const QString path = dir + QStringLiteral("/%1.png").arg(QLatin1String(name));
         QString error;

@@ -33,9 +33,12 @@ using Trajectory = std::vector<Attempt>;
 
 Act act_of(StepAction a) {
     switch (a) {
-        case StepAction::Apply: return Act::Apply;
-        case StepAction::Skip: return Act::Skip;
-        case StepAction::Retry: return Act::Retry;
+        case StepAction::Apply:
+            return Act::Apply;
+        case StepAction::Skip:
+            return Act::Skip;
+        case StepAction::Retry:
+            return Act::Retry;
     }
     return Act::Apply;
 }
@@ -80,10 +83,10 @@ bool same(const Trajectory& a, const Trajectory& b, QString* why) {
     return true;
 }
 
-#define COMPARE_TRAJ(a, b)                                      \
-    do {                                                        \
-        QString why_;                                           \
-        if (!same((a), (b), &why_)) QFAIL(qPrintable(why_));    \
+#define COMPARE_TRAJ(a, b)                                   \
+    do {                                                     \
+        QString why_;                                        \
+        if (!same((a), (b), &why_)) QFAIL(qPrintable(why_)); \
     } while (0)
 
 // Overflow flags: clean runs broken by bursts of overflows, so that growth, backoff, hysteresis
@@ -373,11 +376,11 @@ bool throws_config_error(const std::function<void()>& f, std::initializer_list<c
     return false;
 }
 
-#define EXPECT_CONFIG_ERROR(expr, ...)                                                     \
-    do {                                                                                   \
-        QString why_;                                                                      \
-        if (!throws_config_error([&] { expr; }, {__VA_ARGS__}, &why_))                     \
-            QFAIL(qPrintable(QString("%1: %2").arg(#expr, why_)));                         \
+#define EXPECT_CONFIG_ERROR(expr, ...)                                 \
+    do {                                                               \
+        QString why_;                                                  \
+        if (!throws_config_error([&] { expr; }, {__VA_ARGS__}, &why_)) \
+            QFAIL(qPrintable(QString("%1: %2").arg(#expr, why_)));     \
     } while (0)
 
 }  // namespace
@@ -397,7 +400,8 @@ private slots:
         c.growth_interval = 3;
         LossScaler s(c);
         const Trajectory t = run_engine(s, pattern("CCC O CC OO CCC CCC"));
-        const std::vector<float> expect{1024, 1024, 1024, 2048, 1024, 1024, 1024, 512, 256, 256, 256, 512, 512, 512};
+        const std::vector<float> expect{1024, 1024, 1024, 2048, 1024, 1024, 1024,
+                                        512,  256,  256,  256,  512,  512,  512};
         QCOMPARE(scales_of(t), expect);
         for (size_t i = 0; i < t.size(); ++i)
             QCOMPARE(t[i].act, (i == 3 || i == 6 || i == 7) ? Act::Skip : Act::Apply);
@@ -422,8 +426,8 @@ private slots:
             const Trajectory t = run_engine(s, pattern("OCOCCCOOOC"));
             const std::vector<float> expect{1024, 1024, 1024, 512, 512, 512, 1024, 1024, 512, 256};
             QCOMPARE(scales_of(t), expect);
-            const std::vector<Act> acts{Act::Skip, Act::Apply, Act::Skip, Act::Apply, Act::Apply,
-                                        Act::Apply, Act::Skip, Act::Skip, Act::Skip, Act::Apply};
+            const std::vector<Act> acts{Act::Skip,  Act::Apply, Act::Skip, Act::Apply, Act::Apply,
+                                        Act::Apply, Act::Skip,  Act::Skip, Act::Skip,  Act::Apply};
             QCOMPARE(acts_of(t), acts);
             QCOMPARE(count_kind(s.take_events(), "hysteresis_consumed"), 2);
         }
@@ -631,7 +635,8 @@ private slots:
         std::vector<float> seen;
         for (int step = 0; step < 20; ++step) seen.push_back(s.on_step_result(step, false).scale_used);
         // 2 clean steps per doubling: 2^20 x2, 2^21 x2, 2^22 x2, 2^23 x2, then 2^24 for good.
-        for (int step = 0; step < 20; ++step) QCOMPARE(seen[step], std::ldexp(1.0f, std::min(20 + step / 2, 24)));
+        for (int step = 0; step < 20; ++step)
+            QCOMPARE(seen[step], std::ldexp(1.0f, std::min(20 + step / 2, 24)));
         QVERIFY(s.at_max());
         const auto ev = s.take_events();
         QCOMPARE(count_kind(ev, "growth"), 4);
@@ -851,8 +856,10 @@ private slots:
         std::vector<std::pair<int64_t, std::string>> got;
         for (auto& e : ev1) got.emplace_back(e.step, e.kind);
         const std::vector<std::pair<int64_t, std::string>> expect{
-            {6, "growth"},        {7, "hysteresis_consumed"}, {7, "overflow_skip"}, {8, "hysteresis_consumed"},
-            {8, "overflow_skip"}, {9, "backoff"},             {9, "overflow_skip"}};
+            {6, "growth"},        {7, "hysteresis_consumed"},
+            {7, "overflow_skip"}, {8, "hysteresis_consumed"},
+            {8, "overflow_skip"}, {9, "backoff"},
+            {9, "overflow_skip"}};
         QCOMPARE(got, expect);
         for (auto& e : ev1) QCOMPARE(e.source, std::string("scaler"));
 
@@ -922,7 +929,8 @@ private slots:
             // Split after a clean attempt, so the first half does not end in the middle of a retry.
             size_t split = 150;
             while (flags[split - 1]) ++split;
-            const std::vector<bool> first(flags.begin(), flags.begin() + split), second(flags.begin() + split, flags.end());
+            const std::vector<bool> first(flags.begin(), flags.begin() + split),
+                second(flags.begin() + split, flags.end());
 
             LossScaler a(c);
             run_engine(a, first, 0);
@@ -1019,11 +1027,14 @@ private slots:
         EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(json{{"growth_interval", "5"}}), "growth_interval",
                             "integer");
         EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(json{{"growth_interval", 2.5}}), "growth_interval");
-        EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(json{{"initial_scale", true}}), "initial_scale", "number");
-        EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(json{{"count_skipped_steps", 1}}), "count_skipped_steps");
+        EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(json{{"initial_scale", true}}), "initial_scale",
+                            "number");
+        EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(json{{"count_skipped_steps", 1}}),
+                            "count_skipped_steps");
         EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(json{{"mode", "sometimes"}}), "mode", "sometimes");
         EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(json{{"refill", "never"}}), "refill", "never");
-        EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(json{{"on_overflow", "abort"}}), "on_overflow", "abort");
+        EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(json{{"on_overflow", "abort"}}), "on_overflow",
+                            "abort");
         EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(json{{"growth_timing", "x"}}), "growth_timing");
         EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(json{{"hysteresis", 0}}), "hysteresis", "0");
         EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(json::array()), "JSON object");
@@ -1061,7 +1072,8 @@ private slots:
             QVERIFY2(e.issue().message.find("skip or retry") != std::string::npos, e.what());
         }
         // A field read from JSON is named by its path.
-        EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(nlohmann::json{{"hysteresis", int64_t{10000000000}}}, "training.scaler"),
+        EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(nlohmann::json{{"hysteresis", int64_t{10000000000}}},
+                                                         "training.scaler"),
                             "'training.scaler.hysteresis'", "32-bit");
     }
 
@@ -1085,9 +1097,18 @@ private slots:
             {"growth_interval", "-3", [](auto& c) { c.growth_interval = -3; }},
             {"hysteresis", "0", [](auto& c) { c.hysteresis = 0; }},
             {"hysteresis", "-1", [](auto& c) { c.hysteresis = -1; }},
-            {"min_scale", "1024", [](auto& c) { c.min_scale = 1024; c.max_scale = 512; c.initial_scale = 600; }},
+            {"min_scale", "1024",
+             [](auto& c) {
+                 c.min_scale = 1024;
+                 c.max_scale = 512;
+                 c.initial_scale = 600;
+             }},
             {"initial_scale", "1e+30", [](auto& c) { c.initial_scale = 1e30; }},
-            {"initial_scale", "0.001", [](auto& c) { c.initial_scale = 0.001; c.min_scale = 1; }},
+            {"initial_scale", "0.001",
+             [](auto& c) {
+                 c.initial_scale = 0.001;
+                 c.min_scale = 1;
+             }},
             {"initial_scale", "inf", [inf](auto& c) { c.initial_scale = inf; }},
             {"initial_scale", "nan", [](auto& c) { c.initial_scale = std::nan(""); }},
             {"initial_scale", "0", [](auto& c) { c.initial_scale = 0; }},
@@ -1107,7 +1128,8 @@ private slots:
             const auto issues = c.issues();
             QVERIFY2(!issues.empty(), k.setting);
             QCOMPARE(issues.front().field, std::string(k.setting));
-            QVERIFY2(QString::fromStdString(issues.front().message).contains(k.value), issues.front().message.c_str());
+            QVERIFY2(QString::fromStdString(issues.front().message).contains(k.value),
+                     issues.front().message.c_str());
             try {
                 LossScaler{}.request_config(c);
                 QFAIL("request_config accepted an invalid configuration");

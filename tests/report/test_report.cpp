@@ -172,13 +172,17 @@ void TestReport::htmlHoldsTheComparison() {
         QVERIFY2(html.contains(QStringLiteral("step %1 (").arg(r->first_step_over_80)),
                  qPrintable(QStringLiteral("step %1").arg(r->first_step_over_80)));
     }
-    const QString speedup = QString::number(mixed_.throughput / fp32_.throughput, 'f', 2) + QStringLiteral("×");
+    const QString speedup =
+        QString::number(mixed_.throughput / fp32_.throughput, 'f', 2) + QStringLiteral("×");
     QVERIFY2(html.contains(speedup), qPrintable(speedup));
     QVERIFY(html.contains(QStringLiteral("1.00×")));
-    const QString scale = QStringLiteral("2^%1 … 2^%2").arg(std::lround(std::log2(mixed_.scale_min))).arg(std::lround(std::log2(mixed_.scale_max)));
+    const QString scale = QStringLiteral("2^%1 … 2^%2")
+                              .arg(std::lround(std::log2(mixed_.scale_min)))
+                              .arg(std::lround(std::log2(mixed_.scale_max)));
     QVERIFY2(html.contains(scale), qPrintable(scale));
     QVERIFY(html.contains(QStringLiteral("<td>%1</td>").arg(mixed_.skipped)));
-    QVERIFY2(html.contains(pct(mixed_.mean_underflow, 3) + QStringLiteral(" (FP16)")), qPrintable(pct(mixed_.mean_underflow, 3)));
+    QVERIFY2(html.contains(pct(mixed_.mean_underflow, 3) + QStringLiteral(" (FP16)")),
+             qPrintable(pct(mixed_.mean_underflow, 3)));
     QVERIFY(html.contains(QStringLiteral("time to 80.0%")));
     // Configuration differences: precision differs, lr does not.
     QVERIFY(html.contains(QStringLiteral("<code>precision</code>")));
@@ -209,7 +213,8 @@ void TestReport::pdfIsAPdfWithPages() {
     const QByteArray pdf = f.readAll();
     QVERIFY(pdf.startsWith("%PDF-"));
     QVERIFY(pdf.size() > 20000);
-    const int pages = QString::fromLatin1(pdf).count(QRegularExpression(QStringLiteral("/Type\\s*/Page[^s]")));
+    const int pages =
+        QString::fromLatin1(pdf).count(QRegularExpression(QStringLiteral("/Type\\s*/Page[^s]")));
     QVERIFY2(pages >= 1, qPrintable(QString::number(pages)));
     QVERIFY(!QFile::exists(dir_.filePath(QStringLiteral("report.pdf.part"))));
 }
@@ -233,11 +238,13 @@ void TestReport::csvHoldsEveryPoint() {
 void TestReport::commandLineWritesTheReport() {
     const QString out = dir_.filePath(QStringLiteral("cli.html"));
     const QByteArray db = QByteArray::fromStdString(db_);
-    const QByteArray runs = QByteArray::number(qlonglong(fp32_.id)) + ',' + QByteArray::number(qlonglong(mixed_.id));
+    const QByteArray runs =
+        QByteArray::number(qlonglong(fp32_.id)) + ',' + QByteArray::number(qlonglong(mixed_.id));
     const QByteArray outb = out.toUtf8();
-    char* argv[] = {const_cast<char*>("mpwb"), const_cast<char*>("report"), const_cast<char*>("--runs"),
-                    const_cast<char*>(runs.constData()), const_cast<char*>("--out"), const_cast<char*>(outb.constData()),
-                    const_cast<char*>("--db"), const_cast<char*>(db.constData())};
+    char* argv[] = {const_cast<char*>("mpwb"),   const_cast<char*>("report"),
+                    const_cast<char*>("--runs"), const_cast<char*>(runs.constData()),
+                    const_cast<char*>("--out"),  const_cast<char*>(outb.constData()),
+                    const_cast<char*>("--db"),   const_cast<char*>(db.constData())};
     QCOMPARE(run_report_command(8, argv), 0);
     const QString html = read_all(out);
     QVERIFY(html.contains(mixed_.name));
@@ -246,12 +253,14 @@ void TestReport::commandLineWritesTheReport() {
     QVERIFY2(html.contains(QStringLiteral("time to ") + pct(target, 1)), qPrintable(pct(target, 1)));
     QVERIFY(QFile::exists(dir_.filePath(QStringLiteral("cli.csv"))));
 
-    char* bad[] = {const_cast<char*>("mpwb"), const_cast<char*>("report"), const_cast<char*>("--runs"),
-                   const_cast<char*>("abc"), const_cast<char*>("--out"), const_cast<char*>(outb.constData())};
+    char* bad[] = {const_cast<char*>("mpwb"),   const_cast<char*>("report"),
+                   const_cast<char*>("--runs"), const_cast<char*>("abc"),
+                   const_cast<char*>("--out"),  const_cast<char*>(outb.constData())};
     QCOMPARE(run_report_command(6, bad), 2);
-    char* missing[] = {const_cast<char*>("mpwb"), const_cast<char*>("report"), const_cast<char*>("--runs"),
-                       const_cast<char*>("424242"), const_cast<char*>("--out"), const_cast<char*>(outb.constData()),
-                       const_cast<char*>("--db"), const_cast<char*>(db.constData())};
+    char* missing[] = {const_cast<char*>("mpwb"),   const_cast<char*>("report"),
+                       const_cast<char*>("--runs"), const_cast<char*>("424242"),
+                       const_cast<char*>("--out"),  const_cast<char*>(outb.constData()),
+                       const_cast<char*>("--db"),   const_cast<char*>(db.constData())};
     QCOMPARE(run_report_command(8, missing), 1);
 }
 
@@ -269,7 +278,8 @@ void TestReport::badRequestsGiveClearErrors() {
     r.output = dir_.filePath(QStringLiteral("x.html")).toStdString();
     r.run_ids = {fp32_.id, 999};
     QString m = message(r);
-    QVERIFY2(m.contains(QStringLiteral("run 999")) && m.contains(QStringLiteral("does not exist")), qPrintable(m));
+    QVERIFY2(m.contains(QStringLiteral("run 999")) && m.contains(QStringLiteral("does not exist")),
+             qPrintable(m));
     r.run_ids = {};
     m = message(r);
     QVERIFY2(m.contains(QStringLiteral("no runs selected")), qPrintable(m));

@@ -78,7 +78,10 @@ QString compare_cell(const QString& out, const QString& label, int column) {
     const int summary = lines.indexOf(QStringLiteral("summary"));
     for (int i = std::max(0, summary); i < lines.size(); ++i)
         if (lines[i].startsWith(label + QStringLiteral("  "))) {
-            const QStringList cells = lines[i].mid(label.size()).split(QRegularExpression(QStringLiteral("\\s{2,}")), Qt::SkipEmptyParts);
+            const QStringList cells =
+                lines[i]
+                    .mid(label.size())
+                    .split(QRegularExpression(QStringLiteral("\\s{2,}")), Qt::SkipEmptyParts);
             return column < cells.size() ? cells[column].trimmed() : QString();
         }
     return {};
@@ -146,9 +149,12 @@ private slots:
         const QString out = QString::fromUtf8(r.out);
         for (int i = 0; i < 2; ++i) {
             QCOMPARE(compare_cell(out, QStringLiteral("samples/s"), i), sps_text(i));
-            QCOMPARE(compare_cell(out, QStringLiteral("final test accuracy"), i), acc_text(*figures_[i].final_test_accuracy));
-            QCOMPARE(compare_cell(out, QStringLiteral("best test accuracy"), i), acc_text(*figures_[i].best_test_accuracy));
-            QCOMPARE(compare_cell(out, QStringLiteral("skipped steps"), i), QString::number(figures_[i].skipped_steps));
+            QCOMPARE(compare_cell(out, QStringLiteral("final test accuracy"), i),
+                     acc_text(*figures_[i].final_test_accuracy));
+            QCOMPARE(compare_cell(out, QStringLiteral("best test accuracy"), i),
+                     acc_text(*figures_[i].best_test_accuracy));
+            QCOMPARE(compare_cell(out, QStringLiteral("skipped steps"), i),
+                     QString::number(figures_[i].skipped_steps));
             QCOMPARE(compare_cell(out, QStringLiteral("loss scale range"), i), scale_text(i));
         }
         QCOMPARE(compare_cell(out, QStringLiteral("speed-up over fp32"), 1), speedup());
@@ -164,9 +170,11 @@ private slots:
         QVERIFY(f.open(QIODevice::ReadOnly));
         const QString html = QString::fromUtf8(f.readAll());
         for (int i = 0; i < 2; ++i) {
-            QVERIFY2(html.contains(QStringLiteral("<td>") + sps_text(i) + QStringLiteral("</td>")), qPrintable(sps_text(i)));
+            QVERIFY2(html.contains(QStringLiteral("<td>") + sps_text(i) + QStringLiteral("</td>")),
+                     qPrintable(sps_text(i)));
             QVERIFY2(html.contains(scale_text(i)), qPrintable(scale_text(i)));
-            QVERIFY2(html.contains(acc_text(*figures_[i].best_test_accuracy)), qPrintable(acc_text(*figures_[i].best_test_accuracy)));
+            QVERIFY2(html.contains(acc_text(*figures_[i].best_test_accuracy)),
+                     qPrintable(acc_text(*figures_[i].best_test_accuracy)));
         }
         QVERIFY2(html.contains(speedup()), qPrintable(speedup()));
         QVERIFY(html.contains(QStringLiteral("Samples/s: training throughput")));
@@ -186,7 +194,8 @@ private slots:
 
 private:
     QString sps_text(std::size_t i) const {
-        return QString::fromStdString(samples_per_second_text((i == 0 ? fp32_ : mixed_).tape.summary.samples_per_second));
+        return QString::fromStdString(
+            samples_per_second_text((i == 0 ? fp32_ : mixed_).tape.summary.samples_per_second));
     }
     static QString acc_text(double v) { return QString::fromStdString(percent_text(v)); }
     QString scale_text(std::size_t i) const {
@@ -194,7 +203,8 @@ private:
         return QString::fromStdString(scale_range_text(ScaleRange{t.min_scale, t.max_scale}));
     }
     QString speedup() const {
-        return QString::fromStdString(speedup_text(mixed_.tape.summary.samples_per_second / fp32_.tape.summary.samples_per_second));
+        return QString::fromStdString(
+            speedup_text(mixed_.tape.summary.samples_per_second / fp32_.tape.summary.samples_per_second));
     }
 
     QTemporaryDir dir_;

@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
     namespace fs = std::filesystem;
     const bool scratch = argc < 2;
     const std::string path =
-        scratch ? (fs::temp_directory_path() / ("mpwb_store_bench_" + std::to_string(::getpid()) + ".sqlite")).string()
+        scratch ? (fs::temp_directory_path() / ("mpwb_store_bench_" + std::to_string(::getpid()) + ".sqlite"))
+                      .string()
                 : argv[1];
     const int points = argc > 2 ? std::atoi(argv[2]) : 1000000;
     const int buckets = argc > 3 ? std::atoi(argv[3]) : 2000;

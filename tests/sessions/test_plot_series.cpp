@@ -56,7 +56,8 @@ private slots:
         for (int budget : {4000, 200, 10}) {
             const PlotSeries scale = read_plot_series(store, run, metric_key::loss_scale, budget);
             QVERIFY(scale.envelope);
-            QVERIFY2(scale.steps.size() <= std::size_t(budget) + 2, qPrintable(QString::number(scale.steps.size())));
+            QVERIFY2(scale.steps.size() <= std::size_t(budget) + 2,
+                     qPrintable(QString::number(scale.steps.size())));
             QCOMPARE(*std::min_element(scale.values.begin(), scale.values.end()), 32768.0);
             const PlotSeries loss = read_plot_series(store, run, metric_key::train_loss, budget);
             QCOMPARE(*std::max_element(loss.values.begin(), loss.values.end()), 50.0);

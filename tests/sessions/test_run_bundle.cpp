@@ -84,7 +84,8 @@ private slots:
             Raw raw(bundle);
             QCOMPARE(raw.integer("SELECT count(*) FROM runs"), 2LL);
             QCOMPARE(raw.integer("SELECT count(*) FROM comparison_groups"), 1LL);
-            QCOMPARE(raw.text("SELECT value FROM bundle_info WHERE key='format'"), std::string("mpwb-run-bundle"));
+            QCOMPARE(raw.text("SELECT value FROM bundle_info WHERE key='format'"),
+                     std::string("mpwb-run-bundle"));
         }
         EXPECT_STORE_ERROR(export_bundle(src, {a}, bundle), Kind::Invalid, "already exists");
         EXPECT_STORE_ERROR(export_bundle(src, {a, 999}, p("never.mpwb")), Kind::NotFound, "run 999");
@@ -120,7 +121,8 @@ private slots:
                     QCOMPARE(ds[i].step, ss[i].step);
                     QCOMPARE(ds[i].value, ss[i].value);
                 }
-                const auto sb = src.downsample(imp.bundle_id, key, 37), db = dst.downsample(imp.store_id, key, 37);
+                const auto sb = src.downsample(imp.bundle_id, key, 37),
+                           db = dst.downsample(imp.store_id, key, 37);
                 QCOMPARE(db.size(), sb.size());
                 for (std::size_t i = 0; i < sb.size(); ++i) {
                     QCOMPARE(db[i].min, sb[i].min);
@@ -231,7 +233,8 @@ private slots:
         RunStore store(db);
         BundleExportOptions force;
         force.overwrite = true;
-        for (const std::string& out : {db, relative, p("sub/../self_export.sqlite"), symlink, hardlink, db + "-wal"}) {
+        for (const std::string& out :
+             {db, relative, p("sub/../self_export.sqlite"), symlink, hardlink, db + "-wal"}) {
             EXPECT_STORE_ERROR(export_bundle(store, {id}, out, force), Kind::Invalid,
                                "it is the run database " + db);
             QVERIFY2(fs::exists(db), out.c_str());
@@ -277,7 +280,8 @@ private slots:
             ro.read_only = true;
             RunStore store(src, ro);
             const auto out = p("from_corrupt.mpwb");
-            EXPECT_STORE_ERROR(export_bundle(store, {id}, out), Kind::Corrupt, "database " + src + " is corrupt");
+            EXPECT_STORE_ERROR(export_bundle(store, {id}, out), Kind::Corrupt,
+                               "database " + src + " is corrupt");
             QVERIFY(!std::filesystem::exists(out));
         }
         const auto good = p("good_src.sqlite");
@@ -298,7 +302,8 @@ private slots:
             const std::string msg = e.what();
             QVERIFY2(msg.find(bundle) != std::string::npos, e.what());
             QVERIFY2(msg.find(target) == std::string::npos, e.what());
-            QVERIFY2(msg.find("corrupt") != std::string::npos || msg.find("damaged") != std::string::npos, e.what());
+            QVERIFY2(msg.find("corrupt") != std::string::npos || msg.find("damaged") != std::string::npos,
+                     e.what());
         }
         QVERIFY(thrown);
         QVERIFY(dst.list_runs().empty());

@@ -22,7 +22,10 @@ std::set<std::int64_t> ids_of(const std::vector<Run>& runs) {
     return s;
 }
 
-struct Point { std::int64_t step; double value; };
+struct Point {
+    std::int64_t step;
+    double value;
+};
 
 // Straightforward per-point bucketing, the definition downsample() must match.
 std::vector<Bucket> naive(std::vector<Point> pts, std::int64_t lo, std::int64_t hi, int buckets) {
@@ -31,7 +34,8 @@ std::vector<Bucket> naive(std::vector<Point> pts, std::int64_t lo, std::int64_t 
     const long double n = static_cast<long double>(hi - lo + 1);
     for (const auto& p : pts) {
         if (p.step < lo || p.step > hi) continue;
-        const auto i = static_cast<std::int64_t>(std::floor((p.step - lo) * static_cast<long double>(buckets) / n));
+        const auto i =
+            static_cast<std::int64_t>(std::floor((p.step - lo) * static_cast<long double>(buckets) / n));
         if (out.empty() || out.back().index != i) {
             Bucket b;
             b.index = i;
@@ -75,7 +79,8 @@ private slots:
         };
         const auto a = make("spiral fp32 baseline", "fp32", "spiral", R"({"optimizer":{"name":"sgd"}})");
         const auto b = make("spiral fp16", "fp16-mixed", "spiral", R"({"optimizer":{"name":"adamw"}})");
-        const auto c = make("fashion bf16", "bf16-mixed", "fashion-mnist", R"({"optimizer":{"name":"adamw"}})");
+        const auto c =
+            make("fashion bf16", "bf16-mixed", "fashion-mnist", R"({"optimizer":{"name":"adamw"}})");
         const auto d = make("fashion fp16 pure 100%", "fp16-pure", "fashion-mnist", "{}");
         const auto e = make("deleted one", "fp16-mixed", "spiral", "{}");
         store.set_status(a, RunStatus::Finished);
@@ -145,9 +150,12 @@ private slots:
             i.config_json = config;
             return store.create_run(i);
         };
-        const auto a = make(R"({"optimizer":{"lr":0.1,"name":"sgd"},"layers":[{"units":8},{"units":4}],"seed":1,"scaler":{}})");
-        const auto b = make(R"({"optimizer":{"lr":0.1,"name":"sgd"},"layers":[{"units":8},{"units":16}],"seed":1,"scaler":{}})");
-        const auto c = make(R"({"optimizer":{"lr":0.01,"name":"sgd"},"layers":[{"units":8},{"units":4}],"seed":1,"scaler":{},"extra":true})");
+        const auto a = make(
+            R"({"optimizer":{"lr":0.1,"name":"sgd"},"layers":[{"units":8},{"units":4}],"seed":1,"scaler":{}})");
+        const auto b = make(
+            R"({"optimizer":{"lr":0.1,"name":"sgd"},"layers":[{"units":8},{"units":16}],"seed":1,"scaler":{}})");
+        const auto c = make(
+            R"({"optimizer":{"lr":0.01,"name":"sgd"},"layers":[{"units":8},{"units":4}],"seed":1,"scaler":{},"extra":true})");
         auto diff = store.config_diff({a, b, c});
         std::vector<std::string> paths;
         for (const auto& d : diff) paths.push_back(d.path);
@@ -194,10 +202,14 @@ private slots:
             QVERIFY(w.flush());
         }
         const std::int64_t lo = pts.front().step, hi = pts.back().step;
-        struct Case { int buckets; std::int64_t lo, hi; bool explicit_range; };
-        const std::vector<Case> cases = {{1, lo, hi, false},     {7, lo, hi, false},
-                                         {100, lo, hi, false},   {2000, lo, hi, false},
-                                         {50000, lo, hi, false}, {333, lo + 1000, hi - 5000, true},
+        struct Case {
+            int buckets;
+            std::int64_t lo, hi;
+            bool explicit_range;
+        };
+        const std::vector<Case> cases = {{1, lo, hi, false},         {7, lo, hi, false},
+                                         {100, lo, hi, false},       {2000, lo, hi, false},
+                                         {50000, lo, hi, false},     {333, lo + 1000, hi - 5000, true},
                                          {64, 0, hi + 100000, true}, {10, hi + 1, hi + 50, true}};
         for (const auto& c : cases) {
             const auto got = c.explicit_range ? store.downsample(id, "loss", c.buckets, c.lo, c.hi)

@@ -34,14 +34,16 @@ private slots:
         QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
         QCOMPARE(schema_version(), 5);
         QCOMPARE(raw.text("PRAGMA journal_mode"), std::string("wal"));
-        for (const char* t : {"runs", "metrics", "latest_metrics", "metric_blocks", "histograms",
-                              "events", "tags", "notes", "comparison_groups", "comparison_members",
-                              "boundaries"}) {
+        for (const char* t : {"runs", "metrics", "latest_metrics", "metric_blocks", "histograms", "events",
+                              "tags", "notes", "comparison_groups", "comparison_members", "boundaries"}) {
             QVERIFY2(raw.integer(std::string("SELECT count(*) FROM sqlite_master WHERE type='table' "
-                                             "AND name='") + t + "'") == 1, t);
+                                             "AND name='") +
+                                 t + "'") == 1,
+                     t);
         }
         QCOMPARE(raw.integer("SELECT count(*) FROM sqlite_master WHERE type='index' AND "
-                             "name='metrics_series'"), 1LL);
+                             "name='metrics_series'"),
+                 1LL);
         // Reopening an up-to-date file changes nothing.
         RunStore again(path);
         QCOMPARE(again.opened_schema_version(), 5);
@@ -92,7 +94,8 @@ CREATE TABLE notes(run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASC
 INSERT INTO runs(id, uuid, name, status, precision, created) VALUES(7, 'old-uuid', 'old run', 'FINISHED', 'fp16-mixed', 1000);
 INSERT INTO tags VALUES(7, 'paper', 'fig3');
 PRAGMA user_version=1;
-)"), SQLITE_OK);
+)"),
+                     SQLITE_OK);
             Rng rng(11);
             QCOMPARE(raw.exec("BEGIN"), SQLITE_OK);
             for (int step = 0; step < 300; ++step) {
@@ -105,7 +108,10 @@ PRAGMA user_version=1;
         }
         RunStore store(path);
         QCOMPARE(store.opened_schema_version(), 1);
-        { Raw raw(path); QCOMPARE(raw.integer("PRAGMA user_version"), 5LL); }
+        {
+            Raw raw(path);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
+        }
         const Run r = store.get_run(7);
         QCOMPARE(r.name, std::string("old run"));
         QCOMPARE(r.status, RunStatus::Finished);
@@ -136,7 +142,8 @@ PRAGMA user_version=1;
         {
             Raw raw(path);
             QCOMPARE(raw.exec("CREATE TABLE runs(id INTEGER PRIMARY KEY, future_column BLOB); "
-                              "INSERT INTO runs VALUES(1, x'0102'); PRAGMA user_version=9"), SQLITE_OK);
+                              "INSERT INTO runs VALUES(1, x'0102'); PRAGMA user_version=9"),
+                     SQLITE_OK);
         }
         const auto before = testsupport::file_bytes(path);
         EXPECT_STORE_ERROR(RunStore store(path), Kind::NewerSchema,
@@ -146,13 +153,15 @@ PRAGMA user_version=1;
         ro.read_only = true;
         EXPECT_STORE_ERROR(RunStore store(path, ro), Kind::NewerSchema, "version 9 is newer");
         QCOMPARE(testsupport::file_bytes(path), before);
-        QVERIFY(!std::filesystem::exists(path + "-wal") ||
-                std::filesystem::file_size(path + "-wal") == 0);
+        QVERIFY(!std::filesystem::exists(path + "-wal") || std::filesystem::file_size(path + "-wal") == 0);
     }
 
     void foreignDatabaseRefused() {
         const auto path = fresh("foreign");
-        { Raw raw(path); raw.exec("CREATE TABLE photos(id INTEGER)"); }
+        {
+            Raw raw(path);
+            raw.exec("CREATE TABLE photos(id INTEGER)");
+        }
         const auto before = testsupport::file_bytes(path);
         EXPECT_STORE_ERROR(RunStore store(path), Kind::Invalid, "is not an MP Workbench run store");
         QCOMPARE(testsupport::file_bytes(path), before);
@@ -167,8 +176,9 @@ PRAGMA user_version=1;
             store.set_status(id, RunStatus::Finished);
         }
         Raw other(path);
-        QCOMPARE(other.exec("BEGIN EXCLUSIVE; INSERT INTO tags VALUES(" + std::to_string(id) +
-                            ", 'theirs', '1')"), SQLITE_OK);
+        QCOMPARE(
+            other.exec("BEGIN EXCLUSIVE; INSERT INTO tags VALUES(" + std::to_string(id) + ", 'theirs', '1')"),
+            SQLITE_OK);
         RunStore::Options o;
         o.busy_timeout_ms = 150;
         RunStore store(path, o);  // readers are not blocked in WAL mode
@@ -397,10 +407,11 @@ PRAGMA user_version=1;
         QCOMPARE(store.purge().purged, 1);
         EXPECT_STORE_ERROR(store.get_run(b), Kind::NotFound, "does not exist");
         Raw raw(path);
-        for (const char* t : {"metrics", "latest_metrics", "metric_blocks", "events", "histograms",
-                              "tags", "notes", "comparison_members", "boundaries"}) {
-            QVERIFY2(raw.integer(std::string("SELECT count(*) FROM ") + t + " WHERE run_id=" +
-                                 std::to_string(b)) == 0, t);
+        for (const char* t : {"metrics", "latest_metrics", "metric_blocks", "events", "histograms", "tags",
+                              "notes", "comparison_members", "boundaries"}) {
+            QVERIFY2(raw.integer(std::string("SELECT count(*) FROM ") + t +
+                                 " WHERE run_id=" + std::to_string(b)) == 0,
+                     t);
         }
         QCOMPARE(store.list_groups().front().run_ids, std::vector<std::int64_t>{a});
         QCOMPARE(store.purge().purged, 0);
@@ -448,7 +459,8 @@ PRAGMA user_version=1;
         {
             Raw raw(path);
             QCOMPARE(raw.exec("UPDATE metric_blocks SET first_step=10, last_step=5, min=-1000, max=1000 "
-                              "WHERE key='loss' AND block=0"), SQLITE_OK);
+                              "WHERE key='loss' AND block=0"),
+                     SQLITE_OK);
         }
         RunStore store(path);
         const auto loss = store.downsample(id, "loss", 1);
@@ -486,9 +498,11 @@ PRAGMA user_version=1;
             QCOMPARE(raw.exec("INSERT INTO runs(id, uuid, name, status, created) VALUES"
                               "(1,'u1','kept','FINISHED',1),(2,'u2','deleted','FINISHED',2),"
                               "(3,'u3','last','FINISHED',3);"
-                              "INSERT INTO metrics(run_id, key, step, wall_time, value) VALUES(1,'loss',0,1,0.5),(3,'loss',0,1,0.25);"
+                              "INSERT INTO metrics(run_id, key, step, wall_time, value) "
+                              "VALUES(1,'loss',0,1,0.5),(3,'loss',0,1,0.25);"
                               "INSERT INTO tags(run_id, key, value) VALUES(1,'k','v'),(3,'k','w');"
-                              "UPDATE runs SET deleted=1 WHERE id=3;"), SQLITE_OK);
+                              "UPDATE runs SET deleted=1 WHERE id=3;"),
+                     SQLITE_OK);
         }
         RunStore store(path);
         QCOMPARE(store.opened_schema_version(), 4);
@@ -547,7 +561,8 @@ PRAGMA user_version=1;
             id = store.create_run(RunInfo{});
         }
         QVERIFY(!Raw(path).text("SELECT owner_start FROM runs WHERE id=" + std::to_string(id)).empty());
-        Raw(path).exec("UPDATE runs SET owner_pid=" + std::to_string(getppid()) + " WHERE id=" + std::to_string(id));
+        Raw(path).exec("UPDATE runs SET owner_pid=" + std::to_string(getppid()) +
+                       " WHERE id=" + std::to_string(id));
         RunStore store(path);
         QCOMPARE(store.interrupted_on_open(), std::vector<std::int64_t>{id});
         QCOMPARE(store.get_run(id).status, RunStatus::Interrupted);

@@ -40,7 +40,10 @@ private slots:
         const auto path = fresh();
         RunStore store(path);
         const auto id = store.create_run(RunInfo{});
-        struct Expect { std::int64_t count = 0, last_step = -1; double last = 0, mn = NAN, mx = NAN; };
+        struct Expect {
+            std::int64_t count = 0, last_step = -1;
+            double last = 0, mn = NAN, mx = NAN;
+        };
         std::map<std::string, Expect> expect;
         const double nan = std::numeric_limits<double>::quiet_NaN();
         const double inf = std::numeric_limits<double>::infinity();
@@ -60,7 +63,10 @@ private slots:
                 w.log_metric(key, step, 1e9 + i, v);
                 auto& e = expect[key];
                 ++e.count;
-                if (step >= e.last_step) { e.last_step = step; e.last = v; }
+                if (step >= e.last_step) {
+                    e.last_step = step;
+                    e.last = v;
+                }
                 if (!std::isnan(v)) {
                     e.mn = std::isnan(e.mn) ? v : std::min(e.mn, v);
                     e.mx = std::isnan(e.mx) ? v : std::max(e.mx, v);
@@ -115,7 +121,8 @@ private slots:
             for (int step = 0; step < 50; step += 10) {
                 for (const char* layer : {"fc1", "fc2"}) {
                     std::vector<std::uint8_t> blob;
-                    for (int k = 0; k < step + 3; ++k) blob.push_back(static_cast<std::uint8_t>(k * 7 + step));
+                    for (int k = 0; k < step + 3; ++k)
+                        blob.push_back(static_cast<std::uint8_t>(k * 7 + step));
                     w.log_histogram(step, layer, "weight_grad", blob);
                 }
             }
@@ -159,7 +166,8 @@ private slots:
         {
             RunWriter w(path, id, timer);
             for (int i = 0; i < 10; ++i) w.log_metric("loss", i, i, i);
-            QVERIFY(wait_for([&] { return w.committed_rows() == 10; }, 120s));  // a state: returns once it holds
+            QVERIFY(
+                wait_for([&] { return w.committed_rows() == 10; }, 120s));  // a state: returns once it holds
         }
         RunWriter::Options threshold;
         threshold.commit_interval = std::chrono::hours(1);
@@ -183,20 +191,22 @@ private slots:
         for (int i = 0; i < 500; ++i) w.log_metric("loss", i, i, i);
         QVERIFY(w.flush());
         Raw other(path);
-        QCOMPARE(other.exec("BEGIN EXCLUSIVE; UPDATE runs SET name='held' WHERE id=" +
-                            std::to_string(id)), SQLITE_OK);
+        QCOMPARE(other.exec("BEGIN EXCLUSIVE; UPDATE runs SET name='held' WHERE id=" + std::to_string(id)),
+                 SQLITE_OK);
         const auto t0 = std::chrono::steady_clock::now();
         for (int i = 500; i < 5000; ++i) w.log_metric("loss", i, i, i);
         w.log_event(1, 1, "user", "{}");
         // Logging never waited on the lock: had each append waited out the 50 ms busy timeout,
         // 4500 would take 225 s; a tenth of that leaves room for any machine's speed.
-        QVERIFY(std::chrono::steady_clock::now() - t0 < 4500 * std::chrono::milliseconds(o.busy_timeout_ms) / 10);
+        QVERIFY(std::chrono::steady_clock::now() - t0 <
+                4500 * std::chrono::milliseconds(o.busy_timeout_ms) / 10);
         QVERIFY(!w.flush(400ms));
         QVERIFY(w.is_failing());
         QVERIFY(w.failed_commits() >= 1);
         QVERIFY(w.last_error().has_value());
-        QVERIFY2(w.last_error()->find("database " + path + " is locked by another process") !=
-                     std::string::npos, w.last_error()->c_str());
+        QVERIFY2(
+            w.last_error()->find("database " + path + " is locked by another process") != std::string::npos,
+            w.last_error()->c_str());
         QCOMPARE(w.pending_rows(), 4501ULL);
         QCOMPARE(other.exec("COMMIT"), SQLITE_OK);
         QVERIFY(w.flush(120s));

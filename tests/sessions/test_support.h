@@ -118,15 +118,15 @@ inline std::string host() {
 }  // namespace testsupport
 
 // Runs `expr`, requires a StoreError of `kind` whose message contains `needle`.
-#define EXPECT_STORE_ERROR(expr, kind_, needle_)                                                  \
-    do {                                                                                        \
-        bool thrown_ = false;                                                                   \
-        try {                                                                                   \
-            expr;                                                                               \
-        } catch (const mpwb::StoreError& e_) {                                                  \
-            thrown_ = true;                                                                     \
-            QVERIFY2(e_.kind() == (kind_), e_.what());                                           \
-            QVERIFY2(std::string(e_.what()).find(needle_) != std::string::npos, e_.what());      \
-        }                                                                                       \
-        QVERIFY2(thrown_, "expected a StoreError from " #expr);                                 \
+#define EXPECT_STORE_ERROR(expr, kind_, needle_)                                            \
+    do {                                                                                    \
+        bool thrown_ = false;                                                               \
+        try {                                                                               \
+            expr;                                                                           \
+        } catch (const mpwb::StoreError& e_) {                                              \
+            thrown_ = true;                                                                 \
+            QVERIFY2(e_.kind() == (kind_), e_.what());                                      \
+            QVERIFY2(std::string(e_.what()).find(needle_) != std::string::npos, e_.what()); \
+        }                                                                                   \
+        QVERIFY2(thrown_, "expected a StoreError from " #expr);                             \
     } while (0)

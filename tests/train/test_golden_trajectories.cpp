@@ -67,7 +67,8 @@ public:
 std::string weights_hash(const Network& network) {
     uint64_t h = 1469598103934665603ull;
     auto mix = [&h](const void* data, size_t size) {
-        for (size_t i = 0; i < size; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
+        for (size_t i = 0; i < size; ++i)
+            h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
     };
     for (const Parameter* p : network.parameters()) {
         mix(p->name.data(), p->name.size());
@@ -107,8 +108,11 @@ nlohmann::json run_case(const Preset& preset, const Dataset& data, PrecisionKind
     trainer.add_observer(&recorder);
     const RunSummary summary = trainer.run();
     if (summary.status != RunStatus::Finished) throw std::runtime_error("run ended " + summary.error);
-    return {{"steps", recorder.steps}, {"evals", recorder.evals}, {"stats", recorder.stats},
-            {"events", recorder.events}, {"weights", weights_hash(network)}};
+    return {{"steps", recorder.steps},
+            {"evals", recorder.evals},
+            {"stats", recorder.stats},
+            {"events", recorder.events},
+            {"weights", weights_hash(network)}};
 }
 
 // The first difference between two trajectories, in words.
@@ -118,9 +122,13 @@ QString first_difference(const nlohmann::json& want, const nlohmann::json& got) 
         const auto& b = got.at(part);
         for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
             if (a[i] != b[i])
-                return QString("%1[%2]: recorded '%3', now '%4'").arg(part).arg(i)
-                    .arg(QString::fromStdString(a[i].get<std::string>()), QString::fromStdString(b[i].get<std::string>()));
-        if (a.size() != b.size()) return QString("%1: %2 recorded, %3 now").arg(part).arg(a.size()).arg(b.size());
+                return QString("%1[%2]: recorded '%3', now '%4'")
+                    .arg(part)
+                    .arg(i)
+                    .arg(QString::fromStdString(a[i].get<std::string>()),
+                         QString::fromStdString(b[i].get<std::string>()));
+        if (a.size() != b.size())
+            return QString("%1: %2 recorded, %3 now").arg(part).arg(a.size()).arg(b.size());
     }
     return QString("final weights hash: recorded %1, now %2")
         .arg(QString::fromStdString(want.at("weights").get<std::string>()),
@@ -135,9 +143,10 @@ class TestGoldenTrajectories : public QObject {
 private slots:
     void initTestCase() {
         if (blas_core_name() != "Haswell")
-            QSKIP(qPrintable("the trajectories were recorded with OpenBLAS's Haswell kernels; this process has '" +
-                             QString::fromStdString(blas_core_name()) +
-                             "' (set OPENBLAS_CORETYPE=Haswell on a CPU with AVX2 and FMA, as CTest does)"));
+            QSKIP(qPrintable(
+                "the trajectories were recorded with OpenBLAS's Haswell kernels; this process has '" +
+                QString::fromStdString(blas_core_name()) +
+                "' (set OPENBLAS_CORETYPE=Haswell on a CPU with AVX2 and FMA, as CTest does)"));
         if (const char* path = std::getenv("MPWB_GOLDEN_RECORD")) {
             record_path_ = path;
             return;
@@ -152,7 +161,8 @@ private slots:
         QTest::addColumn<int>("policy");
         for (int c = 0; c < int(std::size(kCases)); ++c)
             for (PrecisionKind p : kPolicies)
-                QTest::newRow((std::string(kCases[c].preset) + "/" + precision_name(p)).c_str()) << c << int(p);
+                QTest::newRow((std::string(kCases[c].preset) + "/" + precision_name(p)).c_str())
+                    << c << int(p);
     }
 
     void trajectories_are_unchanged() {
@@ -161,7 +171,9 @@ private slots:
         const Case& c = kCases[case_index];
         const Preset& preset = preset_for(c);
         if (preset.training.dataset.kind == "fashion-mnist" && !QFileInfo::exists(kDefaultFashionMnistPath))
-            QSKIP("Fashion-MNIST is not installed at /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist)");
+            QSKIP(
+                "Fashion-MNIST is not installed at /usr/share/datasets/fashion-mnist (Debian package "
+                "dataset-fashion-mnist)");
         const std::string key = std::string(c.preset) + "/" + precision_name(PrecisionKind(policy));
         const nlohmann::json got = run_case(preset, dataset_for(c), PrecisionKind(policy));
         QCOMPARE(got.at("steps").size(), size_t(kSteps));

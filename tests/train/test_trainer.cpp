@@ -213,7 +213,8 @@ private slots:
         QVERIFY(std::count(r.events.begin(), r.events.end(), "resumed") >= 1);
         QCOMPARE(r.events.back(), std::string("stopped"));
         // Step numbers ran 1, 2, 3, ... without gaps across the pause.
-        for (size_t i = 0; i < r.step_numbers.size(); ++i) QCOMPARE(r.step_numbers[i], static_cast<int64_t>(i + 1));
+        for (size_t i = 0; i < r.step_numbers.size(); ++i)
+            QCOMPARE(r.step_numbers[i], static_cast<int64_t>(i + 1));
     }
 
     void stopMidRun() {
@@ -323,8 +324,9 @@ private slots:
     // Numbers beyond a setting's type are refused by name instead of being converted (undefined
     // for 1e300 into an int) or wrapped (INT64_MAX + 1 into an int64).
     void settingsBeyondTheirTypeAreRefused() {
-        for (const char* text : {R"({"epochs": 1e300})", R"({"max_steps": 9223372036854775808})",
-                                 R"({"dataset": {"noise": 1e39}})", R"({"dataset": {"classes": 4294967296}})"}) {
+        for (const char* text :
+             {R"({"epochs": 1e300})", R"({"max_steps": 9223372036854775808})",
+              R"({"dataset": {"noise": 1e39}})", R"({"dataset": {"classes": 4294967296}})"}) {
             QString message;
             try {
                 (void)train_config_from_json(nlohmann::json::parse(text));
@@ -332,7 +334,8 @@ private slots:
                 message = e.what();
             }
             const QString key = QString(text).section('"', -2, -2);
-            QVERIFY2(message.contains(key) && message.contains("must be"), qPrintable(QString(text) + " -> " + message));
+            QVERIFY2(message.contains(key) && message.contains("must be"),
+                     qPrintable(QString(text) + " -> " + message));
         }
     }
 
@@ -369,8 +372,9 @@ private slots:
         for (const auto& s : r.stats) {
             if (s.step != 1) continue;
             QCOMPARE(s.loss_scale, first.loss_scale);
-            QVERIFY2(seen.insert(s.layer_label + " " + s.parameter + " " + std::to_string(int(s.kind))).second,
-                     "a retried step reported its statistics twice");
+            QVERIFY2(
+                seen.insert(s.layer_label + " " + s.parameter + " " + std::to_string(int(s.kind))).second,
+                "a retried step reported its statistics twice");
         }
         QVERIFY(!seen.empty());
     }
@@ -420,8 +424,9 @@ private slots:
         const std::string path = dir.path().toStdString() + "/table.csv";
         std::ofstream out(path);
         out << "a,b,label\n";
-        for (int i = 0; i < 20; ++i) out << i * 0.5 << "," << (i == 13 ? std::string("nan") : std::to_string(i)) << ","
-                                         << i % 2 << "\n";
+        for (int i = 0; i < 20; ++i)
+            out << i * 0.5 << "," << (i == 13 ? std::string("nan") : std::to_string(i)) << "," << i % 2
+                << "\n";
         out.close();
         DatasetSpec spec;
         spec.kind = "csv";

@@ -80,7 +80,8 @@ private slots:
         auto* source = child<QComboBox>(&p, "sourceCombo");
         QStringList kinds;
         for (int i = 0; i < source->count(); ++i) kinds << source->itemData(i).toString();
-        QCOMPARE(kinds, QStringList({"spiral", "circles", "xor", "gauss", "moons", "fashion-mnist", "mnist", "csv"}));
+        QCOMPARE(kinds, QStringList(
+                            {"spiral", "circles", "xor", "gauss", "moons", "fashion-mnist", "mnist", "csv"}));
         auto* classes = child<QSpinBox>(&p, "classesSpin");
         auto* ratio = child<QDoubleSpinBox>(&p, "testRatioSpin");
         auto* folder = child<QLineEdit>(&p, "folderEdit");
@@ -108,7 +109,8 @@ private slots:
         QFile f(path);
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write("a,b,c,label\n");
-        for (int i = 0; i < 30; ++i) f.write(QByteArray::number(i) + ",1,2," + QByteArray::number(i % 3) + "\n");
+        for (int i = 0; i < 30; ++i)
+            f.write(QByteArray::number(i) + ",1,2," + QByteArray::number(i % 3) + "\n");
         f.close();
         DatasetPanel p;
         DatasetSpec s;

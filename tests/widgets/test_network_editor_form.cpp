@@ -25,7 +25,8 @@ void click_palette(NetworkEditor& ed, const QString& kind) {
     auto* palette = child<QListWidget>(&ed, "palette");
     const auto items = palette->findItems(kind, Qt::MatchExactly);
     QCOMPARE(items.size(), 1);
-    QTest::mouseClick(palette->viewport(), Qt::LeftButton, {}, palette->visualItemRect(items.first()).center());
+    QTest::mouseClick(palette->viewport(), Qt::LeftButton, {},
+                      palette->visualItemRect(items.first()).center());
     QTest::mouseClick(child<QPushButton>(&ed, "addButton"), Qt::LeftButton);
 }
 
@@ -114,13 +115,16 @@ private slots:
         NetworkEditor ed;
         ed.setInputShape({4});
         const QString refused = ed.loadJson(R"({"layers": [{"type": "Dropout", "p": 1.0}]})");
-        QVERIFY2(refused.contains("layer 0 (Dropout): \"p\" (drop probability) must be in [0, 1)"), qPrintable(refused));
+        QVERIFY2(refused.contains("layer 0 (Dropout): \"p\" (drop probability) must be in [0, 1)"),
+                 qPrintable(refused));
         QCOMPARE(ed.layerCount(), 0);
-        ed.setNetworkJson({{"layers", {{{"type", "Linear"}, {"out", 3}}, {{"type", "Dropout"}, {"p", 1.0}}}}});
+        ed.setNetworkJson(
+            {{"layers", {{{"type", "Linear"}, {"out", 3}}, {{"type", "Dropout"}, {"p", 1.0}}}}});
         QVERIFY(!ed.isValid());
         const QString tip =
             child<QTableView>(&ed, "layerTable")->model()->index(1, 1).data(Qt::ToolTipRole).toString();
-        QCOMPARE(tip, QStringLiteral("layer 1 (Dropout): \"p\" (drop probability) must be in [0, 1), gets 1"));
+        QCOMPARE(tip,
+                 QStringLiteral("layer 1 (Dropout): \"p\" (drop probability) must be in [0, 1), gets 1"));
     }
 };
 

@@ -37,14 +37,27 @@ private slots:
         QTest::addColumn<QString>("typed");
         QTest::addColumn<QString>("message");
         QTest::addColumn<QString>("valid");
-        QTest::newRow("growth") << "growth_factor" << "1"
-                                << "growth_factor must be a finite number greater than 1 (got 1)" << "3";
-        QTest::newRow("backoff") << "backoff_factor" << "1" << "backoff_factor must be a finite number in (0, 1) (got 1)" << "0.25";
-        QTest::newRow("max") << "max_scale" << "128" << "max_scale 3.402823669209385e+38 exceeds the largest FP32 value" << "20";
+        QTest::newRow("growth") << "growth_factor"
+                                << "1"
+                                << "growth_factor must be a finite number greater than 1 (got 1)"
+                                << "3";
+        QTest::newRow("backoff") << "backoff_factor"
+                                 << "1"
+                                 << "backoff_factor must be a finite number in (0, 1) (got 1)"
+                                 << "0.25";
+        QTest::newRow("max") << "max_scale"
+                             << "128"
+                             << "max_scale 3.402823669209385e+38 exceeds the largest FP32 value"
+                             << "20";
         // min above max: the message names both, only min_scale is the issue's field.
-        QTest::newRow("min") << "min_scale" << "30" << "min_scale 1073741824 is greater than max_scale 16777216" << "-20";
-        QTest::newRow("initial") << "initial_scale" << "-30"
-                                 << "initial_scale 9.313225746154785e-10 is outside [min_scale, max_scale]" << "10";
+        QTest::newRow("min") << "min_scale"
+                             << "30"
+                             << "min_scale 1073741824 is greater than max_scale 16777216"
+                             << "-20";
+        QTest::newRow("initial") << "initial_scale"
+                                 << "-30"
+                                 << "initial_scale 9.313225746154785e-10 is outside [min_scale, max_scale]"
+                                 << "10";
     }
 
     void theFieldAnIssueNamesIsMarked() {
@@ -71,7 +84,8 @@ private slots:
         QCOMPARE(editor->toolTip(), shown->text());
         for (const auto& f : loss_scaler_fields()) {
             const bool marked = !p.scalerFieldEditor(f.name)->styleSheet().isEmpty();
-            QVERIFY2(marked == (field == f.name), qPrintable(QString("%1 marked: %2").arg(f.name).arg(marked)));
+            QVERIFY2(marked == (field == f.name),
+                     qPrintable(QString("%1 marked: %2").arg(f.name).arg(marked)));
         }
         // A valid value clears the mark and the message, and Apply sends it.
         type_into(editor, valid);
@@ -96,7 +110,8 @@ private slots:
         c.hysteresis = 3;
         p.setScalerConfig(c);
         QVERIFY(p.scalerConfig() == c);
-        for (const auto& f : loss_scaler_fields()) QCOMPARE(p.scalerFieldEditor(f.name)->isEnabled(), f.applies(c));
+        for (const auto& f : loss_scaler_fields())
+            QCOMPARE(p.scalerFieldEditor(f.name)->isEnabled(), f.applies(c));
         c.mode = ScalerMode::None;
         p.setScalerConfig(c);
         QVERIFY(!p.scalerFieldEditor("growth_factor")->isEnabled());

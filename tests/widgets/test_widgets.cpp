@@ -140,7 +140,8 @@ void TestWidgets::network_editor_builds_by_clicking() {
     const int64_t expected = (2 * 64 + 64) + (64 * 3 + 3);
     QCOMPARE(ed.totalParameters(), expected);
     QCOMPARE(ed.reports()[2].output, (Shape{3}));
-    QVERIFY2(ed.summaryText().contains(QLocale().toString(qlonglong(expected))), qPrintable(ed.summaryText()));
+    QVERIFY2(ed.summaryText().contains(QLocale().toString(qlonglong(expected))),
+             qPrintable(ed.summaryText()));
 
     // The table shows the shape and count of each row.
     auto* view = child<QTableView>(&ed, "layerTable");
@@ -327,7 +328,8 @@ void TestWidgets::network_editor_refuses_hostile_files() {
     err = ed.loadFile(name);
     QVERIFY2(err.contains("name.json") && err.contains("\"name\""), qPrintable(err));
 
-    QVERIFY(ed.loadJson(R"({"layers": [{"type": "Flatten"}, {"type": "Linear", "out": 2000000000}]})").isEmpty());
+    QVERIFY(
+        ed.loadJson(R"({"layers": [{"type": "Flatten"}, {"type": "Linear", "out": 2000000000}]})").isEmpty());
     QVERIFY(!ed.isValid());
     const QString row = QString::fromStdString(ed.reports().at(1).error);
     QVERIFY2(row.contains("1,570,000,000,000 parameters") && row.contains("268,435,456"), qPrintable(row));
@@ -350,7 +352,8 @@ void TestWidgets::exports_never_overwrite_the_run_database() {
     SeriesPlot plot(SeriesPlot::Kind::Loss);
     QString error;
     QVERIFY(!export_plot(&plot, alias, &error));
-    QVERIFY2(error.contains(alias) && error.contains(db) && error.contains("run database"), qPrintable(error));
+    QVERIFY2(error.contains(alias) && error.contains(db) && error.contains("run database"),
+             qPrintable(error));
     NetworkEditor ed;
     QVERIFY(!ed.saveFile(db, false));
     QVERIFY(!ed.saveFile(db + "-wal", false));  // the WAL beside it, even before it exists
@@ -598,7 +601,8 @@ void TestWidgets::run_browser_lists_filters_and_edits() {
     // Select alpha by clicking, rename it and tag it through the detail fields.
     auto* table = child<QTableWidget>(&rb, "runTable");
     int alpha_row = rb.runIdAt(0) == alpha ? 0 : 1;
-    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualItemRect(table->item(alpha_row, 1)).center());
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {},
+                      table->visualItemRect(table->item(alpha_row, 1)).center());
     QCOMPARE(rb.selectedRunIds(), QList<qint64>{alpha});
     auto* name = child<QLineEdit>(&rb, "nameEdit");
     QCOMPARE(name->text(), QStringLiteral("alpha spiral"));

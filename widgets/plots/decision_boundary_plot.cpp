@@ -65,8 +65,8 @@ void DecisionBoundaryPlot::setGrid(int nx, int ny, double x0, double x1, double 
 }
 
 void DecisionBoundaryPlot::setClassGrid(int nx, int ny, double x0, double x1, double y0, double y1,
-                                        const QVector<int>& predicted,
-                                        const QVector<double>& confidence, int classes) {
+                                        const QVector<int>& predicted, const QVector<double>& confidence,
+                                        int classes) {
     classes = std::max(2, classes);
     const qsizetype n = qsizetype(nx) * ny;
     if (nx < 2 || ny < 2 || predicted.size() != n || confidence.size() != n) {
@@ -107,7 +107,8 @@ QCPGraph* DecisionBoundaryPlot::ensurePointGraph(int cls, bool test) {
         g->setLineStyle(QCPGraph::lsNone);
         g->setAdaptiveSampling(false);
         if (test)
-            g->setScatterStyle(circle_marker(QPen(QColor(0x20, 0x20, 0x20), 1.2), classColor(k), 6, devicePixelRatioF()));
+            g->setScatterStyle(
+                circle_marker(QPen(QColor(0x20, 0x20, 0x20), 1.2), classColor(k), 6, devicePixelRatioF()));
         else
             g->setScatterStyle(circle_marker(QPen(Qt::white, 1.0), classColor(k), 6, devicePixelRatioF()));
         g->setName(tr("class %1 (%2)").arg(k).arg(test ? tr("test") : tr("train")));
@@ -150,14 +151,20 @@ QString DecisionBoundaryPlot::csv() const {
         for (int ix = 0; ix < data->keySize(); ++ix) {
             double kx = 0, ky = 0;
             data->cellToCoord(ix, iy, &kx, &ky);
-            out += QStringLiteral("grid,%1,%2,%3\n").arg(kx, 0, 'g', 17).arg(ky, 0, 'g', 17).arg(data->cell(ix, iy), 0, 'g', 17);
+            out += QStringLiteral("grid,%1,%2,%3\n")
+                       .arg(kx, 0, 'g', 17)
+                       .arg(ky, 0, 'g', 17)
+                       .arg(data->cell(ix, iy), 0, 'g', 17);
         }
     for (int t = 0; t < 2; ++t) {
         const QVector<QCPGraph*>& list = t ? test_graphs_ : train_graphs_;
         for (int k = 0; k < list.size(); ++k)
             for (auto it = list[k]->data()->constBegin(); it != list[k]->data()->constEnd(); ++it)
-                out += QStringLiteral("%1,%2,%3,%4\n").arg(t ? QStringLiteral("test") : QStringLiteral("train"))
-                           .arg(it->key, 0, 'g', 17).arg(it->value, 0, 'g', 17).arg(k);
+                out += QStringLiteral("%1,%2,%3,%4\n")
+                           .arg(t ? QStringLiteral("test") : QStringLiteral("train"))
+                           .arg(it->key, 0, 'g', 17)
+                           .arg(it->value, 0, 'g', 17)
+                           .arg(k);
     }
     return out;
 }

@@ -21,11 +21,9 @@ public:
                  const QVector<double>& prob_class1);
     // Multi-class: predicted class and its probability per cell (same layout as setGrid).
     void setClassGrid(int nx, int ny, double x0, double x1, double y0, double y1,
-                      const QVector<int>& predicted, const QVector<double>& confidence,
-                      int classes);
+                      const QVector<int>& predicted, const QVector<double>& confidence, int classes);
     // Replaces the train (test=false) or test point set.
-    void setPoints(const QVector<double>& x, const QVector<double>& y, const QVector<int>& label,
-                   bool test);
+    void setPoints(const QVector<double>& x, const QVector<double>& y, const QVector<int>& label, bool test);
     void clearPoints();
 
     // Colour of a class (points and multi-class grid).

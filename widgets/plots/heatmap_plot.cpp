@@ -150,8 +150,7 @@ void HeatmapPlot::addColumn(std::int64_t step, const ExponentHistogram& histogra
             if (fits) {
                 writeColumn(columns_.size() - 2);  // now holds up to the new column
                 writeColumn(columns_.size() - 1);
-            }
-            else
+            } else
                 rebuildGrid();
         }
     }
@@ -237,7 +236,11 @@ QString HeatmapPlot::csv() const {
         for (int e = ExponentHistogram::kMinExponent; e <= ExponentHistogram::kMaxExponent; ++e) {
             const uint64_t n = c.histogram.bin(e);
             if (n == 0) continue;
-            out += QStringLiteral("%1,%2,%3,%4\n").arg(c.step).arg(e).arg(n).arg(cell_of(c.histogram, e), 0, 'g', 17);
+            out += QStringLiteral("%1,%2,%3,%4\n")
+                       .arg(c.step)
+                       .arg(e)
+                       .arg(n)
+                       .arg(cell_of(c.histogram, e), 0, 'g', 17);
         }
     }
     return out;

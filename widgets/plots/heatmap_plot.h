@@ -47,10 +47,10 @@ private:
 
     std::vector<Column> columns_;
     std::int64_t step0_ = 0;
-    std::int64_t dstep_ = 0;   // grid spacing: gcd of the step differences
-    int capacity_ = 0;         // grid columns allocated
-    bool widened_ = false;     // spacing doubled past the gcd to stay within the column limit
-    int exp_lo_ = -40;         // rows shown (grows with the data)
+    std::int64_t dstep_ = 0;  // grid spacing: gcd of the step differences
+    int capacity_ = 0;        // grid columns allocated
+    bool widened_ = false;    // spacing doubled past the gcd to stay within the column limit
+    int exp_lo_ = -40;        // rows shown (grows with the data)
     int exp_hi_ = 20;
     QVector<Format> boundary_formats_;
     QCPColorMap* map_ = nullptr;

@@ -12,21 +12,30 @@ constexpr double kStripGap = 0.008;
 
 QColor strip_color(Format f) {
     switch (f) {
-        case Format::FP16: return QColor(0x3b, 0x82, 0xc4);
-        case Format::BF16: return QColor(0x8e, 0x5c, 0xb8);
-        case Format::E4M3: return QColor(0x3a, 0x9a, 0x5b);
-        case Format::E5M2: return QColor(0x1d, 0x9a, 0x9a);
-        case Format::TF32: return QColor(0x99, 0x77, 0x33);
-        case Format::FP32: return QColor(0x66, 0x66, 0x66);
+        case Format::FP16:
+            return QColor(0x3b, 0x82, 0xc4);
+        case Format::BF16:
+            return QColor(0x8e, 0x5c, 0xb8);
+        case Format::E4M3:
+            return QColor(0x3a, 0x9a, 0x5b);
+        case Format::E5M2:
+            return QColor(0x1d, 0x9a, 0x9a);
+        case Format::TF32:
+            return QColor(0x99, 0x77, 0x33);
+        case Format::FP32:
+            return QColor(0x66, 0x66, 0x66);
     }
     return Qt::gray;
 }
 
 QString upper_name(Format f) {
     switch (f) {
-        case Format::E4M3: return QStringLiteral("FP8 E4M3");
-        case Format::E5M2: return QStringLiteral("FP8 E5M2");
-        default: return QString::fromStdString(format_name(f)).toUpper();
+        case Format::E4M3:
+            return QStringLiteral("FP8 E4M3");
+        case Format::E5M2:
+            return QStringLiteral("FP8 E5M2");
+        default:
+            return QString::fromStdString(format_name(f)).toUpper();
     }
 }
 
@@ -105,8 +114,8 @@ void HistogramPlot::clear() {
     rebuild();
 }
 
-void HistogramPlot::setHistogram(const ExponentHistogram& histogram, const QString& title,
-                                 Format reference, float loss_scale) {
+void HistogramPlot::setHistogram(const ExponentHistogram& histogram, const QString& title, Format reference,
+                                 float loss_scale) {
     histogram_ = histogram;
     has_histogram_ = true;
     title_ = title;
@@ -133,13 +142,12 @@ QString HistogramPlot::statsText() const {
     return tr("%1 at loss scale %2\nunderflow %3 · subnormal %4 · overflow %5\n"
               "headroom %6 · max |g| %7 · zeros %8")
         .arg(upper_name(reference_), pow2_text(log2_of(loss_scale_ > 0 ? loss_scale_ : 1.0f)),
-             percent(s.underflow_fraction), percent(s.subnormal_fraction),
-             percent(s.overflow_fraction), headroom, QString::number(s.max_abs, 'g', 3),
-             percent(total > 0 ? histogram_.zeros / total : 0));
+             percent(s.underflow_fraction), percent(s.subnormal_fraction), percent(s.overflow_fraction),
+             headroom, QString::number(s.max_abs, 'g', 3), percent(total > 0 ? histogram_.zeros / total : 0));
 }
 
-void HistogramPlot::addZoneRect(Format f, ZoneKind kind, double x0, double x1, double y0,
-                                double y1, const QColor& color, bool reference) {
+void HistogramPlot::addZoneRect(Format f, ZoneKind kind, double x0, double x1, double y0, double y1,
+                                const QColor& color, bool reference) {
     zones_.append(Zone{f, kind, x0, x1, reference});
     const QCPRange xr = xAxis->range();
     const double cx0 = std::max(x0, xr.lower), cx1 = std::min(x1, xr.upper);
@@ -249,8 +257,12 @@ QString HistogramPlot::csv() const {
         if (c == 0) continue;
         out += QStringLiteral("%1,%2,%3\n").arg(e).arg(c).arg(c / total, 0, 'g', 17);
     }
-    out += QStringLiteral("zero,%1,%2\n").arg(histogram_.zeros).arg(total > 0 ? histogram_.zeros / total : 0, 0, 'g', 17);
-    out += QStringLiteral("non_finite,%1,%2\n").arg(histogram_.non_finite).arg(total > 0 ? histogram_.non_finite / total : 0, 0, 'g', 17);
+    out += QStringLiteral("zero,%1,%2\n")
+               .arg(histogram_.zeros)
+               .arg(total > 0 ? histogram_.zeros / total : 0, 0, 'g', 17);
+    out += QStringLiteral("non_finite,%1,%2\n")
+               .arg(histogram_.non_finite)
+               .arg(total > 0 ? histogram_.non_finite / total : 0, 0, 'g', 17);
     return out;
 }
 

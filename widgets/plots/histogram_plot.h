@@ -49,8 +49,8 @@ public:
 
 private:
     void rebuild();
-    void addZoneRect(Format f, ZoneKind kind, double x0, double x1, double y0, double y1,
-                     const QColor& color, bool reference);
+    void addZoneRect(Format f, ZoneKind kind, double x0, double x1, double y0, double y1, const QColor& color,
+                     bool reference);
 
     ExponentHistogram histogram_;
     bool has_histogram_ = false;

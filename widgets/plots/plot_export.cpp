@@ -52,8 +52,9 @@ bool export_plot(QCustomPlot* plot, const QString& path, QString* error, int wid
     if (const QString refusal = output_refusal(path, QStringLiteral("the plot")); !refusal.isEmpty())
         return fail(error, refusal);
     if (!info.absoluteDir().exists())
-        return fail(error, QStringLiteral("cannot write %1: the folder %2 does not exist")
-                               .arg(path, info.absolutePath()));
+        return fail(
+            error,
+            QStringLiteral("cannot write %1: the folder %2 does not exist").arg(path, info.absolutePath()));
     const QSize size = effective_size(plot, width, height);
     // Ranges that follow the data are updated in beforeReplot; savePng/savePdf only draw.
     if (suffix == QLatin1String("png") || suffix == QLatin1String("pdf"))

@@ -62,9 +62,7 @@ void PlotWidget::setExportSize(int width, int height) {
     export_size_ = QSize(std::max(50, width), std::max(50, height));
 }
 
-QSize PlotWidget::exportSize() const {
-    return export_size_;
-}
+QSize PlotWidget::exportSize() const { return export_size_; }
 
 QCPScatterStyle circle_marker(const QPen& pen, const QBrush& brush, double diameter, qreal pixel_ratio) {
     const qreal ratio = std::max<qreal>(1, pixel_ratio);
@@ -106,8 +104,8 @@ void PlotWidget::contextMenuEvent(QContextMenuEvent* event) {
 
 void PlotWidget::exportInteractive(const QString& suffix) {
     const QString filter = suffix.toUpper() + tr(" files (*.") + suffix + QLatin1Char(')');
-    QString path = QFileDialog::getSaveFileName(this, tr("Export plot"),
-                                                QStringLiteral("plot.") + suffix, filter);
+    QString path =
+        QFileDialog::getSaveFileName(this, tr("Export plot"), QStringLiteral("plot.") + suffix, filter);
     if (path.isEmpty()) return;
     if (QFileInfo(path).suffix().isEmpty()) path += QLatin1Char('.') + suffix;
     QString error;

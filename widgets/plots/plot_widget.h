@@ -48,7 +48,9 @@ private:
 QCPScatterStyle circle_marker(const QPen& pen, const QBrush& brush, double diameter, qreal pixel_ratio);
 
 // mpwb::csv_field (core/common/text_format.h) for Qt text.
-inline QString csv_field(const QString& text) { return QString::fromStdString(csv_field(text.toStdString())); }
+inline QString csv_field(const QString& text) {
+    return QString::fromStdString(csv_field(text.toStdString()));
+}
 // "graph,key,value" and one line per point of every graph: the CSV of a plot without its own.
 QString graphs_csv(const QCustomPlot& plot);
 

@@ -18,8 +18,7 @@ public:
     }
 
 protected:
-    QString getTickLabel(double tick, const QLocale& locale, QChar formatChar,
-                         int precision) override {
+    QString getTickLabel(double tick, const QLocale& locale, QChar formatChar, int precision) override {
         if (!(tick > 0)) return QCPAxisTickerLog::getTickLabel(tick, locale, formatChar, precision);
         const double k = std::log2(tick);
         if (std::abs(k - std::round(k)) > 1e-9)
@@ -55,11 +54,16 @@ bool is_full_precision(const QString& text) {
 
 const char* curve_name(SeriesPlot::Curve c) {
     switch (c) {
-        case SeriesPlot::Curve::Train: return "train";
-        case SeriesPlot::Curve::Test: return "test";
-        case SeriesPlot::Curve::Scale: return "scale";
-        case SeriesPlot::Curve::Overflow: return "overflow";
-        case SeriesPlot::Curve::Skip: return "skip";
+        case SeriesPlot::Curve::Train:
+            return "train";
+        case SeriesPlot::Curve::Test:
+            return "test";
+        case SeriesPlot::Curve::Scale:
+            return "scale";
+        case SeriesPlot::Curve::Overflow:
+            return "overflow";
+        case SeriesPlot::Curve::Skip:
+            return "skip";
     }
     return "?";
 }
@@ -157,9 +161,7 @@ void SeriesPlot::clearRuns() {
     requestReplot();
 }
 
-int SeriesPlot::runCount() const {
-    return static_cast<int>(runs_.size());
-}
+int SeriesPlot::runCount() const { return static_cast<int>(runs_.size()); }
 
 QList<int> SeriesPlot::runKeys() const {
     QList<int> keys;
@@ -222,13 +224,13 @@ QCPGraph* SeriesPlot::makeGraph(RunData& r, Curve c) {
             break;
         case Curve::Overflow:
             g->setLineStyle(QCPGraph::lsNone);
-            g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted,
-                                               QColor(0x90, 0, 0), QColor(0xe0, 0x20, 0x20), 8));
+            g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, QColor(0x90, 0, 0),
+                                               QColor(0xe0, 0x20, 0x20), 8));
             break;
         case Curve::Skip:
             g->setLineStyle(QCPGraph::lsNone);
-            g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, QPen(Qt::black, 1.5),
-                                               Qt::NoBrush, 7));
+            g->setScatterStyle(
+                QCPScatterStyle(QCPScatterStyle::ssCross, QPen(Qt::black, 1.5), Qt::NoBrush, 7));
             break;
     }
     updateLegend();
@@ -247,12 +249,15 @@ void SeriesPlot::updateLegend() {
             bool listed = r.visible;
             switch (curve) {
                 case Curve::Train:
-                    name = (kind_ == Kind::Loss || kind_ == Kind::Accuracy)
-                               ? r.label + tr(" (train)")
-                               : r.label;
+                    name =
+                        (kind_ == Kind::Loss || kind_ == Kind::Accuracy) ? r.label + tr(" (train)") : r.label;
                     break;
-                case Curve::Test: name = r.label + tr(" (test)"); break;
-                case Curve::Scale: name = r.label; break;
+                case Curve::Test:
+                    name = r.label + tr(" (test)");
+                    break;
+                case Curve::Scale:
+                    name = r.label;
+                    break;
                 case Curve::Overflow:
                     name = tr("overflow");
                     listed = listed && !overflow_listed;
@@ -284,8 +289,7 @@ double SeriesPlot::scaleAt(const RunData& r, double step) const {
     return it->value;
 }
 
-void SeriesPlot::appendSmoothed(RunData& r, const QVector<double>& steps,
-                                const QVector<double>& values) {
+void SeriesPlot::appendSmoothed(RunData& r, const QVector<double>& steps, const QVector<double>& values) {
     QCPGraph* g = r.graphs[static_cast<int>(Curve::Train)];
     if (smoothing_ <= 0) {
         g->addData(steps, values, true);
@@ -416,7 +420,8 @@ void SeriesPlot::rescale() {
             bool found = false;
             const QCPRange vr = g->getValueRange(found, domain);
             if (!found) continue;
-            values = have_value ? QCPRange(std::min(values.lower, vr.lower), std::max(values.upper, vr.upper)) : vr;
+            values = have_value ? QCPRange(std::min(values.lower, vr.lower), std::max(values.upper, vr.upper))
+                                : vr;
             have_value = true;
         }
     }
@@ -433,8 +438,10 @@ void SeriesPlot::rescale() {
     if (log_axis) {
         // Whole powers of two (or ten) around the data so the ticks land on the ends.
         const double base = kind_ == Kind::LossScale ? 2.0 : 10.0;
-        const double lo = std::pow(base, std::floor(std::log(values.lower) / std::log(base)) - (kind_ == Kind::LossScale ? 1 : 0));
-        const double hi = std::pow(base, std::ceil(std::log(values.upper) / std::log(base)) + (kind_ == Kind::LossScale ? 1 : 0));
+        const double lo = std::pow(
+            base, std::floor(std::log(values.lower) / std::log(base)) - (kind_ == Kind::LossScale ? 1 : 0));
+        const double hi = std::pow(
+            base, std::ceil(std::log(values.upper) / std::log(base)) + (kind_ == Kind::LossScale ? 1 : 0));
         yAxis->setRange(lo, hi > lo ? hi : lo * base);
         return;
     }
@@ -454,8 +461,7 @@ int SeriesPlot::pointCount(int run, Curve curve) const {
     return g ? g->dataCount() : 0;
 }
 
-void SeriesPlot::rawPoints(int run, Curve curve, QVector<double>* steps,
-                           QVector<double>* values) const {
+void SeriesPlot::rawPoints(int run, Curve curve, QVector<double>* steps, QVector<double>* values) const {
     steps->clear();
     values->clear();
     const RunData* r = find(run);
@@ -480,7 +486,8 @@ QString SeriesPlot::csv() const {
         for (int c = 0; c < kCurveCount; ++c) {
             QCPGraph* g = r.graphs[c];
             if (!g) continue;
-            const QString prefix = run + QLatin1Char(',') + QLatin1String(curve_name(static_cast<Curve>(c))) + QLatin1Char(',');
+            const QString prefix =
+                run + QLatin1Char(',') + QLatin1String(curve_name(static_cast<Curve>(c))) + QLatin1Char(',');
             if (static_cast<Curve>(c) == Curve::Train) {
                 auto it = g->data()->constBegin();
                 for (int i = 0; i < r.raw_steps.size(); ++i, ++it)
@@ -491,8 +498,8 @@ QString SeriesPlot::csv() const {
             }
             for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) {
                 const QString v = QString::number(it->value, 'g', 17);
-                out += prefix + QString::number(it->key, 'g', 17) + QLatin1Char(',') + v +
-                       QLatin1Char(',') + v + QLatin1Char('\n');
+                out += prefix + QString::number(it->key, 'g', 17) + QLatin1Char(',') + v + QLatin1Char(',') +
+                       v + QLatin1Char('\n');
             }
         }
     }

@@ -41,12 +41,10 @@ public:
 
     // Appends points (steps ascending, after the points already there). Throws nothing: a
     // mismatched size appends the common prefix; an unknown run is ignored.
-    void appendPoints(int run, Curve curve, const QVector<double>& steps,
-                      const QVector<double>& values);
+    void appendPoints(int run, Curve curve, const QVector<double>& steps, const QVector<double>& values);
     void appendPoint(int run, Curve curve, double step, double value);
     // Replaces a curve's points (e.g. a stored run loaded from the database).
-    void setPoints(int run, Curve curve, const QVector<double>& steps,
-                   const QVector<double>& values);
+    void setPoints(int run, Curve curve, const QVector<double>& steps, const QVector<double>& values);
 
     // EMA display smoothing of Train curves, TensorBoard style: s = alpha*s + (1-alpha)*x,
     // alpha in [0, 1) (0 = raw). The raw values are kept; CSV export writes both.
@@ -75,11 +73,11 @@ private:
         QColor color;
         bool visible = true;
         QCPGraph* graphs[kCurveCount] = {};
-        QVector<double> raw_steps;   // Train curve before smoothing
+        QVector<double> raw_steps;  // Train curve before smoothing
         QVector<double> raw_values;
         double ema = 0;
         bool ema_started = false;
-        double ema_count = 0;        // for the bias correction of the first points
+        double ema_count = 0;  // for the bias correction of the first points
     };
     void setupAxes();
     QCPGraph* makeGraph(RunData& r, Curve c);

@@ -137,12 +137,13 @@ void CpuBackend::sync_blas_threads() {
 std::string blas_core_name() { return openblas_get_corename(); }
 
 std::string CpuBackend::device_name() const {
-    return cpu_model_name() + " (" + std::to_string(thread_count()) + " threads, OpenBLAS " + blas_core_name() + ")";
+    return cpu_model_name() + " (" + std::to_string(thread_count()) + " threads, OpenBLAS " +
+           blas_core_name() + ")";
 }
 
-void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                      int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
-                      Format operand_format) {
+void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                      const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                      int64_t ldc, Format operand_format) {
     check_blas_sizes({{"m", m}, {"n", n}, {"k", k}, {"lda", lda}, {"ldb", ldb}, {"ldc", ldc}});
     sync_blas_threads();
     // A region of rows x cols with leading dimension ld spans (rows - 1) * ld + cols elements;
@@ -168,8 +169,9 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
             const int64_t s = blk * kBlock, len = std::min(kBlock, extent - s);
             if (by_rows)
                 cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(len), static_cast<blasint>(n),
-                            static_cast<blasint>(k), alpha, trans_a ? ra + s : ra + s * lda, static_cast<blasint>(lda),
-                            rb, static_cast<blasint>(ldb), beta, c + s * ldc, static_cast<blasint>(ldc));
+                            static_cast<blasint>(k), alpha, trans_a ? ra + s : ra + s * lda,
+                            static_cast<blasint>(lda), rb, static_cast<blasint>(ldb), beta, c + s * ldc,
+                            static_cast<blasint>(ldc));
             else
                 cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(len),
                             static_cast<blasint>(k), alpha, ra, static_cast<blasint>(lda),
@@ -194,12 +196,13 @@ void CpuBackend::scale(float factor, float* x, int64_t n) {
 }
 
 void CpuBackend::add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) {
-    parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1)), [=](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-            float* row = y + r * cols;
-            for (int64_t j = 0; j < cols; ++j) row[j] += bias[j];
-        }
-    });
+    parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1)),
+                 [=](int64_t r0, int64_t r1) {
+                     for (int64_t r = r0; r < r1; ++r) {
+                         float* row = y + r * cols;
+                         for (int64_t j = 0; j < cols; ++j) row[j] += bias[j];
+                     }
+                 });
 }
 
 void CpuBackend::bias_grad_rows(const float* dy, float* db, int64_t rows, int64_t cols) {
@@ -433,8 +436,9 @@ void CpuBackend::avgpool_backward(const PoolGeometry& g, const float* dy, float*
 }
 
 void CpuBackend::batchnorm_forward(const float* x, float* y, const float* gamma, const float* beta,
-                                   float* running_mean, float* running_var, float* save_mean, float* save_invstd,
-                                   int64_t n, int64_t c, int64_t hw, float momentum, float eps, bool training) {
+                                   float* running_mean, float* running_var, float* save_mean,
+                                   float* save_invstd, int64_t n, int64_t c, int64_t hw, float momentum,
+                                   float eps, bool training) {
     parallel_for(c, 1, [&](int64_t c0, int64_t c1) {
         for (int64_t ch = c0; ch < c1; ++ch) {
             float mean, invstd;
@@ -471,9 +475,9 @@ void CpuBackend::batchnorm_forward(const float* x, float* y, const float* gamma,
     });
 }
 
-void CpuBackend::batchnorm_backward(const float* x, const float* dy, const float* gamma, const float* save_mean,
-                                    const float* save_invstd, float* dx, float* dgamma, float* dbeta, int64_t n,
-                                    int64_t c, int64_t hw) {
+void CpuBackend::batchnorm_backward(const float* x, const float* dy, const float* gamma,
+                                    const float* save_mean, const float* save_invstd, float* dx,
+                                    float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw) {
     parallel_for(c, 1, [&](int64_t c0, int64_t c1) {
         for (int64_t ch = c0; ch < c1; ++ch) {
             const float mean = save_mean[ch], invstd = save_invstd[ch];
@@ -512,8 +516,9 @@ void CpuBackend::multiply(const float* x, const float* mask, float* y, int64_t n
     });
 }
 
-Backend::LossResult CpuBackend::softmax_cross_entropy(const float* logits, const float* labels, float* dlogits,
-                                                      int64_t n, int64_t k, float grad_scale) {
+Backend::LossResult CpuBackend::softmax_cross_entropy(const float* logits, const float* labels,
+                                                      float* dlogits, int64_t n, int64_t k,
+                                                      float grad_scale) {
     std::vector<double> row_loss(static_cast<size_t>(n));
     std::vector<uint8_t> row_correct(static_cast<size_t>(n));
     const float g = grad_scale / static_cast<float>(n);
@@ -551,8 +556,8 @@ Backend::LossResult CpuBackend::softmax_cross_entropy(const float* logits, const
     return result;
 }
 
-Backend::LossResult CpuBackend::mse(const float* pred, const float* target, float* dpred, int64_t n, int64_t k,
-                                    float grad_scale) {
+Backend::LossResult CpuBackend::mse(const float* pred, const float* target, float* dpred, int64_t n,
+                                    int64_t k, float grad_scale) {
     const int64_t count = n * k;
     double sum = 0;
     const float g = 2.0f * grad_scale / static_cast<float>(count);

@@ -35,9 +35,10 @@ public:
     void maxpool_backward(const PoolGeometry& g, const float* dy, const int32_t* argmax, float* dx) override;
     void avgpool_forward(const PoolGeometry& g, const float* x, float* y) override;
     void avgpool_backward(const PoolGeometry& g, const float* dy, float* dx) override;
-    void batchnorm_forward(const float* x, float* y, const float* gamma, const float* beta, float* running_mean,
-                           float* running_var, float* save_mean, float* save_invstd, int64_t n, int64_t c,
-                           int64_t hw, float momentum, float eps, bool training) override;
+    void batchnorm_forward(const float* x, float* y, const float* gamma, const float* beta,
+                           float* running_mean, float* running_var, float* save_mean, float* save_invstd,
+                           int64_t n, int64_t c, int64_t hw, float momentum, float eps,
+                           bool training) override;
     void batchnorm_backward(const float* x, const float* dy, const float* gamma, const float* save_mean,
                             const float* save_invstd, float* dx, float* dgamma, float* dbeta, int64_t n,
                             int64_t c, int64_t hw) override;

@@ -34,8 +34,8 @@ __device__ __forceinline__ int64_t channel_element(int64_t j, int64_t ch, int64_
 template <DType T>
 __global__ void batchnorm_training_kernel(const void* x, void* y, const float* gamma, const float* beta,
                                           float* running_mean, float* running_var, float* save_mean,
-                                          float* save_invstd, int64_t n, int64_t c, int64_t hw, float momentum,
-                                          float eps) {
+                                          float* save_invstd, int64_t n, int64_t c, int64_t hw,
+                                          float momentum, float eps) {
     __shared__ double scratch[32];
     __shared__ BatchnormAffine affine;
     const int64_t ch = blockIdx.x, count = n * hw;
@@ -48,8 +48,8 @@ __global__ void batchnorm_training_kernel(const void* x, void* y, const float* g
     sum = launch::block_sum(sum, scratch);
     sum_sq = launch::block_sum(sum_sq, scratch);
     if (threadIdx.x == 0) {
-        const BatchnormChannel s = batchnorm_training_stats(sum, sum_sq, static_cast<double>(count), eps, momentum,
-                                                            running_mean[ch], running_var[ch]);
+        const BatchnormChannel s = batchnorm_training_stats(sum, sum_sq, static_cast<double>(count), eps,
+                                                            momentum, running_mean[ch], running_var[ch]);
         save_mean[ch] = s.mean;
         save_invstd[ch] = s.invstd;
         affine = batchnorm_affine(gamma[ch], beta[ch], s);
@@ -69,16 +69,16 @@ __global__ void batchnorm_inference_kernel(const void* x, void* y, const float* 
     const int64_t total = n * c * hw;
     for (int64_t i = global_thread(); i < total; i += grid_threads()) {
         const int64_t ch = (i / hw) % c;
-        const BatchnormAffine a =
-            batchnorm_affine(gamma[ch], beta[ch], batchnorm_inference_stats(running_mean[ch], running_var[ch], eps));
+        const BatchnormAffine a = batchnorm_affine(
+            gamma[ch], beta[ch], batchnorm_inference_stats(running_mean[ch], running_var[ch], eps));
         store_value<T>(y, i, batchnorm_apply(load_value<T>(x, i), a));
     }
 }
 
 template <DType T>
-__global__ void batchnorm_backward_kernel(const void* x, const void* dy, const float* gamma, const float* save_mean,
-                                          const float* save_invstd, void* dx, float* dgamma, float* dbeta, int64_t n,
-                                          int64_t c, int64_t hw) {
+__global__ void batchnorm_backward_kernel(const void* x, const void* dy, const float* gamma,
+                                          const float* save_mean, const float* save_invstd, void* dx,
+                                          float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw) {
     __shared__ double scratch[32];
     __shared__ BatchnormBackwardChannel channel;
     const int64_t ch = blockIdx.x, count = n * hw;
@@ -95,7 +95,8 @@ __global__ void batchnorm_backward_kernel(const void* x, const void* dy, const f
     if (threadIdx.x == 0) {
         dgamma[ch] = static_cast<float>(sum_dy_xhat);
         dbeta[ch] = static_cast<float>(sum_dy);
-        channel = batchnorm_backward_channel(gamma[ch], mean, invstd, sum_dy, sum_dy_xhat, static_cast<double>(count));
+        channel = batchnorm_backward_channel(gamma[ch], mean, invstd, sum_dy, sum_dy_xhat,
+                                             static_cast<double>(count));
     }
     if (!dx) return;  // uniform over the block: no thread is left waiting at the barrier below
     __syncthreads();
@@ -107,21 +108,24 @@ __global__ void batchnorm_backward_kernel(const void* x, const void* dy, const f
 }
 
 void check_channels(int64_t c, const char* what) {
-    if (c > 0x7fffffff) throw ConfigError(std::string(what) + ": " + std::to_string(c) + " channels exceed one grid");
+    if (c > 0x7fffffff)
+        throw ConfigError(std::string(what) + ": " + std::to_string(c) + " channels exceed one grid");
 }
 
 }  // namespace
 
-void batchnorm_forward(DType t, const void* x, void* y, const float* gamma, const float* beta, float* running_mean,
-                       float* running_var, float* save_mean, float* save_invstd, int64_t n, int64_t c, int64_t hw,
-                       float momentum, float eps, bool training, cudaStream_t stream) {
+void batchnorm_forward(DType t, const void* x, void* y, const float* gamma, const float* beta,
+                       float* running_mean, float* running_var, float* save_mean, float* save_invstd,
+                       int64_t n, int64_t c, int64_t hw, float momentum, float eps, bool training,
+                       cudaStream_t stream) {
     if (n <= 0 || c <= 0 || hw <= 0) return;
     check_channels(c, "batchnorm_forward");
     with_dtype(t, [&](auto t_tag) {
         constexpr DType T = decltype(t_tag)::value;
         if (training)
             batchnorm_training_kernel<T><<<static_cast<unsigned>(c), kChannelThreads, 0, stream>>>(
-                x, y, gamma, beta, running_mean, running_var, save_mean, save_invstd, n, c, hw, momentum, eps);
+                x, y, gamma, beta, running_mean, running_var, save_mean, save_invstd, n, c, hw, momentum,
+                eps);
         else
             batchnorm_inference_kernel<T><<<blocks_for(n * c * hw), launch::kThreads, 0, stream>>>(
                 x, y, gamma, beta, running_mean, running_var, n, c, hw, eps);

@@ -64,8 +64,8 @@ CudaStepEngine::~CudaStepEngine() {
 }
 
 std::string CudaStepEngine::description() const {
-    return std::string(config_.use_graphs ? "CUDA graphs" : "eager launches") + ", " + format_bytes(arena_.bytes_reserved()) +
-           " of device memory";
+    return std::string(config_.use_graphs ? "CUDA graphs" : "eager launches") + ", " +
+           format_bytes(arena_.bytes_reserved()) + " of device memory";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -129,9 +129,9 @@ void CudaStepEngine::plan_parameters(LayerPlan& L, Layer& layer, std::span<Param
         const bool has_copy = L.reduced && read_format != Format::FP32 && p->name != "bias";
         pp.has_copy = has_copy;
         pp.copy_dtype = has_copy ? storage_dtype(read_format) : DType::F32;
-        const Format grad_format = L.reduced ? policy.weight_grads
+        const Format grad_format = L.reduced                       ? policy.weight_grads
                                    : policy.master != Format::FP32 ? policy.master
-                                                                    : Format::FP32;
+                                                                   : Format::FP32;
         pp.grad_dtype = storage_dtype(grad_format);
         L.params.push_back(params_.size());
         params_.push_back(pp);
@@ -154,7 +154,8 @@ void CudaStepEngine::plan_layers(Network& network) {
     for (size_t i = 0; i + 1 < layers_.size(); ++i) {
         LayerPlan& L = layers_[i];
         LayerPlan& next = layers_[i + 1];
-        if (L.op != Op::Linear || L.params.size() != 2 || next.op != Op::Activation || next.activation != Activation::ReLU)
+        if (L.op != Op::Linear || L.params.size() != 2 || next.op != Op::Activation ||
+            next.activation != Activation::ReLU)
             continue;
         L.fused_relu = true;
         next.folded = true;
@@ -190,7 +191,8 @@ void CudaStepEngine::allocate_buffers() {
         acts_[i + 1] = new_activation(L.out_features, "the output of layer " + L.label);
         grads_[i + 1] = new_activation(L.out_features, "the output gradient of layer " + L.label);
     }
-    labels_ = arena_.allocate_array<float>(static_cast<size_t>(max_batch_ * label_width_), "the batch labels");
+    labels_ =
+        arena_.allocate_array<float>(static_cast<size_t>(max_batch_ * label_width_), "the batch labels");
 
     int64_t largest_param = 1;
     const bool momentum = config_.optimizer.kind == "sgd" && config_.optimizer.momentum != 0.0f;
@@ -198,9 +200,12 @@ void CudaStepEngine::allocate_buffers() {
     for (auto& p : params_) {
         const std::string what = "parameter " + p.host->name + " (" + std::to_string(p.n) + " values)";
         p.master = arena_.allocate_array<float>(static_cast<size_t>(p.n), what);
-        p.copy = p.has_copy ? arena_.allocate(static_cast<size_t>(p.n) * dtype_size(p.copy_dtype), what + ", reduced copy") : nullptr;
+        p.copy = p.has_copy ? arena_.allocate(static_cast<size_t>(p.n) * dtype_size(p.copy_dtype),
+                                              what + ", reduced copy")
+                            : nullptr;
         p.grad = arena_.allocate(static_cast<size_t>(p.n) * dtype_size(p.grad_dtype), what + ", gradient");
-        if (momentum || adam) p.a = arena_.allocate_array<float>(static_cast<size_t>(p.n), what + ", optimizer state");
+        if (momentum || adam)
+            p.a = arena_.allocate_array<float>(static_cast<size_t>(p.n), what + ", optimizer state");
         if (adam) p.b = arena_.allocate_array<float>(static_cast<size_t>(p.n), what + ", optimizer state");
         largest_param = std::max(largest_param, p.n);
     }
@@ -209,18 +214,22 @@ void CudaStepEngine::allocate_buffers() {
     size_t reduction_bytes = kernels::loss_scratch_bytes();
     for (const auto& L : layers_)
         if (L.op == Op::Linear)
-            reduction_bytes = std::max(reduction_bytes, kernels::bias_grad_rows_scratch_bytes(config_.batch_size, L.out_features));
+            reduction_bytes = std::max(
+                reduction_bytes, kernels::bias_grad_rows_scratch_bytes(config_.batch_size, L.out_features));
     reduction_scratch_ = arena_.allocate(reduction_bytes, "reduction scratch");
     for (auto& L : layers_) {
         if (L.op == Op::BatchNorm) {
             const int64_t c = L.in_shape.at(0);
             L.running_mean = arena_.allocate_array<float>(static_cast<size_t>(c), L.label + " running mean");
-            L.running_var = arena_.allocate_array<float>(static_cast<size_t>(c), L.label + " running variance");
+            L.running_var =
+                arena_.allocate_array<float>(static_cast<size_t>(c), L.label + " running variance");
             L.save_mean = arena_.allocate_array<float>(static_cast<size_t>(c), L.label + " batch mean");
-            L.save_invstd = arena_.allocate_array<float>(static_cast<size_t>(c), L.label + " batch inverse std");
+            L.save_invstd =
+                arena_.allocate_array<float>(static_cast<size_t>(c), L.label + " batch inverse std");
         }
         if (L.op == Op::Dropout)
-            L.mask = arena_.allocate_array<float>(static_cast<size_t>(max_batch_ * L.in_features), L.label + " mask");
+            L.mask = arena_.allocate_array<float>(static_cast<size_t>(max_batch_ * L.in_features),
+                                                  L.label + " mask");
     }
 
     input_ = arena_.allocate_array<StepInput>(1, "step input");
@@ -292,8 +301,8 @@ void CudaStepEngine::upload(const Dataset& data) {
     ctx_.make_current();
     sample_width_ = data.train_size() ? data.train_x.numel() / data.train_size() : 0;
     if (sample_width_ != acts_[0].per_sample)
-        throw NetworkError("the dataset's samples have " + std::to_string(sample_width_) + " values; the network takes " +
-                           std::to_string(acts_[0].per_sample));
+        throw NetworkError("the dataset's samples have " + std::to_string(sample_width_) +
+                           " values; the network takes " + std::to_string(acts_[0].per_sample));
     train_n_ = data.train_size();
     test_n_ = data.test_size();
     auto upload_split = [&](const Tensor& t, const std::string& what) -> float* {
@@ -305,8 +314,10 @@ void CudaStepEngine::upload(const Dataset& data) {
     train_y_ = upload_split(data.train_y, "the training labels");
     test_x_ = upload_split(data.test_x, "the test samples");
     test_y_ = upload_split(data.test_y, "the test labels");
-    order_ = arena_.allocate_array<int32_t>(static_cast<size_t>(std::max<int64_t>(1, train_n_)), "the epoch order");
-    eval_order_ = arena_.allocate_array<int32_t>(static_cast<size_t>(std::max<int64_t>(1, test_n_)), "the test order");
+    order_ = arena_.allocate_array<int32_t>(static_cast<size_t>(std::max<int64_t>(1, train_n_)),
+                                            "the epoch order");
+    eval_order_ =
+        arena_.allocate_array<int32_t>(static_cast<size_t>(std::max<int64_t>(1, test_n_)), "the test order");
     std::vector<int32_t> identity(static_cast<size_t>(test_n_));
     for (int64_t i = 0; i < test_n_; ++i) identity[static_cast<size_t>(i)] = static_cast<int32_t>(i);
     if (test_n_) copy_to_device(eval_order_, identity.data(), identity.size() * sizeof(int32_t), stream_);
@@ -317,8 +328,10 @@ void CudaStepEngine::upload(const Dataset& data) {
     }
     for (auto& L : layers_) {
         if (L.op != Op::BatchNorm) continue;
-        copy_to_device(L.running_mean, L.host_running_mean->data(), static_cast<size_t>(L.host_running_mean->numel()) * 4, stream_);
-        copy_to_device(L.running_var, L.host_running_var->data(), static_cast<size_t>(L.host_running_var->numel()) * 4, stream_);
+        copy_to_device(L.running_mean, L.host_running_mean->data(),
+                       static_cast<size_t>(L.host_running_mean->numel()) * 4, stream_);
+        copy_to_device(L.running_var, L.host_running_var->data(),
+                       static_cast<size_t>(L.host_running_var->numel()) * 4, stream_);
     }
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (upload)");
 }
@@ -327,7 +340,8 @@ void CudaStepEngine::download_weights() {
     ctx_.make_current();
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (download)");
     for (auto& p : params_) {
-        check_cuda(cudaMemcpy(p.host->value.data(), p.master, static_cast<size_t>(p.n) * sizeof(float), cudaMemcpyDeviceToHost),
+        check_cuda(cudaMemcpy(p.host->value.data(), p.master, static_cast<size_t>(p.n) * sizeof(float),
+                              cudaMemcpyDeviceToHost),
                    "cudaMemcpy (download)");
         // The host layers read Parameter::compute where the CPU engine keeps one.
         if (!p.host->compute.empty())
@@ -336,17 +350,20 @@ void CudaStepEngine::download_weights() {
     }
     for (auto& L : layers_) {
         if (L.op != Op::BatchNorm) continue;
-        check_cuda(cudaMemcpy(L.host_running_mean->data(), L.running_mean, static_cast<size_t>(L.host_running_mean->numel()) * 4,
-                              cudaMemcpyDeviceToHost), "cudaMemcpy (download)");
-        check_cuda(cudaMemcpy(L.host_running_var->data(), L.running_var, static_cast<size_t>(L.host_running_var->numel()) * 4,
-                              cudaMemcpyDeviceToHost), "cudaMemcpy (download)");
+        check_cuda(cudaMemcpy(L.host_running_mean->data(), L.running_mean,
+                              static_cast<size_t>(L.host_running_mean->numel()) * 4, cudaMemcpyDeviceToHost),
+                   "cudaMemcpy (download)");
+        check_cuda(cudaMemcpy(L.host_running_var->data(), L.running_var,
+                              static_cast<size_t>(L.host_running_var->numel()) * 4, cudaMemcpyDeviceToHost),
+                   "cudaMemcpy (download)");
     }
 }
 
 void CudaStepEngine::set_epoch_order(std::span<const int64_t> order) {
     ctx_.make_current();
     if (static_cast<int64_t>(order.size()) != train_n_)
-        throw Error("epoch order has " + std::to_string(order.size()) + " entries for " + std::to_string(train_n_) + " samples");
+        throw Error("epoch order has " + std::to_string(order.size()) + " entries for " +
+                    std::to_string(train_n_) + " samples");
     std::vector<int32_t> narrow(order.begin(), order.end());
     // Steps of the previous epoch may still read the order: let them finish first.
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (epoch order)");
@@ -368,7 +385,8 @@ void CudaStepEngine::set_scaler(const LossScalerConfig& config, const LossScaler
 void CudaStepEngine::launch(const StepLaunch& attempt) {
     const int64_t batch_size = attempt.batch_size;
     if (batch_size < 1 || batch_size > config_.batch_size)
-        throw Error("batch of " + std::to_string(batch_size) + " samples for a plan of " + std::to_string(config_.batch_size));
+        throw Error("batch of " + std::to_string(batch_size) + " samples for a plan of " +
+                    std::to_string(config_.batch_size));
     ctx_.make_current();
     // The ring holds the records of the steps in flight; wait for room rather than overwrite.
     while (launched_ - *ring_count_host_ >= kRingSize - 1) std::this_thread::yield();
@@ -377,7 +395,8 @@ void CudaStepEngine::launch(const StepLaunch& attempt) {
     in.step = attempt.step;
     in.batch_offset = attempt.batch_offset;
     in.lr_scale = attempt.lr_scale;
-    check_cuda(cudaMemcpyAsync(input_, &in, sizeof in, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (step input)");
+    check_cuda(cudaMemcpyAsync(input_, &in, sizeof in, cudaMemcpyHostToDevice, stream_),
+               "cudaMemcpyAsync (step input)");
     if (!config_.use_graphs) {
         enqueue_step(batch_size);
     } else if (auto it = graphs_.find(batch_size); it != graphs_.end() && it->second) {
@@ -389,7 +408,8 @@ void CudaStepEngine::launch(const StepLaunch& attempt) {
         graphs_[batch_size] = nullptr;
     } else {
         cudaGraph_t graph = nullptr;
-        check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+        check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+                   "cudaStreamBeginCapture");
         try {
             enqueue_step(batch_size);
         } catch (...) {
@@ -409,19 +429,20 @@ void CudaStepEngine::launch(const StepLaunch& attempt) {
 }
 
 void CudaStepEngine::enqueue_step(int64_t batch) {
-    kernels::gather_batch(train_x_, sample_width_, train_y_, label_width_, order_, &input_->batch_offset, batch, act_,
-                          acts_[0].data, labels_, stream_);
+    kernels::gather_batch(train_x_, sample_width_, train_y_, label_width_, order_, &input_->batch_offset,
+                          batch, act_, acts_[0].data, labels_, stream_);
     enqueue_forward(batch, true);
     check_cuda(cudaMemsetAsync(loss_sum_, 0, sizeof(float), stream_), "cudaMemsetAsync (loss)");
     check_cuda(cudaMemsetAsync(correct_, 0, sizeof(int64_t), stream_), "cudaMemsetAsync (correct)");
     const Buffer& out = acts_.back();
     const float* scale = &scaler_state_->scale;
     if (classification_)
-        kernels::softmax_cross_entropy(act_, out.data, labels_, act_, grads_.back().data, batch, output_width_, scale,
-                                       loss_sum_, correct_, reduction_scratch_, stream_);
+        kernels::softmax_cross_entropy(act_, out.data, labels_, act_, grads_.back().data, batch,
+                                       output_width_, scale, loss_sum_, correct_, reduction_scratch_,
+                                       stream_);
     else
-        kernels::mse(act_, out.data, labels_, act_, grads_.back().data, batch, output_width_, scale, loss_sum_,
-                     reduction_scratch_, stream_);
+        kernels::mse(act_, out.data, labels_, act_, grads_.back().data, batch, output_width_, scale,
+                     loss_sum_, reduction_scratch_, stream_);
     enqueue_backward(batch);
     enqueue_tail();
 }
@@ -437,14 +458,14 @@ void CudaStepEngine::enqueue_backward(int64_t batch) {
 void CudaStepEngine::enqueue_tail() {
     const int count = static_cast<int>(params_.size());
     kernels::reset_step_flags(flags_, stream_);
-    kernels::check_gradients(grad_entries_, count, total_param_elements_, scaler_state_, config_.clip_norm > 0, flags_,
-                             stream_);
+    kernels::check_gradients(grad_entries_, count, total_param_elements_, scaler_state_,
+                             config_.clip_norm > 0, flags_, stream_);
     kernels::scaler_update(scaler_config_, loss_sum_, flags_, scaler_state_, stream_);
     const auto table = static_cast<int64_t>(lr_by_iteration_.size());
-    kernels::optimizer_step(param_entries_, count, total_param_elements_, optimizer_, lr_table_, table, input_,
-                            scaler_state_, flags_, stream_);
-    kernels::write_record(input_, loss_sum_, correct_, flags_, scaler_state_, lr_table_, table, ring_device_, kRingSize,
-                          ring_count_device_, stream_);
+    kernels::optimizer_step(param_entries_, count, total_param_elements_, optimizer_, lr_table_, table,
+                            input_, scaler_state_, flags_, stream_);
+    kernels::write_record(input_, loss_sum_, correct_, flags_, scaler_state_, lr_table_, table, ring_device_,
+                          kRingSize, ring_count_device_, stream_);
 }
 
 void CudaStepEngine::forward_layer(size_t i, int64_t batch, bool training) {
@@ -456,9 +477,13 @@ void CudaStepEngine::forward_layer(size_t i, int64_t batch, bool training) {
         case Op::Linear: {
             const ParamPlan& w = params_[L.params[0]];
             const float* bias = L.params.size() > 1 ? params_[L.params[1]].master : nullptr;
-            MatmulShape s{false, true, batch, L.out_features, L.in_features, L.in_features, L.in_features,
-                          L.out_features, act_, act_, tf32_,
-                          bias ? (L.fused_relu ? Epilogue::ReluBias : Epilogue::Bias) : Epilogue::None};
+            MatmulShape s{
+                false,         true,
+                batch,         L.out_features,
+                L.in_features, L.in_features,
+                L.in_features, L.out_features,
+                act_,          act_,
+                tf32_,         bias ? (L.fused_relu ? Epilogue::ReluBias : Epilogue::Bias) : Epilogue::None};
             if (s.epilogue != Epilogue::None && !ctx_.gemm().supports(s)) {
                 s.epilogue = Epilogue::None;
                 ctx_.gemm().matmul(s, 1.0f, x, w.read(), 0.0f, y, nullptr, nullptr, stream_);
@@ -481,7 +506,8 @@ void CudaStepEngine::forward_layer(size_t i, int64_t batch, bool training) {
         case Op::AvgPool: {
             PoolGeometry g = L.pool;
             g.batch = batch;
-            ctx_.dnn().pool_forward(g, L.op == Op::MaxPool ? PoolMode::Max : PoolMode::Average, act_, x, y, stream_);
+            ctx_.dnn().pool_forward(g, L.op == Op::MaxPool ? PoolMode::Max : PoolMode::Average, act_, x, y,
+                                    stream_);
             break;
         }
         case Op::Activation:
@@ -493,21 +519,24 @@ void CudaStepEngine::forward_layer(size_t i, int64_t batch, bool training) {
             else
                 kernels::activation_forward(L.activation, L.slope, act_, x, y, n_out, stream_);
             break;
-        case Op::Flatten: break;
+        case Op::Flatten:
+            break;
         case Op::Dropout:
             if (training) {
-                kernels::dropout_mask(L.dropout_p, config_.seed ^ (0xD50Full + i), device_step_, L.mask, n_out, stream_);
+                kernels::dropout_mask(L.dropout_p, config_.seed ^ (0xD50Full + i), device_step_, L.mask,
+                                      n_out, stream_);
                 kernels::multiply(act_, x, L.mask, y, n_out, stream_);
             } else {
-                check_cuda(cudaMemcpyAsync(y, x, static_cast<size_t>(n_out) * dtype_size(act_), cudaMemcpyDeviceToDevice, stream_),
+                check_cuda(cudaMemcpyAsync(y, x, static_cast<size_t>(n_out) * dtype_size(act_),
+                                           cudaMemcpyDeviceToDevice, stream_),
                            "cudaMemcpyAsync (dropout at evaluation)");
             }
             break;
         case Op::BatchNorm: {
             const int64_t c = L.in_shape.at(0);
-            kernels::batchnorm_forward(act_, x, y, params_[L.params[0]].master, params_[L.params[1]].master, L.running_mean,
-                                       L.running_var, L.save_mean, L.save_invstd, batch, c, L.in_features / c,
-                                       L.bn_momentum, L.bn_eps, training, stream_);
+            kernels::batchnorm_forward(act_, x, y, params_[L.params[0]].master, params_[L.params[1]].master,
+                                       L.running_mean, L.running_var, L.save_mean, L.save_invstd, batch, c,
+                                       L.in_features / c, L.bn_momentum, L.bn_eps, training, stream_);
             break;
         }
     }
@@ -516,8 +545,9 @@ void CudaStepEngine::forward_layer(size_t i, int64_t batch, bool training) {
 void CudaStepEngine::store_param_grad(const ParamPlan& p, const float* sum) {
     if (p.grad_dtype == DType::F32) {
         if (sum != p.grad)
-            check_cuda(cudaMemcpyAsync(p.grad, sum, static_cast<size_t>(p.n) * 4, cudaMemcpyDeviceToDevice, stream_),
-                       "cudaMemcpyAsync (gradient)");
+            check_cuda(
+                cudaMemcpyAsync(p.grad, sum, static_cast<size_t>(p.n) * 4, cudaMemcpyDeviceToDevice, stream_),
+                "cudaMemcpyAsync (gradient)");
     } else {
         kernels::convert(DType::F32, sum, p.grad_dtype, p.grad, p.n, stream_);
     }
@@ -532,7 +562,9 @@ void CudaStepEngine::backward_layer(size_t i, int64_t batch) {
     const int64_t n_in = batch * L.in_features;
     // An FP32 target for a gradient: the parameter's own buffer when it is FP32, else scratch
     // that store_param_grad converts.
-    auto f32_target = [&](const ParamPlan& p, float* scratch) { return p.grad_dtype == DType::F32 ? static_cast<float*>(p.grad) : scratch; };
+    auto f32_target = [&](const ParamPlan& p, float* scratch) {
+        return p.grad_dtype == DType::F32 ? static_cast<float*>(p.grad) : scratch;
+    };
     switch (L.op) {
         case Op::Linear: {
             const ParamPlan& w = params_[L.params[0]];
@@ -542,13 +574,19 @@ void CudaStepEngine::backward_layer(size_t i, int64_t batch) {
             // whichever the first step measured faster: cuBLASLt's epilogue kernels are quick
             // for wide layers but run on a single block for a narrow one over a large batch.
             const bool direct = w.grad_dtype == DType::F32 || w.grad_dtype == act_;
-            MatmulShape s{true, false, L.out_features, L.in_features, batch, L.out_features, L.in_features, L.in_features,
-                          act_, direct ? w.grad_dtype : act_, tf32_, b ? Epilogue::BiasGradA : Epilogue::None};
+            MatmulShape s{true,           false,
+                          L.out_features, L.in_features,
+                          batch,          L.out_features,
+                          L.in_features,  L.in_features,
+                          act_,           direct ? w.grad_dtype : act_,
+                          tf32_,          b ? Epilogue::BiasGradA : Epilogue::None};
             if (b) s.bias = b->grad_dtype;
             void* dw = direct ? w.grad : dtype_scratch_;
             MatmulShape plain = s;
             plain.epilogue = Epilogue::None;
-            auto with_epilogue = [&] { ctx_.gemm().matmul(s, 1.0f, dy, x, 0.0f, dw, nullptr, b ? b->grad : nullptr, stream_); };
+            auto with_epilogue = [&] {
+                ctx_.gemm().matmul(s, 1.0f, dy, x, 0.0f, dw, nullptr, b ? b->grad : nullptr, stream_);
+            };
             auto with_kernel = [&] {
                 ctx_.gemm().matmul(plain, 1.0f, dy, x, 0.0f, dw, nullptr, nullptr, stream_);
                 float* db = f32_target(*b, bias_sum_);
@@ -562,22 +600,29 @@ void CudaStepEngine::backward_layer(size_t i, int64_t batch) {
                 if (L.bias_grad_path == Path::Undecided) {
                     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
                     check_cuda(cudaStreamIsCapturing(stream_, &capture), "cudaStreamIsCapturing");
-                    if (!ctx_.gemm().supports(s)) L.bias_grad_path = Path::Kernel;
-                    else if (!measured_choices_enabled()) L.bias_grad_path = Path::Epilogue;
+                    if (!ctx_.gemm().supports(s))
+                        L.bias_grad_path = Path::Kernel;
+                    else if (!measured_choices_enabled())
+                        L.bias_grad_path = Path::Epilogue;
                     else if (capture == cudaStreamCaptureStatusNone)
-                        L.bias_grad_path = measured_choice({milliseconds_per_call(stream_, [&] { return with_epilogue(), true; }),
-                                                            milliseconds_per_call(stream_, [&] { return with_kernel(), true; })}) == 0
-                                               ? Path::Epilogue
-                                               : Path::Kernel;
+                        L.bias_grad_path =
+                            measured_choice(
+                                {milliseconds_per_call(stream_, [&] { return with_epilogue(), true; }),
+                                 milliseconds_per_call(stream_, [&] { return with_kernel(), true; })}) == 0
+                                ? Path::Epilogue
+                                : Path::Kernel;
                 }
-                if (L.bias_grad_path == Path::Epilogue && ctx_.gemm().supports(s)) with_epilogue();
-                else with_kernel();
+                if (L.bias_grad_path == Path::Epilogue && ctx_.gemm().supports(s))
+                    with_epilogue();
+                else
+                    with_kernel();
             }
             if (!direct) kernels::convert(act_, dtype_scratch_, w.grad_dtype, w.grad, w.n, stream_);
             if (dx) {
                 // dX[batch, in] = dY W
-                const MatmulShape d{false, false, batch, L.in_features, L.out_features, L.out_features, L.in_features,
-                                    L.in_features, act_, act_, tf32_, Epilogue::None};
+                const MatmulShape d{false,          false,          batch,         L.in_features,
+                                    L.out_features, L.out_features, L.in_features, L.in_features,
+                                    act_,           act_,           tf32_,         Epilogue::None};
                 ctx_.gemm().matmul(d, 1.0f, dy, w.read(), 0.0f, dx, nullptr, nullptr, stream_);
             }
             break;
@@ -592,7 +637,8 @@ void CudaStepEngine::backward_layer(size_t i, int64_t batch) {
             if (L.params.size() > 1) {
                 const ParamPlan& b = params_[L.params[1]];
                 float* db = f32_target(b, bias_sum_);
-                kernels::bias_grad_channels(act_, dy, db, batch, g.out_channels, g.out_h() * g.out_w(), stream_);
+                kernels::bias_grad_channels(act_, dy, db, batch, g.out_channels, g.out_h() * g.out_w(),
+                                            stream_);
                 store_param_grad(b, db);
             }
             if (dx) ctx_.dnn().conv_backward_data(g, act_, tf32_, w.read(), dy, dx, stream_);
@@ -603,8 +649,8 @@ void CudaStepEngine::backward_layer(size_t i, int64_t batch) {
             if (dx) {
                 PoolGeometry g = L.pool;
                 g.batch = batch;
-                ctx_.dnn().pool_backward(g, L.op == Op::MaxPool ? PoolMode::Max : PoolMode::Average, act_, x, y, dy, dx,
-                                         stream_);
+                ctx_.dnn().pool_backward(g, L.op == Op::MaxPool ? PoolMode::Max : PoolMode::Average, act_, x,
+                                         y, dy, dx, stream_);
             }
             break;
         case Op::Activation:
@@ -616,7 +662,8 @@ void CudaStepEngine::backward_layer(size_t i, int64_t batch) {
             else
                 kernels::activation_backward(L.activation, L.slope, act_, x, y, dy, dx, n_in, stream_);
             break;
-        case Op::Flatten: break;
+        case Op::Flatten:
+            break;
         case Op::Dropout:
             if (dx) kernels::multiply(act_, dy, L.mask, dx, n_in, stream_);
             break;
@@ -628,8 +675,8 @@ void CudaStepEngine::backward_layer(size_t i, int64_t batch) {
             float* dbeta = f32_target(beta, bias_sum_ + c);
             // BatchNorm always writes an input gradient; below the lowest trained layer it lands
             // in the layer's own (unused) gradient buffer.
-            kernels::batchnorm_backward(act_, x, dy, gamma.master, L.save_mean, L.save_invstd, grads_[i].data, dgamma,
-                                        dbeta, batch, c, L.in_features / c, stream_);
+            kernels::batchnorm_backward(act_, x, dy, gamma.master, L.save_mean, L.save_invstd, grads_[i].data,
+                                        dgamma, dbeta, batch, c, L.in_features / c, stream_);
             store_param_grad(gamma, dgamma);
             store_param_grad(beta, dbeta);
             break;
@@ -641,8 +688,10 @@ void CudaStepEngine::backward_layer(size_t i, int64_t batch) {
 // Read-back and evaluation
 
 void CudaStepEngine::collect(std::vector<StepResult>& out, bool wait) {
-    if (wait) check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (records)");
-    else check_cuda(cudaPeekAtLastError(), "a step on the device");
+    if (wait)
+        check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (records)");
+    else
+        check_cuda(cudaPeekAtLastError(), "a step on the device");
     const int64_t count = *ring_count_host_;
     std::atomic_thread_fence(std::memory_order_acquire);  // the records before the count
     if (count <= records_read_) return;
@@ -659,15 +708,17 @@ void CudaStepEngine::collect(std::vector<StepResult>& out, bool wait) {
         res.scale_used = rec.scale_used;
         res.nonfinite = rec.first_bad != kAllFinite || !std::isfinite(rec.loss);
         // kNonFiniteLoss: every gradient was finite but the loss was not (-1, "loss", as on the CPU).
-        res.first_nonfinite_parameter =
-            rec.first_bad != kAllFinite && rec.first_bad != kNonFiniteLoss ? count_params - 1 - rec.first_bad : -1;
+        res.first_nonfinite_parameter = rec.first_bad != kAllFinite && rec.first_bad != kNonFiniteLoss
+                                            ? count_params - 1 - rec.first_bad
+                                            : -1;
         res.applied = rec.applied != 0;
         res.grad_norm = rec.grad_norm;
         res.lr = rec.lr;
         // The device's timer apart from the first record; time the host held the device for an
         // evaluation is not the step's.
         if (last_end_ns_ != 0 && rec.end_ns > last_end_ns_)
-            res.seconds = std::max(1e-9, static_cast<double>(rec.end_ns - last_end_ns_) * 1e-9 - evaluation_seconds_);
+            res.seconds =
+                std::max(1e-9, static_cast<double>(rec.end_ns - last_end_ns_) * 1e-9 - evaluation_seconds_);
         else
             res.seconds = share;
         evaluation_seconds_ = 0;
@@ -688,20 +739,21 @@ Backend::LossResult CudaStepEngine::evaluate() {
         // The training step's input is not in use between steps: its offset field serves here.
         check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (evaluation)");
         copy_to_device(offset, &start, sizeof start, stream_);
-        kernels::gather_batch(test_x_, sample_width_, test_y_, label_width_, eval_order_, offset, n, act_, acts_[0].data,
-                              labels_, stream_);
+        kernels::gather_batch(test_x_, sample_width_, test_y_, label_width_, eval_order_, offset, n, act_,
+                              acts_[0].data, labels_, stream_);
         enqueue_forward(n, false);
         check_cuda(cudaMemsetAsync(loss_sum_, 0, sizeof(float), stream_), "cudaMemsetAsync (loss)");
         check_cuda(cudaMemsetAsync(correct_, 0, sizeof(int64_t), stream_), "cudaMemsetAsync (correct)");
         if (classification_)
-            kernels::softmax_cross_entropy(act_, acts_.back().data, labels_, act_, nullptr, n, output_width_, nullptr,
-                                           loss_sum_, correct_, reduction_scratch_, stream_);
+            kernels::softmax_cross_entropy(act_, acts_.back().data, labels_, act_, nullptr, n, output_width_,
+                                           nullptr, loss_sum_, correct_, reduction_scratch_, stream_);
         else
-            kernels::mse(act_, acts_.back().data, labels_, act_, nullptr, n, output_width_, nullptr, loss_sum_,
-                         reduction_scratch_, stream_);
+            kernels::mse(act_, acts_.back().data, labels_, act_, nullptr, n, output_width_, nullptr,
+                         loss_sum_, reduction_scratch_, stream_);
         float loss = 0;
         int64_t correct = 0;
-        check_cuda(cudaMemcpyAsync(&loss, loss_sum_, sizeof loss, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync (loss)");
+        check_cuda(cudaMemcpyAsync(&loss, loss_sum_, sizeof loss, cudaMemcpyDeviceToHost, stream_),
+                   "cudaMemcpyAsync (loss)");
         check_cuda(cudaMemcpyAsync(&correct, correct_, sizeof correct, cudaMemcpyDeviceToHost, stream_),
                    "cudaMemcpyAsync (correct)");
         check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (evaluation)");

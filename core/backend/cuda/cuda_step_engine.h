@@ -34,7 +34,8 @@ class CudaStepEngine final : public StepEngine {
 public:
     // Plans the network, then uploads the dataset and the network's initial weights (masters,
     // reduced copies, BatchNorm running statistics).
-    CudaStepEngine(DeviceContext& context, Network& network, const Dataset& data, const StepEngineConfig& config);
+    CudaStepEngine(DeviceContext& context, Network& network, const Dataset& data,
+                   const StepEngineConfig& config);
     ~CudaStepEngine() override;
 
     StepCapabilities capabilities() const override { return {.gradient_statistics = false}; }
@@ -77,13 +78,13 @@ private:
         Shape in_shape, out_shape;  // per sample
         int64_t in_features = 0, out_features = 0;
         Activation activation = Activation::ReLU;
-        float slope = 0;      // the settings below are the layer's own (typed accessors)
+        float slope = 0;  // the settings below are the layer's own (typed accessors)
         float dropout_p = 0;
         float bn_momentum = 0, bn_eps = 0;
         ConvGeometry conv;  // batch filled per call
         PoolGeometry pool;
-        bool fused_relu = false;   // Linear whose ReLU (the next layer) runs in its GEMM epilogue
-        bool folded = false;       // ReLU folded into the previous Linear: nothing to run
+        bool fused_relu = false;  // Linear whose ReLU (the next layer) runs in its GEMM epilogue
+        bool folded = false;      // ReLU folded into the previous Linear: nothing to run
         // Linear with a bias: whether its bias gradient comes from the weight-gradient GEMM's
         // epilogue or from the own column-sum kernel; timed on the first (eager) step.
         enum class BiasGradPath { Undecided, Epilogue, Kernel } bias_grad_path = BiasGradPath::Undecided;
@@ -128,10 +129,10 @@ private:
 
     std::vector<LayerPlan> layers_;
     std::vector<ParamPlan> params_;
-    std::vector<Buffer> acts_;   // acts_[i]: input of layer i; the last one is the output
-    std::vector<Buffer> grads_;  // grads_[i]: gradient of acts_[i]
-    float* bias_sum_ = nullptr;  // FP32 scratch for a bias or BatchNorm gradient
-    void* dtype_scratch_ = nullptr;  // a weight gradient in the compute dtype before conversion
+    std::vector<Buffer> acts_;           // acts_[i]: input of layer i; the last one is the output
+    std::vector<Buffer> grads_;          // grads_[i]: gradient of acts_[i]
+    float* bias_sum_ = nullptr;          // FP32 scratch for a bias or BatchNorm gradient
+    void* dtype_scratch_ = nullptr;      // a weight gradient in the compute dtype before conversion
     void* reduction_scratch_ = nullptr;  // the partials of the losses' and bias gradients' sums
     float* labels_ = nullptr;
 
@@ -170,8 +171,8 @@ private:
     int64_t records_read_ = 0;
     int64_t launched_ = 0;
     double last_collect_time_ = 0;
-    uint64_t last_end_ns_ = 0;        // the last record's device timer
-    double evaluation_seconds_ = 0;   // since that record, spent in evaluate()
+    uint64_t last_end_ns_ = 0;       // the last record's device timer
+    double evaluation_seconds_ = 0;  // since that record, spent in evaluate()
 
     std::map<int64_t, cudaGraphExec_t> graphs_;  // by batch size
 };

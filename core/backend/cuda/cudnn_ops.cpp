@@ -38,29 +38,33 @@
 namespace mpwb::cuda {
 namespace {
 
-constexpr float kOne = 1.0f;   // alpha / beta: float for FLOAT, HALF and BFLOAT16 data
+constexpr float kOne = 1.0f;  // alpha / beta: float for FLOAT, HALF and BFLOAT16 data
 constexpr float kZero = 0.0f;
 
 cudnnDataType_t cudnn_data_type(DType t) {
     switch (t) {
-        case DType::F32: return CUDNN_DATA_FLOAT;
-        case DType::F16: return CUDNN_DATA_HALF;
-        case DType::BF16: return CUDNN_DATA_BFLOAT16;
+        case DType::F32:
+            return CUDNN_DATA_FLOAT;
+        case DType::F16:
+            return CUDNN_DATA_HALF;
+        case DType::BF16:
+            return CUDNN_DATA_BFLOAT16;
     }
     throw DeviceError("CudnnOps: unknown dtype");
 }
 
 int to_int(int64_t v, const char* what) {
-    if (v < 0 || v > INT_MAX) throw DeviceError(std::string("CudnnOps: ") + what + " out of cuDNN's int range");
+    if (v < 0 || v > INT_MAX)
+        throw DeviceError(std::string("CudnnOps: ") + what + " out of cuDNN's int range");
     return static_cast<int>(v);
 }
 
 std::string describe(const ConvGeometry& g, DType t, bool tf32) {
     return "convolution x=[" + std::to_string(g.batch) + "," + std::to_string(g.in_channels) + "," +
-           std::to_string(g.in_h) + "," + std::to_string(g.in_w) + "] w=[" + std::to_string(g.out_channels) + "," +
-           std::to_string(g.in_channels) + "," + std::to_string(g.kernel_h) + "," + std::to_string(g.kernel_w) +
-           "] stride " + std::to_string(g.stride) + " padding " + std::to_string(g.padding) + " " + dtype_name(t) +
-           (tf32 ? "(tf32)" : "");
+           std::to_string(g.in_h) + "," + std::to_string(g.in_w) + "] w=[" + std::to_string(g.out_channels) +
+           "," + std::to_string(g.in_channels) + "," + std::to_string(g.kernel_h) + "," +
+           std::to_string(g.kernel_w) + "] stride " + std::to_string(g.stride) + " padding " +
+           std::to_string(g.padding) + " " + dtype_name(t) + (tf32 ? "(tf32)" : "");
 }
 
 // Owning wrappers: each descriptor is created once and destroyed with its owner.
@@ -71,9 +75,10 @@ struct TensorDesc {
     TensorDesc(const TensorDesc&) = delete;
     TensorDesc& operator=(const TensorDesc&) = delete;
     void set_nchw(DType t, int64_t n, int64_t c, int64_t h, int64_t w) {
-        check_cudnn(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, cudnn_data_type(t), to_int(n, "batch"),
-                                               to_int(c, "channels"), to_int(h, "height"), to_int(w, "width")),
-                    "cudnnSetTensor4dDescriptor");
+        check_cudnn(
+            cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, cudnn_data_type(t), to_int(n, "batch"),
+                                       to_int(c, "channels"), to_int(h, "height"), to_int(w, "width")),
+            "cudnnSetTensor4dDescriptor");
     }
 };
 
@@ -93,8 +98,8 @@ struct ConvDesc {
     ConvDesc& operator=(const ConvDesc&) = delete;
     void set(const ConvGeometry& g, cudnnMathType_t math) {
         const int pad = to_int(g.padding, "padding"), stride = to_int(g.stride, "stride");
-        check_cudnn(cudnnSetConvolution2dDescriptor(d, pad, pad, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
-                                                    CUDNN_DATA_FLOAT),
+        check_cudnn(cudnnSetConvolution2dDescriptor(d, pad, pad, stride, stride, 1, 1,
+                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                     "cudnnSetConvolution2dDescriptor");
         set_math(math);
     }
@@ -112,9 +117,12 @@ MathPolicy math_policy(DType t, bool tf32) {
 
 cudnnMathType_t initial_math(MathPolicy p) {
     switch (p) {
-        case MathPolicy::StrictFp32: return CUDNN_FMA_MATH;
-        case MathPolicy::Tf32: return CUDNN_DEFAULT_MATH;
-        case MathPolicy::Reduced: return CUDNN_TENSOR_OP_MATH;
+        case MathPolicy::StrictFp32:
+            return CUDNN_FMA_MATH;
+        case MathPolicy::Tf32:
+            return CUDNN_DEFAULT_MATH;
+        case MathPolicy::Reduced:
+            return CUDNN_TENSOR_OP_MATH;
     }
     return CUDNN_DEFAULT_MATH;
 }
@@ -147,8 +155,9 @@ cudnnMathType_t math_for(MathPolicy policy, cudnnMathType_t rated) {
 // heuristic's estimate); the deterministic ones, or the others only when none is deterministic.
 // Leaves the descriptor set to the first one's math type.
 template <typename Algo, typename Perf, typename WorkspaceQuery>
-void choose_candidates(ConvDirection<Algo>& dir, const std::vector<Perf>& results, int returned, MathPolicy policy,
-                       size_t workspace_bytes, WorkspaceQuery workspace_of, const std::string& what) {
+void choose_candidates(ConvDirection<Algo>& dir, const std::vector<Perf>& results, int returned,
+                       MathPolicy policy, size_t workspace_bytes, WorkspaceQuery workspace_of,
+                       const std::string& what) {
     for (int pass = 0; pass < 2 && dir.candidates.empty(); ++pass) {
         for (int i = 0; i < returned; ++i) {
             const Perf& r = results[static_cast<size_t>(i)];
@@ -161,8 +170,8 @@ void choose_candidates(ConvDirection<Algo>& dir, const std::vector<Perf>& result
         }
     }
     if (dir.candidates.empty())
-        throw DeviceError("cuDNN offers no " + what + " algorithm within the " + format_bytes(workspace_bytes) +
-                          " workspace");
+        throw DeviceError("cuDNN offers no " + what + " algorithm within the " +
+                          format_bytes(workspace_bytes) + " workspace");
     dir.desc.set_math(math_for(policy, dir.candidates.front().math));
 }
 
@@ -201,12 +210,13 @@ struct CudnnOps::ConvPlan {
         policy = math_policy(t, tf32);
         x.set_nchw(t, g.batch, g.in_channels, g.in_h, g.in_w);
         y.set_nchw(t, g.batch, g.out_channels, g.out_h(), g.out_w());
-        check_cudnn(cudnnSetFilter4dDescriptor(w.d, cudnn_data_type(t), CUDNN_TENSOR_NCHW,
-                                               to_int(g.out_channels, "output channels"),
-                                               to_int(g.in_channels, "input channels"),
-                                               to_int(g.kernel_h, "kernel height"), to_int(g.kernel_w, "kernel width")),
+        check_cudnn(cudnnSetFilter4dDescriptor(
+                        w.d, cudnn_data_type(t), CUDNN_TENSOR_NCHW, to_int(g.out_channels, "output channels"),
+                        to_int(g.in_channels, "input channels"), to_int(g.kernel_h, "kernel height"),
+                        to_int(g.kernel_w, "kernel width")),
                     "cudnnSetFilter4dDescriptor");
-        for (ConvDesc* c : {&forward.desc, &backward_data.desc, &backward_filter.desc}) c->set(g, initial_math(policy));
+        for (ConvDesc* c : {&forward.desc, &backward_data.desc, &backward_filter.desc})
+            c->set(g, initial_math(policy));
 
         // cuDNN's output size must be the one the caller allocated for (ConvGeometry's formula).
         int n = 0, c = 0, h = 0, wd = 0;
@@ -220,13 +230,14 @@ struct CudnnOps::ConvPlan {
             check_cudnn(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count),
                         "cudnnGetConvolutionForwardAlgorithmMaxCount");
             std::vector<cudnnConvolutionFwdAlgoPerf_t> results(static_cast<size_t>(count > 0 ? count : 1));
-            check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(handle, x.d, w.d, forward.desc.d, y.d, count, &returned,
-                                                               results.data()),
+            check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(handle, x.d, w.d, forward.desc.d, y.d, count,
+                                                               &returned, results.data()),
                         "cudnnGetConvolutionForwardAlgorithm_v7");
             choose_candidates(
                 forward, results, returned, policy, workspace_bytes,
                 [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
-                    return cudnnGetConvolutionForwardWorkspaceSize(handle, x.d, w.d, forward.desc.d, y.d, algo, bytes);
+                    return cudnnGetConvolutionForwardWorkspaceSize(handle, x.d, w.d, forward.desc.d, y.d,
+                                                                   algo, bytes);
                 },
                 "forward " + what);
         }
@@ -234,15 +245,16 @@ struct CudnnOps::ConvPlan {
             int count = 0, returned = 0;
             check_cudnn(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &count),
                         "cudnnGetConvolutionBackwardDataAlgorithmMaxCount");
-            std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(static_cast<size_t>(count > 0 ? count : 1));
-            check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w.d, y.d, backward_data.desc.d, x.d, count,
-                                                                    &returned, results.data()),
+            std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(
+                static_cast<size_t>(count > 0 ? count : 1));
+            check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w.d, y.d, backward_data.desc.d,
+                                                                    x.d, count, &returned, results.data()),
                         "cudnnGetConvolutionBackwardDataAlgorithm_v7");
             choose_candidates(
                 backward_data, results, returned, policy, workspace_bytes,
                 [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
-                    return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w.d, y.d, backward_data.desc.d, x.d,
-                                                                        algo, bytes);
+                    return cudnnGetConvolutionBackwardDataWorkspaceSize(
+                        handle, w.d, y.d, backward_data.desc.d, x.d, algo, bytes);
                 },
                 "backward-data " + what);
         }
@@ -250,15 +262,16 @@ struct CudnnOps::ConvPlan {
             int count = 0, returned = 0;
             check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &count),
                         "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount");
-            std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(static_cast<size_t>(count > 0 ? count : 1));
-            check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x.d, y.d, backward_filter.desc.d, w.d,
-                                                                      count, &returned, results.data()),
+            std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(
+                static_cast<size_t>(count > 0 ? count : 1));
+            check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                            handle, x.d, y.d, backward_filter.desc.d, w.d, count, &returned, results.data()),
                         "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
             choose_candidates(
                 backward_filter, results, returned, policy, workspace_bytes,
                 [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
-                    return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x.d, y.d, backward_filter.desc.d, w.d,
-                                                                          algo, bytes);
+                    return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                        handle, x.d, y.d, backward_filter.desc.d, w.d, algo, bytes);
                 },
                 "backward-filter " + what);
         }
@@ -288,12 +301,13 @@ struct CudnnOps::CallDescriptors {
 
     void set_pooling(const PoolGeometry& g, PoolMode mode, DType t) {
         // MAX_DETERMINISTIC: overlapping windows' backward without atomics ("same seed, same run").
-        const cudnnPoolingMode_t cudnn_mode =
-            mode == PoolMode::Max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+        const cudnnPoolingMode_t cudnn_mode = mode == PoolMode::Max
+                                                  ? CUDNN_POOLING_MAX_DETERMINISTIC
+                                                  : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
         const int window = to_int(g.kernel, "pooling window"), pad = to_int(g.padding, "pooling padding"),
                   stride = to_int(g.stride, "pooling stride");
-        check_cudnn(cudnnSetPooling2dDescriptor(pooling, cudnn_mode, CUDNN_PROPAGATE_NAN, window, window, pad, pad,
-                                                stride, stride),
+        check_cudnn(cudnnSetPooling2dDescriptor(pooling, cudnn_mode, CUDNN_PROPAGATE_NAN, window, window, pad,
+                                                pad, stride, stride),
                     "cudnnSetPooling2dDescriptor");
         pool_x.set_nchw(t, g.batch, g.channels, g.in_h, g.in_w);
         pool_y.set_nchw(t, g.batch, g.channels, g.out_h(), g.out_w());
@@ -302,19 +316,28 @@ struct CudnnOps::CallDescriptors {
     void set_activation(Activation kind, DType t, int64_t n) {
         cudnnActivationMode_t mode = CUDNN_ACTIVATION_RELU;
         switch (kind) {
-            case Activation::ReLU: mode = CUDNN_ACTIVATION_RELU; break;
-            case Activation::Tanh: mode = CUDNN_ACTIVATION_TANH; break;
-            case Activation::Sigmoid: mode = CUDNN_ACTIVATION_SIGMOID; break;
-            default: throw DeviceError("CudnnOps: cuDNN does not compute this activation (see supports())");
+            case Activation::ReLU:
+                mode = CUDNN_ACTIVATION_RELU;
+                break;
+            case Activation::Tanh:
+                mode = CUDNN_ACTIVATION_TANH;
+                break;
+            case Activation::Sigmoid:
+                mode = CUDNN_ACTIVATION_SIGMOID;
+                break;
+            default:
+                throw DeviceError("CudnnOps: cuDNN does not compute this activation (see supports())");
         }
-        const cudnnNanPropagation_t nan = kind == Activation::ReLU ? CUDNN_NOT_PROPAGATE_NAN : CUDNN_PROPAGATE_NAN;
+        const cudnnNanPropagation_t nan =
+            kind == Activation::ReLU ? CUDNN_NOT_PROPAGATE_NAN : CUDNN_PROPAGATE_NAN;
         check_cudnn(cudnnSetActivationDescriptor(activation, mode, nan, 0.0), "cudnnSetActivationDescriptor");
         // Elementwise: any packed shape of n elements will do.
         elements.set_nchw(t, 1, 1, 1, n);
     }
 };
 
-CudnnOps::CudnnOps(void* workspace, size_t workspace_bytes) : workspace_(workspace), workspace_bytes_(workspace_bytes) {
+CudnnOps::CudnnOps(void* workspace, size_t workspace_bytes)
+    : workspace_(workspace), workspace_bytes_(workspace_bytes) {
     if (workspace_ == nullptr) workspace_bytes_ = 0;
     check_cudnn(cudnnCreate(&handle_), "cudnnCreate");
     try {
@@ -333,11 +356,12 @@ CudnnOps::~CudnnOps() {
 
 CudnnOps::ConvPlan& CudnnOps::conv_plan(const ConvGeometry& g, DType t, bool tf32) {
     tf32 = tf32 && t == DType::F32;  // TF32 only means something for FP32 data: one plan, not two
-    const auto key = std::make_tuple(g.batch, g.in_channels, g.in_h, g.in_w, g.out_channels, g.kernel_h, g.kernel_w,
-                                     g.stride, g.padding, t, tf32);
+    const auto key = std::make_tuple(g.batch, g.in_channels, g.in_h, g.in_w, g.out_channels, g.kernel_h,
+                                     g.kernel_w, g.stride, g.padding, t, tf32);
     auto found = conv_plans_.find(key);
     if (found == conv_plans_.end())
-        found = conv_plans_.emplace(key, std::make_unique<ConvPlan>(handle_, g, t, tf32, workspace_bytes_)).first;
+        found =
+            conv_plans_.emplace(key, std::make_unique<ConvPlan>(handle_, g, t, tf32, workspace_bytes_)).first;
     return *found->second;
 }
 
@@ -346,20 +370,21 @@ void CudnnOps::conv_forward(const ConvGeometry& g, DType t, bool tf32, const voi
     ConvPlan& plan = conv_plan(g, t, tf32);
     check_cudnn(cudnnSetStream(handle_, stream), "cudnnSetStream");
     auto run = [&](cudnnConvolutionFwdAlgo_t algo) {
-        return cudnnConvolutionForward(handle_, &kOne, plan.x.d, x, plan.w.d, w, plan.forward.desc.d, algo, workspace_,
-                                       workspace_bytes_, &kZero, plan.y.d, y);
+        return cudnnConvolutionForward(handle_, &kOne, plan.x.d, x, plan.w.d, w, plan.forward.desc.d, algo,
+                                       workspace_, workspace_bytes_, &kZero, plan.y.d, y);
     };
     time_candidates(plan.forward, plan.policy, stream, run);
     check_cudnn(run(plan.forward.algo()), "cudnnConvolutionForward");
 }
 
-void CudnnOps::conv_backward_data(const ConvGeometry& g, DType t, bool tf32, const void* w, const void* dy, void* dx,
-                                  cudaStream_t stream) {
+void CudnnOps::conv_backward_data(const ConvGeometry& g, DType t, bool tf32, const void* w, const void* dy,
+                                  void* dx, cudaStream_t stream) {
     ConvPlan& plan = conv_plan(g, t, tf32);
     check_cudnn(cudnnSetStream(handle_, stream), "cudnnSetStream");
     auto run = [&](cudnnConvolutionBwdDataAlgo_t algo) {
-        return cudnnConvolutionBackwardData(handle_, &kOne, plan.w.d, w, plan.y.d, dy, plan.backward_data.desc.d, algo,
-                                            workspace_, workspace_bytes_, &kZero, plan.x.d, dx);
+        return cudnnConvolutionBackwardData(handle_, &kOne, plan.w.d, w, plan.y.d, dy,
+                                            plan.backward_data.desc.d, algo, workspace_, workspace_bytes_,
+                                            &kZero, plan.x.d, dx);
     };
     time_candidates(plan.backward_data, plan.policy, stream, run);
     check_cudnn(run(plan.backward_data.algo()), "cudnnConvolutionBackwardData");
@@ -371,8 +396,9 @@ void CudnnOps::conv_backward_filter(const ConvGeometry& g, DType t, bool tf32, c
     check_cudnn(cudnnSetStream(handle_, stream), "cudnnSetStream");
     // beta = 0: dw is overwritten, as Backend::conv2d_backward promises.
     auto run = [&](cudnnConvolutionBwdFilterAlgo_t algo) {
-        return cudnnConvolutionBackwardFilter(handle_, &kOne, plan.x.d, x, plan.y.d, dy, plan.backward_filter.desc.d,
-                                              algo, workspace_, workspace_bytes_, &kZero, plan.w.d, dw);
+        return cudnnConvolutionBackwardFilter(handle_, &kOne, plan.x.d, x, plan.y.d, dy,
+                                              plan.backward_filter.desc.d, algo, workspace_, workspace_bytes_,
+                                              &kZero, plan.w.d, dw);
     };
     time_candidates(plan.backward_filter, plan.policy, stream, run);
     check_cudnn(run(plan.backward_filter.algo()), "cudnnConvolutionBackwardFilter");
@@ -392,8 +418,8 @@ void CudnnOps::pool_backward(const PoolGeometry& g, PoolMode mode, DType t, cons
     CallDescriptors& d = *call_descriptors_;
     d.set_pooling(g, mode, t);
     check_cudnn(cudnnSetStream(handle_, stream), "cudnnSetStream");
-    check_cudnn(cudnnPoolingBackward(handle_, d.pooling, &kOne, d.pool_y.d, y, d.pool_y.d, dy, d.pool_x.d, x, &kZero,
-                                     d.pool_x.d, dx),
+    check_cudnn(cudnnPoolingBackward(handle_, d.pooling, &kOne, d.pool_y.d, y, d.pool_y.d, dy, d.pool_x.d, x,
+                                     &kZero, d.pool_x.d, dx),
                 "cudnnPoolingBackward");
 }
 
@@ -401,17 +427,19 @@ bool CudnnOps::supports(Activation kind) {
     return kind == Activation::ReLU || kind == Activation::Tanh || kind == Activation::Sigmoid;
 }
 
-void CudnnOps::activation_forward(Activation kind, DType t, const void* x, void* y, int64_t n, cudaStream_t stream) {
+void CudnnOps::activation_forward(Activation kind, DType t, const void* x, void* y, int64_t n,
+                                  cudaStream_t stream) {
     if (n == 0) return;
     CallDescriptors& d = *call_descriptors_;
     d.set_activation(kind, t, n);
     check_cudnn(cudnnSetStream(handle_, stream), "cudnnSetStream");
-    check_cudnn(cudnnActivationForward(handle_, d.activation, &kOne, d.elements.d, x, &kZero, d.elements.d, y),
-                "cudnnActivationForward");
+    check_cudnn(
+        cudnnActivationForward(handle_, d.activation, &kOne, d.elements.d, x, &kZero, d.elements.d, y),
+        "cudnnActivationForward");
 }
 
-void CudnnOps::activation_backward(Activation kind, DType t, const void* x, const void* y, const void* dy, void* dx,
-                                   int64_t n, cudaStream_t stream) {
+void CudnnOps::activation_backward(Activation kind, DType t, const void* x, const void* y, const void* dy,
+                                   void* dx, int64_t n, cudaStream_t stream) {
     if (n == 0) return;
     CallDescriptors& d = *call_descriptors_;
     d.set_activation(kind, t, n);

@@ -33,15 +33,16 @@ public:
     // y = conv(x, w) (no bias: the backend adds it with its own kernel). tf32 matters for F32 only.
     void conv_forward(const ConvGeometry& g, DType t, bool tf32, const void* x, const void* w, void* y,
                       cudaStream_t stream);
-    void conv_backward_data(const ConvGeometry& g, DType t, bool tf32, const void* w, const void* dy, void* dx,
-                            cudaStream_t stream);
-    void conv_backward_filter(const ConvGeometry& g, DType t, bool tf32, const void* x, const void* dy, void* dw,
-                              cudaStream_t stream);
+    void conv_backward_data(const ConvGeometry& g, DType t, bool tf32, const void* w, const void* dy,
+                            void* dx, cudaStream_t stream);
+    void conv_backward_filter(const ConvGeometry& g, DType t, bool tf32, const void* x, const void* dy,
+                              void* dw, cudaStream_t stream);
 
-    void pool_forward(const PoolGeometry& g, PoolMode mode, DType t, const void* x, void* y, cudaStream_t stream);
+    void pool_forward(const PoolGeometry& g, PoolMode mode, DType t, const void* x, void* y,
+                      cudaStream_t stream);
     // cuDNN's max-pool backward finds the winner from x and y (no argmax tensor).
-    void pool_backward(const PoolGeometry& g, PoolMode mode, DType t, const void* x, const void* y, const void* dy,
-                       void* dx, cudaStream_t stream);
+    void pool_backward(const PoolGeometry& g, PoolMode mode, DType t, const void* x, const void* y,
+                       const void* dy, void* dx, cudaStream_t stream);
 
     // kind must be ReLU, Tanh or Sigmoid (supports() says); n elements of dtype t.
     static bool supports(Activation kind);
@@ -59,7 +60,8 @@ private:
     cudnnHandle_t handle_ = nullptr;
     void* workspace_ = nullptr;
     size_t workspace_bytes_ = 0;
-    std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, DType, bool>,
+    std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                        DType, bool>,
              std::unique_ptr<ConvPlan>>
         conv_plans_;
 };

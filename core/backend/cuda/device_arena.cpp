@@ -48,7 +48,8 @@ void* DeviceArena::allocate(size_t bytes, const std::string& what) {
 }
 
 PinnedBuffer::PinnedBuffer(size_t bytes, bool mapped) : bytes_(bytes) {
-    check_cuda(cudaHostAlloc(&data_, std::max<size_t>(bytes, 1), mapped ? cudaHostAllocMapped : cudaHostAllocDefault),
+    check_cuda(cudaHostAlloc(&data_, std::max<size_t>(bytes, 1),
+                             mapped ? cudaHostAllocMapped : cudaHostAllocDefault),
                "cudaHostAlloc", bytes);
 }
 

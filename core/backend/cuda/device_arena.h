@@ -46,12 +46,17 @@ public:
     // results straight into host memory.
     explicit PinnedBuffer(size_t bytes, bool mapped = false);
     ~PinnedBuffer();
-    PinnedBuffer(PinnedBuffer&& o) noexcept : data_(o.data_), bytes_(o.bytes_) { o.data_ = nullptr; o.bytes_ = 0; }
+    PinnedBuffer(PinnedBuffer&& o) noexcept : data_(o.data_), bytes_(o.bytes_) {
+        o.data_ = nullptr;
+        o.bytes_ = 0;
+    }
     PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
     PinnedBuffer(const PinnedBuffer&) = delete;
     PinnedBuffer& operator=(const PinnedBuffer&) = delete;
     template <class T>
-    T* as() const { return static_cast<T*>(data_); }
+    T* as() const {
+        return static_cast<T*>(data_);
+    }
     size_t bytes() const { return bytes_; }
 
 private:

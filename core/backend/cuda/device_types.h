@@ -32,15 +32,20 @@ inline const char* dtype_name(DType t) { return t == DType::F32 ? "f32" : t == D
 inline DType storage_dtype(Format f) {
     switch (f) {
         case Format::FP32:
-        case Format::TF32: return DType::F32;
-        case Format::FP16: return DType::F16;
-        case Format::BF16: return DType::BF16;
-        default: throw ConfigError("the CUDA backend cannot store values as " + format_name(f));
+        case Format::TF32:
+            return DType::F32;
+        case Format::FP16:
+            return DType::F16;
+        case Format::BF16:
+            return DType::BF16;
+        default:
+            throw ConfigError("the CUDA backend cannot store values as " + format_name(f));
     }
 }
 
-// cudaMalloc failed (a failed CUDA, cuBLAS or cuDNN call otherwise throws mpwb::DeviceError): names the size asked for and what the device had free, so the run can stop
-// cleanly with "GPU out of memory: asked for 1.50 GiB (... free of 79.1 GiB)".
+// cudaMalloc failed (a failed CUDA, cuBLAS or cuDNN call otherwise throws mpwb::DeviceError): names the size
+// asked for and what the device had free, so the run can stop cleanly with "GPU out of memory: asked for 1.50
+// GiB (... free of 79.1 GiB)".
 class DeviceOutOfMemory : public DeviceError {
 public:
     DeviceOutOfMemory(size_t requested, size_t free_bytes, size_t total_bytes, const std::string& what);

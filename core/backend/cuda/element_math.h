@@ -152,10 +152,14 @@ MPWB_HD float round_to_bf16_value(float x) { return float_from_bf16_bits(bf16_bi
 // the kernels refuse FP8 before launching.
 MPWB_HD float round_to_device_format(float x, Format format) {
     switch (format) {
-        case Format::TF32: return round_to_tf32_value(x);
-        case Format::FP16: return round_to_half_value(x);
-        case Format::BF16: return round_to_bf16_value(x);
-        default: return x;
+        case Format::TF32:
+            return round_to_tf32_value(x);
+        case Format::FP16:
+            return round_to_half_value(x);
+        case Format::BF16:
+            return round_to_bf16_value(x);
+        default:
+            return x;
     }
 }
 
@@ -163,40 +167,55 @@ MPWB_HD float round_to_device_format(float x, Format format) {
 
 template <DType T>
 MPWB_HD float load_value(const void* data, int64_t i) {
-    if constexpr (T == DType::F32) return static_cast<const float*>(data)[i];
-    else if constexpr (T == DType::F16) return float_from_half_bits(static_cast<const uint16_t*>(data)[i]);
-    else return float_from_bf16_bits(static_cast<const uint16_t*>(data)[i]);
+    if constexpr (T == DType::F32)
+        return static_cast<const float*>(data)[i];
+    else if constexpr (T == DType::F16)
+        return float_from_half_bits(static_cast<const uint16_t*>(data)[i]);
+    else
+        return float_from_bf16_bits(static_cast<const uint16_t*>(data)[i]);
 }
 
 template <DType T>
 MPWB_HD void store_value(void* data, int64_t i, float v) {
-    if constexpr (T == DType::F32) static_cast<float*>(data)[i] = v;
-    else if constexpr (T == DType::F16) static_cast<uint16_t*>(data)[i] = half_bits_from_float(v);
-    else static_cast<uint16_t*>(data)[i] = bf16_bits_from_float(v);
+    if constexpr (T == DType::F32)
+        static_cast<float*>(data)[i] = v;
+    else if constexpr (T == DType::F16)
+        static_cast<uint16_t*>(data)[i] = half_bits_from_float(v);
+    else
+        static_cast<uint16_t*>(data)[i] = bf16_bits_from_float(v);
 }
 
 MPWB_HD float load_value(DType t, const void* data, int64_t i) {
     switch (t) {
-        case DType::F16: return load_value<DType::F16>(data, i);
-        case DType::BF16: return load_value<DType::BF16>(data, i);
-        default: return load_value<DType::F32>(data, i);
+        case DType::F16:
+            return load_value<DType::F16>(data, i);
+        case DType::BF16:
+            return load_value<DType::BF16>(data, i);
+        default:
+            return load_value<DType::F32>(data, i);
     }
 }
 
 MPWB_HD void store_value(DType t, void* data, int64_t i, float v) {
     switch (t) {
-        case DType::F16: return store_value<DType::F16>(data, i, v);
-        case DType::BF16: return store_value<DType::BF16>(data, i, v);
-        default: return store_value<DType::F32>(data, i, v);
+        case DType::F16:
+            return store_value<DType::F16>(data, i, v);
+        case DType::BF16:
+            return store_value<DType::BF16>(data, i, v);
+        default:
+            return store_value<DType::F32>(data, i, v);
     }
 }
 
 // The float a store in dtype t keeps of v.
 MPWB_HD float round_to_dtype(DType t, float v) {
     switch (t) {
-        case DType::F16: return round_to_half_value(v);
-        case DType::BF16: return round_to_bf16_value(v);
-        default: return v;
+        case DType::F16:
+            return round_to_half_value(v);
+        case DType::BF16:
+            return round_to_bf16_value(v);
+        default:
+            return v;
     }
 }
 
@@ -235,16 +254,21 @@ MPWB_HD float tanh_f(float x) {
 
 // The CPU backend's constants, computed by the same double expressions before rounding.
 inline constexpr float kSqrtHalf = static_cast<float>(0.70710678118654752440);
-inline constexpr float kGeluPdfScale = static_cast<float>(0.5 * 1.12837916709551257390 * 0.70710678118654752440);
+inline constexpr float kGeluPdfScale =
+    static_cast<float>(0.5 * 1.12837916709551257390 * 0.70710678118654752440);
 
 MPWB_HD float activation_forward_value(Activation kind, float slope, float x) {
     switch (kind) {
-        case Activation::ReLU: return x > 0.0f ? x : 0.0f;
-        case Activation::LeakyReLU: return x > 0.0f ? x : slope * x;
+        case Activation::ReLU:
+            return x > 0.0f ? x : 0.0f;
+        case Activation::LeakyReLU:
+            return x > 0.0f ? x : slope * x;
         case Activation::GELU:
             return mul_rn(mul_rn(0.5f, x), add_rn(1.0f, erf_f(mul_rn(x, kSqrtHalf))));
-        case Activation::Tanh: return tanh_f(x);
-        case Activation::Sigmoid: return 1.0f / add_rn(1.0f, exp_f(-x));
+        case Activation::Tanh:
+            return tanh_f(x);
+        case Activation::Sigmoid:
+            return 1.0f / add_rn(1.0f, exp_f(-x));
     }
     return x;
 }
@@ -258,11 +282,16 @@ MPWB_HD float gelu_derivative(float x) {
 // dx from x (ReLU, LeakyReLU, GELU) or from the forward output y (Tanh, Sigmoid).
 MPWB_HD float activation_backward_value(Activation kind, float slope, float x, float y, float dy) {
     switch (kind) {
-        case Activation::ReLU: return x > 0.0f ? dy : 0.0f;
-        case Activation::LeakyReLU: return x > 0.0f ? dy : slope * dy;
-        case Activation::GELU: return mul_rn(dy, gelu_derivative(x));
-        case Activation::Tanh: return mul_rn(dy, sub_rn(1.0f, mul_rn(y, y)));
-        case Activation::Sigmoid: return mul_rn(mul_rn(dy, y), sub_rn(1.0f, y));
+        case Activation::ReLU:
+            return x > 0.0f ? dy : 0.0f;
+        case Activation::LeakyReLU:
+            return x > 0.0f ? dy : slope * dy;
+        case Activation::GELU:
+            return mul_rn(dy, gelu_derivative(x));
+        case Activation::Tanh:
+            return mul_rn(dy, sub_rn(1.0f, mul_rn(y, y)));
+        case Activation::Sigmoid:
+            return mul_rn(mul_rn(dy, y), sub_rn(1.0f, y));
     }
     return dy;
 }
@@ -310,7 +339,8 @@ MPWB_HD float batchnorm_apply(float x, BatchnormAffine a) { return add_rn(mul_rn
 
 // One term of the backward's second sum: dy * xhat, in double as the CPU sums it.
 MPWB_HD double batchnorm_dy_xhat(float x, float dy, float mean, float invstd) {
-    return mul_rn(mul_rn(static_cast<double>(dy), static_cast<double>(sub_rn(x, mean))), static_cast<double>(invstd));
+    return mul_rn(mul_rn(static_cast<double>(dy), static_cast<double>(sub_rn(x, mean))),
+                  static_cast<double>(invstd));
 }
 
 // dx of one element, from the channel's means of dy and dy * xhat.
@@ -320,8 +350,8 @@ struct BatchnormBackwardChannel {
     float mean_dy = 0.0f, mean_dy_xhat = 0.0f;
 };
 
-MPWB_HD BatchnormBackwardChannel batchnorm_backward_channel(float gamma, float mean, float invstd, double sum_dy,
-                                                            double sum_dy_xhat, double count) {
+MPWB_HD BatchnormBackwardChannel batchnorm_backward_channel(float gamma, float mean, float invstd,
+                                                            double sum_dy, double sum_dy_xhat, double count) {
     return {mean, invstd, mul_rn(gamma, invstd), static_cast<float>(sum_dy / count),
             static_cast<float>(sum_dy_xhat / count)};
 }
@@ -343,10 +373,14 @@ MPWB_HD bool argmax_takes(float candidate, float best) { return candidate > best
 MPWB_HD void argmax_merge(float& value, int64_t& index, float other_value, int64_t other_index) {
     const bool mine_nan = value != value, other_nan = other_value != other_value;
     bool take;
-    if (mine_nan || other_nan) take = other_nan && (!mine_nan || other_index > index);
-    else take = other_value > value || (other_value == value && other_index < index);
-    if (index < 0) take = true;
-    else if (other_index < 0) take = false;
+    if (mine_nan || other_nan)
+        take = other_nan && (!mine_nan || other_index > index);
+    else
+        take = other_value > value || (other_value == value && other_index < index);
+    if (index < 0)
+        take = true;
+    else if (other_index < 0)
+        take = false;
     if (take) {
         value = other_value;
         index = other_index;
@@ -367,8 +401,8 @@ MPWB_HD float cross_entropy_grad(float z, float zmax, float log_sum, float g, bo
 // ---- exponent histogram (ExponentHistogram::compute) ----------------------------------------
 
 inline constexpr int kHistogramMinExponent = -149;
-inline constexpr int kHistogramBinCount = 277;                     // 2^-149 .. 2^127
-inline constexpr int kHistogramZeroSlot = kHistogramBinCount;      // +0 and -0
+inline constexpr int kHistogramBinCount = 277;                          // 2^-149 .. 2^127
+inline constexpr int kHistogramZeroSlot = kHistogramBinCount;           // +0 and -0
 inline constexpr int kHistogramNonFiniteSlot = kHistogramBinCount + 1;  // inf and NaN
 inline constexpr int kHistogramSlotCount = kHistogramBinCount + 2;
 
@@ -378,18 +412,24 @@ MPWB_HD int histogram_slot(float x) {
     if (a == 0) return kHistogramZeroSlot;
     if (a >= 0x7f800000u) return kHistogramNonFiniteSlot;
     if (a >= 0x00800000u) return static_cast<int>(a >> 23) + 22;  // biased exponent e: 2^(e-127)
-    return 31 - leading_zeros(a);                                  // subnormal: leading bit k, 2^(k-149)
+    return 31 - leading_zeros(a);                                 // subnormal: leading bit k, 2^(k-149)
 }
 
 // Bits of format_info(f).max_finite (a non-negative float's bits order like its value).
 MPWB_HD uint32_t format_max_finite_bits(int format) {
     switch (static_cast<Format>(format)) {
-        case Format::FP32: return 0x7f7fffffu;
-        case Format::TF32: return 0x7f7fe000u;
-        case Format::FP16: return 0x477fe000u;  // 65504
-        case Format::BF16: return 0x7f7f0000u;
-        case Format::E4M3: return 0x43e00000u;  // 448
-        case Format::E5M2: return 0x47600000u;  // 57344
+        case Format::FP32:
+            return 0x7f7fffffu;
+        case Format::TF32:
+            return 0x7f7fe000u;
+        case Format::FP16:
+            return 0x477fe000u;  // 65504
+        case Format::BF16:
+            return 0x7f7f0000u;
+        case Format::E4M3:
+            return 0x43e00000u;  // 448
+        case Format::E5M2:
+            return 0x47600000u;  // 57344
     }
     return 0x7f7fffffu;
 }

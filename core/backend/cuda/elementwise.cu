@@ -24,7 +24,8 @@ namespace {
 
 template <DType From, DType To>
 __global__ void convert_kernel(const void* in, void* out, int64_t n) {
-    for (int64_t i = global_thread(); i < n; i += grid_threads()) store_value<To>(out, i, load_value<From>(in, i));
+    for (int64_t i = global_thread(); i < n; i += grid_threads())
+        store_value<To>(out, i, load_value<From>(in, i));
 }
 
 template <Format F>
@@ -60,7 +61,9 @@ constexpr int kColumnLanes = 32;
 constexpr int kRowLanes = 8;
 constexpr int64_t kRowsPerChunk = 64;
 
-int64_t column_sum_chunks(int64_t rows) { return rows > kRowsPerChunk ? (rows + kRowsPerChunk - 1) / kRowsPerChunk : 1; }
+int64_t column_sum_chunks(int64_t rows) {
+    return rows > kRowsPerChunk ? (rows + kRowsPerChunk - 1) / kRowsPerChunk : 1;
+}
 
 template <DType T>
 __global__ void bias_grad_rows_kernel(const void* dy, float* out, int64_t rows, int64_t cols) {
@@ -70,7 +73,8 @@ __global__ void bias_grad_rows_kernel(const void* dy, float* out, int64_t rows, 
     const int64_t last = rows < first + kRowsPerChunk ? rows : first + kRowsPerChunk;
     float sum = 0.0f;
     if (col < cols)
-        for (int64_t r = first + threadIdx.y; r < last; r += kRowLanes) sum += load_value<T>(dy, r * cols + col);
+        for (int64_t r = first + threadIdx.y; r < last; r += kRowLanes)
+            sum += load_value<T>(dy, r * cols + col);
     partial[threadIdx.y][threadIdx.x] = sum;
     __syncthreads();
     if (threadIdx.y == 0 && col < cols) {
@@ -117,8 +121,8 @@ __global__ void activation_forward_kernel(float slope, const void* x, void* y, i
 
 // Tanh and Sigmoid read y, the others x; the unused one may be null.
 template <DType T, Activation A>
-__global__ void activation_backward_kernel(float slope, const void* x, const void* y, const void* dy, void* dx,
-                                           int64_t n) {
+__global__ void activation_backward_kernel(float slope, const void* x, const void* y, const void* dy,
+                                           void* dx, int64_t n) {
     constexpr bool from_y = A == Activation::Tanh || A == Activation::Sigmoid;
     for (int64_t i = global_thread(); i < n; i += grid_threads()) {
         const float xv = from_y ? 0.0f : load_value<T>(x, i);
@@ -129,7 +133,8 @@ __global__ void activation_backward_kernel(float slope, const void* x, const voi
 
 template <DType T>
 __global__ void multiply_kernel(const void* x, const float* mask, void* y, int64_t n) {
-    for (int64_t i = global_thread(); i < n; i += grid_threads()) store_value<T>(y, i, load_value<T>(x, i) * mask[i]);
+    for (int64_t i = global_thread(); i < n; i += grid_threads())
+        store_value<T>(y, i, load_value<T>(x, i) * mask[i]);
 }
 
 __global__ void dropout_mask_kernel(float p, uint64_t seed, const int64_t* step, float* mask, int64_t n) {
@@ -139,8 +144,8 @@ __global__ void dropout_mask_kernel(float p, uint64_t seed, const int64_t* step,
 
 template <DType T>
 __global__ void gather_batch_kernel(const float* samples, int64_t sample_width, const float* labels,
-                                    int64_t label_width, const int32_t* order, const int64_t* offset, int64_t batch,
-                                    void* x_out, float* labels_out) {
+                                    int64_t label_width, const int32_t* order, const int64_t* offset,
+                                    int64_t batch, void* x_out, float* labels_out) {
     const int64_t first = *offset;
     const int64_t x_count = batch * sample_width, label_count = batch * label_width;
     for (int64_t i = global_thread(); i < x_count; i += grid_threads()) {
@@ -160,8 +165,8 @@ void convert(DType from, const void* in, DType to, void* out, int64_t n, cudaStr
     if (n <= 0) return;
     if (from == to) {
         if (in != out)
-            check_cuda(cudaMemcpyAsync(out, in, static_cast<size_t>(n) * dtype_size(from), cudaMemcpyDeviceToDevice,
-                                       stream),
+            check_cuda(cudaMemcpyAsync(out, in, static_cast<size_t>(n) * dtype_size(from),
+                                       cudaMemcpyDeviceToDevice, stream),
                        "convert: cudaMemcpyAsync");
         return;
     }
@@ -178,21 +183,34 @@ void convert(DType from, const void* in, DType to, void* out, int64_t n, cudaStr
 void round_f32(Format format, float* x, int64_t n, cudaStream_t stream) {
     if (n <= 0) return;
     switch (format) {
-        case Format::FP32: return;
-        case Format::TF32: round_f32_kernel<Format::TF32><<<blocks_for(n), kThreads, 0, stream>>>(x, n); break;
-        case Format::FP16: round_f32_kernel<Format::FP16><<<blocks_for(n), kThreads, 0, stream>>>(x, n); break;
-        case Format::BF16: round_f32_kernel<Format::BF16><<<blocks_for(n), kThreads, 0, stream>>>(x, n); break;
-        default: throw ConfigError("round_f32: the CUDA backend does not round to " + format_name(format));
+        case Format::FP32:
+            return;
+        case Format::TF32:
+            round_f32_kernel<Format::TF32><<<blocks_for(n), kThreads, 0, stream>>>(x, n);
+            break;
+        case Format::FP16:
+            round_f32_kernel<Format::FP16><<<blocks_for(n), kThreads, 0, stream>>>(x, n);
+            break;
+        case Format::BF16:
+            round_f32_kernel<Format::BF16><<<blocks_for(n), kThreads, 0, stream>>>(x, n);
+            break;
+        default:
+            throw ConfigError("round_f32: the CUDA backend does not round to " + format_name(format));
     }
     check_launch("round_f32");
 }
 
-void add_bias_rows(DType t, void* y, const float* bias, int64_t rows, int64_t cols, bool relu, cudaStream_t stream) {
+void add_bias_rows(DType t, void* y, const float* bias, int64_t rows, int64_t cols, bool relu,
+                   cudaStream_t stream) {
     if (rows <= 0 || cols <= 0) return;
     with_dtype(t, [&](auto t_tag) {
         constexpr DType T = decltype(t_tag)::value;
-        if (relu) add_bias_rows_kernel<T, true><<<blocks_for(rows * cols), kThreads, 0, stream>>>(y, bias, rows, cols);
-        else add_bias_rows_kernel<T, false><<<blocks_for(rows * cols), kThreads, 0, stream>>>(y, bias, rows, cols);
+        if (relu)
+            add_bias_rows_kernel<T, true>
+                <<<blocks_for(rows * cols), kThreads, 0, stream>>>(y, bias, rows, cols);
+        else
+            add_bias_rows_kernel<T, false>
+                <<<blocks_for(rows * cols), kThreads, 0, stream>>>(y, bias, rows, cols);
     });
     check_launch("add_bias_rows");
 }
@@ -202,12 +220,14 @@ size_t bias_grad_rows_scratch_bytes(int64_t rows, int64_t cols) {
     return chunks > 1 ? static_cast<size_t>(chunks * cols) * sizeof(float) : 0;
 }
 
-void bias_grad_rows(DType t, const void* dy, float* db, int64_t rows, int64_t cols, void* scratch, cudaStream_t stream) {
+void bias_grad_rows(DType t, const void* dy, float* db, int64_t rows, int64_t cols, void* scratch,
+                    cudaStream_t stream) {
     if (cols <= 0) return;  // rows == 0 still writes db = 0, as the CPU backend does
     const int64_t chunks = column_sum_chunks(rows);
     if (chunks > 65535) throw ConfigError("bias_grad_rows: too many rows for one grid");
     const dim3 block(kColumnLanes, kRowLanes);
-    const dim3 grid(static_cast<unsigned>((cols + kColumnLanes - 1) / kColumnLanes), static_cast<unsigned>(chunks));
+    const dim3 grid(static_cast<unsigned>((cols + kColumnLanes - 1) / kColumnLanes),
+                    static_cast<unsigned>(chunks));
     float* out = chunks > 1 ? static_cast<float*>(scratch) : db;
     with_dtype(t, [&](auto t_tag) {
         constexpr DType T = decltype(t_tag)::value;
@@ -220,7 +240,8 @@ void bias_grad_rows(DType t, const void* dy, float* db, int64_t rows, int64_t co
     }
 }
 
-void add_bias_channels(DType t, void* y, const float* bias, int64_t n, int64_t c, int64_t hw, cudaStream_t stream) {
+void add_bias_channels(DType t, void* y, const float* bias, int64_t n, int64_t c, int64_t hw,
+                       cudaStream_t stream) {
     if (n <= 0 || c <= 0 || hw <= 0) return;
     with_dtype(t, [&](auto t_tag) {
         constexpr DType T = decltype(t_tag)::value;
@@ -229,7 +250,8 @@ void add_bias_channels(DType t, void* y, const float* bias, int64_t n, int64_t c
     check_launch("add_bias_channels");
 }
 
-void bias_grad_channels(DType t, const void* dy, float* db, int64_t n, int64_t c, int64_t hw, cudaStream_t stream) {
+void bias_grad_channels(DType t, const void* dy, float* db, int64_t n, int64_t c, int64_t hw,
+                        cudaStream_t stream) {
     if (c <= 0) return;  // n * hw == 0 still writes db = 0
     if (c > 0x7fffffff) throw ConfigError("bias_grad_channels: too many channels for one grid");
     with_dtype(t, [&](auto t_tag) {
@@ -239,7 +261,8 @@ void bias_grad_channels(DType t, const void* dy, float* db, int64_t n, int64_t c
     check_launch("bias_grad_channels");
 }
 
-void activation_forward(Activation kind, float slope, DType t, const void* x, void* y, int64_t n, cudaStream_t stream) {
+void activation_forward(Activation kind, float slope, DType t, const void* x, void* y, int64_t n,
+                        cudaStream_t stream) {
     if (n <= 0) return;
     with_dtype(t, [&](auto t_tag) {
         constexpr DType T = decltype(t_tag)::value;
@@ -275,7 +298,8 @@ void multiply(DType t, const void* x, const float* mask, void* y, int64_t n, cud
 
 void dropout_mask(float p, uint64_t seed, const int64_t* step, float* mask, int64_t n, cudaStream_t stream) {
     if (n <= 0) return;
-    if (!(p >= 0.0f && p < 1.0f)) throw ConfigError("dropout_mask: drop probability " + std::to_string(p) + " outside [0, 1)");
+    if (!(p >= 0.0f && p < 1.0f))
+        throw ConfigError("dropout_mask: drop probability " + std::to_string(p) + " outside [0, 1)");
     dropout_mask_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, seed, step, mask, n);
     check_launch("dropout_mask");
 }

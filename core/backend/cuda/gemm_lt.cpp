@@ -59,26 +59,32 @@
 namespace mpwb::cuda {
 namespace {
 
-constexpr uint32_t kMaxAlignment = 256;        // cuBLASLt's own default assumption
-constexpr uint32_t kSupportsAlignment = 16;    // what supports() promises for
-constexpr int kHeuristicCandidates = 8;        // timed on a shape's first call
-
+constexpr uint32_t kMaxAlignment = 256;      // cuBLASLt's own default assumption
+constexpr uint32_t kSupportsAlignment = 16;  // what supports() promises for
+constexpr int kHeuristicCandidates = 8;      // timed on a shape's first call
 
 cudaDataType_t cuda_data_type(DType t) {
     switch (t) {
-        case DType::F32: return CUDA_R_32F;
-        case DType::F16: return CUDA_R_16F;
-        case DType::BF16: return CUDA_R_16BF;
+        case DType::F32:
+            return CUDA_R_32F;
+        case DType::F16:
+            return CUDA_R_16F;
+        case DType::BF16:
+            return CUDA_R_16BF;
     }
     throw DeviceError("GemmLt: unknown dtype");
 }
 
 const char* epilogue_name(Epilogue e) {
     switch (e) {
-        case Epilogue::None: return "none";
-        case Epilogue::Bias: return "bias";
-        case Epilogue::ReluBias: return "relu+bias";
-        case Epilogue::BiasGradA: return "bias-grad(A)";
+        case Epilogue::None:
+            return "none";
+        case Epilogue::Bias:
+            return "bias";
+        case Epilogue::ReluBias:
+            return "relu+bias";
+        case Epilogue::BiasGradA:
+            return "bias-grad(A)";
     }
     return "?";
 }
@@ -101,10 +107,14 @@ uint32_t pointer_alignment(const void* p) {
 
 cublasLtEpilogue_t lt_epilogue(Epilogue e) {
     switch (e) {
-        case Epilogue::None: return CUBLASLT_EPILOGUE_DEFAULT;
-        case Epilogue::Bias: return CUBLASLT_EPILOGUE_BIAS;
-        case Epilogue::ReluBias: return CUBLASLT_EPILOGUE_RELU_BIAS;
-        case Epilogue::BiasGradA: return CUBLASLT_EPILOGUE_BGRADB;  // see the header comment
+        case Epilogue::None:
+            return CUBLASLT_EPILOGUE_DEFAULT;
+        case Epilogue::Bias:
+            return CUBLASLT_EPILOGUE_BIAS;
+        case Epilogue::ReluBias:
+            return CUBLASLT_EPILOGUE_RELU_BIAS;
+        case Epilogue::BiasGradA:
+            return CUBLASLT_EPILOGUE_BGRADB;  // see the header comment
     }
     return CUBLASLT_EPILOGUE_DEFAULT;
 }
@@ -121,7 +131,9 @@ void validate(const MatmulShape& s) {
 
 class PreferenceGuard {
 public:
-    PreferenceGuard() { check_cublas(cublasLtMatmulPreferenceCreate(&pref_), "cublasLtMatmulPreferenceCreate"); }
+    PreferenceGuard() {
+        check_cublas(cublasLtMatmulPreferenceCreate(&pref_), "cublasLtMatmulPreferenceCreate");
+    }
     ~PreferenceGuard() { cublasLtMatmulPreferenceDestroy(pref_); }
     PreferenceGuard(const PreferenceGuard&) = delete;
     PreferenceGuard& operator=(const PreferenceGuard&) = delete;
@@ -140,7 +152,8 @@ private:
 // Runs once per shape and alignment, in an eager step, so waiting for the device here costs
 // nothing the step loop sees.
 void choose_fastest(std::vector<cublasLtMatmulAlgo_t>& algorithms,
-                    const std::function<cublasStatus_t(const cublasLtMatmulAlgo_t&)>& run, cudaStream_t stream) {
+                    const std::function<cublasStatus_t(const cublasLtMatmulAlgo_t&)>& run,
+                    cudaStream_t stream) {
     std::vector<double> ms(algorithms.size());
     for (size_t i = 0; i < algorithms.size(); ++i)
         ms[i] = milliseconds_per_call(stream, [&] { return run(algorithms[i]) == CUBLAS_STATUS_SUCCESS; });
@@ -180,26 +193,31 @@ struct GemmLt::Plan {
         // Plain FP32 uses CUBLAS_COMPUTE_32F: cuBLASLt takes the compute type literally (the
         // handle math mode of classic cuBLAS does not apply), so FP32 stays FP32.
         check_cublas(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
-        set_desc(CUBLASLT_MATMUL_DESC_TRANSA, static_cast<int32_t>(shape.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
-        set_desc(CUBLASLT_MATMUL_DESC_TRANSB, static_cast<int32_t>(shape.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N));
+        set_desc(CUBLASLT_MATMUL_DESC_TRANSA,
+                 static_cast<int32_t>(shape.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
+        set_desc(CUBLASLT_MATMUL_DESC_TRANSB,
+                 static_cast<int32_t>(shape.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N));
         if (shape.epilogue != Epilogue::None) {
             set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<uint32_t>(lt_epilogue(shape.epilogue)));
             // A cuBLASLt that refuses an FP32 bias for this output type outright (rather than
             // offering no algorithm for it) means the same: this epilogue is not offered.
             const auto bias_type = static_cast<int32_t>(cuda_data_type(shape.bias));
-            bias_type_refused = cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                                               sizeof bias_type) != CUBLAS_STATUS_SUCCESS;
+            bias_type_refused =
+                cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                               sizeof bias_type) != CUBLAS_STATUS_SUCCESS;
         }
 
         const cudaDataType_t ab = cuda_data_type(shape.ab);
         const auto m = static_cast<uint64_t>(shape.m), n = static_cast<uint64_t>(shape.n),
                    k = static_cast<uint64_t>(shape.k);
         // Our B as stored, read column-major: [k, n] row-major is n x k; [n, k] (trans_b) is k x n.
-        check_cublas(cublasLtMatrixLayoutCreate(&lt_a, ab, shape.trans_b ? k : n, shape.trans_b ? n : k, shape.ldb),
-                     "cublasLtMatrixLayoutCreate(B)");
+        check_cublas(
+            cublasLtMatrixLayoutCreate(&lt_a, ab, shape.trans_b ? k : n, shape.trans_b ? n : k, shape.ldb),
+            "cublasLtMatrixLayoutCreate(B)");
         // Our A as stored: [m, k] row-major is k x m; [k, m] (trans_a) is m x k.
-        check_cublas(cublasLtMatrixLayoutCreate(&lt_b, ab, shape.trans_a ? m : k, shape.trans_a ? k : m, shape.lda),
-                     "cublasLtMatrixLayoutCreate(A)");
+        check_cublas(
+            cublasLtMatrixLayoutCreate(&lt_b, ab, shape.trans_a ? m : k, shape.trans_a ? k : m, shape.lda),
+            "cublasLtMatrixLayoutCreate(A)");
         // C (and D, the same memory): row-major [m, n] is n x m.
         check_cublas(cublasLtMatrixLayoutCreate(&lt_c, cuda_data_type(shape.c), n, m, shape.ldc),
                      "cublasLtMatrixLayoutCreate(C)");
@@ -212,8 +230,9 @@ struct GemmLt::Plan {
     }
 
     void set_bias_pointer(const void* pointer) {
-        check_cublas(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &pointer, sizeof pointer),
-                     "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+        check_cublas(
+            cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &pointer, sizeof pointer),
+            "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
     }
 
     // The algorithms for pointers aligned to `alignment` bytes, asked of the heuristic once.
@@ -263,7 +282,8 @@ struct GemmLt::Plan {
     }
 };
 
-GemmLt::GemmLt(void* workspace, size_t workspace_bytes) : workspace_(workspace), workspace_bytes_(workspace_bytes) {
+GemmLt::GemmLt(void* workspace, size_t workspace_bytes)
+    : workspace_(workspace), workspace_bytes_(workspace_bytes) {
     if (workspace_ == nullptr) workspace_bytes_ = 0;
     check_cublas(cublasLtCreate(&handle_), "cublasLtCreate");
 }
@@ -303,26 +323,28 @@ void GemmLt::matmul(const MatmulShape& shape, float alpha, const void* a, const 
                                          pointer_alignment(epilogue_vector)});
     auto& tier = plan->tier_for(handle_, alignment, workspace_bytes_);
     if (tier.algorithms.empty())
-        throw DeviceError("cuBLASLt offers no algorithm for " + describe(shape) + " with operands aligned to " +
-                          std::to_string(alignment) + " bytes");
+        throw DeviceError("cuBLASLt offers no algorithm for " + describe(shape) +
+                          " with operands aligned to " + std::to_string(alignment) + " bytes");
 
     // The descriptor is the plan's, so the bias pointer is set per call (a host-side write).
     if (shape.epilogue != Epilogue::None) plan->set_bias_pointer(epilogue_vector);
     // Swapped operands: cuBLASLt's A is our B, its B our A (see the file comment). C and D alias.
     auto run = [&](const cublasLtMatmulAlgo_t& algo) {
-        return cublasLtMatmul(handle_, plan->desc, &alpha, b, plan->lt_a, a, plan->lt_b, &beta, c, plan->lt_c, c,
-                              plan->lt_c, &algo, workspace_, workspace_bytes_, stream);
+        return cublasLtMatmul(handle_, plan->desc, &alpha, b, plan->lt_a, a, plan->lt_b, &beta, c, plan->lt_c,
+                              c, plan->lt_c, &algo, workspace_, workspace_bytes_, stream);
     };
     if (!tier.tuned) {
         tier.tuned = true;
         cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
         check_cuda(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
-        if (beta == 0.0f && tier.algorithms.size() > 1 && measured_choices_enabled() && capture == cudaStreamCaptureStatusNone)
+        if (beta == 0.0f && tier.algorithms.size() > 1 && measured_choices_enabled() &&
+            capture == cudaStreamCaptureStatusNone)
             choose_fastest(tier.algorithms, run, stream);
     }
     const cublasStatus_t status = run(tier.algorithms.front());
     // The message is built only on failure: the step loop must not allocate.
-    if (status != CUBLAS_STATUS_SUCCESS) check_cublas(status, ("cublasLtMatmul for " + describe(shape)).c_str());
+    if (status != CUBLAS_STATUS_SUCCESS)
+        check_cublas(status, ("cublasLtMatmul for " + describe(shape)).c_str());
 }
 
 }  // namespace mpwb::cuda

@@ -37,8 +37,11 @@ struct MatmulShape {
     DType c = DType::F32;   // C: F32, or the same as ab
     bool tf32 = false;      // FP32 operands rounded to TF32 by the tensor cores
     Epilogue epilogue = Epilogue::None;
-    DType bias = DType::F32;  // the bias or bias-gradient vector (a 16-bit gradient is the FP32 sum rounded once)
-    auto key() const { return std::tie(trans_a, trans_b, m, n, k, lda, ldb, ldc, ab, c, tf32, epilogue, bias); }
+    DType bias =
+        DType::F32;  // the bias or bias-gradient vector (a 16-bit gradient is the FP32 sum rounded once)
+    auto key() const {
+        return std::tie(trans_a, trans_b, m, n, k, lda, ldb, ldc, ab, c, tf32, epilogue, bias);
+    }
     bool operator<(const MatmulShape& o) const { return key() < o.key(); }
 };
 

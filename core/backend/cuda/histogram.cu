@@ -44,7 +44,8 @@ __global__ void exponent_histogram_kernel(const void* x, int64_t n, DeviceHistog
     unsigned int max_bits = 0;
     // The loop bound is the block's, not the thread's, so every lane of a warp takes part in
     // the warp-wide votes; lanes past the end vote with slot -1.
-    for (int64_t base = static_cast<int64_t>(blockIdx.x) * blockDim.x; base < n; base += launch::grid_threads()) {
+    for (int64_t base = static_cast<int64_t>(blockIdx.x) * blockDim.x; base < n;
+         base += launch::grid_threads()) {
         const int64_t i = base + threadIdx.x;
         int slot = -1;
         float v = 0.0f;
@@ -55,7 +56,8 @@ __global__ void exponent_histogram_kernel(const void* x, int64_t n, DeviceHistog
             max_bits = m > max_bits ? m : max_bits;
         }
         const unsigned int peers = __match_any_sync(0xffffffffu, slot);
-        if (slot >= 0 && lane == __ffs(peers) - 1) atomicAdd(&slots[slot], static_cast<unsigned int>(__popc(peers)));
+        if (slot >= 0 && lane == __ffs(peers) - 1)
+            atomicAdd(&slots[slot], static_cast<unsigned int>(__popc(peers)));
         for (int f = 0; f < kFormats; ++f) {
             const unsigned int over = __ballot_sync(0xffffffffu, i < n && histogram_above_max(v, f));
             if (lane == 0 && over) atomicAdd(&above[f], static_cast<unsigned int>(__popc(over)));
@@ -71,12 +73,13 @@ __global__ void exponent_histogram_kernel(const void* x, int64_t n, DeviceHistog
     for (int s = threadIdx.x; s < kHistogramSlotCount; s += blockDim.x) {
         const unsigned long long count = slots[s];
         if (!count) continue;
-        unsigned long long* target = s < kHistogramBinCount ? &out->bins[s]
+        unsigned long long* target = s < kHistogramBinCount    ? &out->bins[s]
                                      : s == kHistogramZeroSlot ? &out->zeros
                                                                : &out->non_finite;
         atomicAdd(target, count);
     }
-    if (threadIdx.x < kFormats && above[threadIdx.x]) atomicAdd(&out->above_max[threadIdx.x], static_cast<unsigned long long>(above[threadIdx.x]));
+    if (threadIdx.x < kFormats && above[threadIdx.x])
+        atomicAdd(&out->above_max[threadIdx.x], static_cast<unsigned long long>(above[threadIdx.x]));
     if (threadIdx.x == 0 && block_max) atomicMax(&out->max_abs_bits, block_max);
 }
 
@@ -90,7 +93,8 @@ void exponent_histogram(DType t, const void* x, int64_t n, DeviceHistogram* out,
     if (blocks < min_blocks) blocks = min_blocks;
     with_dtype(t, [&](auto t_tag) {
         constexpr DType T = decltype(t_tag)::value;
-        exponent_histogram_kernel<T><<<static_cast<unsigned>(blocks), kHistogramThreads, 0, stream>>>(x, n, out);
+        exponent_histogram_kernel<T>
+            <<<static_cast<unsigned>(blocks), kHistogramThreads, 0, stream>>>(x, n, out);
     });
     check_launch("exponent_histogram");
 }

@@ -40,8 +40,8 @@ int loss_blocks(int64_t rows_or_elements, int64_t per_block) {
 // One row's loss, correct flag and (when dlogits) gradient, by `lanes` cooperating threads
 // (1, or a whole warp) of which `lane` is one; every lane returns the same values.
 template <DType LogitsT, DType GradT, int Lanes>
-__device__ void cross_entropy_row(const void* logits, const float* labels, void* dlogits, int64_t r, int64_t k,
-                                  float g, int lane, double& loss, long long& hits) {
+__device__ void cross_entropy_row(const void* logits, const float* labels, void* dlogits, int64_t r,
+                                  int64_t k, float g, int lane, double& loss, long long& hits) {
     const int64_t row = r * k;
     float zmax = 0.0f;
     int64_t arg = -1;
@@ -54,7 +54,8 @@ __device__ void cross_entropy_row(const void* logits, const float* labels, void*
     }
     if constexpr (Lanes == 32) launch::warp_argmax(zmax, arg);
     float sum = 0.0f;
-    for (int64_t j = lane; j < k; j += Lanes) sum += exp_f(sub_rn(load_value<LogitsT>(logits, row + j), zmax));
+    for (int64_t j = lane; j < k; j += Lanes)
+        sum += exp_f(sub_rn(load_value<LogitsT>(logits, row + j), zmax));
     if constexpr (Lanes == 32) sum = __shfl_sync(0xffffffffu, launch::warp_sum(sum), 0);
     const float log_sum = log_f(sum);
     const float label_value = labels[r];
@@ -62,19 +63,22 @@ __device__ void cross_entropy_row(const void* logits, const float* labels, void*
     const int64_t label = label_ok ? static_cast<int64_t>(label_value) : -1;
     if (lane == 0) {
         // A label that is no class makes the loss NaN, so a bad dataset cannot train silently.
-        loss += label_ok ? static_cast<double>(cross_entropy_row_loss(log_sum, zmax, load_value<LogitsT>(logits, row + label)))
+        loss += label_ok ? static_cast<double>(cross_entropy_row_loss(
+                               log_sum, zmax, load_value<LogitsT>(logits, row + label)))
                          : static_cast<double>(__int_as_float(0x7fc00000));
         hits += arg == label;
     }
     if (dlogits)
         for (int64_t j = lane; j < k; j += Lanes)
-            store_value<GradT>(dlogits, row + j,
-                               cross_entropy_grad(load_value<LogitsT>(logits, row + j), zmax, log_sum, g, j == label));
+            store_value<GradT>(
+                dlogits, row + j,
+                cross_entropy_grad(load_value<LogitsT>(logits, row + j), zmax, log_sum, g, j == label));
 }
 
 template <DType LogitsT, DType GradT, int Lanes>
-__global__ void softmax_cross_entropy_kernel(const void* logits, const float* labels, void* dlogits, int64_t n,
-                                             int64_t k, const float* grad_scale, LossPartials* partials) {
+__global__ void softmax_cross_entropy_kernel(const void* logits, const float* labels, void* dlogits,
+                                             int64_t n, int64_t k, const float* grad_scale,
+                                             LossPartials* partials) {
     __shared__ double scratch[32];
     __shared__ long long count_scratch[32];
     const int lane = Lanes == 1 ? 0 : static_cast<int>(threadIdx.x & 31);
@@ -101,7 +105,8 @@ __global__ void finish_loss_kernel(const LossPartials* partials, int blocks, int
     __shared__ unsigned long long count_scratch[32];
     const bool mine = static_cast<int>(threadIdx.x) < blocks;
     const double loss = launch::block_sum(mine ? partials->loss[threadIdx.x] : 0.0, scratch);
-    const unsigned long long hits = launch::block_sum(mine ? partials->hits[threadIdx.x] : 0ull, count_scratch);
+    const unsigned long long hits =
+        launch::block_sum(mine ? partials->hits[threadIdx.x] : 0ull, count_scratch);
     if (threadIdx.x == 0) {
         *loss_sum += static_cast<float>(loss / static_cast<double>(count));
         if (correct) *correct += static_cast<int64_t>(hits);
@@ -130,9 +135,9 @@ __global__ void mse_kernel(const void* pred, const float* target, void* dpred, i
 
 size_t loss_scratch_bytes() { return sizeof(LossPartials); }
 
-void softmax_cross_entropy(DType logits_t, const void* logits, const float* labels, DType grad_t, void* dlogits,
-                           int64_t n, int64_t k, const float* grad_scale, float* loss_sum, int64_t* correct,
-                           void* scratch, cudaStream_t stream) {
+void softmax_cross_entropy(DType logits_t, const void* logits, const float* labels, DType grad_t,
+                           void* dlogits, int64_t n, int64_t k, const float* grad_scale, float* loss_sum,
+                           int64_t* correct, void* scratch, cudaStream_t stream) {
     if (n <= 0 || k <= 0) return;
     auto* partials = static_cast<LossPartials*>(scratch);
     const bool thread_per_row = k <= kThreadPerRowMaxClasses;
@@ -164,8 +169,8 @@ void mse(DType pred_t, const void* pred, const float* target, DType grad_t, void
         constexpr DType PredT = decltype(pred_tag)::value;
         with_dtype(grad_t, [&](auto grad_tag) {
             constexpr DType GradT = decltype(grad_tag)::value;
-            mse_kernel<PredT, GradT><<<blocks, kLossThreads, 0, stream>>>(pred, target, dpred, count, grad_scale,
-                                                                          partials);
+            mse_kernel<PredT, GradT>
+                <<<blocks, kLossThreads, 0, stream>>>(pred, target, dpred, count, grad_scale, partials);
         });
     });
     check_launch("mse");

@@ -25,7 +25,9 @@ namespace {
 
 using Host = std::vector<float>;
 
-Format format_of(DType t) { return t == DType::F16 ? Format::FP16 : t == DType::BF16 ? Format::BF16 : Format::FP32; }
+Format format_of(DType t) {
+    return t == DType::F16 ? Format::FP16 : t == DType::BF16 ? Format::BF16 : Format::FP32;
+}
 
 // Device memory for one check; freed with the harness.
 class Harness {
@@ -41,11 +43,13 @@ public:
     // Copies ordered on the harness's stream (non-blocking, so a plain cudaMemcpy on the legacy
     // stream would not wait for its kernels, nor they for the copy's DMA), then waited for.
     void copy_in(void* dst, const void* src, size_t bytes) {
-        check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (selftest)");
+        check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_),
+                   "cudaMemcpyAsync (selftest)");
         check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (selftest)");
     }
     void copy_out(void* dst, const void* src, size_t bytes) {
-        check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync (selftest)");
+        check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_),
+                   "cudaMemcpyAsync (selftest)");
         check_cuda(cudaStreamSynchronize(stream_), "a selftest op");
     }
     void* upload(const Host& v, DType t) {
@@ -76,7 +80,8 @@ public:
         return v;
     }
     // Compares and reports; the reference is rounded to the dtype the device stores.
-    void compare(const std::string& name, const Host& device, Host reference, DType stored, double tolerance) {
+    void compare(const std::string& name, const Host& device, Host reference, DType stored,
+                 double tolerance) {
         for (auto& r : reference) r = round_to_dtype(stored, r);
         SelftestLine line;
         line.name = name;
@@ -142,13 +147,16 @@ std::vector<uint32_t> conversion_inputs() {
         const float v = float_from_half_bits(static_cast<uint16_t>(hbits));
         if (!std::isfinite(v)) continue;
         const float next = float_from_half_bits(static_cast<uint16_t>(hbits + 1));
-        for (float x : {v, std::nextafter(v, INFINITY), std::nextafter(v, -INFINITY)}) bits.push_back(bits_of(x));
+        for (float x : {v, std::nextafter(v, INFINITY), std::nextafter(v, -INFINITY)})
+            bits.push_back(bits_of(x));
         if (std::isfinite(next) && (hbits & 0x7fffu) != 0x7bffu) {
             const float mid = v + (next - v) / 2;  // exact: a half's neighbours differ by a power of two
-            for (float x : {mid, std::nextafter(mid, INFINITY), std::nextafter(mid, -INFINITY)}) bits.push_back(bits_of(x));
+            for (float x : {mid, std::nextafter(mid, INFINITY), std::nextafter(mid, -INFINITY)})
+                bits.push_back(bits_of(x));
         }
     }
-    for (float x : {65504.0f, 65519.99f, 65520.0f, 1e30f, INFINITY, -INFINITY, NAN, 0.0f, -0.0f}) bits.push_back(bits_of(x));
+    for (float x : {65504.0f, 65519.99f, 65520.0f, 1e30f, INFINITY, -INFINITY, NAN, 0.0f, -0.0f})
+        bits.push_back(bits_of(x));
     Rng rng(7);
     for (int i = 0; i < 1000000; ++i) bits.push_back(static_cast<uint32_t>(rng.next_u64()));
     return bits;
@@ -156,8 +164,10 @@ std::vector<uint32_t> conversion_inputs() {
 
 void check_convert(Harness& h) {
     auto same_bits16 = [](uint16_t a, uint16_t b, DType t) {
-        const bool a_nan = t == DType::F16 ? std::isnan(float_from_half_bits(a)) : std::isnan(float_from_bf16_bits(a));
-        const bool b_nan = t == DType::F16 ? std::isnan(float_from_half_bits(b)) : std::isnan(float_from_bf16_bits(b));
+        const bool a_nan =
+            t == DType::F16 ? std::isnan(float_from_half_bits(a)) : std::isnan(float_from_bf16_bits(a));
+        const bool b_nan =
+            t == DType::F16 ? std::isnan(float_from_half_bits(b)) : std::isnan(float_from_bf16_bits(b));
         return a_nan || b_nan ? a_nan == b_nan : a == b;
     };
     const std::vector<uint32_t> inputs = conversion_inputs();
@@ -176,10 +186,13 @@ void check_convert(Harness& h) {
             const uint16_t want = t == DType::F16 ? half_bits_from_float(x) : bf16_bits_from_float(x);
             if (!same_bits16(got[i], want, t) && wrong++ == 0) first = static_cast<int64_t>(i);
         }
-        const std::string name = std::string("convert f32->") + dtype_name(t) + " (" + std::to_string(n) + " values, bits)";
-        if (wrong == 0) h.note(name, "");
+        const std::string name =
+            std::string("convert f32->") + dtype_name(t) + " (" + std::to_string(n) + " values, bits)";
+        if (wrong == 0)
+            h.note(name, "");
         else
-            h.fail(name, std::to_string(wrong) + " differ, first at float bits " + std::to_string(inputs[static_cast<size_t>(first)]));
+            h.fail(name, std::to_string(wrong) + " differ, first at float bits " +
+                             std::to_string(inputs[static_cast<size_t>(first)]));
     }
     // Decoding: every 16-bit pattern.
     for (DType t : {DType::F16, DType::BF16}) {
@@ -196,18 +209,23 @@ void check_convert(Harness& h) {
         for (uint32_t i = 0; i < 0x10000u; ++i) {
             const float want = t == DType::F16 ? float_from_half_bits(all[i]) : float_from_bf16_bits(all[i]);
             const float g = float_of(got[i]);
-            if (std::isnan(want) || std::isnan(g) ? std::isnan(want) != std::isnan(g) : bits_of(want) != got[i]) ++wrong;
+            if (std::isnan(want) || std::isnan(g) ? std::isnan(want) != std::isnan(g)
+                                                  : bits_of(want) != got[i])
+                ++wrong;
         }
         const std::string name = std::string("convert ") + dtype_name(t) + "->f32 (every value, bits)";
-        if (wrong == 0) h.note(name, "");
-        else h.fail(name, std::to_string(wrong) + " of 65536 differ");
+        if (wrong == 0)
+            h.note(name, "");
+        else
+            h.fail(name, std::to_string(wrong) + " of 65536 differ");
     }
     Host x = h.random(100000, DType::F32, -10.0f, 10.0f);
     void* d = h.upload(x, DType::F32);
     kernels::round_f32(Format::TF32, static_cast<float*>(d), static_cast<int64_t>(x.size()), h.stream());
     Host ref(x.size());
     round_to_format(Format::TF32, x.data(), ref.data(), x.size());
-    h.compare("round f32->tf32", h.download(d, static_cast<int64_t>(x.size()), DType::F32), ref, DType::F32, 0.0);
+    h.compare("round f32->tf32", h.download(d, static_cast<int64_t>(x.size()), DType::F32), ref, DType::F32,
+              0.0);
 }
 
 void check_gemm(Harness& h) {
@@ -215,11 +233,15 @@ void check_gemm(Harness& h) {
         bool ta, tb;
         int64_t m, n, k;
         Epilogue epilogue;
-        bool in_operand_dtype = false;  // C and the bias gradient in the operands' dtype (the step's weight-gradient GEMM)
+        bool in_operand_dtype =
+            false;  // C and the bias gradient in the operands' dtype (the step's weight-gradient GEMM)
     };
-    const Case cases[] = {{false, true, 256, 128, 784, Epilogue::None},   {false, true, 256, 128, 784, Epilogue::Bias},
-                          {false, true, 128, 64, 96, Epilogue::ReluBias}, {true, false, 128, 784, 256, Epilogue::BiasGradA},
-                          {false, false, 256, 784, 128, Epilogue::None},  {false, true, 7, 10, 33, Epilogue::Bias},
+    const Case cases[] = {{false, true, 256, 128, 784, Epilogue::None},
+                          {false, true, 256, 128, 784, Epilogue::Bias},
+                          {false, true, 128, 64, 96, Epilogue::ReluBias},
+                          {true, false, 128, 784, 256, Epilogue::BiasGradA},
+                          {false, false, 256, 784, 128, Epilogue::None},
+                          {false, true, 7, 10, 33, Epilogue::Bias},
                           {true, false, 64, 2, 2048, Epilogue::BiasGradA, true}};
     for (DType t : kDtypes)
         for (bool tf32 : {false, true}) {
@@ -231,8 +253,9 @@ void check_gemm(Harness& h) {
                 const DType out = c.in_operand_dtype ? t : DType::F32;
                 MatmulShape s{c.ta, c.tb, c.m, c.n, c.k, lda, ldb, ldc, t, out, tf32, c.epilogue};
                 if (c.epilogue == Epilogue::BiasGradA) s.bias = out;
-                std::string name = "gemm " + dtype_label(t, tf32) + " " + std::to_string(c.m) + "x" + std::to_string(c.n) +
-                                   "x" + std::to_string(c.k) + (c.ta ? " A^T" : "") + (c.tb ? " B^T" : "");
+                std::string name = "gemm " + dtype_label(t, tf32) + " " + std::to_string(c.m) + "x" +
+                                   std::to_string(c.n) + "x" + std::to_string(c.k) + (c.ta ? " A^T" : "") +
+                                   (c.tb ? " B^T" : "");
                 name += c.epilogue == Epilogue::Bias        ? " +bias"
                         : c.epilogue == Epilogue::ReluBias  ? " +bias+relu"
                         : c.epilogue == Epilogue::BiasGradA ? " +bias grad"
@@ -241,7 +264,9 @@ void check_gemm(Harness& h) {
                 if (!h.ctx().gemm().supports(s)) {
                     // Not a failure: the step asks the same question and falls back to a plain
                     // GEMM plus its own bias kernel, which the elementwise group checks.
-                    h.note(name, "epilogue not offered by cuBLASLt here; the step uses a plain GEMM and its own kernel");
+                    h.note(name,
+                           "epilogue not offered by cuBLASLt here; the step uses a plain GEMM and its own "
+                           "kernel");
                     continue;
                 }
                 void* da = h.upload(a, t);
@@ -251,8 +276,8 @@ void check_gemm(Harness& h) {
                 void* dgrad = h.zeros(c.m, s.bias);
                 h.ctx().gemm().matmul(s, 1.0f, da, db, 0.0f, dc, dbias, dgrad, h.stream());
                 Host ref(static_cast<size_t>(c.m * c.n), 0.0f);
-                h.cpu().gemm(c.ta, c.tb, c.m, c.n, c.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, ref.data(), ldc,
-                             tf32 ? Format::TF32 : Format::FP32);
+                h.cpu().gemm(c.ta, c.tb, c.m, c.n, c.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, ref.data(),
+                             ldc, tf32 ? Format::TF32 : Format::FP32);
                 if (c.epilogue == Epilogue::Bias || c.epilogue == Epilogue::ReluBias)
                     h.cpu().add_bias_rows(ref.data(), bias.data(), c.m, c.n);
                 if (c.epilogue == Epilogue::ReluBias)
@@ -262,7 +287,8 @@ void check_gemm(Harness& h) {
                     // bias_grad[i] = sum_k op(A)[i, k]: op(A) is A^T here, so row sums of A^T.
                     Host sums(static_cast<size_t>(c.m), 0.0f);
                     for (int64_t i = 0; i < c.m; ++i)
-                        for (int64_t p = 0; p < c.k; ++p) sums[static_cast<size_t>(i)] += a[static_cast<size_t>(p * lda + i)];
+                        for (int64_t p = 0; p < c.k; ++p)
+                            sums[static_cast<size_t>(i)] += a[static_cast<size_t>(p * lda + i)];
                     h.compare(name + " (bias gradient)", h.download(dgrad, c.m, s.bias), sums, s.bias,
                               tolerance_for(t, false));
                 }
@@ -274,7 +300,8 @@ void check_elementwise(Harness& h) {
     const int64_t rows = 300, cols = 70, n = rows * cols;
     for (DType t : kDtypes) {
         const std::string d = dtype_name(t);
-        for (Activation kind : {Activation::ReLU, Activation::LeakyReLU, Activation::GELU, Activation::Tanh, Activation::Sigmoid}) {
+        for (Activation kind : {Activation::ReLU, Activation::LeakyReLU, Activation::GELU, Activation::Tanh,
+                                Activation::Sigmoid}) {
             const Host x = h.random(n, t, -4.0f, 4.0f), dy = h.random(n, t);
             Host y_ref(static_cast<size_t>(n)), dx_ref(static_cast<size_t>(n));
             h.cpu().activation_forward(kind, 0.02f, x.data(), y_ref.data(), n);
@@ -293,9 +320,11 @@ void check_elementwise(Harness& h) {
             h.compare(base + " backward (kernel)", h.download(ddx, n, t), dx_ref, t, tolerance_for(t, false));
             if (CudnnOps::supports(kind) && t != DType::BF16) {
                 h.ctx().dnn().activation_forward(kind, t, dxin, dyv, n, h.stream());
-                h.compare(base + " forward (cuDNN)", h.download(dyv, n, t), y_ref, t, tolerance_for(t, false));
+                h.compare(base + " forward (cuDNN)", h.download(dyv, n, t), y_ref, t,
+                          tolerance_for(t, false));
                 h.ctx().dnn().activation_backward(kind, t, dxin, dyr, ddy, ddx, n, h.stream());
-                h.compare(base + " backward (cuDNN)", h.download(ddx, n, t), dx_ref, t, tolerance_for(t, false));
+                h.compare(base + " backward (cuDNN)", h.download(ddx, n, t), dx_ref, t,
+                          tolerance_for(t, false));
             }
         }
         // Bias rows and channels, and their gradients (FP32 sums).
@@ -310,8 +339,8 @@ void check_elementwise(Harness& h) {
             }
             void* dy = h.upload(y, t);
             kernels::add_bias_rows(t, dy, db, rows, cols, relu, h.stream());
-            h.compare(std::string("add_bias_rows ") + (relu ? "+relu " : "") + d, h.download(dy, n, t), ref, t,
-                      tolerance_for(t, false));
+            h.compare(std::string("add_bias_rows ") + (relu ? "+relu " : "") + d, h.download(dy, n, t), ref,
+                      t, tolerance_for(t, false));
         }
         // 300 rows take the two-pass sum, 50 the single pass.
         for (const int64_t sum_rows : {rows, int64_t{50}}) {
@@ -319,18 +348,22 @@ void check_elementwise(Harness& h) {
             h.cpu().bias_grad_rows(y.data(), grad_ref.data(), sum_rows, cols);
             void* dy2 = h.upload(y, t);
             float* dg = static_cast<float*>(h.zeros(cols, DType::F32));
-            void* scratch = h.zeros(static_cast<int64_t>(kernels::bias_grad_rows_scratch_bytes(sum_rows, cols) / 4) + 1, DType::F32);
+            void* scratch =
+                h.zeros(static_cast<int64_t>(kernels::bias_grad_rows_scratch_bytes(sum_rows, cols) / 4) + 1,
+                        DType::F32);
             kernels::bias_grad_rows(t, dy2, dg, sum_rows, cols, scratch, h.stream());
-            h.compare("bias_grad_rows " + d + " " + std::to_string(sum_rows) + " rows", h.download(dg, cols, DType::F32),
-                      grad_ref, DType::F32, 1e-5);
+            h.compare("bias_grad_rows " + d + " " + std::to_string(sum_rows) + " rows",
+                      h.download(dg, cols, DType::F32), grad_ref, DType::F32, 1e-5);
         }
         const int64_t batch = 6, channels = 10, hw = n / (batch * channels);
         const Host ych = h.random(batch * channels * hw, t), bch = h.random(channels, DType::F32);
         Host ref_ch = ych;
         h.cpu().add_bias_channels(ref_ch.data(), bch.data(), batch, channels, hw);
         void* dych = h.upload(ych, t);
-        kernels::add_bias_channels(t, dych, static_cast<float*>(h.upload(bch, DType::F32)), batch, channels, hw, h.stream());
-        h.compare("add_bias_channels " + d, h.download(dych, batch * channels * hw, t), ref_ch, t, tolerance_for(t, false));
+        kernels::add_bias_channels(t, dych, static_cast<float*>(h.upload(bch, DType::F32)), batch, channels,
+                                   hw, h.stream());
+        h.compare("add_bias_channels " + d, h.download(dych, batch * channels * hw, t), ref_ch, t,
+                  tolerance_for(t, false));
         Host gch(static_cast<size_t>(channels));
         h.cpu().bias_grad_channels(ych.data(), gch.data(), batch, channels, hw);
         float* dgch = static_cast<float*>(h.zeros(channels, DType::F32));
@@ -344,38 +377,43 @@ void check_losses(Harness& h) {
     const int64_t n = 2049;
     void* scratch = h.zeros(static_cast<int64_t>(kernels::loss_scratch_bytes() / 4), DType::F32);
     for (const int64_t k : {int64_t{10}, int64_t{100}})
-    for (DType t : kDtypes) {
-        const std::string d = std::string(dtype_name(t)) + " k=" + std::to_string(k);
-        const Host logits = h.random(n * k, t, -5.0f, 5.0f);
-        Host labels(static_cast<size_t>(n));
-        for (int64_t i = 0; i < n; ++i) labels[static_cast<size_t>(i)] = static_cast<float>((i * 7) % k);
-        const float scale = 1024.0f;
-        Host dref(static_cast<size_t>(n * k));
-        const auto r = h.cpu().softmax_cross_entropy(logits.data(), labels.data(), dref.data(), n, k, scale);
-        float* dscale = static_cast<float*>(h.upload({scale}, DType::F32));
-        float* dloss = static_cast<float*>(h.zeros(1, DType::F32));
-        int64_t* dcorrect = static_cast<int64_t*>(h.zeros(2, DType::F32));  // 8 zero bytes
-        void* dgrad = h.zeros(n * k, t);
-        kernels::softmax_cross_entropy(t, h.upload(logits, t), static_cast<float*>(h.upload(labels, DType::F32)), t, dgrad,
-                                       n, k, dscale, dloss, dcorrect, scratch, h.stream());
-        h.compare("softmax_cross_entropy " + d + " loss", h.download(dloss, 1, DType::F32), {static_cast<float>(r.loss)},
-                  DType::F32, 1e-5);
-        h.compare("softmax_cross_entropy " + d + " gradient", h.download(dgrad, n * k, t), dref, t, tolerance_for(t, false));
-        int64_t correct = -1;
-        h.copy_out(&correct, dcorrect, sizeof correct);
-        if (correct != r.correct)
-            h.fail("softmax_cross_entropy " + d + " correct count",
-                   "device " + std::to_string(correct) + ", CPU " + std::to_string(r.correct));
-        const Host target = h.random(n * k, DType::F32);
-        Host mref(static_cast<size_t>(n * k));
-        const auto m = h.cpu().mse(logits.data(), target.data(), mref.data(), n, k, scale);
-        float* mloss = static_cast<float*>(h.zeros(1, DType::F32));
-        void* mgrad = h.zeros(n * k, t);
-        kernels::mse(t, h.upload(logits, t), static_cast<float*>(h.upload(target, DType::F32)), t, mgrad, n, k, dscale,
-                     mloss, scratch, h.stream());
-        h.compare("mse " + d + " loss", h.download(mloss, 1, DType::F32), {static_cast<float>(m.loss)}, DType::F32, 1e-5);
-        h.compare("mse " + d + " gradient", h.download(mgrad, n * k, t), mref, t, tolerance_for(t, false));
-    }
+        for (DType t : kDtypes) {
+            const std::string d = std::string(dtype_name(t)) + " k=" + std::to_string(k);
+            const Host logits = h.random(n * k, t, -5.0f, 5.0f);
+            Host labels(static_cast<size_t>(n));
+            for (int64_t i = 0; i < n; ++i) labels[static_cast<size_t>(i)] = static_cast<float>((i * 7) % k);
+            const float scale = 1024.0f;
+            Host dref(static_cast<size_t>(n * k));
+            const auto r =
+                h.cpu().softmax_cross_entropy(logits.data(), labels.data(), dref.data(), n, k, scale);
+            float* dscale = static_cast<float*>(h.upload({scale}, DType::F32));
+            float* dloss = static_cast<float*>(h.zeros(1, DType::F32));
+            int64_t* dcorrect = static_cast<int64_t*>(h.zeros(2, DType::F32));  // 8 zero bytes
+            void* dgrad = h.zeros(n * k, t);
+            kernels::softmax_cross_entropy(t, h.upload(logits, t),
+                                           static_cast<float*>(h.upload(labels, DType::F32)), t, dgrad, n, k,
+                                           dscale, dloss, dcorrect, scratch, h.stream());
+            h.compare("softmax_cross_entropy " + d + " loss", h.download(dloss, 1, DType::F32),
+                      {static_cast<float>(r.loss)}, DType::F32, 1e-5);
+            h.compare("softmax_cross_entropy " + d + " gradient", h.download(dgrad, n * k, t), dref, t,
+                      tolerance_for(t, false));
+            int64_t correct = -1;
+            h.copy_out(&correct, dcorrect, sizeof correct);
+            if (correct != r.correct)
+                h.fail("softmax_cross_entropy " + d + " correct count",
+                       "device " + std::to_string(correct) + ", CPU " + std::to_string(r.correct));
+            const Host target = h.random(n * k, DType::F32);
+            Host mref(static_cast<size_t>(n * k));
+            const auto m = h.cpu().mse(logits.data(), target.data(), mref.data(), n, k, scale);
+            float* mloss = static_cast<float*>(h.zeros(1, DType::F32));
+            void* mgrad = h.zeros(n * k, t);
+            kernels::mse(t, h.upload(logits, t), static_cast<float*>(h.upload(target, DType::F32)), t, mgrad,
+                         n, k, dscale, mloss, scratch, h.stream());
+            h.compare("mse " + d + " loss", h.download(mloss, 1, DType::F32), {static_cast<float>(m.loss)},
+                      DType::F32, 1e-5);
+            h.compare("mse " + d + " gradient", h.download(mgrad, n * k, t), mref, t,
+                      tolerance_for(t, false));
+        }
 }
 
 void check_batchnorm(Harness& h) {
@@ -386,11 +424,11 @@ void check_batchnorm(Harness& h) {
         const Host gamma = h.random(c, DType::F32, 0.5f, 1.5f), beta = h.random(c, DType::F32);
         Host rm(static_cast<size_t>(c), 0.0f), rv(static_cast<size_t>(c), 1.0f), sm(static_cast<size_t>(c)),
             si(static_cast<size_t>(c)), y(static_cast<size_t>(total));
-        h.cpu().batchnorm_forward(x.data(), y.data(), gamma.data(), beta.data(), rm.data(), rv.data(), sm.data(), si.data(),
-                                  n, c, hw, 0.1f, 1e-5f, true);
+        h.cpu().batchnorm_forward(x.data(), y.data(), gamma.data(), beta.data(), rm.data(), rv.data(),
+                                  sm.data(), si.data(), n, c, hw, 0.1f, 1e-5f, true);
         Host dx(static_cast<size_t>(total)), dgamma(static_cast<size_t>(c)), dbeta(static_cast<size_t>(c));
-        h.cpu().batchnorm_backward(x.data(), dy.data(), gamma.data(), sm.data(), si.data(), dx.data(), dgamma.data(),
-                                   dbeta.data(), n, c, hw);
+        h.cpu().batchnorm_backward(x.data(), dy.data(), gamma.data(), sm.data(), si.data(), dx.data(),
+                                   dgamma.data(), dbeta.data(), n, c, hw);
         void* dxin = h.upload(x, t);
         void* dyout = h.zeros(total, t);
         auto* drm = static_cast<float*>(h.upload(Host(static_cast<size_t>(c), 0.0f), DType::F32));
@@ -398,16 +436,19 @@ void check_batchnorm(Harness& h) {
         auto* dsm = static_cast<float*>(h.zeros(c, DType::F32));
         auto* dsi = static_cast<float*>(h.zeros(c, DType::F32));
         auto* dgam = static_cast<float*>(h.upload(gamma, DType::F32));
-        kernels::batchnorm_forward(t, dxin, dyout, dgam, static_cast<float*>(h.upload(beta, DType::F32)), drm, drv, dsm, dsi,
-                                   n, c, hw, 0.1f, 1e-5f, true, h.stream());
+        kernels::batchnorm_forward(t, dxin, dyout, dgam, static_cast<float*>(h.upload(beta, DType::F32)), drm,
+                                   drv, dsm, dsi, n, c, hw, 0.1f, 1e-5f, true, h.stream());
         h.compare("batchnorm forward " + d, h.download(dyout, total, t), y, t, tolerance_for(t, false));
         h.compare("batchnorm running variance " + d, h.download(drv, c, DType::F32), rv, DType::F32, 1e-5);
         void* ddx = h.zeros(total, t);
         auto* ddg = static_cast<float*>(h.zeros(c, DType::F32));
         auto* ddb = static_cast<float*>(h.zeros(c, DType::F32));
-        kernels::batchnorm_backward(t, dxin, h.upload(dy, t), dgam, dsm, dsi, ddx, ddg, ddb, n, c, hw, h.stream());
-        h.compare("batchnorm backward " + d + " dx", h.download(ddx, total, t), dx, t, tolerance_for(t, false));
-        h.compare("batchnorm backward " + d + " dgamma", h.download(ddg, c, DType::F32), dgamma, DType::F32, 1e-4);
+        kernels::batchnorm_backward(t, dxin, h.upload(dy, t), dgam, dsm, dsi, ddx, ddg, ddb, n, c, hw,
+                                    h.stream());
+        h.compare("batchnorm backward " + d + " dx", h.download(ddx, total, t), dx, t,
+                  tolerance_for(t, false));
+        h.compare("batchnorm backward " + d + " dgamma", h.download(ddg, c, DType::F32), dgamma, DType::F32,
+                  1e-4);
     }
 }
 
@@ -431,7 +472,8 @@ void check_convolution_and_pooling(Harness& h) {
             const Host x = h.random(nx, t), w = h.random(nw, t), dy = h.random(ny, t);
             Host y(static_cast<size_t>(ny)), dx(static_cast<size_t>(nx)), dw(static_cast<size_t>(nw));
             h.cpu().conv2d_forward(g, x.data(), w.data(), nullptr, y.data(), operands);
-            h.cpu().conv2d_backward(g, x.data(), w.data(), dy.data(), dx.data(), dw.data(), nullptr, operands);
+            h.cpu().conv2d_backward(g, x.data(), w.data(), dy.data(), dx.data(), dw.data(), nullptr,
+                                    operands);
             void* dxin = h.upload(x, t);
             void* dwin = h.upload(w, t);
             void* ddy = h.upload(dy, t);
@@ -452,7 +494,8 @@ void check_convolution_and_pooling(Harness& h) {
     p.in_h = p.in_w = 12;
     p.kernel = 2;
     p.stride = 2;
-    const int64_t pin = p.batch * p.channels * p.in_h * p.in_w, pout = p.batch * p.channels * p.out_h() * p.out_w();
+    const int64_t pin = p.batch * p.channels * p.in_h * p.in_w,
+                  pout = p.batch * p.channels * p.out_h() * p.out_w();
     for (DType t : kDtypes) {
         const std::string d = dtype_name(t);
         const Host x = h.random(pin, t), dy = h.random(pout, t);
@@ -502,8 +545,10 @@ void check_histogram(Harness& h) {
         std::memcpy(&max_abs, &got.max_abs_bits, sizeof max_abs);
         same = same && max_abs == ref.max_abs;
         const std::string name = std::string("exponent histogram ") + dtype_name(t);
-        if (same) h.compare(name, {0.0f}, {0.0f}, DType::F32, 0.0);
-        else h.fail(name, "counts differ from ExponentHistogram::compute");
+        if (same)
+            h.compare(name, {0.0f}, {0.0f}, DType::F32, 0.0);
+        else
+            h.fail(name, "counts differ from ExponentHistogram::compute");
     }
 }
 
@@ -513,8 +558,9 @@ int run_op_checks(DeviceContext& context, const std::function<void(const Selftes
     context.make_current();
     Harness h(context, report);
     const std::pair<const char*, void (*)(Harness&)> groups[] = {
-        {"convert", check_convert},     {"gemm", check_gemm},           {"elementwise", check_elementwise},
-        {"losses", check_losses},       {"batchnorm", check_batchnorm}, {"convolution and pooling", check_convolution_and_pooling},
+        {"convert", check_convert},         {"gemm", check_gemm},
+        {"elementwise", check_elementwise}, {"losses", check_losses},
+        {"batchnorm", check_batchnorm},     {"convolution and pooling", check_convolution_and_pooling},
         {"histogram", check_histogram}};
     for (const auto& [name, run] : groups) {
         try {

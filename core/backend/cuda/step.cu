@@ -44,18 +44,27 @@ int grid_for(int64_t total_elements) {
 
 __device__ __forceinline__ float load_as_float(const void* data, DType t, int64_t i) {
     switch (t) {
-        case DType::F16: return __half2float(static_cast<const __half*>(data)[i]);
-        case DType::BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(data)[i]);
-        default: return static_cast<const float*>(data)[i];
+        case DType::F16:
+            return __half2float(static_cast<const __half*>(data)[i]);
+        case DType::BF16:
+            return __bfloat162float(static_cast<const __nv_bfloat16*>(data)[i]);
+        default:
+            return static_cast<const float*>(data)[i];
     }
 }
 
 // Round to nearest even, subnormals kept, overflow to infinity: the CPU's software formats.
 __device__ __forceinline__ void store_from_float(void* data, DType t, int64_t i, float x) {
     switch (t) {
-        case DType::F16: static_cast<__half*>(data)[i] = __float2half_rn(x); break;
-        case DType::BF16: static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16_rn(x); break;
-        default: static_cast<float*>(data)[i] = x; break;
+        case DType::F16:
+            static_cast<__half*>(data)[i] = __float2half_rn(x);
+            break;
+        case DType::BF16:
+            static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16_rn(x);
+            break;
+        default:
+            static_cast<float*>(data)[i] = x;
+            break;
     }
 }
 
@@ -76,7 +85,8 @@ __device__ int find_entry(const Entry* entries, int count, int64_t index) {
 // Walks the elements a thread owns in one chunk, calling visit(entry, index within the entry).
 // Elements of one thread in a chunk are kThreads apart, so a warp's loads are contiguous.
 template <class Entry, class Visit>
-__device__ void for_each_in_chunk(const Entry* entries, int count, int64_t total, int64_t chunk_start, Visit visit) {
+__device__ void for_each_in_chunk(const Entry* entries, int count, int64_t total, int64_t chunk_start,
+                                  Visit visit) {
     int e = find_entry(entries, count, chunk_start);
     int64_t begin = entries[e].offset;
     int64_t end = begin + entries[e].n;
@@ -104,8 +114,8 @@ __global__ void reset_step_flags_kernel(StepFlags* flags) {
 }
 
 __global__ void __launch_bounds__(kThreads)
-    check_gradients_kernel(const GradEntry* grads, int count, int64_t total, const ScalerState* scaler, bool want_norm,
-                           StepFlags* flags) {
+    check_gradients_kernel(const GradEntry* grads, int count, int64_t total, const ScalerState* scaler,
+                           bool want_norm, StepFlags* flags) {
     // Before scaler_update, ScalerState::scale is the scale this step's loss was multiplied by
     // (scale_used still holds the previous step's). 1/scale in FP32, as the CPU trainer forms it.
     const float inverse = div_rn(1.0f, scaler->scale);
@@ -138,8 +148,8 @@ __global__ void __launch_bounds__(kThreads)
     if (want_norm && sum != 0.0) atomicAdd(&flags->sum_squares, sum);
 }
 
-__global__ void scaler_update_kernel(const ScalerRuleConfig* config, const float* loss_sum, const StepFlags* flags,
-                                     ScalerState* state) {
+__global__ void scaler_update_kernel(const ScalerRuleConfig* config, const float* loss_sum,
+                                     const StepFlags* flags, ScalerState* state) {
     // A non-finite loss with finite gradients is an overflow too (the CPU trainer's "loss").
     const bool nonfinite = flags->first_bad != kAllFinite || (loss_sum != nullptr && !is_finite(*loss_sum));
     ScalerState s = *state;
@@ -148,9 +158,9 @@ __global__ void scaler_update_kernel(const ScalerRuleConfig* config, const float
 }
 
 __global__ void __launch_bounds__(kThreads)
-    optimizer_step_kernel(const ParamEntry* params, int count, int64_t total, const OptimizerConstants* constants,
-                          const float* lr_table, int64_t lr_table_size, const StepInput* input,
-                          const ScalerState* scaler, const StepFlags* flags) {
+    optimizer_step_kernel(const ParamEntry* params, int count, int64_t total,
+                          const OptimizerConstants* constants, const float* lr_table, int64_t lr_table_size,
+                          const StepInput* input, const ScalerState* scaler, const StepFlags* flags) {
     // Uniform over the grid, so returning before the barrier below is safe.
     if (!scaler->last_applied) return;
     const OptimizerConstants k = *constants;
@@ -190,7 +200,8 @@ __global__ void __launch_bounds__(kThreads)
 
 __global__ void write_record_kernel(const StepInput* input, const float* loss_sum, const int64_t* correct,
                                     const StepFlags* flags, const ScalerState* scaler, const float* lr_table,
-                                    int64_t lr_table_size, StepRecord* ring, int64_t ring_size, int64_t* ring_count) {
+                                    int64_t lr_table_size, StepRecord* ring, int64_t ring_size,
+                                    int64_t* ring_count) {
     StepRecord r;
     r.step = input->step;
     r.loss = *loss_sum;
@@ -218,20 +229,21 @@ void reset_step_flags(StepFlags* flags, cudaStream_t stream) {
 void check_gradients(const GradEntry* grads, int count, int64_t total_elements, const ScalerState* scaler,
                      bool want_norm, StepFlags* flags, cudaStream_t stream) {
     if (count <= 0 || total_elements <= 0) return;
-    check_gradients_kernel<<<grid_for(total_elements), kThreads, 0, stream>>>(grads, count, total_elements, scaler,
-                                                                              want_norm, flags);
+    check_gradients_kernel<<<grid_for(total_elements), kThreads, 0, stream>>>(grads, count, total_elements,
+                                                                              scaler, want_norm, flags);
     check_launch("check_gradients");
 }
 
-void scaler_update(const ScalerRuleConfig* config, const float* loss_sum, const StepFlags* flags, ScalerState* state,
-                   cudaStream_t stream) {
+void scaler_update(const ScalerRuleConfig* config, const float* loss_sum, const StepFlags* flags,
+                   ScalerState* state, cudaStream_t stream) {
     scaler_update_kernel<<<1, 1, 0, stream>>>(config, loss_sum, flags, state);
     check_launch("scaler_update");
 }
 
-void optimizer_step(const ParamEntry* params, int count, int64_t total_elements, const OptimizerConstants* constants,
-                    const float* lr_table, int64_t lr_table_size, const StepInput* input, const ScalerState* scaler,
-                    const StepFlags* flags, cudaStream_t stream) {
+void optimizer_step(const ParamEntry* params, int count, int64_t total_elements,
+                    const OptimizerConstants* constants, const float* lr_table, int64_t lr_table_size,
+                    const StepInput* input, const ScalerState* scaler, const StepFlags* flags,
+                    cudaStream_t stream) {
     if (count <= 0 || total_elements <= 0) return;
     if (lr_table_size <= 0) throw ConfigError("optimizer_step: the learning-rate table is empty");
     optimizer_step_kernel<<<grid_for(total_elements), kThreads, 0, stream>>>(
@@ -239,13 +251,14 @@ void optimizer_step(const ParamEntry* params, int count, int64_t total_elements,
     check_launch("optimizer_step");
 }
 
-void write_record(const StepInput* input, const float* loss_sum, const int64_t* correct, const StepFlags* flags,
-                  const ScalerState* scaler, const float* lr_table, int64_t lr_table_size, StepRecord* ring,
-                  int64_t ring_size, int64_t* ring_count, cudaStream_t stream) {
+void write_record(const StepInput* input, const float* loss_sum, const int64_t* correct,
+                  const StepFlags* flags, const ScalerState* scaler, const float* lr_table,
+                  int64_t lr_table_size, StepRecord* ring, int64_t ring_size, int64_t* ring_count,
+                  cudaStream_t stream) {
     if (lr_table_size <= 0) throw ConfigError("write_record: the learning-rate table is empty");
     if (ring_size <= 0) throw ConfigError("write_record: the record ring is empty");
-    write_record_kernel<<<1, 1, 0, stream>>>(input, loss_sum, correct, flags, scaler, lr_table, lr_table_size, ring,
-                                             ring_size, ring_count);
+    write_record_kernel<<<1, 1, 0, stream>>>(input, loss_sum, correct, flags, scaler, lr_table, lr_table_size,
+                                             ring, ring_size, ring_count);
     check_launch("write_record");
 }
 

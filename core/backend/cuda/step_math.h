@@ -57,7 +57,7 @@ struct ParamEntry {
     int64_t offset = 0;
     DType grad_dtype = DType::F32;
     DType copy_dtype = DType::F16;
-    int32_t decay = 1;   // Parameter::weight_decay
+    int32_t decay = 1;  // Parameter::weight_decay
 };
 
 enum class OptimizerKind : int32_t { SGD = 0, Adam = 1, AdamW = 2 };
@@ -300,12 +300,13 @@ struct OptimizerStepScalars {
     float bc2_sqrt;      // Adam: sqrt(1 - beta2^t), in double, rounded to float
     float one_minus_b1;  // 1 - beta1 in double, rounded to float
     float one_minus_b2;
-    float shrink;        // AdamW, parameters with weight decay: 1 - lr * wd in double
+    float shrink;  // AdamW, parameters with weight decay: 1 - lr * wd in double
 };
 
 // lr: this step's learning rate; step: this update's number from 1 (Adam's bias corrections);
 // fresh: the parameter's first applied update.
-MPWB_HD OptimizerStepScalars optimizer_step_scalars(const OptimizerConstants& k, float lr, int64_t step, bool fresh) {
+MPWB_HD OptimizerStepScalars optimizer_step_scalars(const OptimizerConstants& k, float lr, int64_t step,
+                                                    bool fresh) {
     OptimizerStepScalars s{};
     s.bc2_sqrt = 1.0f;
     s.shrink = 1.0f;
@@ -319,7 +320,8 @@ MPWB_HD OptimizerStepScalars optimizer_step_scalars(const OptimizerConstants& k,
     s.bc2_sqrt = static_cast<float>(sqrt_rn(bc2));
     s.one_minus_b1 = static_cast<float>(sub_rn(1.0, b1));
     s.one_minus_b2 = static_cast<float>(sub_rn(1.0, b2));
-    s.shrink = static_cast<float>(sub_rn(1.0, mul_rn(static_cast<double>(lr), static_cast<double>(k.weight_decay))));
+    s.shrink =
+        static_cast<float>(sub_rn(1.0, mul_rn(static_cast<double>(lr), static_cast<double>(k.weight_decay))));
     return s;
 }
 
@@ -327,8 +329,8 @@ MPWB_HD OptimizerStepScalars optimizer_step_scalars(const OptimizerConstants& k,
 // kind's state (SGD: a = momentum buffer; Adam: a, b = first and second moments; unused ones
 // may be any float). decay: Parameter::weight_decay. FP32 per element, operation by operation
 // as Sgd::update_range and adam_loop compute it.
-MPWB_HD void optimizer_rule(const OptimizerConstants& k, const OptimizerStepScalars& s, bool decay, float g, float& w,
-                            float& a, float& b) {
+MPWB_HD void optimizer_rule(const OptimizerConstants& k, const OptimizerStepScalars& s, bool decay, float g,
+                            float& w, float& a, float& b) {
     const float wd = decay ? k.weight_decay : 0.0f;
     if (k.kind == OptimizerKind::SGD) {
         float d = g;
@@ -378,8 +380,8 @@ MPWB_HD float clip_coefficient(double sum_squares, float clip_norm) {
 }
 
 // The same with the per-step scalars formed per call: for references and tests, not kernels.
-MPWB_HD void optimizer_rule(const OptimizerConstants& k, float lr, int64_t step, bool fresh, bool decay, float g,
-                            float& w, float& a, float& b) {
+MPWB_HD void optimizer_rule(const OptimizerConstants& k, float lr, int64_t step, bool fresh, bool decay,
+                            float g, float& w, float& a, float& b) {
     optimizer_rule(k, optimizer_step_scalars(k, lr, step, fresh), decay, g, w, a, b);
 }
 

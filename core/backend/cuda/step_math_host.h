@@ -51,7 +51,9 @@ inline ScalerState scaler_state_from(const LossScaler& scaler) {
 // clip norm are the step's, set by the caller).
 inline OptimizerConstants optimizer_constants(const OptimizerConfig& c) {
     OptimizerConstants k;
-    k.kind = c.kind == "sgd" ? OptimizerKind::SGD : c.kind == "adam" ? OptimizerKind::Adam : OptimizerKind::AdamW;
+    k.kind = c.kind == "sgd"    ? OptimizerKind::SGD
+             : c.kind == "adam" ? OptimizerKind::Adam
+                                : OptimizerKind::AdamW;
     k.momentum = c.momentum;
     k.nesterov = c.nesterov ? 1 : 0;
     k.weight_decay = c.weight_decay;

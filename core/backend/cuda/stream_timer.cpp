@@ -38,7 +38,8 @@ bool measured_choices_enabled() {
 
 size_t measured_choice(const std::vector<double>& milliseconds) {
     if (milliseconds.empty()) return 0;
-    const auto best = static_cast<size_t>(std::min_element(milliseconds.begin(), milliseconds.end()) - milliseconds.begin());
+    const auto best = static_cast<size_t>(std::min_element(milliseconds.begin(), milliseconds.end()) -
+                                          milliseconds.begin());
     return best != 0 && milliseconds[best] * kMeasuredMargin < milliseconds[0] ? best : 0;
 }
 
