@@ -14,9 +14,9 @@ packages=(
   dataset-fashion-mnist
   xvfb xauth fonts-dejavu-core
   # Packaging test (lintian on both .debs, help2man man pages), the load test of the suite,
-  # and the sanitizer / libFuzzer builds of .ci/run.
+  # the sanitizer / libFuzzer builds of .ci/run, and the layout check (tests/style).
   dpkg-dev fakeroot lintian help2man stress-ng
-  clang-14 libclang-rt-14-dev libfuzzer-14-dev
+  clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-format-14
 )
 if [ "${1:-}" = "--with-torch" ]; then packages+=(python3-torch); fi
 missing=()
