@@ -145,19 +145,6 @@ Format gradient_reference_format(const std::string& precision) {
     return Format::FP16;  // FP16 policies, and FP32/TF32: what FP16 storage would lose
 }
 
-std::string samples_per_second_text(double v) {
-    if (!std::isfinite(v)) return v != v ? "nan" : (v > 0 ? "inf" : "-inf");
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.0f", std::abs(v));
-    const std::string digits = buf;
-    std::string out = v < 0 && digits != "0" ? "-" : "";
-    for (std::size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-        out += digits[i];
-    }
-    return out;
-}
-
 std::string power_of_two_text(double value) {
     char buf[64];
     if (value > 0 && std::isfinite(value)) {
@@ -174,13 +161,6 @@ std::string power_of_two_text(double value) {
 std::string scale_range_text(const ScaleRange& range) {
     if (range.min == range.max) return power_of_two_text(range.min);
     return power_of_two_text(range.min) + " … " + power_of_two_text(range.max);
-}
-
-std::string percent_text(double fraction, int decimals) {
-    if (!std::isfinite(fraction)) return "–";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f%%", decimals, fraction * 100.0);
-    return buf;
 }
 
 std::string speedup_text(double speedup) {

@@ -14,6 +14,7 @@
 //                  activation-gradient histogram.
 //   duration       ended - started (now - started while running).
 #pragma once
+#include "core/common/text_format.h"
 #include "core/numeric/format.h"
 #include "sessions/run_types.h"
 
@@ -65,14 +66,10 @@ std::vector<std::optional<double>> speedups_over_fp32(const std::vector<Run>& ru
 Format gradient_reference_format(const std::string& precision);
 
 // Display texts, the same in every view.
-// "51,485": whole samples per second with thousands separators.
-std::string samples_per_second_text(double samples_per_second);
 // "2^16", or "0.3" for a value that is not a power of two.
 std::string power_of_two_text(double value);
 // "2^15 … 2^17", or one value when the scale never changed.
 std::string scale_range_text(const ScaleRange& range);
-// "91.25%" (a fraction shown in percent), "nan%" never: "–" for a non-finite value.
-std::string percent_text(double fraction, int decimals = 2);
 // "1.23×".
 std::string speedup_text(double speedup);
 

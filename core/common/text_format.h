@@ -5,6 +5,8 @@
 #pragma once
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -30,6 +32,29 @@ inline double float_as_json_double(float v) {
     double value = 0;
     std::from_chars(text.data(), text.data() + text.size(), value);
     return value;
+}
+
+// "51,485": a throughput in whole samples per second with thousands separators, as every view
+// (run table, runs compare, report, the summary event) writes it.
+inline std::string samples_per_second_text(double v) {
+    if (!std::isfinite(v)) return shortest_text(v);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.0f", std::abs(v));
+    const std::string digits = buf;
+    std::string out = v < 0 && digits != "0" ? "-" : "";
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return out;
+}
+
+// "91.25%": a fraction as a percentage; "–" when there is none (NaN).
+inline std::string percent_text(double fraction, int decimals = 2) {
+    if (!std::isfinite(fraction)) return "–";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f%%", decimals, fraction * 100.0);
+    return buf;
 }
 
 // The field as it is, or in double quotes with inner quotes doubled when it holds a comma, a

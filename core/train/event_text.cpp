@@ -101,11 +101,9 @@ std::string event_text(const std::string& kind, const nlohmann::json& detail) {
         return "learning rate " + shortest_text(get(d, "from")) + " → " + shortest_text(get(d, "to"));
     if (kind == "failed") return text(d, "error");
     if (kind == "summary") {
-        char acc[32];
-        std::snprintf(acc, sizeof acc, "%.2f %%", 100 * get(d, "test_accuracy", 0));
         std::string s = text(d, "status") + " after " + shortest_text(get(d, "steps", 0)) +
-                        " steps, test accuracy " + acc + ", " +
-                        shortest_text(std::round(get(d, "samples_per_second", 0))) + " samples/s";
+                        " steps, test accuracy " + percent_text(get(d, "test_accuracy", 0)) + ", " +
+                        samples_per_second_text(get(d, "samples_per_second", 0)) + " samples/s";
         if (get(d, "skipped_steps", 0) > 0) s += ", " + shortest_text(get(d, "skipped_steps")) + " skipped";
         if (!text(d, "error").empty()) s += ": " + text(d, "error");
         return s;

@@ -49,7 +49,7 @@ private slots:
         QTest::newRow("summary")
             << "summary"
             << R"({"status":"finished","error":"","steps":3750,"samples_per_second":98765.4,"test_accuracy":0.98754,"skipped_steps":3})"
-            << "finished after 3750 steps, test accuracy 98.75 %, 98765 samples/s, 3 skipped";
+            << "finished after 3750 steps, test accuracy 98.75%, 98,765 samples/s, 3 skipped";
         QTest::newRow("paused") << "paused"
                                 << "{}"
                                 << "";
