@@ -114,9 +114,9 @@ struct Bucketing {
         }
         return static_cast<std::int64_t>((static_cast<__int128>(step) - lo) * b / n);
     }
-    std::int64_t start(std::int64_t i) const {  // first step of bucket i: lo + ceil(i*n/b)
-        return static_cast<std::int64_t>(lo + (static_cast<__int128>(i) * n + b - 1) / b);
-    }
+    // First step of bucket i: lo + ceil(i*n/b). In 128 bits: the bucket after the last starts at
+    // hi + 1, past INT64_MAX for a series ending there.
+    __int128 start(std::int64_t i) const { return lo + (static_cast<__int128>(i) * n + b - 1) / b; }
 };
 
 void add_point(std::vector<Bucket>& out, const Bucketing& bk, std::int64_t step, double value) {
@@ -124,8 +124,8 @@ void add_point(std::vector<Bucket>& out, const Bucketing& bk, std::int64_t step,
     if (out.empty() || out.back().index != i) {
         Bucket b;
         b.index = i;
-        b.step_lo = bk.start(i);
-        b.step_hi = bk.start(i + 1) - 1;
+        b.step_lo = static_cast<std::int64_t>(bk.start(i));
+        b.step_hi = static_cast<std::int64_t>(bk.start(i + 1) - 1);
         b.first_step = step;
         b.first = value;
         b.min = b.max = std::numeric_limits<double>::quiet_NaN();
