@@ -281,6 +281,14 @@ ExponentHistogram ExponentHistogram::from_blob(const uint8_t* data, size_t size)
     return h;
 }
 
+uint64_t ExponentHistogram::above_max_of(Format f) const {
+    const auto i = static_cast<size_t>(f);
+    if (i < kFormatCount) return above_max[i];
+    uint64_t above = 0;
+    for (int e = format_info(f).max_exponent + 1; e <= kMaxExponent; ++e) above += bin(e);
+    return above;
+}
+
 FormatRangeStats range_stats(const ExponentHistogram& h, float max_abs, Format f) {
     const FormatInfo& info = format_info(f);
     FormatRangeStats s;

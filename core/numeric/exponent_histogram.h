@@ -12,7 +12,11 @@
 
 namespace mpwb {
 
-inline constexpr size_t kFormatCount = 6;  // entries of enum Format
+// Formats whose overflow the histogram counts exactly: the first six entries of enum Format (FP32
+// .. E5M2, the storage formats). The MX element formats appended after them (E3M2, E2M3, E2M1)
+// are only ever used behind a block scale, and counting them would change the blob layout and
+// the device histogram, so for them above_max_of gives the values in binades wholly above max.
+inline constexpr size_t kFormatCount = 6;
 
 struct ExponentHistogram {
     // One bin per power of two over the whole FP32 range: bin e counts the finite nonzero values
@@ -37,7 +41,8 @@ struct ExponentHistogram {
 
     // Count of bin `exponent`; 0 outside [kMinExponent, kMaxExponent].
     uint64_t bin(int exponent) const;
-    uint64_t above_max_of(Format f) const { return above_max[static_cast<size_t>(f)]; }
+    // Exact for the first kFormatCount formats; a lower bound for the others (see kFormatCount).
+    uint64_t above_max_of(Format f) const;
     uint64_t nonzero_finite() const;  // sum of all bins
     uint64_t total() const;           // every element counted: bins + zeros + non_finite
     // Lowest / highest exponent with a nonzero bin; kMaxExponent+1 / kMinExponent-1 when empty.

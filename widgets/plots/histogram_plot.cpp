@@ -24,6 +24,12 @@ QColor strip_color(Format f) {
             return QColor(0x99, 0x77, 0x33);
         case Format::FP32:
             return QColor(0x66, 0x66, 0x66);
+        case Format::E3M2:
+            return QColor(0xc4, 0x7a, 0x3b);
+        case Format::E2M3:
+            return QColor(0xb8, 0x5c, 0x7a);
+        case Format::E2M1:
+            return QColor(0xa8, 0x3a, 0x3a);
     }
     return Qt::gray;
 }
@@ -34,6 +40,12 @@ QString upper_name(Format f) {
             return QStringLiteral("FP8 E4M3");
         case Format::E5M2:
             return QStringLiteral("FP8 E5M2");
+        case Format::E3M2:
+            return QStringLiteral("FP6 E3M2");
+        case Format::E2M3:
+            return QStringLiteral("FP6 E2M3");
+        case Format::E2M1:
+            return QStringLiteral("FP4 E2M1");
         default:
             return QString::fromStdString(format_name(f)).toUpper();
     }
