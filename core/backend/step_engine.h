@@ -28,6 +28,7 @@
 #include "core/nn/network.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
+#include "core/precision/gemm_quantizer.h"
 #include "core/precision/loss_scaler.h"
 #include "core/precision/precision_policy.h"
 
@@ -79,6 +80,8 @@ struct StepResult {
     float grad_norm = 0;
     float lr = 0;
     double seconds = 0;  // the attempt's time (a device's share of the time between read-backs)
+    // A scaled recipe's statistics, on a statistics step (StepLaunch::probe set).
+    std::vector<LayerScalingStats> scaling;
 };
 
 class StepEngine {

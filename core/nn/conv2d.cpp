@@ -76,20 +76,39 @@ std::vector<Parameter*> Conv2d::parameters() {
     return {&weight_};
 }
 
+// Under a scaled recipe the operands are quantized as tensors, blocks running along each
+// sample's (or each filter's) contiguous values, before the backend's im2col: exact for the
+// per-tensor recipes, and for block recipes the filter blocks match the GEMM's summed dimension
+// while the activation blocks follow the tensor's layout (Transformer Engine has no FP8
+// convolution to follow).
 void Conv2d::forward(LayerContext& ctx, const Tensor& x, Tensor& y) {
     const auto g = geometry(x.dim(0));
     y.resize({g.batch, out_c_, g.out_h(), g.out_w()});
-    ctx.backend.conv2d_forward(g, x.data(), weight_.forward_value().data(),
-                               has_bias_ ? bias_.forward_value().data() : nullptr, y.data(),
+    const int64_t taps = in_c_ * kernel_ * kernel_;
+    const float* xq = ctx.operand(GemmOperand::Input, GemmPass::Forward, SumAlong::Cols, x.data(), g.batch,
+                                  x.numel() / g.batch);
+    const float* wq = ctx.operand(GemmOperand::Weight, GemmPass::Forward, SumAlong::Cols,
+                                  weight_.forward_value().data(), out_c_, taps);
+    ctx.backend.conv2d_forward(g, xq, wq, has_bias_ ? bias_.forward_value().data() : nullptr, y.data(),
                                ctx.gemm_operands);
 }
 
 void Conv2d::backward(LayerContext& ctx, const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx) {
     const auto g = geometry(x.dim(0));
     if (dx) dx->resize(x.shape());
-    ctx.backend.conv2d_backward(g, x.data(), weight_.forward_value().data(), dy.data(),
-                                dx ? dx->data() : nullptr, weight_.grad.data(),
-                                has_bias_ ? bias_.grad.data() : nullptr, ctx.gemm_operands);
+    const int64_t taps = in_c_ * kernel_ * kernel_;
+    const float* xq = ctx.operand(GemmOperand::Input, GemmPass::WeightGrad, SumAlong::Cols, x.data(), g.batch,
+                                  x.numel() / g.batch);
+    const float* wq = ctx.operand(GemmOperand::Weight, GemmPass::DataGrad, SumAlong::Cols,
+                                  weight_.forward_value().data(), out_c_, taps);
+    const float* dyq = ctx.operand(GemmOperand::OutputGrad, GemmPass::DataGrad, SumAlong::Cols, dy.data(),
+                                   g.batch, dy.numel() / g.batch);
+    // The bias gradient sums the unquantized dy, as the recipes keep bias math in high precision.
+    const bool bias_from_dy = has_bias_ && dyq != dy.data();
+    ctx.backend.conv2d_backward(g, xq, wq, dyq, dx ? dx->data() : nullptr, weight_.grad.data(),
+                                has_bias_ && !bias_from_dy ? bias_.grad.data() : nullptr, ctx.gemm_operands);
+    if (bias_from_dy)
+        ctx.backend.bias_grad_channels(dy.data(), bias_.grad.data(), g.batch, out_c_, g.out_h() * g.out_w());
 }
 
 nlohmann::json Conv2d::to_json() const {

@@ -12,6 +12,7 @@
 #include "core/common/checked_arith.h"
 #include "core/common/rng.h"
 #include "core/common/text_format.h"  // float_as_json_double: how each layer's to_json writes a float setting
+#include "core/precision/gemm_quantizer.h"
 #include "core/tensor/parameter.h"
 #include "core/tensor/tensor.h"
 
@@ -44,6 +45,26 @@ struct LayerContext {
     Format gemm_operands = Format::FP32;  // TF32 rounds GEMM/conv operands; other policies store them rounded
     bool training = true;
     Rng* rng = nullptr;  // dropout masks
+    // Under a scaled recipe, the quantizer of the layer being run (the Network sets it around
+    // each layer's forward and backward); null otherwise.
+    GemmQuantizer* quantizer = nullptr;
+
+    // The operand as the layer's GEMM reads it: quantized by the recipe, or as it is.
+    const float* operand(GemmOperand which, GemmPass pass, SumAlong along, const float* values, int64_t rows,
+                         int64_t cols) const {
+        return quantizer ? quantizer->operand(which, pass, along, values, rows, cols) : values;
+    }
+    // C = op(A) · op(B) (alpha 1, beta 0) through the backend, or through the recipe's narrow
+    // accumulator when it emulates one.
+    void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+              const float* b, int64_t ldb, float* c, int64_t ldc) const {
+        if (quantizer && quantizer->config().accumulator_bits > 0)
+            limited_accumulator_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc,
+                                     quantizer->config().accumulator_bits,
+                                     quantizer->config().accumulator_interval);
+        else
+            backend.gemm(trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc, gemm_operands);
+    }
 };
 
 class Layer {

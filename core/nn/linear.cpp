@@ -51,20 +51,29 @@ std::vector<Parameter*> Linear::parameters() {
 void Linear::forward(LayerContext& ctx, const Tensor& x, Tensor& y) {
     const int64_t n = x.dim(0);
     y.resize({n, out_});
-    ctx.backend.gemm(false, true, n, out_, in_, 1.0f, x.data(), in_, weight_.forward_value().data(), in_,
-                     0.0f, y.data(), out_, ctx.gemm_operands);
+    const float* xq = ctx.operand(GemmOperand::Input, GemmPass::Forward, SumAlong::Cols, x.data(), n, in_);
+    const float* wq = ctx.operand(GemmOperand::Weight, GemmPass::Forward, SumAlong::Cols,
+                                  weight_.forward_value().data(), out_, in_);
+    ctx.gemm(false, true, n, out_, in_, xq, in_, wq, in_, y.data(), out_);
     if (has_bias_) ctx.backend.add_bias_rows(y.data(), bias_.forward_value().data(), n, out_);
 }
 
+// dw = dyᵀ · x sums over the batch (the operands' rows); dx = dy · w over out_features.
 void Linear::backward(LayerContext& ctx, const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx) {
     const int64_t n = x.dim(0);
-    ctx.backend.gemm(true, false, out_, in_, n, 1.0f, dy.data(), out_, x.data(), in_, 0.0f,
-                     weight_.grad.data(), in_, ctx.gemm_operands);
+    const float* dy_w =
+        ctx.operand(GemmOperand::OutputGrad, GemmPass::WeightGrad, SumAlong::Rows, dy.data(), n, out_);
+    const float* x_w =
+        ctx.operand(GemmOperand::Input, GemmPass::WeightGrad, SumAlong::Rows, x.data(), n, in_);
+    ctx.gemm(true, false, out_, in_, n, dy_w, out_, x_w, in_, weight_.grad.data(), in_);
     if (has_bias_) ctx.backend.bias_grad_rows(dy.data(), bias_.grad.data(), n, out_);
     if (dx) {
         dx->resize({n, in_});
-        ctx.backend.gemm(false, false, n, in_, out_, 1.0f, dy.data(), out_, weight_.forward_value().data(),
-                         in_, 0.0f, dx->data(), in_, ctx.gemm_operands);
+        const float* dy_d =
+            ctx.operand(GemmOperand::OutputGrad, GemmPass::DataGrad, SumAlong::Cols, dy.data(), n, out_);
+        const float* w_d = ctx.operand(GemmOperand::Weight, GemmPass::DataGrad, SumAlong::Rows,
+                                       weight_.forward_value().data(), out_, in_);
+        ctx.gemm(false, false, n, in_, out_, dy_d, out_, w_d, in_, dx->data(), in_);
     }
 }
 

@@ -200,6 +200,42 @@ void Network::prepare_weights(const PrecisionPolicy& policy) {
     }
 }
 
+void Network::prepare_recipe(const ScaledRecipeConfig& config, uint64_t seed) {
+    quantizers_.clear();
+    if (config.recipe == ScaledRecipe::None) return;
+    quantizers_.resize(layers_.size());
+    for (size_t i = 0; i < layers_.size(); ++i)
+        if (layers_[i]->runs_in_reduced_precision())
+            quantizers_[i] = std::make_unique<GemmQuantizer>(config, seed, i);
+}
+
+void Network::set_recipe_config(const ScaledRecipeConfig& config) {
+    for (auto& q : quantizers_)
+        if (q) q->set_config(config);
+}
+
+void Network::begin_quantized_step(int64_t step, bool take_stats) {
+    for (auto& q : quantizers_)
+        if (q) q->begin_step(step, take_stats);
+}
+
+void Network::end_quantized_step() {
+    for (auto& q : quantizers_)
+        if (q) q->end_step();
+}
+
+std::vector<LayerScalingStats> Network::scaling_stats() const {
+    std::vector<LayerScalingStats> all;
+    for (size_t i = 0; i < quantizers_.size(); ++i)
+        if (quantizers_[i])
+            for (const auto& s : quantizers_[i]->stats()) all.push_back({i, s});
+    return all;
+}
+
+GemmQuantizer* Network::quantizer(size_t layer) {
+    return layer < quantizers_.size() ? quantizers_[layer].get() : nullptr;
+}
+
 int64_t Network::parameter_count() const {
     int64_t n = 0;
     for (const auto& l : layers_) n += l->parameter_count();
@@ -235,7 +271,9 @@ const Tensor& Network::forward(LayerContext& ctx, const Tensor& input, const Pre
     ctx.backend.round(policy.activations, input.data(), x0.data(), input.numel());
     for (size_t i = 0; i < layers_.size(); ++i) {
         Tensor& y = activations_[i + 1];
+        ctx.quantizer = quantizer(i);
         layers_[i]->forward(ctx, activations_[i], y);
+        ctx.quantizer = nullptr;
         ctx.backend.round(policy.activations, y.data(), y.data(), y.numel());
     }
     return activations_.back();
@@ -251,7 +289,9 @@ void Network::backward(LayerContext& ctx, const Tensor& output_grad, const Preci
     for (size_t i = n; i-- > 0;) {
         Tensor* dx = i > lowest_trained_ ? &gradients_[i] : nullptr;
         Layer& layer = *layers_[i];
+        ctx.quantizer = quantizer(i);
         layer.backward(ctx, activations_[i], activations_[i + 1], gradients_[i + 1], dx);
+        ctx.quantizer = nullptr;
         const Format grad_format = layer.runs_in_reduced_precision() ? policy.weight_grads
                                    : policy.master != Format::FP32   ? policy.master
                                                                      : Format::FP32;

@@ -81,6 +81,20 @@ public:
     std::string parameter_owner(size_t parameter_index) const;
     std::string layer_label(size_t layer) const;
 
+    // Scaled recipes: a GemmQuantizer for every layer that runs in reduced precision (GEMM and
+    // convolution), seeded by the run's seed and the layer's index. Call after build; a config
+    // whose recipe is None removes them.
+    void prepare_recipe(const ScaledRecipeConfig& config, uint64_t seed);
+    // A live change of the recipe's settings (same recipe), from the next step.
+    void set_recipe_config(const ScaledRecipeConfig& config);
+    bool quantizes() const { return !quantizers_.empty(); }
+    // Brackets one training attempt (see GemmQuantizer). Both do nothing without a recipe.
+    void begin_quantized_step(int64_t step, bool take_stats);
+    void end_quantized_step();
+    // The statistics the last attempt took, layer by layer.
+    std::vector<LayerScalingStats> scaling_stats() const;
+    GemmQuantizer* quantizer(size_t layer);
+
     // Forward pass; the input is rounded to the activation format first. Returns the output.
     const Tensor& forward(LayerContext& ctx, const Tensor& input, const PrecisionPolicy& policy);
     // Backward from the loss gradient (scaled FP32). Leaves every parameter's grad in its
@@ -98,6 +112,9 @@ private:
     bool built_ = false;
     std::vector<Tensor> activations_;  // activations_[i] is layer i's input; the last is the output
     std::vector<Tensor> gradients_;    // gradients_[i] is the gradient of activations_[i]
+    // quantizers_[i] for layer i under a scaled recipe (null for layers that stay high precision);
+    // empty without one.
+    std::vector<std::unique_ptr<GemmQuantizer>> quantizers_;
 };
 
 }  // namespace mpwb

@@ -22,15 +22,6 @@ constexpr double kNoLimit = std::numeric_limits<double>::infinity();
 
 std::string num(double v) { return shortest_text(v); }
 
-// Names compare without case, with '-' and ' ' read as '_' ("Every-Clean-Step").
-std::string normalized(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (auto& c : out)
-        if (c == '-' || c == ' ') c = '_';
-    return out;
-}
-
 constexpr ScalerChoice kModes[] = {{int(ScalerMode::None), "none", "none"},
                                    {int(ScalerMode::Static), "static", "static"},
                                    {int(ScalerMode::Dynamic), "dynamic", "dynamic"},
@@ -45,81 +36,54 @@ constexpr ScalerChoice kGrowthTimings[] = {
     {int(GrowthTiming::OnInterval), "on_interval", "on interval (PyTorch)"},
     {int(GrowthTiming::AfterInterval), "after_interval", "after interval (NNabla)"}};
 
-// The setting an enumeration is stored in, for messages.
-template <class Enum>
-const char* enum_setting();
-template <>
-const char* enum_setting<ScalerMode>() {
-    return "mode";
-}
-template <>
-const char* enum_setting<HysteresisRefill>() {
-    return "refill";
-}
-template <>
-const char* enum_setting<OverflowAction>() {
-    return "on_overflow";
-}
-template <>
-const char* enum_setting<GrowthTiming>() {
-    return "growth_timing";
-}
-
-// "none, static or dynamic": the names of the choices, aliases left out.
-std::string choice_list(std::span<const ScalerChoice> choices) {
-    std::vector<const char*> names;
-    for (const auto& c : choices)
-        if (c.label) names.push_back(c.name);
-    std::string out;
-    for (size_t i = 0; i < names.size(); ++i)
-        out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i]);
-    return out;
-}
-
 }  // namespace
 
 template <>
-std::span<const ScalerChoice> scaler_choices<ScalerMode>() {
+std::span<const SettingChoice> setting_choices<ScalerMode>() {
     return kModes;
 }
 template <>
-std::span<const ScalerChoice> scaler_choices<HysteresisRefill>() {
+std::span<const SettingChoice> setting_choices<HysteresisRefill>() {
     return kRefills;
 }
 template <>
-std::span<const ScalerChoice> scaler_choices<OverflowAction>() {
+std::span<const SettingChoice> setting_choices<OverflowAction>() {
     return kOverflowActions;
 }
 template <>
-std::span<const ScalerChoice> scaler_choices<GrowthTiming>() {
+std::span<const SettingChoice> setting_choices<GrowthTiming>() {
     return kGrowthTimings;
+}
+template <>
+const char* enum_setting_name<ScalerMode>() {
+    return "mode";
+}
+template <>
+const char* enum_setting_name<HysteresisRefill>() {
+    return "refill";
+}
+template <>
+const char* enum_setting_name<OverflowAction>() {
+    return "on_overflow";
+}
+template <>
+const char* enum_setting_name<GrowthTiming>() {
+    return "growth_timing";
 }
 
 template <class Enum>
 Enum parse_scaler_enum(std::string_view text) {
-    const std::string wanted = normalized(text);
-    for (const auto& c : scaler_choices<Enum>())
-        if (wanted == c.name) return static_cast<Enum>(c.value);
-    throw ScalerConfigError({enum_setting<Enum>(), "unknown " + std::string(enum_setting<Enum>()) + " '" +
-                                                       std::string(text) + "' (expected " +
-                                                       choice_list(scaler_choices<Enum>()) + ")"});
-}
-
-template <class Enum>
-const char* scaler_enum_name(Enum value) {
-    for (const auto& c : scaler_choices<Enum>())
-        if (c.value == int(value)) return c.name;
-    return "?";
+    try {
+        return parse_setting_enum<Enum>(text);
+    } catch (const ConfigError& e) {
+        throw ScalerConfigError({enum_setting_name<Enum>(), e.what()});
+    }
 }
 
 template ScalerMode parse_scaler_enum<ScalerMode>(std::string_view);
 template HysteresisRefill parse_scaler_enum<HysteresisRefill>(std::string_view);
 template OverflowAction parse_scaler_enum<OverflowAction>(std::string_view);
 template GrowthTiming parse_scaler_enum<GrowthTiming>(std::string_view);
-template const char* scaler_enum_name<ScalerMode>(ScalerMode);
-template const char* scaler_enum_name<HysteresisRefill>(HysteresisRefill);
-template const char* scaler_enum_name<OverflowAction>(OverflowAction);
-template const char* scaler_enum_name<GrowthTiming>(GrowthTiming);
 
 ScalerConfigError::ScalerConfigError(ConfigIssue issue)
     : ConfigError("loss scaler: " + issue.message), issue_(std::move(issue)) {}
@@ -129,33 +93,6 @@ ScalerConfigError::ScalerConfigError(ConfigIssue issue)
 
 namespace {
 
-// get and set for a member, through the JSON value of its kind: an enumeration by name, the
-// rest as themselves. set reads with the shared strict reader, so the member's own type bounds
-// the conversion (int64 for growth_interval, int for hysteresis); issues() names the real limits.
-template <auto Member>
-nlohmann::json get_member(const LossScalerConfig& c) {
-    using T = std::remove_cvref_t<decltype(c.*Member)>;
-    if constexpr (std::is_enum_v<T>)
-        return scaler_enum_name(c.*Member);
-    else
-        return c.*Member;
-}
-
-template <auto Member>
-void set_member(LossScalerConfig& c, const nlohmann::json& v, std::string_view path) {
-    using T = std::remove_cvref_t<decltype(c.*Member)>;
-    if constexpr (std::is_enum_v<T>) {
-        const auto name = setting_value<std::string>(v, path);
-        try {
-            c.*Member = parse_scaler_enum<T>(name);
-        } catch (const ScalerConfigError& e) {
-            throw ConfigError("setting '" + std::string(path) + "': " + e.issue().message);
-        }
-    } else {
-        c.*Member = setting_value<T>(v, path);
-    }
-}
-
 bool always(const LossScalerConfig&) { return true; }
 bool scaled(const LossScalerConfig& c) { return c.mode != ScalerMode::None; }
 bool dynamic(const LossScalerConfig& c) { return c.mode == ScalerMode::Dynamic; }
@@ -163,7 +100,9 @@ bool retrying(const LossScalerConfig& c) { return dynamic(c) && c.on_overflow ==
 // The refill rule matters only when hysteresis tolerates overflows.
 bool tolerating(const LossScalerConfig& c) { return dynamic(c) && c.hysteresis > 1; }
 
-#define MPWB_SCALER_MEMBER(m) get_member<&LossScalerConfig::m>, set_member<&LossScalerConfig::m>
+#define MPWB_SCALER_MEMBER(m)                                   \
+    get_setting_member<&LossScalerConfig::m, LossScalerConfig>, \
+        set_setting_member<&LossScalerConfig::m, LossScalerConfig>
 
 using K = ScalerFieldKind;
 const ScalerField kFields[] = {
@@ -304,36 +243,12 @@ const ScalerField kFields[] = {
 
 #undef MPWB_SCALER_MEMBER
 
-// "greater than 1", "in (0, 1)", "at least 0".
-std::string range_text(const ScalerField& f) {
-    if (std::isinf(f.max)) return (f.min_open ? "greater than " : "at least ") + num(f.min);
-    return "in " + std::string(f.min_open ? "(" : "[") + num(f.min) + ", " + num(f.max) +
-           (f.max_open ? ")" : "]");
-}
-
-bool in_range(const ScalerField& f, double v) {
-    const bool above_min = f.min_open ? v > f.min : v >= f.min;
-    const bool below_max = f.max_open ? v < f.max : v <= f.max;
-    return std::isfinite(v) && above_min && below_max;
-}
-
-// The issue of a Real or Integer field outside its range; nullopt-like empty message if fine.
-std::string range_problem(const ScalerField& f, const nlohmann::json& value) {
-    const double v = value.get<double>();
-    if (in_range(f, v)) return {};
-    const std::string shown = value.is_number_integer() ? value.dump() : num(v);
-    const char* what = f.kind == ScalerFieldKind::Real ? "a finite number " : "";
-    return std::string(f.name) + " must be " + what + range_text(f) + " (got " + shown + ")";
-}
-
 }  // namespace
 
 std::span<const ScalerField> loss_scaler_fields() { return kFields; }
 
 const ScalerField* find_loss_scaler_field(std::string_view name) {
-    for (const auto& f : kFields)
-        if (name == f.name) return &f;
-    return nullptr;
+    return find_setting_field(loss_scaler_fields(), name);
 }
 
 std::string loss_scale_problem(std::string_view name, double v) {
@@ -355,8 +270,8 @@ std::vector<ConfigIssue> LossScalerConfig::issues() const {
         std::string problem;
         if (f.kind == ScalerFieldKind::Scale)
             problem = loss_scale_problem(f.name, f.get(*this).get<double>());
-        else if (f.kind == ScalerFieldKind::Real || f.kind == ScalerFieldKind::Integer)
-            problem = range_problem(f, f.get(*this));
+        else
+            problem = setting_range_problem(f, *this);
         if (!problem.empty()) out.push_back({f.name, std::move(problem)});
     }
     // Between the scales: only once each of them is a valid FP32 scale.
@@ -385,7 +300,7 @@ void LossScalerConfig::validate() const {
 // Presets
 
 LossScalerConfig loss_scaler_preset(std::string_view name) {
-    const std::string n = normalized(name);
+    const std::string n = setting_detail::normalized(name);
     LossScalerConfig c;
     if (n == "default") return c;
     if (n == "pytorch" || n == "torch") {
@@ -441,12 +356,8 @@ nlohmann::json loss_scaler_config_to_json(const LossScalerConfig& c) {
 }
 
 LossScalerConfig loss_scaler_config_from_json(const nlohmann::json& j, std::string_view where) {
-    std::vector<std::string_view> names;
-    for (const auto& f : kFields) names.push_back(f.name);
-    check_setting_keys(j, where.empty() ? "loss scaler settings" : where, names);
     LossScalerConfig c;
-    for (const auto& [key, value] : j.items())
-        find_loss_scaler_field(key)->set(c, value, setting_path(where, key));
+    read_setting_fields(loss_scaler_fields(), j, where, "loss scaler settings", c);
     c.validate();
     return c;
 }

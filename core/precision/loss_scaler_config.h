@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
+#include "core/precision/setting_field.h"
 
 namespace mpwb {
 
@@ -44,31 +45,37 @@ enum class OverflowAction { Skip, Retry };
 //   rule rather than an adjusted interval because no single interval reproduces both gaps.
 enum class GrowthTiming { OnInterval, AfterInterval };
 
-// One name of an enumeration's value: the name written in JSON and accepted on the command line,
-// and the form's label for it. An entry without a label is an accepted alias ("off" for none).
-struct ScalerChoice {
-    int value;
-    const char* name;
-    const char* label;
-};
+using ScalerChoice = SettingChoice;
 
-// The names of each enumeration, table-driven: one parser and one writer serve all four.
-// Parsing ignores case and reads '-' and ' ' as '_'; an unknown name is a ConfigError naming the
-// setting and the valid names.
+// The names of each enumeration, table-driven (setting_field.h): one parser and one writer serve
+// all four. Parsing ignores case and reads '-' and ' ' as '_'; an unknown name is a
+// ScalerConfigError naming the setting and the valid names.
+template <>
+std::span<const SettingChoice> setting_choices<ScalerMode>();
+template <>
+std::span<const SettingChoice> setting_choices<HysteresisRefill>();
+template <>
+std::span<const SettingChoice> setting_choices<OverflowAction>();
+template <>
+std::span<const SettingChoice> setting_choices<GrowthTiming>();
+template <>
+const char* enum_setting_name<ScalerMode>();
+template <>
+const char* enum_setting_name<HysteresisRefill>();
+template <>
+const char* enum_setting_name<OverflowAction>();
+template <>
+const char* enum_setting_name<GrowthTiming>();
 template <class Enum>
-std::span<const ScalerChoice> scaler_choices();
-template <>
-std::span<const ScalerChoice> scaler_choices<ScalerMode>();
-template <>
-std::span<const ScalerChoice> scaler_choices<HysteresisRefill>();
-template <>
-std::span<const ScalerChoice> scaler_choices<OverflowAction>();
-template <>
-std::span<const ScalerChoice> scaler_choices<GrowthTiming>();
+std::span<const SettingChoice> scaler_choices() {
+    return setting_choices<Enum>();
+}
 template <class Enum>
 Enum parse_scaler_enum(std::string_view text);
 template <class Enum>
-const char* scaler_enum_name(Enum value);
+const char* scaler_enum_name(Enum value) {
+    return setting_enum_name(value);
+}
 
 inline ScalerMode parse_scaler_mode(std::string_view text) { return parse_scaler_enum<ScalerMode>(text); }
 inline HysteresisRefill parse_hysteresis_refill(std::string_view text) {
@@ -84,15 +91,6 @@ inline const char* to_string(ScalerMode mode) { return scaler_enum_name(mode); }
 inline const char* to_string(HysteresisRefill refill) { return scaler_enum_name(refill); }
 inline const char* to_string(OverflowAction action) { return scaler_enum_name(action); }
 inline const char* to_string(GrowthTiming timing) { return scaler_enum_name(timing); }
-
-// A setting that is out of range: which one (its name in loss_scaler_fields(), e.g.
-// "growth_factor") and why, worded for a person ("growth_factor must be a finite number greater
-// than 1 (got 1)").
-struct ConfigIssue {
-    std::string field;
-    std::string message;
-    bool operator==(const ConfigIssue&) const = default;
-};
 
 // The ConfigError of a refused scaler configuration; what() is "loss scaler: " + the message.
 class ScalerConfigError : public ConfigError {
@@ -135,32 +133,8 @@ struct LossScalerConfig {
     bool operator==(const LossScalerConfig&) const = default;
 };
 
-// What kind of value a setting holds, which decides how it is read, written and edited.
-// Scale: a loss scale, a positive FP32 value (edited as a power of two).
-enum class ScalerFieldKind { Choice, Scale, Real, Integer, Flag };
-
-// One setting of LossScalerConfig. get and set carry the value as JSON of the kind's type
-// (string name, number, integer, bool), which is what the JSON reader and the form exchange.
-// set checks the value's type and that it fits the member (a ConfigError naming path
-// otherwise), not its range: issues() does that for the whole configuration.
-struct ScalerField {
-    const char* name;   // the JSON key and the field a ConfigIssue names
-    const char* label;  // the form's label
-    ScalerFieldKind kind;
-    const char* help;
-    // Real and Integer: the valid range; an open end excludes the bound itself. An infinite max
-    // means no upper limit. Scale fields are bounded by FP32 instead.
-    double min = 0.0;
-    double max = 0.0;
-    bool min_open = false;
-    bool max_open = false;
-    double step = 1.0;                      // the form's arrow step for Real
-    std::span<const ScalerChoice> choices;  // Choice
-    // Whether the setting matters under c (the form disables the ones that do not).
-    bool (*applies)(const LossScalerConfig& c);
-    nlohmann::json (*get)(const LossScalerConfig& c);
-    void (*set)(LossScalerConfig& c, const nlohmann::json& value, std::string_view path);
-};
+using ScalerFieldKind = SettingKind;
+using ScalerField = SettingField<LossScalerConfig>;
 
 // Every setting, in the order the form shows them.
 std::span<const ScalerField> loss_scaler_fields();

@@ -8,21 +8,37 @@
 #include <vector>
 
 #include "core/numeric/format.h"
+#include "core/precision/scaled_recipe_config.h"
 
 namespace mpwb {
 
-enum class PrecisionKind { FP32, TF32, FP16Mixed, BF16Mixed, FP16Pure };
+// The scaled recipes (Fp8Delayed ... NvFp4) follow bf16-mixed for every value a layer stores and
+// quantize the operands of each GEMM and convolution by their recipe (scaled_recipe_config.h).
+enum class PrecisionKind {
+    FP32,
+    TF32,
+    FP16Mixed,
+    BF16Mixed,
+    FP16Pure,
+    Fp8Delayed,
+    Fp8Current,
+    Fp8Block,
+    MxFp8,
+    NvFp4
+};
 
 struct PrecisionPolicy {
     PrecisionKind kind = PrecisionKind::FP32;
-    Format gemm_operands = Format::FP32;   // rounding applied inside GEMM/conv (TF32 only)
-    Format activations = Format::FP32;     // activations and activation gradients as stored
-    Format weight_copy = Format::FP32;     // the weight copy forward reads (FP32 = none)
-    Format weight_grads = Format::FP32;    // weight gradients as stored
-    Format master = Format::FP32;          // master weights (FP16 under fp16-pure)
-    bool loss_scaling_by_default = false;  // FP16 policies need a loss scale; BF16 has FP32's range
+    Format gemm_operands = Format::FP32;       // rounding applied inside GEMM/conv (TF32 only)
+    Format activations = Format::FP32;         // activations and activation gradients as stored
+    Format weight_copy = Format::FP32;         // the weight copy forward reads (FP32 = none)
+    Format weight_grads = Format::FP32;        // weight gradients as stored
+    Format master = Format::FP32;              // master weights (FP16 under fp16-pure)
+    bool loss_scaling_by_default = false;      // FP16 policies need a loss scale; BF16 has FP32's range
+    ScaledRecipe recipe = ScaledRecipe::None;  // quantized GEMM operands, per scaled_recipe_config.h
 
     bool reduced() const { return activations != Format::FP32; }
+    bool scaled() const { return recipe != ScaledRecipe::None; }
     std::string name() const;
 
     // weight_grads defaults to the activation format, as PyTorch AMP stores them; FP32 is the
@@ -31,9 +47,12 @@ struct PrecisionPolicy {
     static PrecisionPolicy make(PrecisionKind kind, Format weight_grads);
 };
 
-// "fp32", "tf32", "fp16-mixed", "bf16-mixed", "fp16-pure"; ConfigError names a bad value.
+// "fp32", "tf32", "fp16-mixed", "bf16-mixed", "fp16-pure", "fp8-delayed", "fp8-current",
+// "fp8-block", "mxfp8", "nvfp4"; ConfigError names a bad value.
 PrecisionKind parse_precision(std::string_view name);
 std::string precision_name(PrecisionKind kind);
 std::vector<std::string> precision_names();
+// Every kind, in the order of precision_names().
+std::vector<PrecisionKind> precision_kinds();
 
 }  // namespace mpwb

@@ -97,6 +97,11 @@ std::string event_text(const std::string& kind, const nlohmann::json& detail) {
         if (before != after) s += "; scale " + scale_text(before) + " → " + scale_text(after);
         return s;
     }
+    if (kind == "recipe_changed") {  // Trainer::request_recipe_config: {"field": {"from", "to"}}
+        std::string s = "recipe settings:";
+        for (const auto& [key, change] : d.items()) s += (s.back() == ':' ? " " : "; ") + key + " " + value_text(change);
+        return s.back() == ':' ? s + " unchanged" : s;
+    }
     if (kind == "lr_changed")
         return "learning rate " + shortest_text(get(d, "from")) + " → " + shortest_text(get(d, "to"));
     if (kind == "failed") return text(d, "error");

@@ -73,7 +73,10 @@ void HostStepEngine::launch(const StepLaunch& attempt) {
     r.scale_used = scaler_->scale();
     const auto rows = std::span<const int64_t>(order_).subspan(static_cast<size_t>(attempt.batch_offset),
                                                                static_cast<size_t>(attempt.batch_size));
+    network_.begin_quantized_step(attempt.step, attempt.probe != nullptr);
     const Backend::LossResult loss = pass_.run(rows, r.scale_used, attempt.probe);
+    r.scaling = network_.scaling_stats();
+    network_.end_quantized_step();
     r.loss = loss.loss;
     r.correct = loss.correct;
     r.first_nonfinite_parameter = unscale_gradients(r.scale_used);
@@ -120,6 +123,7 @@ Backend::LossResult evaluate_on_host(Network& network, const Dataset& data, Back
     Backend::LossResult total;
     int64_t seen = 0;
     while (batches.next(bx, by)) {
+        network.begin_quantized_step(0, false);  // quantizes with the scales training left, changes none
         const auto r = batch_loss(backend, data.is_classification(), network.forward(ctx, bx, policy), by,
                                   nullptr, 1.0f);
         const int64_t n = bx.dim(0);

@@ -9,6 +9,7 @@
 
 #include "core/nn/network.h"
 #include "core/numeric/exponent_histogram.h"
+#include "core/precision/gemm_quantizer.h"
 #include "core/train/run_status.h"
 
 namespace mpwb {
@@ -66,6 +67,14 @@ struct GradientStatsRecord {
     float loss_scale = 1;
 };
 
+// What a scaled recipe's quantization of one GEMM operand of one layer did, on a statistics step.
+struct ScalingStatsRecord {
+    int64_t step = 0;
+    size_t layer = 0;
+    std::string layer_label;  // "3 Linear"
+    ScalingStats stats;       // stats.operand: "x", "w", "dy", "x (wgrad)", ...
+};
+
 struct TrainingEvent {
     int64_t step = 0;
     double wall_time = 0;
@@ -98,6 +107,7 @@ public:
     virtual void on_step(const StepMetrics&) {}
     virtual void on_eval(const EvalMetrics&) {}
     virtual void on_gradient_stats(const GradientStatsRecord&) {}
+    virtual void on_scaling_stats(const ScalingStatsRecord&) {}
     virtual void on_event(const TrainingEvent&) {}
     virtual void on_run_end(const RunSummary&) {}
 };

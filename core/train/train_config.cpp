@@ -26,6 +26,12 @@ LossScalerConfig TrainConfig::effective_scaler() const {
     return c;
 }
 
+ScaledRecipeConfig TrainConfig::effective_recipe() const {
+    ScaledRecipeConfig c = recipe;
+    c.recipe = PrecisionPolicy::make(precision).recipe;
+    return c;
+}
+
 void TrainConfig::validate() const {
     if (epochs < 1 && max_steps < 1)
         throw ConfigError("epochs must be at least 1, gets " + std::to_string(epochs));
@@ -44,6 +50,7 @@ void TrainConfig::validate() const {
     optimizer.validate();
     schedule.validate();
     effective_scaler().validate();
+    effective_recipe().validate();
     (void)policy();
 }
 
@@ -84,6 +91,7 @@ nlohmann::json to_json(const TrainConfig& c) {
                      {"stats_every", c.stats_every},
                      {"eval_every", c.eval_every},
                      {"eval_batch", c.eval_batch}};
+    if (c.policy().scaled()) j["recipe"] = scaled_recipe_config_to_json(c.effective_recipe());
     return j;
 }
 
@@ -129,7 +137,7 @@ void read_scalars(const nlohmann::json& j, TrainConfig& c) {
 TrainConfig train_config_from_json(const nlohmann::json& j, TrainConfig c) {
     check_setting_keys(j, "training settings",
                        {"dataset", "epochs", "max_steps", "batch_size", "lr", "optimizer", "schedule",
-                        "clip_norm", "seed", "threads", "precision", "weight_grad_format", "scaler",
+                        "clip_norm", "seed", "threads", "precision", "weight_grad_format", "scaler", "recipe",
                         "stats_every", "eval_every", "eval_batch", "device_graphs"});
     if (j.contains("dataset")) read_dataset(j["dataset"], c.dataset);
     read_scalars(j, c);
@@ -145,6 +153,7 @@ TrainConfig train_config_from_json(const nlohmann::json& j, TrainConfig c) {
         c.schedule = s;
     }
     if (j.contains("scaler")) c.scaler = loss_scaler_config_from_json(j["scaler"], "scaler");
+    if (j.contains("recipe")) c.recipe = scaled_recipe_config_from_json(j["recipe"], c.recipe, "recipe");
     return c;
 }
 

@@ -12,6 +12,7 @@
 #include "core/optim/optimizer.h"
 #include "core/precision/loss_scaler.h"
 #include "core/precision/precision_policy.h"
+#include "core/precision/scaled_recipe_config.h"
 
 namespace mpwb {
 
@@ -45,6 +46,10 @@ struct TrainConfig {
     std::optional<Format> weight_grad_format;  // default: the policy's
     // Empty: dynamic scaling for FP16 policies, none otherwise.
     std::optional<LossScalerConfig> scaler;
+    // The scaled recipe's settings (fp8-delayed, fp8-current, fp8-block, mxfp8, nvfp4). Its
+    // `recipe` member is not read: effective_recipe() takes it from `precision`. In JSON as
+    // "recipe", written only for a scaled policy.
+    ScaledRecipeConfig recipe;
     int64_t stats_every = 0;  // gradient statistics every K steps; 0 = off
     int64_t eval_every = 0;   // evaluate every N steps; 0 = at the end of every epoch
     int64_t eval_batch = 1000;
@@ -54,6 +59,7 @@ struct TrainConfig {
 
     PrecisionPolicy policy() const;
     LossScalerConfig effective_scaler() const;
+    ScaledRecipeConfig effective_recipe() const;
     // Throws ConfigError naming the setting.
     void validate() const;
 };

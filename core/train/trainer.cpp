@@ -117,6 +117,7 @@ Trainer::Trainer(Network& network, const Dataset& data, TrainConfig config, Back
     }
     network_.init(config_.seed);
     network_.prepare_weights(policy_);
+    network_.prepare_recipe(config_.effective_recipe(), config_.seed);
     ScheduleConfig schedule = config_.schedule;
     if (schedule.kind == "cosine" && schedule.total_steps == 0) schedule.total_steps = total_steps();
     schedule_ = std::make_unique<LrSchedule>(schedule, config_.lr);
@@ -166,6 +167,36 @@ void Trainer::request_learning_rate(float lr) {
         throw ConfigError("learning rate must be positive and finite, gets " + std::to_string(lr));
     std::lock_guard lock(request_mutex_);
     pending_lr_ = lr;
+}
+
+void Trainer::request_recipe_config(const ScaledRecipeConfig& config) {
+    if (!policy_.scaled())
+        throw ConfigError(
+            "recipe settings need a scaled precision (fp8-delayed, fp8-current, fp8-block, mxfp8 "
+            "or nvfp4), not " +
+            policy_.name());
+    ScaledRecipeConfig wanted = config;
+    wanted.recipe = policy_.recipe;
+    wanted.validate();
+    std::lock_guard lock(request_mutex_);
+    pending_recipe_ = wanted;
+}
+
+bool Trainer::recipe_request_pending() {
+    std::lock_guard lock(request_mutex_);
+    return pending_recipe_.has_value();
+}
+
+void Trainer::apply_recipe_request(int64_t at_step, double wall) {
+    std::lock_guard lock(request_mutex_);
+    if (!pending_recipe_) return;
+    const ScaledRecipeConfig before = config_.effective_recipe();
+    config_.recipe = *pending_recipe_;
+    pending_recipe_.reset();
+    const nlohmann::json changes = scaled_recipe_changes(before, config_.effective_recipe());
+    if (changes.empty()) return;
+    network_.set_recipe_config(config_.effective_recipe());
+    emit_event({at_step, wall, "recipe_changed", "user", changes});
 }
 
 bool Trainer::lr_request_pending() {
@@ -285,8 +316,9 @@ std::unique_ptr<StepEngine> Trainer::make_engine(int64_t total_steps) {
     c.seed = config_.seed;
     c.use_graphs = config_.device_graphs;
     StepEngineFactory* device = backend_.device_steps();
-    auto engine = device ? device->make_step_engine(network_, data_, c)
-                         : make_host_step_engine(network_, data_, backend_, c);
+    // Scaled recipes run on the host until the device engine quantizes (issue 15).
+    auto engine = device && !policy_.scaled() ? device->make_step_engine(network_, data_, c)
+                                              : make_host_step_engine(network_, data_, backend_, c);
     engine->set_scaler(scaler_.config(), scaler_);
     return engine;
 }
@@ -325,7 +357,8 @@ void Trainer::train_step(Run& run, int64_t epoch, int64_t batch) {
     step.offset = batch * config_.batch_size;
     step.n = std::min(config_.batch_size, run.batches.samples() - step.offset);
     step.statistics = config_.stats_every > 0 && (step.step % config_.stats_every == 0 || step.step == 1);
-    if (scaler_.has_pending_requests() || lr_request_pending()) apply_live_changes(run, step.step);
+    if (scaler_.has_pending_requests() || lr_request_pending() || recipe_request_pending())
+        apply_live_changes(run, step.step);
     if (step.statistics) collect(run, true);  // the histograms see the weights the step starts from
     run.in_flight.push_back(step);
     launch(run, run.in_flight.back());
@@ -347,6 +380,7 @@ void Trainer::apply_live_changes(Run& run, int64_t step) {
     collect(run, true);
     scaler_.begin_step(step);
     apply_lr_request(step, run.seconds());
+    apply_recipe_request(step, run.seconds());
     run.engine->set_scaler(scaler_.config(), scaler_);
 }
 
@@ -465,6 +499,10 @@ void Trainer::finish_step(Run& run, StepMetrics& m, const StepOutcome& outcome, 
             for (auto* o : observers_) o->on_gradient_stats(r);
         }
         run.probe.reset();
+    }
+    for (const auto& s : record.scaling) {
+        const ScalingStatsRecord r{m.step, s.layer, network_.layer_label(s.layer), s.stats};
+        for (auto* o : observers_) o->on_scaling_stats(r);
     }
     drain_scaler_events(m.wall_time);
 }

@@ -52,6 +52,11 @@ public:
     void request_scaler_config(const LossScalerConfig& config);
     void request_loss_scale(double scale);
     void request_learning_rate(float lr);
+    // A scaled recipe's settings (history length, algorithm, margin, MX scale rounding,
+    // stochastic rounding, ...): validated now, applied at the next step boundary and recorded as
+    // a "recipe_changed" event with the fields that changed. ConfigError when the run's policy
+    // has no scaled recipe.
+    void request_recipe_config(const ScaledRecipeConfig& config);
 
     const TrainConfig& config() const { return config_; }
     const PrecisionPolicy& policy() const { return policy_; }
@@ -88,6 +93,8 @@ private:
     void emit_event(const TrainingEvent& event);
     void drain_scaler_events(double wall);
     bool lr_request_pending();
+    bool recipe_request_pending();
+    void apply_recipe_request(int64_t at_step, double wall);
     void apply_lr_request(int64_t at_step, double wall);
 
     Network& network_;
@@ -106,6 +113,7 @@ private:
     std::condition_variable pause_cv_;
     std::mutex request_mutex_;
     std::optional<float> pending_lr_;
+    std::optional<ScaledRecipeConfig> pending_recipe_;
     float lr_scale_ = 1.0f;  // user's live learning-rate change, relative to the schedule's base
 };
 
