@@ -18,29 +18,13 @@
 #include "core/common/rng.h"
 #include "core/numeric/format.h"
 #include "core/numeric/half.h"
+#include "tests/numeric/bench_timing.h"
 #include "tests/numeric/reference_formats.h"
 
 using namespace mpwb;
-using Clock = std::chrono::steady_clock;
-
-namespace {
-
-double seconds_since(Clock::time_point t0) {
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-template <class F>
-double best_ns_per_element(F&& f, size_t n, int repeats) {
-    double best = 1e30;
-    for (int r = 0; r < repeats; ++r) {
-        const auto t0 = Clock::now();
-        f();
-        best = std::min(best, seconds_since(t0) * 1e9 / static_cast<double>(n));
-    }
-    return best;
-}
-
-}  // namespace
+using bench::best_ns_per_element;
+using bench::Clock;
+using bench::seconds_since;
 
 int main(int argc, char** argv) {
     uint32_t ref_stride = 1;

@@ -18,27 +18,15 @@
 #include "core/common/rng.h"
 #include "core/numeric/element_formats.h"
 #include "core/numeric/fp8.h"
+#include "tests/numeric/bench_timing.h"
 #include "tests/numeric/reference_formats.h"
 
 using namespace mpwb;
-using Clock = std::chrono::steady_clock;
+using bench::best_ns_per_element;
+using bench::Clock;
+using bench::seconds_since;
 
 namespace {
-
-double seconds_since(Clock::time_point t0) {
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-template <class F>
-double best_ns_per_element(F&& f, size_t n, int repeats) {
-    double best = 1e30;
-    for (int r = 0; r < repeats; ++r) {
-        const auto t0 = Clock::now();
-        f();
-        best = std::min(best, seconds_since(t0) * 1e9 / static_cast<double>(n));
-    }
-    return best;
-}
 
 struct Checked {
     const char* name;
