@@ -5,6 +5,7 @@
 #include "core/common/text_format.h"
 
 #include "sessions/file_identity.h"
+#include "sessions/scaling_stats_rows.h"
 #include "sessions/store_schema.h"
 
 #include "core/common/json_input.h"
@@ -27,8 +28,9 @@ constexpr const char* kBundleFormat = "mpwb-run-bundle";
 constexpr int kBundleFormatVersion = 1;
 
 // Tables owned by a run, keyed by run_id.
-const std::vector<std::string> kRunTables = {"metrics", "latest_metrics", "metric_blocks", "histograms",
-                                             "events",  "tags",           "notes",         "boundaries"};
+const std::vector<std::string> kRunTables = {"metrics",    "latest_metrics", "metric_blocks",
+                                             "histograms", "events",         "tags",
+                                             "notes",      "boundaries",     "scaling_stats"};
 
 std::vector<std::string> columns(sqlite::Db& db, const std::string& schema, const std::string& table) {
     sqlite::Stmt s(db, "PRAGMA " + schema + ".table_info(" + table + ")");
@@ -138,6 +140,27 @@ void check_bundle_json(const std::string& path) {
         db, "SELECT e.id, coalesce(r.uuid, ''), e.json FROM events e LEFT JOIN runs r ON r.id = e.run_id");
     while (events.step("reading bundle events")) {
         check(events.col_text(2), "run " + events.col_text(1) + ", event " + events.col_text(0) + " json");
+    }
+}
+
+// Every scaling_stats row a bundle carries, decoded as RunStore::scaling_stats will decode it,
+// before anything is imported: a damaged row would import and then fail every reader. A bundle
+// from before schema 6 has no such table and passes.
+void check_bundle_scaling_stats(const std::string& path) {
+    sqlite::Db db(path, SQLITE_OPEN_READONLY);
+    if (db.query_int("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='scaling_stats'") == 0)
+        return;
+    sqlite::Stmt rows(
+        db, std::string("SELECT ") + kScalingStatsColumns +
+                ", s.id, coalesce(r.uuid, '') FROM scaling_stats s LEFT JOIN runs r ON r.id = s.run_id");
+    while (rows.step("reading bundle scaling statistics")) {
+        const std::string what = "bundle " + path + ": table scaling_stats, row " +
+                                 std::to_string(rows.col_int(15)) + " (run " + rows.col_text(16) + ")";
+        try {
+            (void)read_scaling_stats_row(rows, what);
+        } catch (const DataError& e) {
+            throw StoreError(StoreError::Kind::Invalid, std::string(e.what()) + "; nothing was imported");
+        }
     }
 }
 
@@ -352,6 +375,7 @@ ImportReport import_bundle(RunStore& store, const std::string& bundle_path) {
     validate_bundle(bundle_path);
     check_bundle_integrity(bundle_path);
     check_bundle_json(bundle_path);
+    check_bundle_scaling_stats(bundle_path);
     try {
         return import_checked_bundle(store, bundle_path);
     } catch (const StoreError& e) {

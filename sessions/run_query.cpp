@@ -3,6 +3,7 @@
 #include "sessions/run_query.h"
 
 #include "sessions/run_store.h"
+#include "sessions/scaling_stats_rows.h"
 #include "sessions/store_schema.h"
 
 #include "core/common/json_input.h"
@@ -365,6 +366,22 @@ std::vector<Histogram> RunStore::histograms(std::int64_t run_id, std::optional<s
     std::vector<Histogram> out;
     while (s.step("reading histograms")) {
         out.push_back({s.col_int(0), s.col_int(1), s.col_text(2), s.col_text(3), s.col_blob(4)});
+    }
+    return out;
+}
+
+std::vector<ScalingStatsRecord> RunStore::scaling_stats(std::int64_t run_id) const {
+    sqlite::Stmt s(db_, std::string("SELECT ") + kScalingStatsColumns +
+                            ", id FROM scaling_stats WHERE run_id=? ORDER BY step, layer, operand, id");
+    s.bind(1, run_id);
+    std::vector<ScalingStatsRecord> out;
+    while (s.step("reading scaling statistics")) {
+        const std::string what = path() + ": table scaling_stats, row " + std::to_string(s.col_int(15));
+        try {
+            out.push_back(read_scaling_stats_row(s, what));
+        } catch (const DataError& e) {
+            throw StoreError(StoreError::Kind::Corrupt, e.what());
+        }
     }
     return out;
 }

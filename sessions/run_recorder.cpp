@@ -209,6 +209,10 @@ void RunRecorder::on_gradient_stats(const GradientStatsRecord& r) {
     if (std::isfinite(r.stats.headroom_log2)) log_stat(key::headroom_log2, r.stats.headroom_log2);
 }
 
+void RunRecorder::on_scaling_stats(const ScalingStatsRecord& r) {
+    if (writer_) writer_->log_scaling_stats(r);
+}
+
 void RunRecorder::on_event(const TrainingEvent& e) {
     if (!writer_) return;
     nlohmann::json j = e.detail.is_object() ? e.detail : nlohmann::json{{"detail", e.detail}};

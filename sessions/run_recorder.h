@@ -14,6 +14,7 @@
 //            headroom_log2 (infinite headroom, from an all-zero tensor, is not stored).
 //   histograms  layer label, kind "activation_grad" or "weight_grad:<parameter>", the exponent
 //            histogram blob (ExponentHistogram::to_blob).
+//   scaling_stats  every ScalingStatsRecord of a scaled recipe (RunStore::scaling_stats).
 //   events   every TrainingEvent: its kind, and its detail object with "source" added (a
 //            non-object detail goes under "detail"); "summary" at the end holds
 //            RunSummary::to_json().
@@ -88,6 +89,7 @@ public:
     void on_step(const StepMetrics& m) override;
     void on_eval(const EvalMetrics& m) override;
     void on_gradient_stats(const GradientStatsRecord& r) override;
+    void on_scaling_stats(const ScalingStatsRecord& r) override;
     void on_event(const TrainingEvent& e) override;
     void on_run_end(const RunSummary& summary) override;
 

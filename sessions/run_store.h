@@ -5,6 +5,7 @@
 // A RunStore is one connection: use it from one thread at a time. Training writes go through
 // RunWriter, which has its own connection and thread.
 #pragma once
+#include "core/train/observer.h"
 #include "sessions/run_types.h"
 #include "sessions/sqlite_db.h"
 #include "sessions/store_error.h"
@@ -97,6 +98,10 @@ public:
     std::vector<Histogram> histograms(std::int64_t run_id, std::optional<std::int64_t> step_lo = {},
                                       std::optional<std::int64_t> step_hi = {}, const std::string& layer = {},
                                       const std::string& kind = {});
+    // The scaled recipe's statistics of the run (empty for other policies), ordered by step,
+    // layer and operand. A damaged row (an unknown element format, a bad exponent histogram) is
+    // a StoreError(Corrupt) naming the file, the table, the row and the field.
+    std::vector<ScalingStatsRecord> scaling_stats(std::int64_t run_id) const;
     // Configuration keys whose values differ across the runs (missing counts as different).
     std::vector<ConfigDiffEntry> config_diff(const std::vector<std::int64_t>& run_ids);
 
@@ -123,7 +128,8 @@ private:
     void require_run(std::int64_t run_id);
 
     Options options_;
-    sqlite::Db db_;
+    // mutable: const queries (scaling_stats) prepare statements on it too.
+    mutable sqlite::Db db_;
     int opened_version_ = 0;
     std::vector<std::int64_t> interrupted_;
     bool without_wal_ = false;

@@ -2,6 +2,7 @@
 // metric_blocks upsert, histograms, events, final status).
 #include "sessions/run_writer.h"
 
+#include "sessions/scaling_stats_rows.h"
 #include "sessions/store_schema.h"
 
 #include <cmath>
@@ -12,7 +13,7 @@
 namespace mpwb {
 
 struct RunWriter::Statements {
-    sqlite::Stmt begin, commit, metric, latest, block, histogram, event, status;
+    sqlite::Stmt begin, commit, metric, latest, block, histogram, event, scaling, status;
 };
 
 namespace {
@@ -32,6 +33,21 @@ void bind_real(sqlite::Stmt& s, int i, double v) {
     } else {
         s.bind(i, v);
     }
+}
+
+void insert_scaling_row(sqlite::Stmt& s, std::int64_t run_id, const ScalingStatsRecord& r) {
+    const ScalingStats& st = r.stats;
+    s.bind(1, run_id).bind(2, r.step).bind(3, static_cast<std::int64_t>(r.layer)).bind(4, r.layer_label);
+    s.bind(5, st.operand).bind(6, format_name(st.element));
+    bind_real(s, 7, st.amax);
+    bind_real(s, 8, st.scale);
+    bind_real(s, 9, st.underflow_fraction);
+    bind_real(s, 10, st.saturate_fraction);
+    bind_real(s, 11, st.sqnr_db);
+    s.bind(12, st.values).bind(13, st.blocks).bind(14, st.clipped_blocks).bind(15, st.block_exponent_min);
+    const auto blob = block_exponent_counts_to_blob(st.block_exponent_counts);
+    s.bind_blob(16, blob.data(), blob.size()).run("writing scaling statistics");
+    s.reset();
 }
 
 }  // namespace
@@ -82,6 +98,11 @@ RunWriter::RunWriter(const std::string& db_path, std::int64_t run_id, const Opti
                      "count = count + excluded.count"),
         sqlite::Stmt(db, "INSERT INTO histograms(run_id, step, layer, kind, blob) VALUES(?,?,?,?,?)"),
         sqlite::Stmt(db, "INSERT INTO events(run_id, step, time, kind, json) VALUES(?,?,?,?,?)"),
+        sqlite::Stmt(db,
+                     "INSERT INTO scaling_stats(run_id, step, layer, layer_label, operand, element, amax, "
+                     "scale, underflow_fraction, saturate_fraction, sqnr_db, value_count, blocks, "
+                     "clipped_blocks, block_exponent_min, block_exponent_counts) "
+                     "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
         sqlite::Stmt(db, "UPDATE runs SET status=?, ended=? WHERE id=?"),
     });
     thread_ = std::thread([this] { loop(); });
@@ -123,6 +144,12 @@ void RunWriter::log_event(std::int64_t step, double time, std::string_view kind,
     std::lock_guard lk(mu_);
     pending_.events.push_back(
         {step, time, std::string(kind), json_text.empty() ? "{}" : std::string(json_text)});
+    pushed_locked();
+}
+
+void RunWriter::log_scaling_stats(ScalingStatsRecord record) {
+    std::lock_guard lk(mu_);
+    pending_.scaling.push_back(std::move(record));
     pushed_locked();
 }
 
@@ -184,6 +211,7 @@ void RunWriter::loop() {
             move_all(batch.metrics, pending_.metrics);
             move_all(batch.histograms, pending_.histograms);
             move_all(batch.events, pending_.events);
+            move_all(batch.scaling, pending_.scaling);
             if (pending_.status) {
                 batch.status = pending_.status;
                 pending_.status.reset();
@@ -285,6 +313,7 @@ void RunWriter::commit(const Batch& batch) {
             s.event.run("writing events");
             s.event.reset();
         }
+        for (const auto& r : batch.scaling) insert_scaling_row(s.scaling, run_id_, r);
         if (batch.status) {
             s.status.bind(1, to_string(batch.status->first)).bind(2, batch.status->second);
             s.status.bind(3, run_id_).run("setting run status");

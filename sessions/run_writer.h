@@ -47,6 +47,7 @@ public:
     void log_histogram(std::int64_t step, std::string_view layer, std::string_view kind,
                        std::vector<std::uint8_t> blob);
     void log_event(std::int64_t step, double time, std::string_view kind, std::string_view json_text);
+    void log_scaling_stats(ScalingStatsRecord record);
 
     // Blocks until every row logged before the call is committed; false when that did not
     // happen within `timeout` (the rows stay pending; last_error() says why).
@@ -86,8 +87,11 @@ private:
         std::vector<MetricRow> metrics;
         std::vector<HistogramRow> histograms;
         std::vector<EventRow> events;
+        std::vector<ScalingStatsRecord> scaling;
         std::optional<std::pair<RunStatus, double>> status;
-        std::size_t rows() const { return metrics.size() + histograms.size() + events.size(); }
+        std::size_t rows() const {
+            return metrics.size() + histograms.size() + events.size() + scaling.size();
+        }
         bool empty() const { return rows() == 0 && !status; }
     };
     struct Statements;

@@ -6,6 +6,8 @@
 //   4: boundaries (a run's final decision boundary)
 //   5: runs rebuilt with AUTOINCREMENT (an id is never reused, not even after a purge) and
 //      owner_start (the writer's boot and start time, so a reused pid is not taken for it)
+//   6: scaling_stats (what a scaled recipe's quantization of each GEMM operand did, per layer and
+//      statistics step)
 #include "sessions/store_schema.h"
 
 namespace mpwb {
@@ -165,6 +167,32 @@ INSERT INTO runs_v5(id, uuid, name, status, config_json, network_json, dataset, 
 DROP TABLE runs;
 ALTER TABLE runs_v5 RENAME TO runs;
 CREATE INDEX runs_status ON runs(status);
+)sql",
+        // 6: one row per layer, operand and statistics step of a scaled recipe (fp8-delayed ...
+        // nvfp4). block_exponent_counts is the histogram of block-scale exponents as int64
+        // counts in the host's byte order (sessions/scaling_stats_rows.h), one per power of two
+        // from block_exponent_min; empty for the per-tensor recipes. sqnr_db keeps 999 for a
+        // lossless quantization (ScalingStats' convention); NULL reads back as NaN.
+        R"sql(
+CREATE TABLE scaling_stats(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  layer INTEGER NOT NULL,
+  layer_label TEXT NOT NULL,
+  operand TEXT NOT NULL,
+  element TEXT NOT NULL,
+  amax REAL,
+  scale REAL,
+  underflow_fraction REAL,
+  saturate_fraction REAL,
+  sqnr_db REAL,
+  value_count INTEGER NOT NULL,
+  blocks INTEGER NOT NULL DEFAULT 0,
+  clipped_blocks INTEGER NOT NULL DEFAULT 0,
+  block_exponent_min INTEGER NOT NULL DEFAULT 0,
+  block_exponent_counts BLOB NOT NULL DEFAULT x'');
+CREATE INDEX scaling_stats_run_step ON scaling_stats(run_id, step, layer, operand);
 )sql",
     };
     return steps;

@@ -78,10 +78,12 @@ std::vector<RunSpec> parse_run_specs(const std::string& text) {
         }
         specs.push_back(spec);
     }
-    if (specs.empty())
-        throw ConfigError(
-            "--precisions needs at least one precision (fp32, tf32, fp16-mixed, bf16-mixed, fp16-pure), "
-            "optionally with a loss-scaling mode: fp16-mixed@none");
+    if (specs.empty()) {
+        std::string names;
+        for (const auto& name : precision_names()) names += (names.empty() ? "" : ", ") + name;
+        throw ConfigError("--precisions needs at least one precision (" + names +
+                          "), optionally with a loss-scaling mode: fp16-mixed@none");
+    }
     return specs;
 }
 
@@ -364,6 +366,7 @@ void add_compare_command(CLI::App& app) {
                                    "precision, one after the other, "
                                    "and print a side-by-side table");
     args->training.add_to(*cmd);
+    args->training.one_precision = false;  // a recipe flag is for the runs whose recipe has it
     // One precision per run comes from --precisions; a single --precision would be ambiguous.
     cmd->remove_option(cmd->get_option("--precision"));
     cmd->add_option("--precisions", args->precisions,

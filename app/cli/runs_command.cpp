@@ -28,6 +28,7 @@
 #include "sessions/run_figures.h"
 #include "sessions/run_query.h"
 #include "sessions/run_store.h"
+#include "sessions/scaling_summary.h"
 
 namespace mpwb::cli {
 namespace {
@@ -206,6 +207,54 @@ nlohmann::json parse_or_text(const std::string& text) {
     }
 }
 
+// A double for JSON: NaN (no value) as null.
+nlohmann::json number_or_null(double v) {
+    return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
+}
+
+// The scaling summary, one object per layer and operand.
+nlohmann::json scaling_to_json(const std::vector<ScalingSummaryRow>& rows) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& row : rows)
+        out.push_back({{"layer", row.layer},
+                       {"layer_label", row.layer_label},
+                       {"operand", row.operand},
+                       {"element", format_name(row.element)},
+                       {"records", row.records},
+                       {"last_step", row.last_step},
+                       {"amax", number_or_null(row.last.amax)},
+                       {"scale", number_or_null(row.last.scale)},
+                       {"underflow_fraction", number_or_null(row.last.underflow_fraction)},
+                       {"saturate_fraction", number_or_null(row.last.saturate_fraction)},
+                       {"sqnr_db",
+                        {{"first", number_or_null(row.first_sqnr_db)},
+                         {"last", number_or_null(row.last.sqnr_db)},
+                         {"min", number_or_null(row.min_sqnr_db)}}},
+                       {"blocks", row.blocks},
+                       {"clipped_blocks", row.clipped_blocks}});
+    return out;
+}
+
+// The scaling section of `runs show`: per layer and operand, the last statistics step's amax,
+// scale and SQNR (block recipes other than nvfp4 have no per-tensor scale: "-").
+void print_scaling_summary(const std::vector<ScalingSummaryRow>& summary) {
+    if (summary.empty()) return;
+    std::printf("\nscaling (last statistics step per layer and operand)\n");
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& row : summary) {
+        const auto& st = row.last;
+        rows.push_back(
+            {row.layer_label, row.operand, format_name(row.element), std::to_string(row.last_step),
+             format_number(st.amax), st.scale > 0 ? format_number(st.scale) : "-",
+             format_percent(st.underflow_fraction), format_percent(st.saturate_fraction),
+             format_number(st.sqnr_db, 3), format_number(row.min_sqnr_db, 3),
+             row.blocks > 0 ? std::to_string(row.clipped_blocks) + "/" + std::to_string(row.blocks) : "-"});
+    }
+    print_table({"layer", "operand", "format", "step", "amax", "scale", "underflow", "saturated", "SQNR dB",
+                 "min SQNR", "clipped blocks (all steps)"},
+                rows, {3, 4, 5, 6, 7, 8, 9, 10});
+}
+
 nlohmann::json run_to_json(RunStore& store, const Run& r, bool full) {
     nlohmann::json j{{"id", r.id},
                      {"uuid", r.uuid},
@@ -241,6 +290,7 @@ nlohmann::json run_to_json(RunStore& store, const Run& r, bool full) {
     for (const auto& e : events) ++counts[e.kind];
     j["events"] = {{"count", events.size()}, {"by_kind", counts}};
     j["histograms"] = store.histograms(r.id).size();
+    j["scaling"] = scaling_to_json(summarize_scaling(store.scaling_stats(r.id)));
     return j;
 }
 
@@ -356,6 +406,7 @@ void cmd_show(const RunsArgs& a) {
             text += (text.empty() ? "" : ", ") + stat + " (" + std::to_string(n) + ")";
         std::printf("gradient statistics per layer and kind: %s; --json lists them\n", text.c_str());
     }
+    print_scaling_summary(summarize_scaling(store->scaling_stats(id)));
 }
 
 // --- mutations ---------------------------------------------------------------------------------

@@ -14,6 +14,25 @@ std::string default_preset_name() {
     return std::filesystem::exists(kDefaultFashionMnistPath) ? "fashion-mlp" : "spiral-mlp";
 }
 
+namespace {
+
+// "fp32, tf32, ..., nvfp4": every precision this build knows.
+std::string precision_list() {
+    std::string text;
+    for (const auto& name : precision_names()) text += (text.empty() ? "" : ", ") + name;
+    return text;
+}
+
+// "fp8-delayed, fp8-current, ...": the precisions with a scaled recipe.
+std::string scaled_precision_list() {
+    std::string text;
+    for (const PrecisionKind kind : precision_kinds())
+        if (PrecisionPolicy::make(kind).scaled()) text += (text.empty() ? "" : ", ") + precision_name(kind);
+    return text;
+}
+
+}  // namespace
+
 void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
     app.add_option("--preset", preset,
                    "Preset: spiral-mlp, fashion-mlp, fashion-cnn (default: fashion-mlp, or spiral-mlp "
@@ -53,7 +72,8 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
     app.add_option("--stats-every", stats_every, "Gradient exponent statistics every K steps (0 = off)")
         ->check(whole_number(0, kMaxSteps));
     if (!with_precision) return;
-    app.add_option("--precision", precision, "fp32, tf32, fp16-mixed, bf16-mixed, fp16-pure");
+    app.add_option("--precision", precision, precision_list());
+    recipe_flags.add_to(app, "Scaled recipes (fp8-delayed, fp8-current, fp8-block, mxfp8, nvfp4)");
     app.add_option("--weight-grad-format", weight_grad_format,
                    "Storage of weight gradients: fp32, fp16, bf16");
     app.add_option("--scaler", scaler_mode, "Loss scaling: none, static, dynamic");
@@ -135,8 +155,26 @@ Preset TrainingOptions::resolve() const {
         s.validate();
         c.scaler = s;
     }
+    if (recipe_flags.any()) apply_recipe_flags(c);
     c.validate();
     return p;
+}
+
+void TrainingOptions::apply_recipe_flags(TrainConfig& c) const {
+    ScaledRecipeConfig r = c.effective_recipe();
+    recipe_flags.apply(r);
+    if (one_precision) {
+        const auto unused = recipe_flags.given_but_unused(r);
+        if (!unused.empty()) {
+            const std::string name = precision_name(c.precision);
+            throw ConfigError(unused.front() + " is not a setting of --precision " + name +
+                              (r.recipe == ScaledRecipe::None
+                                   ? " (the recipe flags apply to " + scaled_precision_list() + ")"
+                                   : ""));
+        }
+    }
+    recipe_flags.check_issues(r.issues());
+    c.recipe = r;
 }
 
 }  // namespace mpwb::cli

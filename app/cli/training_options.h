@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "app/cli/setting_flags.h"
+#include "core/precision/scaled_recipe_config.h"
 #include "resources/presets.h"
 
 namespace mpwb::cli {
@@ -32,10 +34,18 @@ struct TrainingOptions {
     std::optional<int> hysteresis, max_retries;
     std::optional<bool> count_skipped, grow_only_if_finite;
     bool no_normalize = false;
+    // The scaled recipes' settings: one flag per field of scaled_recipe_fields().
+    SettingFlags<ScaledRecipeConfig> recipe_flags{scaled_recipe_fields()};
+    // True when the run has one precision (train, bench): a recipe flag that precision does not
+    // use is then an error. compare runs several and keeps each flag for the runs it applies to.
+    bool one_precision = true;
 
     void add_to(CLI::App& app, bool with_precision = true);
     // The preset's network and settings with every given option applied; ConfigError on bad values.
     Preset resolve() const;
+
+private:
+    void apply_recipe_flags(TrainConfig& c) const;
 };
 
 // The default experiment: Fashion-MNIST MLP when Debian's dataset is installed, else the spiral.

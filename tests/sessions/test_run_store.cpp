@@ -31,11 +31,12 @@ private slots:
         { RunStore store(path); }
         QVERIFY(std::filesystem::exists(path));
         Raw raw(path);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
-        QCOMPARE(schema_version(), 5);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
+        QCOMPARE(schema_version(), 6);
         QCOMPARE(raw.text("PRAGMA journal_mode"), std::string("wal"));
-        for (const char* t : {"runs", "metrics", "latest_metrics", "metric_blocks", "histograms", "events",
-                              "tags", "notes", "comparison_groups", "comparison_members", "boundaries"}) {
+        for (const char* t :
+             {"runs", "metrics", "latest_metrics", "metric_blocks", "histograms", "events", "tags", "notes",
+              "comparison_groups", "comparison_members", "boundaries", "scaling_stats"}) {
             QVERIFY2(raw.integer(std::string("SELECT count(*) FROM sqlite_master WHERE type='table' "
                                              "AND name='") +
                                  t + "'") == 1,
@@ -46,7 +47,7 @@ private slots:
                  1LL);
         // Reopening an up-to-date file changes nothing.
         RunStore again(path);
-        QCOMPARE(again.opened_schema_version(), 5);
+        QCOMPARE(again.opened_schema_version(), 6);
     }
 
     void defaultPathFollowsXdg() {
@@ -110,7 +111,7 @@ PRAGMA user_version=1;
         QCOMPARE(store.opened_schema_version(), 1);
         {
             Raw raw(path);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 5LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 6LL);
         }
         const Run r = store.get_run(7);
         QCOMPARE(r.name, std::string("old run"));
@@ -147,8 +148,8 @@ PRAGMA user_version=1;
         }
         const auto before = testsupport::file_bytes(path);
         EXPECT_STORE_ERROR(RunStore store(path), Kind::NewerSchema,
-                           "database schema version 9 is newer than this build supports (5); "
-                           "upgrade MP Workbench");
+                           "database schema version 9 is newer than this build supports (" +
+                               std::to_string(schema_version()) + "); upgrade MP Workbench");
         RunStore::Options ro;
         ro.read_only = true;
         EXPECT_STORE_ERROR(RunStore store(path, ro), Kind::NewerSchema, "version 9 is newer");
