@@ -12,6 +12,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QAbstractSpinBox>
 #include <QPushButton>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -48,10 +49,15 @@ QDoubleSpinBox* log2_spin(const char* name) {
 
 PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     qRegisterMetaType<mpwb::LossScalerConfig>("mpwb::LossScalerConfig");
+    qRegisterMetaType<mpwb::ScaledRecipeConfig>("mpwb::ScaledRecipeConfig");
     scaler_ = new ScalerForm;
+    recipe_ = new RecipeForm;
+    // A live change is posted when a value is complete (Enter, arrows, focus out), not per key.
+    for (auto* spin : recipe_->findChildren<QAbstractSpinBox*>()) spin->setKeyboardTracking(false);
     makeEventTable();
     auto* left = new QVBoxLayout;
     left->addWidget(makePolicyBox());
+    left->addWidget(recipe_);
     left->addWidget(scaler_);
     left->addStretch(1);
     auto* right = new QVBoxLayout;
@@ -67,6 +73,7 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     connect(device_, &QComboBox::currentIndexChanged, this, [this] { emit settingsChanged(); });
     connect(wgrad_, &QComboBox::currentIndexChanged, this, [this] { emit settingsChanged(); });
     connect(scaler_, &ScalerForm::changed, this, &PrecisionPanel::onScalerFieldChanged);
+    connect(recipe_, &RecipeForm::changed, this, &PrecisionPanel::onRecipeFieldChanged);
     connect(apply_, &QPushButton::clicked, this, &PrecisionPanel::onApplyClicked);
     connect(set_scale_, &QPushButton::clicked, this, &PrecisionPanel::onSetScaleClicked);
     connect(set_lr_, &QPushButton::clicked, this, &PrecisionPanel::onSetLrClicked);
@@ -81,12 +88,22 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
 QWidget* PrecisionPanel::makePolicyBox() {
     policy_ = new QComboBox;
     policy_->setObjectName("policyCombo");
-    for (const auto& n : precision_names())
-        policy_->addItem(QString::fromStdString(n), QString::fromStdString(n));
+    for (const PrecisionKind kind : precision_kinds()) {
+        const QString name = QString::fromStdString(precision_name(kind));
+        policy_->addItem(name, name);
+        const ScaledRecipe recipe = PrecisionPolicy::make(kind).recipe;
+        if (recipe != ScaledRecipe::None)
+            policy_->setItemData(policy_->count() - 1, tr(scaled_recipe_summary(recipe)), Qt::ToolTipRole);
+    }
+    policy_summary_ = new QLabel;
+    policy_summary_->setObjectName("policySummary");
+    policy_summary_->setWordWrap(true);
+    policy_summary_->setStyleSheet("color: palette(dark);");
     policy_->setToolTip(
         tr("fp32: reference. tf32: FP32 storage, GEMM operands rounded to 10 mantissa bits.\n"
            "fp16-mixed / bf16-mixed: reduced math, FP32 master weights.\n"
-           "fp16-pure: no FP32 master copy (the failure the mixed-precision paper shows)."));
+           "fp16-pure: no FP32 master copy (the failure the mixed-precision paper shows).\n"
+           "fp8-delayed ... nvfp4: scaled low-precision GEMM operands (see the line below the policy)."));
     device_ = new QComboBox;
     device_->setObjectName("deviceCombo");
     device_->addItem(tr("CPU (emulated)"), "cpu");
@@ -102,6 +119,7 @@ QWidget* PrecisionPanel::makePolicyBox() {
     auto* box = new QGroupBox(tr("Precision"));
     auto* form = new QFormLayout(box);
     form->addRow(tr("Policy"), policy_);
+    form->addRow(policy_summary_);
     form->addRow(tr("Device"), device_);
     form->addRow(tr("Weight gradients"), wgrad_);
     return box;
@@ -227,8 +245,23 @@ const std::vector<ConfigIssue>& PrecisionPanel::scalerIssues() const { return sc
 
 QWidget* PrecisionPanel::scalerFieldEditor(std::string_view field) const { return scaler_->editor(field); }
 
+ScaledRecipeConfig PrecisionPanel::recipeConfig() const { return recipe_->config(); }
+
+void PrecisionPanel::setRecipeConfig(const ScaledRecipeConfig& c) {
+    ScaledRecipeConfig shown = c;
+    shown.recipe = PrecisionPolicy::make(precision()).recipe;  // the policy decides the recipe
+    recipe_->setConfig(shown);
+}
+
+const std::vector<ConfigIssue>& PrecisionPanel::recipeIssues() const { return recipe_->issues(); }
+
+QWidget* PrecisionPanel::recipeFieldEditor(std::string_view field) const { return recipe_->editor(field); }
+
+QString PrecisionPanel::policySummary() const { return policy_summary_->text(); }
+
 TrainConfig PrecisionPanel::applyTo(TrainConfig config) const {
     config.precision = precision();
+    config.recipe = recipeConfig();
     config.weight_grad_format = weightGradFormat();
     config.scaler = scalerConfig();
     return config;
@@ -244,6 +277,12 @@ void PrecisionPanel::onPolicyChanged() {
     if (wants && c.mode == ScalerMode::None) c.mode = ScalerMode::Dynamic;
     if (!wants && c.mode == ScalerMode::Dynamic) c.mode = ScalerMode::None;
     if (c.mode != before) setScalerConfig(c);
+    const ScaledRecipe recipe = PrecisionPolicy::make(precision()).recipe;
+    policy_summary_->setText(recipe == ScaledRecipe::None ? QString() : tr(scaled_recipe_summary(recipe)));
+    policy_summary_->setVisible(recipe != ScaledRecipe::None);
+    recipe_->setVisible(recipe != ScaledRecipe::None);
+    recipe_->setTitle(tr("Recipe settings: %1").arg(QString::fromLatin1(scaled_recipe_name(recipe))));
+    setRecipeConfig(recipeConfig());
     updateEnabled();
     emit settingsChanged();
 }
@@ -251,6 +290,17 @@ void PrecisionPanel::onPolicyChanged() {
 void PrecisionPanel::onScalerFieldChanged() {
     updateEnabled();
     if (!running_) emit settingsChanged();
+}
+
+// Like the scaler's Apply, but at once: a recipe setting is one value, complete when edited. The
+// trainer validates again and refuses a policy without a recipe (ConfigError to the app).
+void PrecisionPanel::onRecipeFieldChanged() {
+    if (!running_) {
+        emit settingsChanged();
+        return;
+    }
+    if (recipe_->issues().empty() && PrecisionPolicy::make(precision()).scaled())
+        emit recipeConfigRequested(recipeConfig());
 }
 
 void PrecisionPanel::updateEnabled() {

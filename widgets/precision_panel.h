@@ -1,4 +1,6 @@
-// PrecisionPanel: the precision policy, the device, the weight-gradient format and the loss
+// PrecisionPanel: the precision policy (with a one-line explanation of each scaled recipe), the
+// device, the weight-gradient format, the scaled recipe's settings (RecipeForm, built from
+// scaled_recipe_fields(); shown for the scaled policies) and the loss
 // scaler's settings (ScalerForm, built from the scaler's field table), with the reference
 // systems' presets ("like PyTorch", ...). The issues LossScalerConfig::issues() reports are
 // shown inline, on the field they name, and an invalid configuration is never emitted. While a run goes on,
@@ -17,6 +19,7 @@
 #include "core/numeric/format.h"
 #include "core/precision/loss_scaler.h"
 #include "core/precision/precision_policy.h"
+#include "core/precision/scaled_recipe_config.h"
 #include "core/train/train_config.h"
 
 class QComboBox;
@@ -28,6 +31,7 @@ class QTableWidget;
 
 namespace mpwb {
 
+class RecipeForm;
 class ScalerForm;
 
 class PrecisionPanel : public QWidget {
@@ -55,7 +59,15 @@ public:
     const std::vector<ConfigIssue>& scalerIssues() const;
     // The editor of a scaler setting ("growth_factor"), for tests and the app's focus.
     QWidget* scalerFieldEditor(std::string_view field) const;
-    // Precision, weight-grad format and scaler into a TrainConfig.
+    // The scaled recipe's settings as the form shows them; recipe follows the policy.
+    ScaledRecipeConfig recipeConfig() const;
+    void setRecipeConfig(const ScaledRecipeConfig& config);
+    const std::vector<ConfigIssue>& recipeIssues() const;
+    // The editor of a recipe setting ("margin"): object name "recipe_<field>".
+    QWidget* recipeFieldEditor(std::string_view field) const;
+    // The line under the policy: scaled_recipe_summary of a scaled policy.
+    QString policySummary() const;
+    // Precision, weight-grad format, recipe and scaler into a TrainConfig.
     TrainConfig applyTo(TrainConfig config) const;
 
     // Live mode: policy and device are locked; Apply / Set scale / Set LR emit requests.
@@ -76,11 +88,14 @@ signals:
     void settingsChanged();
     // Live requests, emitted only while running and only with valid values.
     void scalerConfigRequested(const mpwb::LossScalerConfig& config);
+    // A recipe setting changed while running (valid settings only): applied at the next step.
+    void recipeConfigRequested(const mpwb::ScaledRecipeConfig& config);
     void lossScaleRequested(double scale);
     void learningRateRequested(float lr);
 
 private:
     void onScalerFieldChanged();
+    void onRecipeFieldChanged();
     void onPolicyChanged();
     void onApplyClicked();
     void onSetScaleClicked();
@@ -97,6 +112,8 @@ private:
     QComboBox* device_ = nullptr;
     QComboBox* wgrad_ = nullptr;
     ScalerForm* scaler_ = nullptr;
+    RecipeForm* recipe_ = nullptr;
+    QLabel* policy_summary_ = nullptr;
     QLabel* scale_request_error_ = nullptr;
     QPushButton* apply_ = nullptr;
     QDoubleSpinBox* set_scale_log2_ = nullptr;
@@ -114,3 +131,4 @@ private:
 }  // namespace mpwb
 
 Q_DECLARE_METATYPE(mpwb::LossScalerConfig)
+Q_DECLARE_METATYPE(mpwb::ScaledRecipeConfig)

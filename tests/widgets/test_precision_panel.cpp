@@ -1,8 +1,14 @@
 // Tests of PrecisionPanel's scaler form (widgets/scaler_form.h), built from the loss scaler's
 // field table: a value the scaler refuses, typed into the real editor, marks exactly the field
 // the issue names (as data, not by searching the message) and shows the scaler's own message;
-// every field of the table has an editor, enabled when the field applies.
+// every field of the table has an editor, enabled when the field applies. The scaled recipes:
+// the policy list offers each with its one-line explanation, the recipe form is built from
+// scaled_recipe_fields() with the fields the recipe does not use disabled, and a setting changed
+// while a run goes on is posted as a request (only then, and only when valid).
 #include <QAbstractSpinBox>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QGroupBox>
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -18,6 +24,9 @@ using namespace mpwb;
 namespace {
 
 // Replaces a spin box's text the way a user does: select all, type, Enter.
+// Clicks a check box on its indicator (a form row makes the box wide; its centre is empty space).
+void click_box(QCheckBox* box) { QTest::mouseClick(box, Qt::LeftButton, {}, QPoint(8, box->height() / 2)); }
+
 void type_into(QAbstractSpinBox* box, const QString& text) {
     box->setFocus();
     QTest::keyClick(box, Qt::Key_A, Qt::ControlModifier);
@@ -117,6 +126,89 @@ private slots:
         QVERIFY(!p.scalerFieldEditor("growth_factor")->isEnabled());
         QVERIFY(!p.scalerFieldEditor("initial_scale")->isEnabled());
         QVERIFY(p.scalerFieldEditor("count_skipped_steps")->isEnabled());
+    }
+
+    // Every scaled recipe is in the policy list with its explanation; choosing it shows the
+    // explanation and the recipe form, whose editors are enabled exactly where field.applies.
+    void thePanelOffersEachRecipeWithItsExplanation() {
+        PrecisionPanel p;
+        p.show();
+        auto* policy = child<QComboBox>(&p, "policyCombo");
+        auto* summary = child<QLabel>(&p, "policySummary");
+        int recipes = 0;
+        for (const PrecisionKind kind : precision_kinds()) {
+            const ScaledRecipe recipe = PrecisionPolicy::make(kind).recipe;
+            const int item = policy->findData(QString::fromStdString(precision_name(kind)));
+            QVERIFY2(item >= 0, precision_name(kind).c_str());
+            policy->setCurrentIndex(item);
+            QCOMPARE(p.precision(), kind);
+            auto* form = qobject_cast<QGroupBox*>(p.recipeFieldEditor("margin")->parentWidget());
+            QVERIFY(form);
+            if (recipe == ScaledRecipe::None) {
+                QVERIFY(!summary->isVisible());
+                QVERIFY(!form->isVisible());
+                continue;
+            }
+            ++recipes;
+            const QString explanation = QString::fromLatin1(scaled_recipe_summary(recipe));
+            QVERIFY(!explanation.isEmpty());
+            QCOMPARE(summary->text(), explanation);
+            QVERIFY(summary->isVisible());
+            QCOMPARE(policy->itemData(item, Qt::ToolTipRole).toString(), explanation);
+            QVERIFY(form->isVisible());
+            QCOMPARE(p.recipeConfig().recipe, recipe);
+            ScaledRecipeConfig c;
+            c.recipe = recipe;
+            int enabled = 0, disabled = 0;
+            for (const auto& f : scaled_recipe_fields()) {
+                QWidget* editor = p.recipeFieldEditor(f.name);
+                QVERIFY2(editor, f.name);
+                QCOMPARE(editor->objectName(), QStringLiteral("recipe_%1").arg(f.name));
+                QVERIFY2(editor->isEnabled() == f.applies(c), f.name);
+                (f.applies(c) ? enabled : disabled)++;
+            }
+            QVERIFY2(enabled > 0 && disabled > 0, scaled_recipe_name(recipe));
+        }
+        QCOMPARE(recipes, 5);
+    }
+
+    // While a run goes on, a recipe setting typed or clicked is posted at once with the run's
+    // recipe; a disabled field cannot be clicked; nothing is posted when no run goes on.
+    void aRecipeChangeWhileRunningIsRequested() {
+        PrecisionPanel p;
+        p.show();
+        p.setPrecision(PrecisionKind::Fp8Delayed);
+        QSignalSpy requested(&p, &PrecisionPanel::recipeConfigRequested);
+        auto* history = qobject_cast<QAbstractSpinBox*>(p.recipeFieldEditor("amax_history_len"));
+        QVERIFY(history);
+        type_into(history, "8");
+        QCOMPARE(requested.count(), 0);  // not running: the setting is for the next run
+        QCOMPARE(p.applyTo(TrainConfig{}).recipe.amax_history_len, int64_t{8});
+
+        p.setRunning(true);
+        type_into(history, "16");
+        QCOMPARE(requested.count(), 1);
+        auto sent = requested.takeFirst().at(0).value<ScaledRecipeConfig>();
+        QCOMPARE(sent.amax_history_len, int64_t{16});
+        QCOMPARE(sent.recipe, ScaledRecipe::Fp8Delayed);
+
+        // nvfp4's stochastic rounding does not apply to fp8-delayed: its box is disabled.
+        auto* stochastic = qobject_cast<QCheckBox*>(p.recipeFieldEditor("stochastic_rounding"));
+        QVERIFY(stochastic);
+        QVERIFY(!stochastic->isEnabled());
+        click_box(stochastic);
+        QCOMPARE(requested.count(), 0);
+
+        p.setRunning(false);
+        p.setPrecision(PrecisionKind::NvFp4);
+        p.setRunning(true);
+        QVERIFY(stochastic->isEnabled());
+        const bool before = stochastic->isChecked();
+        click_box(stochastic);
+        QCOMPARE(requested.count(), 1);
+        sent = requested.takeFirst().at(0).value<ScaledRecipeConfig>();
+        QCOMPARE(sent.stochastic_rounding, !before);
+        QCOMPARE(sent.recipe, ScaledRecipe::NvFp4);
     }
 };
 

@@ -179,6 +179,49 @@ void HistogramPlot::addZoneRect(Format f, ZoneKind kind, double x0, double x1, d
     zone_items_.append(rect);
 }
 
+void HistogramPlot::setScaledZone(Format element, double shift_log2, int64_t step) {
+    scaled_zone_ = ScaledZone{element, shift_log2, step};
+    rebuild();
+}
+
+void HistogramPlot::clearScaledZone() {
+    if (!scaled_zone_) return;
+    scaled_zone_.reset();
+    rebuild();
+}
+
+// One labelled strip of format f from y0 down, its range moved by 2^shift.
+void HistogramPlot::addStrip(Format f, double shift, double y0, double x_lo, double x_hi, const QString& text,
+                             bool scaled) {
+    const FormatInfo& fi = format_info(f);
+    const double y1 = y0 + kStripHeight;
+    const double smin = log2_of(fi.min_subnormal) + shift, nmin = log2_of(fi.min_normal) + shift,
+                 fmax = std::log2(double(fi.max_finite)) + shift;
+    QColor c = strip_color(f);
+    QColor light = c;
+    light.setAlpha(90);
+    addZoneRect(f, ZoneKind::Subnormal, smin, nmin, y0, y1, light, false);
+    zones_.last().scaled = scaled;
+    c.setAlpha(200);
+    addZoneRect(f, ZoneKind::Normal, nmin, fmax, y0, y1, c, false);
+    zones_.last().scaled = scaled;
+    auto* label = new QCPItemText(this);
+    label->setLayer(QStringLiteral("zones"));
+    label->setClipToAxisRect(true);
+    label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+    label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    const double visible_lo = std::max(nmin, x_lo), visible_hi = std::min(fmax, x_hi);
+    label->position->setCoords((visible_lo + visible_hi) / 2, (y0 + y1) / 2);
+    label->setPositionAlignment(Qt::AlignCenter);
+    label->setText(text);
+    QFont lf = font();
+    lf.setPointSizeF(7.5);
+    lf.setBold(true);
+    label->setFont(lf);
+    label->setColor(Qt::white);
+    zone_items_.append(label);
+}
+
 void HistogramPlot::rebuild() {
     for (QCPAbstractItem* item : zone_items_) removeItem(item);
     zone_items_.clear();
@@ -212,7 +255,8 @@ void HistogramPlot::rebuild() {
 
     // Strips at the top, one per visible format; the bars get the height below them.
     const int strips = formats_.size();
-    const double strip_space = strips * (kStripHeight + kStripGap) + kStripGap;
+    const int strip_rows = strips + (scaled_zone_ ? 1 : 0);
+    const double strip_space = strip_rows * (kStripHeight + kStripGap) + kStripGap;
     const double usable = std::max(0.3, 1.0 - strip_space - 0.2);  // 0.2 for the stats box
     yAxis->setRange(0, max_pct > 0 ? max_pct / usable : 10);
 
@@ -224,35 +268,19 @@ void HistogramPlot::rebuild() {
     addZoneRect(reference_, ZoneKind::Normal, ref_normal, ref_max, 0, 1, QColor(0xdd, 0xf2, 0xdd), true);
     addZoneRect(reference_, ZoneKind::Overflow, ref_max, inf, 0, 1, QColor(0xf6, 0xc8, 0xc8), true);
 
-    // Format strips.
+    // Format strips, then the scaled element format's.
     for (int i = 0; i < strips; ++i) {
         const Format f = formats_[i];
-        const FormatInfo& fi = format_info(f);
-        const double y0 = kStripGap + i * (kStripHeight + kStripGap), y1 = y0 + kStripHeight;
-        const double smin = log2_of(fi.min_subnormal), nmin = log2_of(fi.min_normal),
-                     fmax = std::log2(double(fi.max_finite));
-        QColor c = strip_color(f);
-        QColor light = c;
-        light.setAlpha(90);
-        addZoneRect(f, ZoneKind::Subnormal, smin, nmin, y0, y1, light, false);
-        c.setAlpha(200);
-        addZoneRect(f, ZoneKind::Normal, nmin, fmax, y0, y1, c, false);
-        auto* label = new QCPItemText(this);
-        label->setLayer(QStringLiteral("zones"));
-        label->setClipToAxisRect(true);
-        label->position->setTypeX(QCPItemPosition::ptPlotCoords);
-        label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        const double visible_lo = std::max(nmin, x_lo), visible_hi = std::min(fmax, x_hi);
-        label->position->setCoords((visible_lo + visible_hi) / 2, (y0 + y1) / 2);
-        label->setPositionAlignment(Qt::AlignCenter);
-        label->setText(upper_name(f) + (f == reference_ ? tr(" (reference)") : QString()));
-        QFont lf = font();
-        lf.setPointSizeF(7.5);
-        lf.setBold(true);
-        label->setFont(lf);
-        label->setColor(Qt::white);
-        zone_items_.append(label);
+        addStrip(f, 0.0, kStripGap + i * (kStripHeight + kStripGap), x_lo, x_hi,
+                 upper_name(f) + (f == reference_ ? tr(" (reference)") : QString()), false);
     }
+    if (scaled_zone_)
+        addStrip(scaled_zone_->element, scaled_zone_->shift_log2,
+                 kStripGap + strips * (kStripHeight + kStripGap), x_lo, x_hi,
+                 tr("%1 × %2 (step %3)")
+                     .arg(upper_name(scaled_zone_->element), pow2_text(scaled_zone_->shift_log2))
+                     .arg(scaled_zone_->step),
+                 true);
 
     stats_label_->position->setCoords(0.01, strip_space + 0.01);
     stats_label_->setText(statsText());

@@ -3,6 +3,8 @@
 // the reference format's zones over the full height (underflow, subnormal, normal, overflow) and
 // one labelled strip per visible format at the top (FP16, BF16, FP8 E4M3, E5M2 by default). A
 // text box gives what the reference format loses: underflow %, subnormal %, overflow %, headroom.
+// Under a scaled recipe one more strip shows the operand's element format (E4M3, E5M2, E2M1 ...)
+// shifted by its current scale: the range of gradient values that format holds after scaling.
 // Bars are the fraction of all elements (zeros and non-finite included) in each binade.
 #pragma once
 #include "core/numeric/exponent_histogram.h"
@@ -10,6 +12,8 @@
 #include "widgets/plots/plot_widget.h"
 
 #include <QVector>
+#include <cstdint>
+#include <optional>
 
 namespace mpwb {
 
@@ -24,7 +28,8 @@ public:
         ZoneKind kind;
         double x0;
         double x1;
-        bool reference;  // the full-height zones of the reference format
+        bool reference;       // the full-height zones of the reference format
+        bool scaled = false;  // the scaled element format's strip (setScaledZone)
     };
 
     explicit HistogramPlot(QWidget* parent = nullptr);
@@ -35,6 +40,10 @@ public:
     void setHistogram(const ExponentHistogram& histogram, const QString& title, Format reference,
                       float loss_scale = 1.0f);
     void setVisibleFormats(const QVector<Format>& formats);
+    // The strip of `element` shifted by shift_log2 (log2 of the factor from the format's values
+    // to the gradient's), as recorded at `step`; drawn below the other strips.
+    void setScaledZone(Format element, double shift_log2, int64_t step);
+    void clearScaledZone();
     QVector<Format> visibleFormats() const { return formats_; }
     void clear();
 
@@ -64,6 +73,14 @@ private:
     QCPTextElement* title_element_ = nullptr;
     QCPItemText* stats_label_ = nullptr;
     QList<QCPAbstractItem*> zone_items_;
+    struct ScaledZone {
+        Format element;
+        double shift_log2;
+        int64_t step;
+    };
+    std::optional<ScaledZone> scaled_zone_;
+    void addStrip(Format f, double shift, double y0, double x_lo, double x_hi, const QString& text,
+                  bool scaled);
 };
 
 // log2 of a positive float (exact for powers of two).

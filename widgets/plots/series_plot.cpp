@@ -38,6 +38,12 @@ public:
     }
 };
 
+}  // namespace
+
+QSharedPointer<QCPAxisTicker> make_pow2_ticker() { return QSharedPointer<QCPAxisTicker>(new Pow2Ticker); }
+
+namespace {
+
 const QColor kCool[] = {QColor(0x1f, 0x77, 0xb4), QColor(0x2c, 0xa0, 0x2c), QColor(0x17, 0xbe, 0xcf),
                         QColor(0x94, 0x67, 0xbd), QColor(0x39, 0x3b, 0x79), QColor(0x52, 0x54, 0xa3)};
 const QColor kWarm[] = {QColor(0xff, 0x7f, 0x0e), QColor(0xd6, 0x27, 0x28), QColor(0xe3, 0x77, 0xc2),
@@ -47,7 +53,9 @@ bool is_full_precision(const QString& text) {
     const QString t = text.toLower();
     if (t.contains(QLatin1String("mixed")) || t.contains(QLatin1String("fp16")) ||
         t.contains(QLatin1String("bf16")) || t.contains(QLatin1String("pure")) ||
-        t.contains(QLatin1String("e4m3")) || t.contains(QLatin1String("e5m2")))
+        t.contains(QLatin1String("e4m3")) || t.contains(QLatin1String("e5m2")) ||
+        t.contains(QLatin1String("fp8")) || t.contains(QLatin1String("fp4")) ||
+        t.contains(QLatin1String("mx")))
         return false;
     return true;  // fp32, tf32, or unknown
 }

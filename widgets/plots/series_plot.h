@@ -100,4 +100,7 @@ private:
     const RunData* find(int run) const;
 };
 
+// A log-2 axis ticker labelled 2⁻³, 2⁰, 2¹⁶ at powers of two (the loss scale's, the recipes' scales).
+QSharedPointer<QCPAxisTicker> make_pow2_ticker();
+
 }  // namespace mpwb
