@@ -99,7 +99,8 @@ std::string event_text(const std::string& kind, const nlohmann::json& detail) {
     }
     if (kind == "recipe_changed") {  // Trainer::request_recipe_config: {"field": {"from", "to"}}
         std::string s = "recipe settings:";
-        for (const auto& [key, change] : d.items()) s += (s.back() == ':' ? " " : "; ") + key + " " + value_text(change);
+        for (const auto& [key, change] : d.items())
+            s += (s.back() == ':' ? " " : "; ") + key + " " + value_text(change);
         return s.back() == ':' ? s + " unchanged" : s;
     }
     if (kind == "lr_changed")
