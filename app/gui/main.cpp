@@ -22,8 +22,10 @@
 #include "app/gui/workbench_application.h"
 #include "app/report/report.h"
 #include "core/backend/cpu/blas_kernel.h"
+#include "core/precision/precision_policy.h"
 #include "resources/presets.h"
 #include "sessions/run_store.h"
+#include "widgets/precision_panel.h"
 #include "widgets/run_browser.h"
 #include "widgets/training_settings_panel.h"
 
@@ -94,8 +96,16 @@ int main(int argc, char** argv) {
                              QStringLiteral("what"));
     QCommandLineOption epochs({QStringLiteral("epochs")}, QStringLiteral("Override the preset's epochs"),
                               QStringLiteral("n"));
+    QCommandLineOption precision(
+        {QStringLiteral("precision")},
+        QStringLiteral("Override the preset's precision policy: %1").arg(QString::fromStdString([] {
+            std::string names;
+            for (const auto& n : mpwb::precision_names()) names += (names.empty() ? "" : ", ") + n;
+            return names;
+        }())),
+        QStringLiteral("name"));
     QCommandLineOption tab({QStringLiteral("tab")},
-                           QStringLiteral("Plot tab to show: Curves, Gradients, Decision boundary"),
+                           QStringLiteral("Plot tab to show: Curves, Gradients, Scaling, Decision boundary"),
                            QStringLiteral("title"));
     QCommandLineOption open({QStringLiteral("open-runs")},
                             QStringLiteral("Show stored runs (comma-separated ids)"), QStringLiteral("ids"));
@@ -115,8 +125,8 @@ int main(int argc, char** argv) {
         {QStringLiteral("benchmark-rounds")},
         QStringLiteral("Rounds of headless then GUI runs (default 3; the paired ratios are compared)"),
         QStringLiteral("n"));
-    for (const auto* o : {&db, &preset, &start, &epochs, &tab, &open, &quit_after, &quit_done, &fresh, &bench,
-                          &bench_steps, &bench_rounds})
+    for (const auto* o : {&db, &preset, &start, &epochs, &precision, &tab, &open, &quit_after, &quit_done,
+                          &fresh, &bench, &bench_steps, &bench_rounds})
         cli.addOption(*o);
     cli.process(app);
 
@@ -150,6 +160,14 @@ int main(int argc, char** argv) {
             if (!whole_in(part, 1, std::numeric_limits<qlonglong>::max()))
                 return option_error(QStringLiteral("open-runs"), part,
                                     QStringLiteral("is not a run id (a positive whole number)"));
+    if (cli.isSet(precision)) {
+        try {
+            mpwb::parse_precision(cli.value(precision).toStdString());
+        } catch (const std::exception& e) {
+            return option_error(QStringLiteral("precision"), cli.value(precision),
+                                QString::fromUtf8(e.what()));
+        }
+    }
     if (cli.isSet(preset)) {
         try {
             mpwb::load_preset(cli.value(preset).toStdString());
@@ -199,6 +217,9 @@ int main(int argc, char** argv) {
                 c.epochs = cli.value(epochs).toLongLong();
                 window.trainingPanel()->setFromConfig(c);
             }
+            if (cli.isSet(precision))
+                window.precisionPanel()->setPrecision(
+                    mpwb::parse_precision(cli.value(precision).toStdString()));
             if (cli.isSet(open)) {
                 QList<qint64> ids;
                 for (const auto& part : cli.value(open).split(QLatin1Char(','), Qt::SkipEmptyParts))

@@ -129,6 +129,10 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
             [this, guarded](const LossScalerConfig& c) {
                 guarded(tr("Scaler settings"), [&] { controller_->request_scaler_config(c); });
             });
+    connect(precision_, &PrecisionPanel::recipeConfigRequested, this,
+            [this, guarded](const ScaledRecipeConfig& c) {
+                guarded(tr("Recipe settings"), [&] { controller_->request_recipe_config(c); });
+            });
     connect(precision_, &PrecisionPanel::lossScaleRequested, this, [this, guarded](double s) {
         guarded(tr("Loss scale"), [&] { controller_->request_loss_scale(s); });
     });
@@ -307,6 +311,7 @@ void MainWindow::loadPreset(const QString& name) {
     training_->setFromConfig(c);
     precision_->setPrecision(c.precision);
     if (c.scaler) precision_->setScalerConfig(*c.scaler);
+    precision_->setRecipeConfig(c.recipe);
     precision_->setLearningRate(c.lr);
     statusBar()->showMessage(tr("Preset %1: %2").arg(name, QString::fromStdString(preset.description)), 8000);
     updateActions();
@@ -457,6 +462,7 @@ void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
         board_->appendSteps(run, u.steps);
         board_->appendEvals(run, u.evals);
         board_->appendStats(run, u.stats);
+        board_->appendScaling(run, u.scaling);
         if (u.boundary) board_->setBoundary(run, *u.boundary);
         // The readout follows the run whose scale can be tuned: the mixed side of a comparison.
         const bool readout_run = updates.size() == 1 || u.slot == 1;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "app/gui/training_controller.h"
@@ -26,6 +27,7 @@
 #include "widgets/plots/histogram_plot.h"
 #include "widgets/plots/metric_plots.h"
 #include "widgets/plots/series_plot.h"
+#include "widgets/scaling_view.h"
 
 namespace mpwb {
 
@@ -60,6 +62,28 @@ constexpr double kCurveMaxHz = 30;
 // rest on the next ticks.
 constexpr size_t kCurvePlotsPerTick = 1;
 
+// Whether a run's policy quantizes its GEMM operands with a scaled recipe (fp8-delayed ... nvfp4).
+bool is_scaled(const QString& precision) {
+    try {
+        return PrecisionPolicy::make(parse_precision(precision.toStdString())).scaled();
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+// log2 of the factor that maps the element format's range onto the values it holds: a
+// per-tensor scale multiplies before quantizing (q = x·scale), so the values reach format/scale;
+// a block recipe's block scale multiplies after (x ≈ q·2^e), shown at the most common block
+// exponent. nullopt when the record carries neither.
+std::optional<double> zone_shift_log2(const ScalingStats& s) {
+    if (s.blocks > 0 && !s.block_exponent_counts.empty()) {
+        const auto mode = std::max_element(s.block_exponent_counts.begin(), s.block_exponent_counts.end());
+        return s.block_exponent_min + static_cast<double>(mode - s.block_exponent_counts.begin());
+    }
+    if (s.scale > 0 && std::isfinite(s.scale)) return -std::log2(static_cast<double>(s.scale));
+    return std::nullopt;
+}
+
 QString stat_key(const QString& layer, const QString& kind) { return layer + QLatin1Char('\n') + kind; }
 
 QWidget* with_margins(QLayout* layout) {
@@ -75,6 +99,7 @@ PlotBoard::PlotBoard(QWidget* parent) : QWidget(parent) {
     tabs_->setDocumentMode(true);
     tabs_->addTab(makeCurvesTab(), tr("Curves"));
     tabs_->addTab(makeGradientsTab(), tr("Gradients"));
+    tabs_->addTab(makeScalingTab(), tr("Scaling"));
     auto* bl = new QVBoxLayout;
     boundary_hint_ =
         new QLabel(tr("The decision boundary is drawn for 2-D classification sets "
@@ -202,6 +227,86 @@ QWidget* PlotBoard::makeGradientsTab() {
     return with_margins(v);
 }
 
+QWidget* PlotBoard::makeScalingTab() {
+    scaling_ = new ScalingView;
+    scaling_->setObjectName(QStringLiteral("scalingView"));
+    scaling_run_ = new QComboBox;
+    scaling_run_->setObjectName(QStringLiteral("scalingRun"));
+    scaling_run_->setMinimumContentsLength(16);
+    connect(scaling_run_, &QComboBox::currentIndexChanged, this, [this] {
+        if (!updating_selectors_) showScalingRun();
+    });
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Run")));
+    bar->addWidget(scaling_run_);
+    bar->addStretch(1);
+    auto* v = new QVBoxLayout;
+    v->addLayout(bar);
+    v->addWidget(scaling_, 1);
+    return with_margins(v);
+}
+
+QString PlotBoard::scalingEmptyText(const RunView& r) const {
+    if (!is_scaled(r.precision))
+        return tr("%1 trains in %2, which has no scales. Choose a scaled precision (fp8-delayed, "
+                  "fp8-current, "
+                  "fp8-block, mxfp8, nvfp4) in the Precision panel to see scales.")
+            .arg(r.label, r.precision);
+    return tr("No scaling statistics for %1 yet. They are taken with the gradient statistics: set "
+              "\"Gradient stats every\" in the Training settings above 0.")
+        .arg(r.label);
+}
+
+// The view shows one run: its records so far, then the new ones as they arrive.
+void PlotBoard::showScalingRun() {
+    scaling_->clear();
+    const int run = scaling_run_->currentIndex();
+    if (run < 0 || run >= runCount()) return;
+    RunView& r = *runs_[static_cast<size_t>(run)];
+    r.scaling_shown = 0;
+    scaling_->setEmptyText(scalingEmptyText(r));
+    refreshScalingView();
+}
+
+void PlotBoard::refreshScalingView() {
+    const int run = scaling_run_->currentIndex();
+    if (run < 0 || run >= runCount()) return;
+    RunView& r = *runs_[static_cast<size_t>(run)];
+    if (r.scaling_shown < r.scaling.size()) {
+        scaling_->appendRecords(std::vector<ScalingStatsRecord>(
+            r.scaling.begin() + static_cast<std::ptrdiff_t>(r.scaling_shown), r.scaling.end()));
+        r.scaling_shown = r.scaling.size();
+    }
+    scaling_->refresh();
+}
+
+int PlotBoard::scalingCount(int run) const {
+    return static_cast<int>(runs_.at(static_cast<size_t>(run))->scaling.size());
+}
+
+void PlotBoard::appendScaling(int run, const std::vector<ScalingStatsRecord>& records) {
+    if (records.empty() || run < 0 || run >= runCount()) return;
+    auto& list = runs_[static_cast<size_t>(run)]->scaling;
+    list.insert(list.end(), records.begin(), records.end());
+    dirty_scaling_ = true;
+    dirty_gradients_ = true;  // the histogram's scaled zone follows the newest dy scale
+}
+
+// The gradient histogram of a scaled run: the zone of its dy operand's element format, shifted
+// by the newest scale recorded for the selected layer (the scale the run uses now).
+void PlotBoard::applyScaledZone(const RunView& r) {
+    const QString layer = layer_->currentText();
+    const ScalingStatsRecord* latest = nullptr;
+    for (const auto& rec : r.scaling)
+        if (rec.stats.operand == "dy" && QString::fromStdString(rec.layer_label) == layer) latest = &rec;
+    const auto shift = latest ? zone_shift_log2(latest->stats) : std::nullopt;
+    if (!shift) {
+        histogram_->clearScaledZone();
+        return;
+    }
+    histogram_->setScaledZone(latest->stats.element, *shift, latest->step);
+}
+
 void PlotBoard::onSmoothingChanged(int value) {
     const double alpha = value / 100.0;
     smoothing_label_->setText(QString::number(alpha, 'f', 2));
@@ -222,8 +327,19 @@ int PlotBoard::addRun(const QString& label, const QString& precision, Format ref
     runs_.push_back(std::move(r));
     updating_selectors_ = true;
     run_select_->addItem(label);
+    scaling_run_->addItem(label);
     updating_selectors_ = false;
     if (run_select_->count() == 1) run_select_->setCurrentIndex(0);
+    // The Scaling tab follows the first run with scales (a comparison's mixed side).
+    const bool first_scaled =
+        is_scaled(precision) &&
+        std::none_of(runs_.begin(), runs_.end() - 1, [](const auto& v) { return is_scaled(v->precision); });
+    if (scaling_run_->count() == 1 || first_scaled) {
+        updating_selectors_ = true;
+        scaling_run_->setCurrentIndex(scaling_run_->count() - 1);
+        updating_selectors_ = false;
+        showScalingRun();
+    }
     return static_cast<int>(runs_.size()) - 1;
 }
 
@@ -238,6 +354,7 @@ void PlotBoard::clear() {
     runs_.clear();
     updating_selectors_ = true;
     run_select_->clear();
+    scaling_run_->clear();
     layer_->clear();
     kind_->clear();
     step_->setRange(0, 0);
@@ -249,6 +366,7 @@ void PlotBoard::clear() {
     histogram_->requestReplot();
     heatmap_->requestReplot();
     boundary_hint_->show();
+    scaling_->clear();
 }
 
 void PlotBoard::setRunId(int run, int64_t run_id) { runs_.at(static_cast<size_t>(run))->run_id = run_id; }
@@ -413,6 +531,10 @@ void PlotBoard::replot() {
     const QWidget* current = tabs_->currentWidget();
     const bool gradients_visible = current == histogram_->parentWidget()->parentWidget();
     const bool boundary_visible = current == boundary_host_->parentWidget();
+    if (dirty_scaling_ && current == scaling_->parentWidget()) {
+        dirty_scaling_ = false;
+        refreshScalingView();
+    }
     if (gradients_visible) {
         if (selectors_dirty_) {
             selectors_dirty_ = false;
@@ -528,6 +650,7 @@ void PlotBoard::refreshGradientView(bool rebuild_heatmap) {
                                  .arg(r.label, layer_->currentText(), kind_->currentText())
                                  .arg(e.step),
                              r.reference, e.loss_scale);
+    applyScaledZone(r);
     histogram_->requestReplot();
     if (rebuild_heatmap) {
         heatmap_->clear();
@@ -590,6 +713,12 @@ int PlotBoard::addStoredRun(RunStore& store, int64_t id, int max_points) {
             // A damaged blob loses that one histogram, not the run.
         }
     }
+    try {
+        appendScaling(index, store.scaling_stats(id));
+    } catch (const std::exception&) {
+        // Damaged scaling rows lose the Scaling view of this run, not the run.
+    }
+    if (scaling_run_->currentIndex() == index) showScalingRun();
     // The stored histograms carry no scale; the loss_scale series has it at each step.
     if (!r.stats.empty() && run.latest.count(metric_key::loss_scale)) {
         const auto scales = store.series(id, metric_key::loss_scale);

@@ -2,7 +2,10 @@
 // loaded from the run store: "Curves" (loss with smoothing and log toggle, accuracy, throughput,
 // loss scale with overflow/skip markers), "Gradients" (the exponent histogram of one layer's
 // gradient against the format zones, chosen by run, layer, kind and step, and the heatmap of the
-// same gradient over the steps) and "Decision boundary" (2-D sets, one plot per live run).
+// same gradient over the steps; with a scaled recipe the histogram also shows the zone of the
+// operand's element format shifted by its current scale), "Scaling" (ScalingView: amax, scale,
+// SQNR and block scales of one layer's GEMM operand, for one run) and "Decision boundary" (2-D
+// sets, one plot per live run).
 // Data comes in batches (one call per GUI drain tick); each plot gets one queued replot per batch.
 #pragma once
 #include <QElapsedTimer>
@@ -34,6 +37,7 @@ class DecisionBoundaryPlot;
 class HeatmapPlot;
 class HistogramPlot;
 class RunStore;
+class ScalingView;
 class SeriesPlot;
 struct BoundaryGrid;
 
@@ -55,6 +59,7 @@ public:
     void appendSteps(int run, const std::vector<StepMetrics>& steps);
     void appendEvals(int run, const std::vector<EvalMetrics>& evals);
     void appendStats(int run, const std::vector<GradientStatsRecord>& stats);
+    void appendScaling(int run, const std::vector<ScalingStatsRecord>& records);
     void setBoundary(int run, const BoundaryGrid& grid);
     void setBoundaryPoints(int run, const Dataset& data);
     // Hands the batched points to the plots (two of the four curve plots per call, so no tick
@@ -81,6 +86,10 @@ public:
     QComboBox* layerSelector() const { return layer_; }
     QComboBox* kindSelector() const { return kind_; }
     QComboBox* runSelector() const { return run_select_; }
+    ScalingView* scalingView() const { return scaling_; }
+    QComboBox* scalingRunSelector() const { return scaling_run_; }
+    // Scaling records held for a run.
+    int scalingCount(int run) const;
     // Board-index of the run `series_key` belongs to in the series plots (same for all four).
     int seriesKey(int run) const;
     // Gradient statistics held for a run (all layers and kinds).
@@ -103,6 +112,8 @@ private:
         int key = -1;  // in every SeriesPlot
         // "layer\nkind" -> statistics in step order
         std::map<QString, std::vector<StatEntry>> stats;
+        std::vector<ScalingStatsRecord> scaling;
+        size_t scaling_shown = 0;  // of `scaling`, handed to the ScalingView
         double last_scale = 0;
         int64_t last_overflows = 0;
         DecisionBoundaryPlot* boundary = nullptr;
@@ -118,6 +129,11 @@ private:
     void onSmoothingChanged(int value);
     QWidget* makeCurvesTab();
     QWidget* makeGradientsTab();
+    QWidget* makeScalingTab();
+    void showScalingRun();
+    void refreshScalingView();
+    QString scalingEmptyText(const RunView& r) const;
+    void applyScaledZone(const RunView& r);
 
     std::vector<std::unique_ptr<RunView>> runs_;
     bool dirty_series_ = false, dirty_gradients_ = false, dirty_boundary_ = false;
@@ -148,6 +164,9 @@ private:
     QComboBox* kind_ = nullptr;
     QSlider* step_ = nullptr;
     QLabel* step_label_ = nullptr;
+    ScalingView* scaling_ = nullptr;
+    QComboBox* scaling_run_ = nullptr;
+    bool dirty_scaling_ = false;
     QWidget* boundary_host_ = nullptr;
     QLabel* boundary_hint_ = nullptr;
     bool updating_selectors_ = false;

@@ -156,6 +156,10 @@ public:
         std::lock_guard lock(shared_->mu);
         shared_->slot(slot_).stats.push_back(r);
     }
+    void on_scaling_stats(const ScalingStatsRecord& r) override {
+        std::lock_guard lock(shared_->mu);
+        shared_->slot(slot_).scaling.push_back(r);
+    }
     void on_event(const TrainingEvent& e) override {
         std::lock_guard lock(shared_->mu);
         shared_->slot(slot_).events.push_back(e);
@@ -224,6 +228,7 @@ TrainingWorker::TrainingWorker(int slot, nlohmann::json network, TrainConfig con
 TrainingWorker::~TrainingWorker() = default;
 
 bool TrainingWorker::reduced() const { return config_.policy().reduced(); }
+bool TrainingWorker::scaled() const { return config_.policy().scaled(); }
 
 namespace {
 // What a failed run leaves behind, said as it is: nothing, an empty row, or its steps.
@@ -359,6 +364,18 @@ void TrainingWorker::request_scaler_config(const LossScalerConfig& config) {
     }
     config.validate();        // no scaler yet to ask: refuse now, not when the run starts
     config_.scaler = config;  // not started yet: it starts with these settings
+}
+
+void TrainingWorker::request_recipe_config(const ScaledRecipeConfig& config) {
+    std::lock_guard lock(mu_);
+    if (trainer_) {
+        trainer_->request_recipe_config(config);  // validates; applied at the next step
+        return;
+    }
+    ScaledRecipeConfig next = config;
+    next.recipe = config_.policy().recipe;  // the policy decides the recipe
+    next.validate();                        // no trainer yet: refuse now, not when the run starts
+    config_.recipe = next;
 }
 
 void TrainingWorker::request_loss_scale(double scale) {
@@ -504,6 +521,16 @@ void TrainingController::request_scaler_config(const LossScalerConfig& config) {
         if (all || w->reduced()) w->request_scaler_config(config);
 }
 
+void TrainingController::request_recipe_config(const ScaledRecipeConfig& config) {
+    bool any = false;
+    for (auto* w : workers_)
+        if (w->scaled()) {
+            w->request_recipe_config(config);
+            any = true;
+        }
+    if (!any) throw ConfigError("recipe settings: no run uses a scaled recipe (fp8-delayed ... nvfp4)");
+}
+
 void TrainingController::request_loss_scale(double scale) {
     if (!(scale > 0) || !std::isfinite(scale))
         throw ConfigError("loss scale must be a positive finite number, got " + std::to_string(scale));
@@ -557,7 +584,8 @@ void TrainingController::drain() {
         if (u.finished) slot_done_[s] = true;
         all_done = all_done && slot_done_[s];
         any_news = any_news || u.start || !u.steps.empty() || !u.evals.empty() || !u.stats.empty() ||
-                   !u.events.empty() || u.boundary || u.end || !u.errors.empty() || u.finished;
+                   !u.scaling.empty() || !u.events.empty() || u.boundary || u.end || !u.errors.empty() ||
+                   u.finished;
     }
     if (state_ == State::Starting) {
         for (auto& u : out)

@@ -46,6 +46,7 @@ struct RunUpdate {
     std::vector<StepMetrics> steps;
     std::vector<EvalMetrics> evals;
     std::vector<GradientStatsRecord> stats;
+    std::vector<ScalingStatsRecord> scaling;  // a scaled recipe's quantization statistics
     std::vector<TrainingEvent> events;
     std::optional<BoundaryGrid> boundary;  // the newest only
     std::optional<RunSummary> end;
@@ -123,6 +124,9 @@ public:
     void request_scaler_config(const LossScalerConfig& config);
     void request_loss_scale(double scale);
     void request_learning_rate(float lr);
+    // A scaled recipe's settings, to the runs with a scaled recipe (a comparison's FP32 side has
+    // none); ConfigError when no run has one or the settings are invalid.
+    void request_recipe_config(const ScaledRecipeConfig& config);
     // Tests: every run, of this launch and of later ones, pauses itself once it has done `step`
     // steps (Trainer::hold_after_step); 0 = none. The state stays Running; pause() then resume()
     // releases the runs. Lets a test act on runs that are certainly still going.
@@ -180,8 +184,10 @@ public:
     void request_scaler_config(const LossScalerConfig& config);
     void request_loss_scale(double scale);
     void request_learning_rate(float lr);
+    void request_recipe_config(const ScaledRecipeConfig& config);
     void hold_after_step(int64_t step);
     bool reduced() const;
+    bool scaled() const;
 
 public slots:
     void run();
