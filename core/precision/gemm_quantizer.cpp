@@ -26,7 +26,8 @@ size_t index_of(GemmOperand which) { return static_cast<size_t>(which); }
 
 // The element format of a per-tensor recipe's operand: HYBRID is E4M3 forward, E5M2 for dy.
 Format per_tensor_element(const ScaledRecipeConfig& c, GemmOperand which) {
-    return c.fp8_format == Fp8Format::Hybrid && which == GemmOperand::OutputGrad ? Format::E5M2 : Format::E4M3;
+    return c.fp8_format == Fp8Format::Hybrid && which == GemmOperand::OutputGrad ? Format::E5M2
+                                                                                 : Format::E4M3;
 }
 
 // The amax a delayed scale is computed from: the history's maximum (NaN entries skipped, inf
@@ -38,10 +39,12 @@ float history_amax(const std::deque<float>& history, AmaxAlgorithm algorithm) {
     return m;
 }
 
-float delayed_scale(const std::deque<float>& history, const ScaledRecipeConfig& c, Format element, float previous) {
+float delayed_scale(const std::deque<float>& history, const ScaledRecipeConfig& c, Format element,
+                    float previous) {
     if (c.fixed_scale > 0) return static_cast<float>(c.fixed_scale);
     if (history.empty()) return previous;
-    return per_tensor_scale(history_amax(history, c.amax_algorithm), element_max(element), c.margin, previous);
+    return per_tensor_scale(history_amax(history, c.amax_algorithm), element_max(element), c.margin,
+                            previous);
 }
 
 // "x", "w", "dy"; block recipes name an operand's second copy after the GEMM it feeds.
@@ -57,7 +60,9 @@ std::string operand_name(GemmOperand which, GemmPass pass, bool per_tensor) {
     return "?";
 }
 
-uint64_t mix(uint64_t key, uint64_t value) { return splitmix64_finalise(key ^ (value + 0x9e3779b97f4a7c15ull)); }
+uint64_t mix(uint64_t key, uint64_t value) {
+    return splitmix64_finalise(key ^ (value + 0x9e3779b97f4a7c15ull));
+}
 
 // Truncates a finite float toward zero to `mantissa_bits` stored mantissa bits.
 inline float truncate_mantissa(float v, uint32_t keep_mask) {
@@ -112,19 +117,20 @@ struct GemmQuantizer::State {
     const Copy* find_copy(GemmOperand which, SumAlong along, bool hadamard, const float* values, int64_t rows,
                           int64_t cols) const {
         for (const Copy& c : copies)
-            if (c.which == which && c.along == along && c.hadamard == hadamard && c.source == values && c.rows == rows &&
-                c.cols == cols)
+            if (c.which == which && c.along == along && c.hadamard == hadamard && c.source == values &&
+                c.rows == rows && c.cols == cols)
                 return &c;
         return nullptr;
     }
 
     uint64_t random_key(GemmOperand which, GemmPass pass) const {
-        return mix(mix(mix(mix(seed, layer), static_cast<uint64_t>(step)), index_of(which)), static_cast<uint64_t>(pass));
+        return mix(mix(mix(mix(seed, layer), static_cast<uint64_t>(step)), index_of(which)),
+                   static_cast<uint64_t>(pass));
     }
 
     float* quantize_per_tensor_operand(GemmOperand which, const float* values, int64_t n, ScalingStats* st);
-    float* quantize_block_operand(GemmOperand which, GemmPass pass, SumAlong along, bool hadamard, const float* values,
-                                  int64_t rows, int64_t cols, ScalingStats* st);
+    float* quantize_block_operand(GemmOperand which, GemmPass pass, SumAlong along, bool hadamard,
+                                  const float* values, int64_t rows, int64_t cols, ScalingStats* st);
 };
 
 float* GemmQuantizer::State::quantize_per_tensor_operand(GemmOperand which, const float* values, int64_t n,
@@ -132,8 +138,8 @@ float* GemmQuantizer::State::quantize_per_tensor_operand(GemmOperand which, cons
     PerTensor& t = tensors[index_of(which)];
     const float amax = amax_of(values, n);
     // A NaN amax wins, as in amax_of, so a step that saw NaN records it.
-    t.step_amax = t.used ? std::bit_cast<float>(std::max(std::bit_cast<uint32_t>(t.step_amax),
-                                                         std::bit_cast<uint32_t>(amax)))
+    t.step_amax = t.used ? std::bit_cast<float>(
+                               std::max(std::bit_cast<uint32_t>(t.step_amax), std::bit_cast<uint32_t>(amax)))
                          : amax;
     t.used = true;
     const Format element = per_tensor_element(config, which);
@@ -149,8 +155,9 @@ float* GemmQuantizer::State::quantize_per_tensor_operand(GemmOperand which, cons
     return out;
 }
 
-float* GemmQuantizer::State::quantize_block_operand(GemmOperand which, GemmPass pass, SumAlong along, bool hadamard,
-                                                    const float* values, int64_t rows, int64_t cols, ScalingStats* st) {
+float* GemmQuantizer::State::quantize_block_operand(GemmOperand which, GemmPass pass, SumAlong along,
+                                                    bool hadamard, const float* values, int64_t rows,
+                                                    int64_t cols, ScalingStats* st) {
     const bool weight = which == GemmOperand::Weight;
     QuantizeOptions opt;
     opt.stats = st;
@@ -235,8 +242,9 @@ const float* GemmQuantizer::operand(GemmOperand which, GemmPass pass, SumAlong a
     // whichever dimension is summed; the wgrad copy of nvfp4 carries the Hadamard transform.
     const bool square_weight = which == GemmOperand::Weight && recipe != ScaledRecipe::MxFp8;
     const SumAlong key_along = per_tensor || square_weight ? SumAlong::Cols : along;
-    const bool hadamard = recipe == ScaledRecipe::NvFp4 && s.config.hadamard && pass == GemmPass::WeightGrad &&
-                          which != GemmOperand::Weight && along == SumAlong::Rows;
+    const bool hadamard = recipe == ScaledRecipe::NvFp4 && s.config.hadamard &&
+                          pass == GemmPass::WeightGrad && which != GemmOperand::Weight &&
+                          along == SumAlong::Rows;
     const std::string name = operand_name(which, pass, per_tensor);
     if (const State::Copy* c = s.find_copy(which, key_along, hadamard, values, rows, cols)) {
         // A block recipe's weight copy serving its second GEMM still reports under that GEMM's name.
@@ -253,8 +261,9 @@ const float* GemmQuantizer::operand(GemmOperand which, GemmPass pass, SumAlong a
     }
     ScalingStats st;
     ScalingStats* stp = s.take_stats ? &st : nullptr;
-    const float* out = per_tensor ? s.quantize_per_tensor_operand(which, values, rows * cols, stp)
-                                  : s.quantize_block_operand(which, pass, along, hadamard, values, rows, cols, stp);
+    const float* out = per_tensor
+                           ? s.quantize_per_tensor_operand(which, values, rows * cols, stp)
+                           : s.quantize_block_operand(which, pass, along, hadamard, values, rows, cols, stp);
     int stats_index = -1;
     if (stp) {
         st.operand = name;
@@ -289,7 +298,8 @@ float GemmQuantizer::next_scale(GemmOperand which) const {
         while (history.size() > len) history.pop_front();
         return delayed_scale(history, c, per_tensor_element(c, which), t.scale);
     }
-    if (c.recipe == ScaledRecipe::Fp8Current) return c.fixed_scale > 0 ? static_cast<float>(c.fixed_scale) : t.scale;
+    if (c.recipe == ScaledRecipe::Fp8Current)
+        return c.fixed_scale > 0 ? static_cast<float>(c.fixed_scale) : t.scale;
     return 0.0f;
 }
 
@@ -299,8 +309,8 @@ std::vector<float> GemmQuantizer::amax_history(GemmOperand which) const {
 }
 
 void limited_accumulator_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
-                              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int mantissa_bits,
-                              int64_t interval) {
+                              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                              int mantissa_bits, int64_t interval) {
     // op(B) as a row-major k x n panel, so the inner loop runs along contiguous rows of B and C.
     std::vector<float> packed;
     const float* bk = b;

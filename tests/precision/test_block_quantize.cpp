@@ -1,0 +1,573 @@
+// Tests of core/precision/block_quantize: every quantizer against an independent reference
+// written below in float64 (frexp / nearbyint on the element grid, block loops over the plain
+// definition of each recipe, the FP32 steps of the recipes reproduced by rounding a double result
+// to float, which is exact for one +, -, *, /). Random tensors and adversarial ones: zeros, one
+// huge outlier in a block, subnormals, NaN or inf inside a block (MX's NaN scale), tail blocks.
+// Then the statistics, thread-count independence, row-wise vs column-wise MX copies, stochastic
+// rounding, and the Hadamard transform's orthogonality.
+#include <QtTest>
+
+#include <array>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "core/common/parallel.h"
+#include "core/common/rng.h"
+#include "core/numeric/element_formats.h"
+#include "core/precision/block_quantize.h"
+
+using namespace mpwb;
+
+namespace {
+
+// ---- the float64 reference --------------------------------------------------------------------
+
+struct RefFormat {
+    int mantissa_bits;
+    int min_normal_exp;
+    double max;
+};
+RefFormat ref_format(Format f) {
+    switch (f) {
+        case Format::E5M2:
+            return {2, -14, 57344.0};
+        case Format::E2M1:
+            return {1, 0, 6.0};
+        default:
+            return {3, -6, 448.0};
+    }
+}
+
+int ref_floor_log2(double a) {
+    int ex = 0;
+    std::frexp(a, &ex);  // a = f * 2^ex, f in [0.5, 1)
+    return ex - 1;
+}
+
+// The grid step of the format around magnitude a.
+double ref_quantum(double a, const RefFormat& f) {
+    const int e = a > 0 ? std::max(ref_floor_log2(a), f.min_normal_exp) : f.min_normal_exp;
+    return std::ldexp(1.0, e - f.mantissa_bits);
+}
+
+// Round to nearest even on the grid, saturating at max (inf included); NaN stays NaN.
+float ref_round(float v, const RefFormat& f) {
+    if (std::isnan(v)) return v;
+    const double a = std::fabs(static_cast<double>(v));
+    if (a >= f.max) return std::copysign(static_cast<float>(f.max), v);
+    const double q = ref_quantum(a, f);
+    const double r = std::min(std::nearbyint(a / q) * q, f.max);
+    return std::copysign(static_cast<float>(r), v);
+}
+
+// Stochastic rounding: up with probability (a - lower) / gap, decided by 32 random bits.
+float ref_round_stochastic(float v, const RefFormat& f, uint32_t bits) {
+    if (std::isnan(v)) return v;
+    const double a = std::fabs(static_cast<double>(v));
+    if (a >= f.max) return std::copysign(static_cast<float>(f.max), v);
+    const double q = ref_quantum(a, f);
+    const double lower = std::floor(a / q) * q;
+    const double threshold = std::floor((a - lower) / q * 4294967296.0);
+    const double r = std::min(static_cast<double>(bits) < threshold ? lower + q : lower, f.max);
+    return std::copysign(static_cast<float>(r), v);
+}
+
+float f32(double v) { return static_cast<float>(v); }
+
+double ref_amax(const std::vector<float>& x, int64_t cols, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    double m = 0;
+    for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+            const double a = std::fabs(static_cast<double>(x[static_cast<size_t>(r * cols + c)]));
+            if (std::isnan(a)) return NAN;
+            m = std::max(m, a);
+        }
+    return m;
+}
+
+// The scale of a block as the recipe defines it: multiplier (or divisor for nvfp4) and dequant.
+struct RefScale {
+    float mult, deq;
+};
+RefScale ref_block_scale(BlockScaleRule rule, double amax, Format element, float tensor_scale) {
+    const RefFormat f = ref_format(element);
+    switch (rule) {
+        case BlockScaleRule::Fp32:
+        case BlockScaleRule::Fp32PowerOfTwo: {
+            float s = 1.0f;
+            if (amax > 0 && std::isfinite(amax)) {
+                s = f32(448.0 / amax);
+                if (std::isinf(s)) s = FLT_MAX;
+                if (rule == BlockScaleRule::Fp32PowerOfTwo) s = f32(std::ldexp(1.0, ref_floor_log2(s)));
+            }
+            return {s, f32(1.0 / s)};
+        }
+        case BlockScaleRule::E8M0Floor:
+        case BlockScaleRule::E8M0RCeil: {
+            if (!std::isfinite(amax)) return {NAN, NAN};
+            int e = -127;
+            if (amax > 0) {
+                e = ref_floor_log2(amax) - ref_floor_log2(f.max);
+                if (rule == BlockScaleRule::E8M0RCeil)
+                    while (amax / std::ldexp(1.0, e) > f.max) ++e;
+                e = std::clamp(e, -127, 127);
+            }
+            return {f32(std::ldexp(1.0, -e)), f32(std::ldexp(1.0, e))};
+        }
+        case BlockScaleRule::NvFp4: {
+            const float bs =
+                ref_round(f32(static_cast<double>(f32(amax / 6.0)) / tensor_scale), ref_format(Format::E4M3));
+            return {bs == 0 ? INFINITY : f32(static_cast<double>(bs) * tensor_scale), bs};
+        }
+    }
+    return {1, 1};
+}
+
+struct RefResult {
+    std::vector<float> out;
+    ScalingStats stats;
+};
+
+// Quantizes x (rows x cols) in blocks by the definitions, with the statistics.
+RefResult ref_quantize_blocks(const std::vector<float>& x, int64_t rows, int64_t cols, BlockShape b,
+                              BlockScaleRule rule, const QuantizeOptions& opt) {
+    const RefFormat f = ref_format(opt.element);
+    const bool divide = rule == BlockScaleRule::NvFp4;
+    RefResult res;
+    res.out.resize(x.size());
+    int64_t nonzero = 0, underflow = 0, saturated = 0;
+    double signal = 0, noise = 0, amax_all = 0;
+    std::map<int, int64_t> hist;
+    for (int64_t r0 = 0; r0 < rows; r0 += b.rows)
+        for (int64_t c0 = 0; c0 < cols; c0 += b.cols) {
+            const int64_t r1 = std::min(rows, r0 + b.rows), c1 = std::min(cols, c0 + b.cols);
+            const double amax = ref_amax(x, cols, r0, r1, c0, c1);
+            amax_all = std::isnan(amax) || std::isnan(amax_all) ? NAN : std::max(amax_all, amax);
+            const RefScale s = ref_block_scale(rule, amax, opt.element, opt.tensor_scale);
+            ++res.stats.blocks;
+            const double scaled_max = divide ? amax / s.mult : amax * s.mult;
+            res.stats.clipped_blocks += f32(scaled_max) > f.max;
+            if (s.deq > 0 && std::isfinite(s.deq)) ++hist[ref_floor_log2(s.deq)];
+            for (int64_t r = r0; r < r1; ++r)
+                for (int64_t c = c0; c < c1; ++c) {
+                    const size_t i = static_cast<size_t>(r * cols + c);
+                    const double v = x[i];
+                    const float scaled = divide ? f32(v / s.mult) : f32(v * s.mult);
+                    const float q = opt.stochastic ? ref_round_stochastic(
+                                                         scaled, f, counter_random_bits(opt.random_key, i))
+                                                   : ref_round(scaled, f);
+                    const float post = divide ? opt.tensor_scale : 1.0f;
+                    const float o = f32(static_cast<double>(f32(static_cast<double>(q) * s.deq)) * post);
+                    res.out[i] = o;
+                    saturated += std::fabs(scaled) > f.max;
+                    if (std::isfinite(v)) {
+                        nonzero += v != 0;
+                        underflow += v != 0 && q == 0;
+                        signal += v * v;
+                        noise += (v - o) * (v - o);
+                    }
+                }
+        }
+    res.stats.amax = f32(amax_all);
+    res.stats.values = rows * cols;
+    res.stats.underflow_fraction = nonzero ? static_cast<double>(underflow) / nonzero : 0;
+    res.stats.saturate_fraction = static_cast<double>(saturated) / std::max<int64_t>(1, rows * cols);
+    res.stats.sqnr_db = noise > 0 ? 10 * std::log10(signal / noise) : 999;
+    if (!hist.empty()) {
+        res.stats.block_exponent_min = hist.begin()->first;
+        res.stats.block_exponent_counts.assign(
+            static_cast<size_t>(hist.rbegin()->first - hist.begin()->first + 1), 0);
+        for (auto [e, n] : hist)
+            res.stats.block_exponent_counts[static_cast<size_t>(e - hist.begin()->first)] = n;
+    }
+    return res;
+}
+
+// ---- inputs ------------------------------------------------------------------------------------
+
+std::vector<float> random_tensor(int64_t n, uint64_t seed, float spread_binades = 6) {
+    Rng rng(seed);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = rng.normal() * std::exp2(rng.uniform(-spread_binades, spread_binades));
+    return x;
+}
+
+// Random data with, in separate blocks of a 1x32-or-wider tiling: zeros, one huge outlier,
+// subnormals, a NaN, an inf.
+std::vector<float> adversarial_tensor(int64_t rows, int64_t cols, uint64_t seed) {
+    std::vector<float> x = random_tensor(rows * cols, seed);
+    auto at = [&](int64_t r, int64_t c) -> float& { return x[static_cast<size_t>(r * cols + c)]; };
+    for (int64_t c = 0; c < cols; ++c) at(0, c) = 0.0f;  // an all-zero row
+    at(1, 3) = 3.0e30f;                                  // one outlier
+    for (int64_t c = 0; c < std::min<int64_t>(cols, 40); ++c)
+        at(2, c) = std::ldexp(1.0f + c, -140);  // subnormals
+    at(3, 5) = NAN;
+    at(rows - 1, cols - 1) = INFINITY;
+    at(rows - 2, 0) = -INFINITY;
+    return x;
+}
+
+bool same_bits(float a, float b) {
+    return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) || (std::isnan(a) && std::isnan(b));
+}
+
+int count_mismatches(const std::vector<float>& a, const std::vector<float>& b, QString* first) {
+    int n = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+        if (!same_bits(a[i], b[i])) {
+            if (n++ == 0 && first)
+                *first = QString("index %1: got %2, reference %3")
+                             .arg(i)
+                             .arg(a[i], 0, 'g', 9)
+                             .arg(b[i], 0, 'g', 9);
+        }
+    return n;
+}
+
+void compare_stats(const ScalingStats& got, const ScalingStats& ref) {
+    QVERIFY2(same_bits(got.amax, ref.amax), qPrintable(QString("amax %1 vs %2").arg(got.amax).arg(ref.amax)));
+    QCOMPARE(got.values, ref.values);
+    QCOMPARE(got.underflow_fraction, ref.underflow_fraction);
+    QCOMPARE(got.saturate_fraction, ref.saturate_fraction);
+    QVERIFY2(std::fabs(got.sqnr_db - ref.sqnr_db) <= 1e-9 * std::max(1.0, std::fabs(ref.sqnr_db)),
+             qPrintable(QString("sqnr %1 vs %2").arg(got.sqnr_db).arg(ref.sqnr_db)));
+    QCOMPARE(got.blocks, ref.blocks);
+    QCOMPARE(got.clipped_blocks, ref.clipped_blocks);
+    QCOMPARE(got.block_exponent_min, ref.block_exponent_min);
+    QCOMPARE(got.block_exponent_counts, ref.block_exponent_counts);
+}
+
+void check_blocks(const std::vector<float>& x, int64_t rows, int64_t cols, BlockShape b, BlockScaleRule rule,
+                  QuantizeOptions opt) {
+    ScalingStats stats;
+    opt.stats = &stats;
+    std::vector<float> out(x.size());
+    quantize_blocks(x.data(), out.data(), rows, cols, b, rule, opt);
+    const RefResult ref = ref_quantize_blocks(x, rows, cols, b, rule, opt);
+    QString first;
+    const int bad = count_mismatches(out, ref.out, &first);
+    QVERIFY2(bad == 0, qPrintable(QString("%1 mismatches, first %2").arg(bad).arg(first)));
+    compare_stats(stats, ref.stats);
+    // In place gives the same.
+    std::vector<float> inplace = x;
+    quantize_blocks(inplace.data(), inplace.data(), rows, cols, b, rule, opt);
+    QCOMPARE(count_mismatches(inplace, out, nullptr), 0);
+}
+
+}  // namespace
+
+class TestBlockQuantize : public QObject {
+    Q_OBJECT
+
+private slots:
+    void cleanup() { set_thread_count(0); }
+
+    void perTensor_data() {
+        QTest::addColumn<int>("element");
+        QTest::addColumn<int>("margin");
+        QTest::addColumn<bool>("adversarial");
+        for (Format f : {Format::E4M3, Format::E5M2})
+            for (int margin : {0, 1})
+                for (bool adv : {false, true})
+                    QTest::addRow("%s margin %d%s", f == Format::E4M3 ? "e4m3" : "e5m2", margin,
+                                  adv ? " adversarial" : "")
+                        << static_cast<int>(f) << margin << adv;
+    }
+    void perTensor() {
+        QFETCH(int, element);
+        QFETCH(int, margin);
+        QFETCH(bool, adversarial);
+        const Format f = static_cast<Format>(element);
+        const int64_t rows = 37, cols = 301;
+        std::vector<float> x =
+            adversarial ? adversarial_tensor(rows, cols, 5) : random_tensor(rows * cols, 4, 12);
+        const float amax = amax_of(x.data(), rows * cols);
+        const double ref_amax_v = ref_amax(x, cols, 0, rows, 0, cols);
+        QVERIFY(same_bits(amax, f32(ref_amax_v)));
+        // A finite amax (the adversarial tensor's is NaN: the previous scale stays).
+        const float finite_amax = adversarial ? 3.0e30f : amax;
+        const float scale = per_tensor_scale(finite_amax, element_max(f), margin, 0.5f);
+        QCOMPARE(scale,
+                 f32(static_cast<double>(f32(ref_format(f).max / finite_amax)) / std::ldexp(1.0, margin)));
+        QCOMPARE(per_tensor_scale(amax, element_max(f), margin, 0.5f), adversarial ? 0.5f : scale);
+        QuantizeOptions opt;
+        opt.element = f;
+        ScalingStats stats;
+        opt.stats = &stats;
+        std::vector<float> out(x.size());
+        quantize_per_tensor(x.data(), out.data(), rows * cols, scale, amax, opt);
+        // The reference: one "block" holding the whole tensor with that scale.
+        std::vector<float> ref(x.size());
+        const float inv = f32(1.0 / scale);
+        int64_t saturated = 0, nonzero = 0, underflow = 0;
+        double signal = 0, noise = 0;
+        for (size_t i = 0; i < x.size(); ++i) {
+            const float s = f32(static_cast<double>(x[i]) * scale);
+            const float q = ref_round(s, ref_format(f));
+            ref[i] = f32(static_cast<double>(q) * inv);
+            saturated += std::fabs(s) > ref_format(f).max;
+            if (std::isfinite(x[i])) {
+                nonzero += x[i] != 0;
+                underflow += x[i] != 0 && q == 0;
+                signal += static_cast<double>(x[i]) * x[i];
+                noise += (static_cast<double>(x[i]) - ref[i]) * (static_cast<double>(x[i]) - ref[i]);
+            }
+        }
+        QString first;
+        const int bad = count_mismatches(out, ref, &first);
+        QVERIFY2(bad == 0, qPrintable(QString("%1 mismatches, first %2").arg(bad).arg(first)));
+        QCOMPARE(stats.scale, scale);
+        QCOMPARE(stats.saturate_fraction, static_cast<double>(saturated) / x.size());
+        QCOMPARE(stats.underflow_fraction, static_cast<double>(underflow) / nonzero);
+        QVERIFY(std::fabs(stats.sqnr_db - 10 * std::log10(signal / noise)) < 1e-9 * std::fabs(stats.sqnr_db));
+        QCOMPARE(stats.blocks, int64_t{0});
+    }
+
+    void perTensorGuards() {
+        QCOMPARE(per_tensor_scale(0.0f, 448.0f, 0, 2.0f), 2.0f);
+        QCOMPARE(per_tensor_scale(INFINITY, 448.0f, 0, 2.0f), 2.0f);
+        QCOMPARE(per_tensor_scale(NAN, 448.0f, 0, 2.0f), 2.0f);
+        QCOMPARE(per_tensor_scale(1e-45f, 448.0f, 0, 2.0f), FLT_MAX);  // 448 / 2^-149 overflows
+        // All zeros: nothing underflows (no non-zero value), the error is zero: SQNR 999.
+        std::vector<float> z(100, 0.0f), out(100);
+        ScalingStats st;
+        QuantizeOptions opt;
+        opt.stats = &st;
+        quantize_per_tensor(z.data(), out.data(), 100, 1.0f, 0.0f, opt);
+        QCOMPARE(st.sqnr_db, 999.0);
+        QCOMPARE(st.underflow_fraction, 0.0);
+        // Scale 1: E4M3 gradients of 1e-4 underflow (failure preset (a)).
+        std::vector<float> g(100, 1e-4f);
+        quantize_per_tensor(g.data(), out.data(), 100, 1.0f, 1e-4f, opt);
+        QCOMPARE(st.underflow_fraction, 1.0);
+    }
+
+    void blocks_data() {
+        QTest::addColumn<int>("rule");
+        QTest::addColumn<int>("element");
+        QTest::addColumn<qlonglong>("block_rows");
+        QTest::addColumn<qlonglong>("block_cols");
+        QTest::addColumn<bool>("adversarial");
+        struct Case {
+            const char* name;
+            BlockScaleRule rule;
+            Format element;
+            int64_t br, bc;
+        };
+        const Case cases[] = {
+            {"fp8-block 1x128", BlockScaleRule::Fp32, Format::E4M3, 1, 128},
+            {"fp8-block 128x1", BlockScaleRule::Fp32, Format::E4M3, 128, 1},
+            {"fp8-block 128x128", BlockScaleRule::Fp32, Format::E4M3, 128, 128},
+            {"fp8-block pow2 1x128", BlockScaleRule::Fp32PowerOfTwo, Format::E4M3, 1, 128},
+            {"fp8-block pow2 128x128", BlockScaleRule::Fp32PowerOfTwo, Format::E4M3, 128, 128},
+            {"mx floor e4m3 1x32", BlockScaleRule::E8M0Floor, Format::E4M3, 1, 32},
+            {"mx floor e4m3 32x1", BlockScaleRule::E8M0Floor, Format::E4M3, 32, 1},
+            {"mx rceil e4m3 1x32", BlockScaleRule::E8M0RCeil, Format::E4M3, 1, 32},
+            {"mx rceil e4m3 32x1", BlockScaleRule::E8M0RCeil, Format::E4M3, 32, 1},
+            {"mx floor e5m2 1x32", BlockScaleRule::E8M0Floor, Format::E5M2, 1, 32},
+            {"mx rceil e5m2 32x1", BlockScaleRule::E8M0RCeil, Format::E5M2, 32, 1},
+            {"nvfp4 1x16", BlockScaleRule::NvFp4, Format::E2M1, 1, 16},
+            {"nvfp4 16x1", BlockScaleRule::NvFp4, Format::E2M1, 16, 1},
+            {"nvfp4 16x16", BlockScaleRule::NvFp4, Format::E2M1, 16, 16},
+        };
+        for (const Case& c : cases)
+            for (bool adv : {false, true})
+                QTest::addRow("%s%s", c.name, adv ? " adversarial" : "")
+                    << static_cast<int>(c.rule) << static_cast<int>(c.element) << qlonglong(c.br)
+                    << qlonglong(c.bc) << adv;
+    }
+    void blocks() {
+        QFETCH(int, rule);
+        QFETCH(int, element);
+        QFETCH(qlonglong, block_rows);
+        QFETCH(qlonglong, block_cols);
+        QFETCH(bool, adversarial);
+        // Neither dimension a multiple of any block: every row and column ends in a tail block.
+        const int64_t rows = 150, cols = 301;
+        const std::vector<float> x =
+            adversarial ? adversarial_tensor(rows, cols, 9) : random_tensor(rows * cols, 8);
+        QuantizeOptions opt;
+        opt.element = static_cast<Format>(element);
+        if (static_cast<BlockScaleRule>(rule) == BlockScaleRule::NvFp4)
+            opt.tensor_scale = nvfp4_tensor_scale(adversarial ? 3.0e30f : amax_of(x.data(), rows * cols));
+        check_blocks(x, rows, cols, {block_rows, block_cols}, static_cast<BlockScaleRule>(rule), opt);
+    }
+
+    void nvfp4Stochastic() {
+        const int64_t rows = 64, cols = 80;
+        const std::vector<float> x = random_tensor(rows * cols, 21, 3);
+        QuantizeOptions opt;
+        opt.element = Format::E2M1;
+        opt.stochastic = true;
+        opt.random_key = 0x1234;
+        opt.tensor_scale = nvfp4_tensor_scale(amax_of(x.data(), rows * cols));
+        check_blocks(x, rows, cols, {1, 16}, BlockScaleRule::NvFp4, opt);
+        // Unbiased: the mean over many keys of a value between two grid points tends to it.
+        std::vector<float> v(16, 0.0f);
+        v[0] = 6.0f;  // block amax 6 with st = 2^-8: block scale 256, so the grid is E2M1's exactly
+        v[1] = 2.4f;  // between 2 and 3
+        double sum = 0;
+        const int draws = 4000;
+        QuantizeOptions o2 = opt;
+        o2.tensor_scale = 1.0f / 256.0f;
+        std::vector<float> out(16);
+        for (int k = 0; k < draws; ++k) {
+            o2.random_key = static_cast<uint64_t>(k);
+            quantize_blocks(v.data(), out.data(), 1, 16, {1, 16}, BlockScaleRule::NvFp4, o2);
+            QVERIFY(out[1] == 2.0f || out[1] == 3.0f);
+            sum += out[1];
+        }
+        QVERIFY2(std::fabs(sum / draws - 2.4) < 0.03, qPrintable(QString::number(sum / draws)));
+    }
+
+    void mxScaleCodes() {
+        // NaN or inf in a block: the NaN scale 0xFF, and the whole block dequantizes to NaN.
+        QCOMPARE(int(mx_scale_code(NAN, Format::E4M3, false)), 0xFF);
+        QCOMPARE(int(mx_scale_code(INFINITY, Format::E4M3, true)), 0xFF);
+        QCOMPARE(int(mx_scale_code(0.0f, Format::E4M3, true)), 0);
+        // amax 448: FLOOR gives 2^(8-8) = 1 and RCEIL too (448 / 1 fits). 449: FLOOR still 1
+        // (449 clips to 448), RCEIL 2.
+        QCOMPARE(int(mx_scale_code(448.0f, Format::E4M3, false)), 127);
+        QCOMPARE(int(mx_scale_code(448.0f, Format::E4M3, true)), 127);
+        QCOMPARE(int(mx_scale_code(449.0f, Format::E4M3, false)), 127);
+        QCOMPARE(int(mx_scale_code(449.0f, Format::E4M3, true)), 128);
+        QCOMPARE(int(mx_scale_code(FLT_MAX, Format::E4M3, true)), 127 + 120);
+        QCOMPARE(int(mx_scale_code(1e-45f, Format::E4M3, false)), 0);  // clamped at 2^-127
+        std::vector<float> x(64, 1.0f), out(64);
+        x[40] = NAN;
+        quantize_blocks(x.data(), out.data(), 1, 64, {1, 32}, BlockScaleRule::E8M0RCeil, {});
+        for (int i = 0; i < 32; ++i) QCOMPARE(out[i], 1.0f);
+        for (int i = 32; i < 64; ++i) QVERIFY(std::isnan(out[i]));
+        // FLOOR clips block maxima that RCEIL keeps (failure preset (c)).
+        std::vector<float> y = random_tensor(32 * 64, 3);
+        ScalingStats floor_stats, rceil_stats;
+        QuantizeOptions opt;
+        opt.stats = &floor_stats;
+        std::vector<float> yq(y.size());
+        quantize_blocks(y.data(), yq.data(), 32, 64, {1, 32}, BlockScaleRule::E8M0Floor, opt);
+        opt.stats = &rceil_stats;
+        quantize_blocks(y.data(), yq.data(), 32, 64, {1, 32}, BlockScaleRule::E8M0RCeil, opt);
+        QVERIFY(floor_stats.clipped_blocks > 0);
+        QCOMPARE(rceil_stats.clipped_blocks, int64_t{0});
+        QCOMPARE(rceil_stats.saturate_fraction, 0.0);
+    }
+
+    void mxRowwiseAndColumnwiseCopiesDiffer() {
+        const int64_t rows = 64, cols = 96;
+        std::vector<float> x = random_tensor(rows * cols, 77);
+        std::vector<float> xt(x.size());
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c)
+                xt[static_cast<size_t>(c * rows + r)] = x[static_cast<size_t>(r * cols + c)];
+        std::vector<float> by_cols(x.size()), by_rows(x.size()), of_transpose(x.size());
+        quantize_blocks(x.data(), by_cols.data(), rows, cols, tile_along(SumAlong::Cols, 32),
+                        BlockScaleRule::E8M0Floor, {});
+        quantize_blocks(x.data(), by_rows.data(), rows, cols, tile_along(SumAlong::Rows, 32),
+                        BlockScaleRule::E8M0Floor, {});
+        QVERIFY(count_mismatches(by_cols, by_rows, nullptr) > 0);
+        // The column-wise copy is the row-wise copy of the transpose, transposed back.
+        quantize_blocks(xt.data(), of_transpose.data(), cols, rows, tile_along(SumAlong::Cols, 32),
+                        BlockScaleRule::E8M0Floor, {});
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c)
+                QCOMPARE(by_rows[static_cast<size_t>(r * cols + c)],
+                         of_transpose[static_cast<size_t>(c * rows + r)]);
+    }
+
+    void threadCountDoesNotMatter() {
+        const int64_t rows = 512, cols = 784;
+        const std::vector<float> x = random_tensor(rows * cols, 31);
+        auto run = [&](int threads, BlockShape b, BlockScaleRule rule, bool stochastic, ScalingStats& st) {
+            set_thread_count(threads);
+            QuantizeOptions opt;
+            opt.element = rule == BlockScaleRule::NvFp4 ? Format::E2M1 : Format::E4M3;
+            opt.stochastic = stochastic;
+            opt.random_key = 99;
+            opt.tensor_scale = 0.01f;
+            opt.stats = &st;
+            std::vector<float> out(x.size());
+            quantize_blocks(x.data(), out.data(), rows, cols, b, rule, opt);
+            return out;
+        };
+        for (BlockShape b : {BlockShape{1, 32}, BlockShape{32, 1}, BlockShape{16, 16}}) {
+            ScalingStats s1, s2;
+            const auto one = run(1, b, BlockScaleRule::NvFp4, true, s1);
+            const auto two = run(2, b, BlockScaleRule::NvFp4, true, s2);
+            QCOMPARE(count_mismatches(one, two, nullptr), 0);
+            QCOMPARE(s1.sqnr_db, s2.sqnr_db);  // bit for bit: summed per panel in panel order
+            QCOMPARE(s1.block_exponent_counts, s2.block_exponent_counts);
+        }
+        set_thread_count(1);
+        std::vector<float> a(x.size()), b2(x.size());
+        ScalingStats t1, t2;
+        QuantizeOptions opt;
+        opt.stats = &t1;
+        quantize_per_tensor(x.data(), a.data(), rows * cols, 3.0f, amax_of(x.data(), rows * cols), opt);
+        set_thread_count(2);
+        opt.stats = &t2;
+        quantize_per_tensor(x.data(), b2.data(), rows * cols, 3.0f, amax_of(x.data(), rows * cols), opt);
+        QCOMPARE(count_mismatches(a, b2, nullptr), 0);
+        QCOMPARE(t1.sqnr_db, t2.sqnr_db);
+    }
+
+    void hadamardIsOrthogonal() {
+        const int64_t rows = 256 + 7, n1 = 24, n2 = 40;  // a tail of 7 rows stays as it is
+        const std::vector<float> dy = random_tensor(rows * n1, 1, 2), x = random_tensor(rows * n2, 2, 2);
+        const auto signs = hadamard_signs(42);
+        int minus = 0;
+        for (float s : signs) {
+            QVERIFY(s == 1.0f || s == -1.0f);
+            minus += s < 0;
+        }
+        QVERIFY(minus > 0 && minus < 16);
+        QVERIFY(hadamard_signs(43) != signs);
+        std::vector<float> hdy(dy.size()), hx(x.size());
+        hadamard16_along_rows(dy.data(), hdy.data(), rows, n1, signs);
+        hadamard16_along_rows(x.data(), hx.data(), rows, n2, signs);
+        for (int64_t r = 256; r < rows; ++r)
+            QCOMPARE(hx[static_cast<size_t>(r * n2)], x[static_cast<size_t>(r * n2)]);
+        // (T dy)ᵀ (T x) = dyᵀ x, within FP32 rounding of the transform (relative to Σ|dy||x|).
+        for (int64_t i = 0; i < n1; ++i)
+            for (int64_t j = 0; j < n2; ++j) {
+                double exact = 0, transformed = 0, magnitude = 0;
+                for (int64_t r = 0; r < rows; ++r) {
+                    const double a = dy[static_cast<size_t>(r * n1 + i)],
+                                 b = x[static_cast<size_t>(r * n2 + j)];
+                    exact += a * b;
+                    magnitude += std::fabs(a * b);
+                    transformed += static_cast<double>(hdy[static_cast<size_t>(r * n1 + i)]) *
+                                   hx[static_cast<size_t>(r * n2 + j)];
+                }
+                QVERIFY2(std::fabs(exact - transformed) <= 1e-6 * magnitude,
+                         qPrintable(QString("%1 vs %2").arg(exact).arg(transformed)));
+            }
+        // H16/4 with all signs +1 is its own inverse; with signs, T⁻¹ = diag(signs) · H16/4.
+        std::array<float, 16> ones;
+        ones.fill(1.0f);
+        std::vector<float> back(x.size());
+        hadamard16_along_rows(hx.data(), back.data(), rows, n2, ones);
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < n2; ++c) {
+                const size_t i = static_cast<size_t>(r * n2 + c);
+                const float restored = r < 256 ? back[i] * signs[static_cast<size_t>(r % 16)] : back[i];
+                // FP32 rounding of two transforms, relative to the largest value of the 16-row group.
+                float group_max = 0;
+                for (int64_t g = r / 16 * 16; g < std::min(rows, r / 16 * 16 + 16); ++g)
+                    group_max = std::max(group_max, std::fabs(x[static_cast<size_t>(g * n2 + c)]));
+                QVERIFY2(std::fabs(restored - x[i]) <= 2e-6f * group_max,
+                         qPrintable(QString("row %1: %2 vs %3").arg(r).arg(restored).arg(x[i])));
+            }
+        // A single non-zero value spreads over its 16 rows as +-value/4.
+        std::vector<float> e(16, 0.0f), he(16);
+        e[0] = 1.0f;
+        hadamard16_along_rows(e.data(), he.data(), 16, 1, ones);
+        for (float v : he) QCOMPARE(v, 0.25f);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestBlockQuantize)
+#include "test_block_quantize.moc"
