@@ -51,8 +51,9 @@ inline float finish_element(uint32_t x_bits, uint32_t code) {
     const uint32_t sign = x_bits & 0x80000000u;
     const uint32_t value =
         float_bits(decode_magnitude<Spec::kMantissaBits, Spec::kMinNormalExp>(code)) | sign;
-    const bool is_nan = (x_bits & 0x7fffffffu) > 0x7f800000u;
-    return bits_float(is_nan ? (sign | 0x7fc00000u) : value);
+    // A mask, not ?:, which GCC 12 keeps as a branch and then does not vectorise the loop.
+    const uint32_t nan_mask = 0u - static_cast<uint32_t>((x_bits & 0x7fffffffu) > 0x7f800000u);
+    return bits_float((value & ~nan_mask) | ((sign | 0x7fc00000u) & nan_mask));
 }
 
 }  // namespace detail

@@ -49,8 +49,10 @@ template <int MBITS, int EMIN>
 constexpr uint32_t round_magnitude(uint32_t a) {
     const MagnitudeCut c = cut_magnitude<MBITS, EMIN>(a);
     const uint32_t halfway = 1u << ((c.shift < 31 ? c.shift : 31) - 1);
-    return c.truncated +
-           static_cast<uint32_t>((c.remainder > halfway) | ((c.remainder == halfway) & (c.truncated & 1u)));
+    // All-ones masks rather than bools: GCC 12 does not vectorise the bool form.
+    const uint32_t above = 0u - static_cast<uint32_t>(c.remainder > halfway);
+    const uint32_t tie = 0u - static_cast<uint32_t>(c.remainder == halfway);
+    return c.truncated + ((above | (tie & (0u - (c.truncated & 1u)))) & 1u);
 }
 
 // Magnitude code rounded up with probability remainder / 2^shift, decided by comparing 32 uniform
