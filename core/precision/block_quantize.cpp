@@ -51,8 +51,9 @@ inline float round_to(float s, uint64_t key, uint64_t index) {
 // out[c] = (round(x[c] op scale) * dequant) * post for c in [0, n), op = * or / (kDivide).
 // index0: the linear index of x[0] in the operand (the stochastic rounding counter).
 template <class Spec, bool kDivide, bool kStochastic, bool kStats, class Scales>
-void quantize_run(const float* x, float* out, int64_t n, const Scales& scales, float post, uint64_t key,
-                  uint64_t index0, UnitStats* st) {
+[[gnu::always_inline]] inline void quantize_run_body(const float* x, float* out, int64_t n,
+                                                     const Scales& scales, float post, uint64_t key,
+                                                     uint64_t index0, UnitStats* st) {
     for (int64_t c = 0; c < n; ++c) {
         const float v = x[c];
         const float s = kDivide ? v / scales.mult(c) : v * scales.mult(c);
@@ -72,12 +73,38 @@ void quantize_run(const float* x, float* out, int64_t n, const Scales& scales, f
     }
 }
 
+// The kernel compiled twice: for the build's baseline ISA and for AVX2, whose per-lane variable
+// shifts the rounding needs to vectorise. No FMA in either, so both give the same bits.
+template <class Spec, bool kDivide, bool kStochastic, bool kStats, class Scales>
+void quantize_run(const float* x, float* out, int64_t n, const Scales& scales, float post, uint64_t key,
+                  uint64_t index0, UnitStats* st) {
+    quantize_run_body<Spec, kDivide, kStochastic, kStats>(x, out, n, scales, post, key, index0, st);
+}
+template <class Spec, bool kDivide, bool kStochastic, bool kStats, class Scales>
+__attribute__((target("avx2"))) void quantize_run_avx2(const float* x, float* out, int64_t n,
+                                                       const Scales& scales, float post, uint64_t key,
+                                                       uint64_t index0, UnitStats* st) {
+    quantize_run_body<Spec, kDivide, kStochastic, kStats>(x, out, n, scales, post, key, index0, st);
+}
+
+bool cpu_has_avx2() {
+    static const bool has = __builtin_cpu_supports("avx2");
+    return has;
+}
+
 // The element kernel with the format, the division and the statistics chosen once per call.
 template <class Scales>
 using RunFn = void (*)(const float*, float*, int64_t, const Scales&, float, uint64_t, uint64_t, UnitStats*);
 
 template <class Scales, class Spec, bool kDivide>
 RunFn<Scales> pick_run(bool stochastic, bool stats) {
+    if (cpu_has_avx2()) {
+        if (stochastic)
+            return stats ? quantize_run_avx2<Spec, kDivide, true, true, Scales>
+                         : quantize_run_avx2<Spec, kDivide, true, false, Scales>;
+        return stats ? quantize_run_avx2<Spec, kDivide, false, true, Scales>
+                     : quantize_run_avx2<Spec, kDivide, false, false, Scales>;
+    }
     if (stochastic)
         return stats ? quantize_run<Spec, kDivide, true, true, Scales>
                      : quantize_run<Spec, kDivide, true, false, Scales>;
