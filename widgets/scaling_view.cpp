@@ -82,13 +82,20 @@ ScalingView::ScalingView(QWidget* parent) : QWidget(parent) {
     bar->addSpacing(12);
     bar->addWidget(readout_, 1);
 
-    amax_ = make_plot("scalingAmaxPlot", tr("amax and scale"), tr("log₂ axis"));
+    amax_ = make_plot("scalingAmaxPlot", tr("amax and scale"), tr("amax, scale (log₂ axis)"));
     amax_->yAxis->setScaleType(QCPAxis::stLogarithmic);
     amax_->yAxis->setTicker(make_pow2_ticker());
     add_line(amax_, tr("amax (before quantization)"), kAmaxColor);
     add_line(amax_, tr("scale used"), kScaleColor);
+    // The legend in a row of its own under the title: inside the axis rect it would cover the
+    // lines wherever they run.
     amax_->legend->setVisible(true);
-    amax_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignLeft | Qt::AlignBottom);
+    amax_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    amax_->axisRect()->insetLayout()->take(amax_->legend);
+    amax_->plotLayout()->insertRow(1);
+    amax_->plotLayout()->addElement(1, 0, amax_->legend);
+    amax_->plotLayout()->setRowStretchFactor(1, 0.001);
+    amax_->legend->setMargins(QMargins(4, 1, 4, 1));
     sqnr_ = make_plot("scalingSqnrPlot", tr("quantization SQNR"), tr("SQNR (dB)"));
     add_line(sqnr_, tr("SQNR"), QColor(0x2c, 0xa0, 0x2c));
     block_hist_ = make_plot("scalingBlockHistogram", tr("block-scale exponents, latest"), tr("blocks"));
@@ -217,8 +224,12 @@ void ScalingView::refreshSelectors() {
         layer_->addItems(layers);
         layer_->setCurrentText(chosen);
     }
-    const QString op =
-        operands.contains(operand) ? operand : (operands.isEmpty() ? QString() : operands.front());
+    // First shown: the output gradient, whose range drifts most over training (what E4M3 or an
+    // unscaled FP8 loses first); then the first operand there is.
+    const QString op = operands.contains(operand)                ? operand
+                       : operands.contains(QStringLiteral("dy")) ? QStringLiteral("dy")
+                       : operands.isEmpty()                      ? QString()
+                                                                 : operands.front();
     operand_->clear();
     operand_->addItems(operands);
     operand_->setCurrentText(op);
@@ -289,11 +300,26 @@ void ScalingView::appendToPlots(size_t from) {
     for (PlotWidget* p : {amax_, sqnr_}) {
         p->rescaleAxes();
         p->xAxis->scaleRange(1.05);
-        p->yAxis->scaleRange(p == amax_ ? 1.3
-                                        : 1.15);  // a margin around the data (multiplicative on the log axis)
         p->requestReplot();
     }
+    fitAmaxAxis();
     heatmap_->requestReplot();
+}
+
+// The log axis spans the amax and scale values with a power of two to spare on each side (a
+// constant series would otherwise get a degenerate range); the SQNR axis a margin of 15%.
+void ScalingView::fitAmaxAxis() {
+    double lo = INFINITY, hi = 0;
+    for (int i = 0; i < amax_->graphCount(); ++i)
+        for (auto it = amax_->graph(i)->data()->constBegin(); it != amax_->graph(i)->data()->constEnd();
+             ++it) {
+            lo = std::min(lo, it->value);
+            hi = std::max(hi, it->value);
+        }
+    if (hi > 0)
+        amax_->yAxis->setRange(std::exp2(std::floor(std::log2(lo)) - 1),
+                               std::exp2(std::ceil(std::log2(hi)) + 1));
+    sqnr_->yAxis->scaleRange(1.15);
 }
 
 void ScalingView::showBlockHistogram(const ScalingStats& s, int64_t step) {

@@ -57,6 +57,7 @@ private:
     void refreshSelectors();
     void rebuildPlots();
     void appendToPlots(size_t from);
+    void fitAmaxAxis();
     void showBlockHistogram(const ScalingStats& stats, int64_t step);
     const std::vector<ScalingStatsRecord>* selected() const;
 

@@ -35,6 +35,8 @@ SettingsFormBase::SettingsFormBase(const QString& title, const QString& prefix, 
     error_->hide();
     form_ = new QFormLayout(this);
     form_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    // In a narrow dock a long label goes above its editor instead of squeezing it ("E4M").
+    form_->setRowWrapPolicy(QFormLayout::WrapLongRows);
 }
 
 void SettingsFormBase::buildRows(const std::vector<FieldView>& fields) {

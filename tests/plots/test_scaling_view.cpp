@@ -15,25 +15,6 @@ using namespace mpwb;
 
 namespace {
 
-// A record of an mxfp8-like block operand: scale 0 (no per-tensor scale), three blocks whose
-// scale exponents are -9, -9 and -7.
-ScalingStatsRecord block_record(int64_t step, const char* layer, const char* operand, float amax) {
-    ScalingStatsRecord r;
-    r.step = step;
-    r.layer_label = layer;
-    r.stats.operand = operand;
-    r.stats.element = Format::E4M3;
-    r.stats.amax = amax;
-    r.stats.scale = 0;
-    r.stats.values = 96;
-    r.stats.sqnr_db = 30.0 + static_cast<double>(step);
-    r.stats.blocks = 3;
-    r.stats.clipped_blocks = 1;
-    r.stats.block_exponent_min = -9;
-    r.stats.block_exponent_counts = {2, 0, 1};
-    return r;
-}
-
 ScalingStatsRecord tensor_record(int64_t step, const char* layer, const char* operand, float amax,
                                  float scale) {
     ScalingStatsRecord r;
@@ -44,6 +25,20 @@ ScalingStatsRecord tensor_record(int64_t step, const char* layer, const char* op
     r.stats.amax = amax;
     r.stats.scale = scale;
     r.stats.sqnr_db = 999;  // exact: not drawn
+    return r;
+}
+
+// A record of an mxfp8-like block operand: scale 0 (no per-tensor scale), three blocks whose
+// scale exponents are -9, -9 and -7.
+ScalingStatsRecord block_record(int64_t step, const char* layer, const char* operand, float amax) {
+    ScalingStatsRecord r = tensor_record(step, layer, operand, amax, 0.0f);
+    r.stats.element = Format::E4M3;
+    r.stats.values = 96;
+    r.stats.sqnr_db = 30.0 + static_cast<double>(step);
+    r.stats.blocks = 3;
+    r.stats.clipped_blocks = 1;
+    r.stats.block_exponent_min = -9;
+    r.stats.block_exponent_counts = {2, 0, 1};
     return r;
 }
 
@@ -91,7 +86,12 @@ private slots:
         QCOMPARE(operand->count(), 2);
         QCOMPARE(operand->itemText(0), QStringLiteral("x"));
         QCOMPARE(operand->itemText(1), QStringLiteral("dy"));
-        // x of layer 0: three statistics steps.
+        // dy is shown first; x, chosen with the keyboard, has three statistics steps.
+        QCOMPARE(operand->currentText(), QStringLiteral("dy"));
+        QCOMPARE(values_of(view.amaxPlot()->graph(0)), (QVector<double>{0.5, 0.25}));
+        operand->setFocus();
+        QTest::keyClick(operand, Qt::Key_Up);
+        QCOMPARE(operand->currentText(), QStringLiteral("x"));
         QCOMPARE(values_of(view.amaxPlot()->graph(0)), (QVector<double>{4, 8, 16}));
         QCOMPARE(view.amaxPlot()->graph(1)->dataCount(), 0);  // block recipe: no per-tensor scale
         QCOMPARE(values_of(view.sqnrPlot()->graph(0)), (QVector<double>{40, 50, 60}));
@@ -103,8 +103,7 @@ private slots:
         QCOMPARE(view.blockBars()->data()->at(0)->key, -9.0);
         QCOMPARE(view.blockBars()->data()->at(0)->value, 2.0);
         QCOMPARE(view.blockBars()->data()->at(1)->key, -7.0);
-        // Choosing dy with the keyboard redraws from dy's records only.
-        operand->setFocus();
+        // Back to dy: redrawn from dy's records only.
         QTest::keyClick(operand, Qt::Key_Down);
         QCOMPARE(operand->currentText(), QStringLiteral("dy"));
         QCOMPARE(values_of(view.amaxPlot()->graph(0)), (QVector<double>{0.5, 0.25}));

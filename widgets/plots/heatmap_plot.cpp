@@ -64,6 +64,8 @@ void HeatmapPlot::clear() {
     capacity_ = 0;
     exp_lo_ = -40;
     exp_hi_ = 20;
+    data_lo_ = ExponentHistogram::kMaxExponent + 1;
+    data_hi_ = ExponentHistogram::kMinExponent - 1;
     map_->data()->setSize(2, kRows);
     map_->data()->fill(kNaN);
     map_->data()->setRange(QCPRange(0, 1), QCPRange(ExponentHistogram::kMinExponent + 0.5,
@@ -157,6 +159,8 @@ void HeatmapPlot::addColumn(std::int64_t step, const ExponentHistogram& histogra
     if (histogram.nonzero_finite() > 0) {
         exp_lo_ = std::min(exp_lo_, histogram.lowest_exponent() - 2);
         exp_hi_ = std::max(exp_hi_, histogram.highest_exponent() + 3);
+        data_lo_ = std::min(data_lo_, histogram.lowest_exponent());
+        data_hi_ = std::max(data_hi_, histogram.highest_exponent());
     }
     updateRanges();
     requestReplot();
@@ -169,13 +173,16 @@ void HeatmapPlot::updateRanges() {
         const double half = (dstep_ > 0 ? dstep_ : 1) / 2.0;
         xAxis->setRange(columns_.front().step - half, columns_.back().step + half);
     }
-    // The data and FP16's whole range (the narrowest format that mixed precision stores in)
-    // stay in view. A wider format's limits (BF16 and FP32 reach 2^-133 and 2^128) would
-    // squeeze the data into a thin band; their lines show when the data comes near them.
-    const FormatInfo& fp16 = format_info(Format::FP16);
-    const int lo = std::min(exp_lo_, fp16.min_exponent - 2);
-    const int hi = std::max(exp_hi_, fp16.max_exponent + 3);
-    yAxis->setRange(lo, hi);
+    // The data and the first boundary format's whole range (FP16 for gradients: the narrowest
+    // format that mixed precision stores in) stay in view. A wider format's limits (BF16 and FP32 reach
+    // 2^-133 and 2^128) would squeeze the data into a thin band; their lines show when the data comes near
+    // them.
+    if (boundary_formats_.isEmpty()) {
+        if (data_lo_ <= data_hi_) yAxis->setRange(data_lo_ - 2, data_hi_ + 3);
+    } else {
+        const FormatInfo& first = format_info(boundary_formats_.front());
+        yAxis->setRange(std::min(exp_lo_, first.min_exponent - 2), std::max(exp_hi_, first.max_exponent + 3));
+    }
     // Colour range: down to the rarest cell present (at most 1e-9).
     double vmin = 0;
     for (const Column& c : columns_) {

@@ -23,7 +23,8 @@ public:
     void addColumn(std::int64_t step, const ExponentHistogram& histogram);
     void clear();
     void setTitle(const QString& title);
-    // Formats whose boundaries are drawn (min subnormal and max finite).
+    // Formats whose boundaries are drawn (min subnormal and max finite). The first one's whole
+    // range stays in view; with none, the rows follow the data alone (block-scale exponents).
     void setBoundaryFormats(const QVector<Format>& formats);
 
     int columnCount() const { return static_cast<int>(columns_.size()); }
@@ -52,6 +53,8 @@ private:
     bool widened_ = false;    // spacing doubled past the gcd to stay within the column limit
     int exp_lo_ = -40;        // rows shown (grows with the data)
     int exp_hi_ = 20;
+    int data_lo_ = ExponentHistogram::kMaxExponent + 1;  // rows holding data (empty: lo > hi)
+    int data_hi_ = ExponentHistogram::kMinExponent - 1;
     QVector<Format> boundary_formats_;
     QCPColorMap* map_ = nullptr;
     QCPColorScale* scale_ = nullptr;
