@@ -3,6 +3,7 @@
 #include "app/report/report.h"
 
 #include "app/report/report_html.h"
+#include "app/report/report_scaling.h"
 #include "core/numeric/exponent_histogram.h"
 #include "core/common/text_format.h"
 #include "sessions/file_identity.h"
@@ -64,6 +65,13 @@ RunRow summarize(RunStore& store, const Run& run) {
 
 Figure render(QCustomPlot* plot, const QString& title, const QString& caption, int width = kPlotWidth,
               int height = kPlotHeight) {
+    return report_detail::render_plot(plot, title, caption, width, height);
+}
+
+}  // namespace
+
+Figure report_detail::render_plot(QCustomPlot* plot, const QString& title, const QString& caption, int width,
+                                  int height) {
     Figure f;
     f.title = title;
     f.caption = caption;
@@ -77,6 +85,8 @@ Figure render(QCustomPlot* plot, const QString& title, const QString& caption, i
     f.png = bytes;
     return f;
 }
+
+namespace {
 
 // One run's stored series on its curve; returns what was read.
 PlotSeries add_curve(RunStore& store, const Run& run, const MetricCurve& curve, SeriesPlot& plot, int key) {
@@ -249,7 +259,9 @@ void write_pdf(const QString& path, const ReportContent& content) {
         font.setPointSizeF(8.5);
         doc.setDefaultFont(font);
         int index = 0;
-        for (const auto* list : {&content.curves, &content.histograms})
+        std::vector<const std::vector<Figure>*> lists = {&content.curves, &content.histograms};
+        for (const auto& section : content.scaling) lists.push_back(&section.figures);
+        for (const auto* list : lists)
             for (const Figure& f : *list) {
                 QImage image;
                 image.loadFromData(f.png, "PNG");
@@ -388,6 +400,7 @@ std::vector<std::string> write_report(const ReportRequest& request) {
         }
         content.curves = curve_figures(*store, content.rows);
         content.histograms = histogram_figures(*store, content.rows);
+        content.scaling = report_detail::scaling_sections(*store, content.rows, kPlotWidth);
     } catch (const StoreError& e) {
         throw ReportError(std::string("reading the runs failed: ") + e.what());
     }

@@ -53,6 +53,9 @@ QStringList version_lines(const std::string& json) {
 struct Table {
     QStringList header;
     QList<QStringList> rows;
+    // Column widths in percent, or empty: QTextDocument otherwise shares a wide table's width
+    // out evenly and breaks numbers like "4.919e+06" inside narrow columns.
+    QList<int> widths;
 };
 
 Table runs_table(const ReportContent& c) {
@@ -145,9 +148,65 @@ Table machine_table(const ReportContent& c) {
     return t;
 }
 
+// Four significant digits, the exponent without '+' and leading zeros ("4.919e6"), so a number
+// fits the narrow columns of the PDF's scaling table.
+QString number_text(double v, int digits = 4) {
+    if (std::isnan(v)) return QStringLiteral("—");
+    QString text = QString::number(v, 'g', digits);
+    text.replace(QStringLiteral("e+0"), QStringLiteral("e"))
+        .replace(QStringLiteral("e+"), QStringLiteral("e"));
+    return text.replace(QStringLiteral("e-0"), QStringLiteral("e-"));
+}
+
+QString sqnr_text(double db) {
+    if (std::isnan(db)) return QStringLiteral("—");
+    return db >= 999 ? QStringLiteral("lossless") : QString::number(db, 'f', 1);
+}
+
+Table sqnr_table(const ScalingSection& section) {
+    Table t;
+    t.header = {
+        QStringLiteral("layer"),          QStringLiteral("operand"),       QStringLiteral("format"),
+        QStringLiteral("amax"),           QStringLiteral("scale"),         QStringLiteral("under&shy;flow"),
+        QStringLiteral("satu&shy;rated"), QStringLiteral("SQNR first"),    QStringLiteral("SQNR last"),
+        QStringLiteral("SQNR min"),       QStringLiteral("clipped blocks")};
+    t.widths = {9, 11, 8, 10, 9, 10, 10, 8, 8, 8, 9};
+    for (const ScalingSummaryRow& r : section.summary) {
+        const ScalingStats& st = r.last;
+        t.rows << QStringList{
+            html_escape(QString::fromStdString(r.layer_label)),
+            html_escape(QString::fromStdString(r.operand)),
+            QString::fromStdString(format_name(r.element)).toUpper(),
+            number_text(st.amax),
+            st.scale > 0 ? number_text(st.scale) : QStringLiteral("per block"),
+            percent_text(st.underflow_fraction, 2),
+            percent_text(st.saturate_fraction, 2),
+            sqnr_text(r.first_sqnr_db),
+            sqnr_text(st.sqnr_db),
+            sqnr_text(r.min_sqnr_db),
+            r.blocks > 0
+                ? percent_text(static_cast<double>(r.clipped_blocks) / static_cast<double>(r.blocks), 2)
+                : QStringLiteral("—")};
+    }
+    return t;
+}
+
+const QString kScalingNote = QStringLiteral(
+    "Per layer and quantized GEMM operand (x: input, w: weight, dy: output gradient; a second copy such as "
+    "\"x (wgrad)\" is the block recipes' quantization along the other dimension). Amax, scale, underflow "
+    "(non-zero values that became zero) and saturation (values clamped at the format's maximum) are the "
+    "last statistics step's; SQNR is the signal over the quantization error at the first and last "
+    "statistics step and its minimum over the run, in dB. Clipped blocks: share of blocks, over every "
+    "statistics "
+    "step, whose maximum did not fit under its scale.");
+
 QString table_html(const Table& t, const QString& attrs, const QString& head_attrs = {}) {
     QString s = QStringLiteral("<table %1><thead><tr>").arg(attrs);
-    for (const QString& h : t.header) s += QStringLiteral("<th %1>%2</th>").arg(head_attrs, h);
+    for (int i = 0; i < t.header.size(); ++i) {
+        const QString width =
+            i < t.widths.size() ? QStringLiteral(" width=\"%1%\"").arg(t.widths[i]) : QString();
+        s += QStringLiteral("<th %1%2>%3</th>").arg(head_attrs, width, t.header[i]);
+    }
     s += QStringLiteral("</tr></thead><tbody>");
     for (const QStringList& row : t.rows) {
         s += QStringLiteral("<tr>");
@@ -232,6 +291,15 @@ QString to_browser_html(const ReportContent& c) {
     if (c.histograms.empty())
         h += QStringLiteral("<p>No gradient statistics stored (train with statistics every K steps).</p>\n");
     figures(c.histograms);
+    if (!c.scaling.empty()) {
+        h += QStringLiteral("<h2>Scaling</h2>\n<p class=\"note\">") + html_escape(kScalingNote) +
+             QStringLiteral("</p>\n");
+        for (const ScalingSection& section : c.scaling) {
+            h += QStringLiteral("<h3>") + html_escape(section.run_label) + QStringLiteral("</h3>\n");
+            h += table_html(sqnr_table(section), attrs);
+            figures(section.figures);
+        }
+    }
     h += QStringLiteral("<h2>Machine and versions</h2>\n") + table_html(machine_table(c), attrs);
     h += QStringLiteral("</body></html>\n");
     return h;
@@ -280,6 +348,20 @@ QString to_document_html(const ReportContent& c) {
     h += QStringLiteral("<h3 style=\"page-break-before:always\">Gradient exponent histograms</h3>");
     if (c.histograms.empty()) h += QStringLiteral("<p>No gradient statistics stored.</p>");
     figures(c.histograms);
+    if (!c.scaling.empty()) {
+        h += QStringLiteral("<h3 style=\"page-break-before:always\">Scaling</h3>");
+        h += QStringLiteral("<p style=\"color:#555555; font-size:small\">") + html_escape(kScalingNote) +
+             QStringLiteral("</p>");
+        for (const ScalingSection& section : c.scaling) {
+            // Each run after the first starts a page, so its heading never ends one alone.
+            const bool first = &section == &c.scaling.front();
+            h +=
+                (first ? QStringLiteral("<h4>") : QStringLiteral("<h4 style=\"page-break-before:always\">")) +
+                html_escape(section.run_label) + QStringLiteral("</h4>");
+            h += table_html(sqnr_table(section), attrs, head);
+            figures(section.figures);
+        }
+    }
     h += QStringLiteral("<h3>Machine and versions</h3>") + table_html(machine_table(c), attrs, head);
     h += QStringLiteral("</body></html>");
     return h;

@@ -5,6 +5,7 @@
 #include "core/numeric/format.h"
 #include "sessions/run_figures.h"
 #include "sessions/run_types.h"
+#include "sessions/scaling_summary.h"
 
 #include <QByteArray>
 #include <QString>
@@ -29,6 +30,13 @@ struct Figure {
     int width = 0, height = 0;  // display size in CSS pixels (the PNG is twice that)
 };
 
+// The scaling statistics of one run of a scaled recipe (report_scaling.h).
+struct ScalingSection {
+    QString run_label;
+    std::vector<ScalingSummaryRow> summary;  // per layer and operand
+    std::vector<Figure> figures;             // amax, scale, block-scale histograms
+};
+
 struct ReportContent {
     QString title;
     QString generated;  // date and time
@@ -39,10 +47,12 @@ struct ReportContent {
     std::vector<ConfigDiffEntry> diff;
     std::vector<Figure> curves;
     std::vector<Figure> histograms;
+    std::vector<ScalingSection> scaling;  // only runs that stored scaling statistics
 };
 
 QString to_browser_html(const ReportContent& c);
-// For QTextDocument: images referenced as "img:<index>" (curves first, then histograms).
+// For QTextDocument: images referenced as "img:<index>" (curves first, then histograms, then
+// the scaling sections' figures in order).
 QString to_document_html(const ReportContent& c);
 
 // Cell texts shared by both renderings.
