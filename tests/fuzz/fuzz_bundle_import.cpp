@@ -1,7 +1,7 @@
 // libFuzzer harness: importing a run bundle (sessions/run_bundle.cpp, `mpwb-cli runs import`)
 // into an empty store, then reading back what `runs show` and `runs compare` read: every
 // imported run with its configuration, events, histograms, metric series and the
-// configuration diff.
+// configuration diff, and its scaling statistics.
 #include <filesystem>
 
 #include "sessions/run_bundle.h"
@@ -18,6 +18,7 @@ void read_back(mpwb::RunStore& store, const mpwb::ImportReport& report) {
         (void)mpwb::flatten_config(r.config_json);
         (void)store.events(run.store_id);
         (void)store.histograms(run.store_id);
+        (void)store.scaling_stats(run.store_id);
         (void)store.boundary(run.store_id);
         for (const auto& key : store.metric_keys(run.store_id)) (void)store.downsample(run.store_id, key, 50);
     }
