@@ -74,6 +74,10 @@ ScalingView::ScalingView(QWidget* parent) : QWidget(parent) {
     operand_->setMinimumContentsLength(10);
     readout_ = new QLabel;
     readout_->setObjectName(QStringLiteral("scalingReadout"));
+    // Wraps rather than widening the window: the line is longer than a 1366-pixel screen allows
+    // next to the docks.
+    readout_->setWordWrap(true);
+    readout_->setMinimumWidth(120);
     auto* bar = new QHBoxLayout;
     bar->addWidget(new QLabel(tr("Layer")));
     bar->addWidget(layer_);

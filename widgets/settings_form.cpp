@@ -60,6 +60,10 @@ QWidget* SettingsFormBase::makeEditor(Row& row) {
     switch (f.kind) {
         case SettingKind::Choice: {
             auto* combo = new QComboBox;
+            // Sized by a short text, not by its longest choice ("HYBRID (E4M3 fwd, E5M2 grads)"),
+            // so a form in a narrow dock never widens the window past a 1366-pixel screen.
+            combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+            combo->setMinimumContentsLength(10);
             for (const auto& c : f.choices)
                 if (c.label) combo->addItem(tr(c.label), QString::fromLatin1(c.name));
             connect(combo, &QComboBox::currentIndexChanged, this, &SettingsFormBase::onEdited);

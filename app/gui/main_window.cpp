@@ -334,6 +334,8 @@ QString MainWindow::blockReason() const {
     if (!dataset_->isValid()) return tr("dataset: %1").arg(dataset_->errorText());
     if (!training_->errorText().isEmpty()) return tr("training settings: %1").arg(training_->errorText());
     if (!precision_->scalerError().isEmpty()) return tr("loss scaler: %1").arg(precision_->scalerError());
+    if (PrecisionPolicy::make(precision_->precision()).scaled() && !precision_->recipeIssues().empty())
+        return tr("recipe: %1").arg(QString::fromStdString(precision_->recipeIssues().front().message));
     return {};
 }
 

@@ -109,6 +109,10 @@ private slots:
         QCOMPARE(view->layerSelector()->currentText(), QStringLiteral("0 Linear"));
         QCOMPARE(view->operandSelector()->count(), 2);
         QCOMPARE(view->amaxPlot()->graph(0)->dataCount(), 4);
+        QCOMPARE(view->operandSelector()->currentText(), QStringLiteral("dy"));  // shown first
+        QCOMPARE(view->amaxPlot()->graph(1)->data()->at(3)->value, 1024.0);
+        view->operandSelector()->setCurrentText(QStringLiteral("x"));
+        QCOMPARE(view->amaxPlot()->graph(0)->dataCount(), 4);
         QCOMPARE(view->amaxPlot()->graph(1)->data()->at(3)->value, double(448.0f / 4.0f));
     }
 

@@ -3,7 +3,9 @@
 // build a network with the editor's buttons, start an FP32-vs-mixed comparison on the spiral
 // preset and see the plots grow, change a scaler parameter mid-run through the precision panel
 // and find its event in the run database, stop, export a report, reopen a run from the run
-// browser. Plus the chunk gate's mutual exclusion, a failing run, and the saved dock layout.
+// browser. Plus the chunk gate's mutual exclusion, a failing run, the saved dock layout, and a
+// live mxfp8 run whose recipe setting, changed in the precision panel, reaches the trainer (its
+// "recipe_changed" event in the event list) while its scaling statistics fill the Scaling tab.
 //
 // Nothing here depends on how fast the machine trains: the runs hold at fixed steps
 // (TrainingController::hold_after_step), so the plots, the database and the Stop click see
@@ -43,6 +45,7 @@
 #include "widgets/plots/series_plot.h"
 #include "widgets/precision_panel.h"
 #include "widgets/run_browser.h"
+#include "widgets/scaling_view.h"
 #include "widgets/training_settings_panel.h"
 
 using namespace mpwb;
@@ -443,6 +446,48 @@ private slots:
             QVERIFY(c->start(net, cfg, "after the others"));
             QTRY_VERIFY_WITH_TIMEOUT(!c->busy(), kStateWaitMs);
         }
+    }
+
+    void recipeChangeMidRunReachesTheTrainer() {
+        auto* c = w_->controller();
+        QTRY_VERIFY_WITH_TIMEOUT(!c->busy(), kStateWaitMs);
+        auto* panel = w_->precisionPanel();
+        auto* policy = panel->findChild<QComboBox*>("policyCombo");
+        QVERIFY(policy);
+        policy->setCurrentIndex(policy->findData(QStringLiteral("mxfp8")));
+        QCOMPARE(panel->precision(), PrecisionKind::MxFp8);
+        c->hold_after_step(kFirstHold);
+        click(w_->trainAction());
+        QTRY_COMPARE_WITH_TIMEOUT(c->state(), TrainingController::State::Running, kStateWaitMs);
+        // Statistics come at step 1 and every 25 steps: the Scaling tab fills from the live records.
+        w_->plots()->showTab("Scaling");
+        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->scalingCount(0) > 0, kStateWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(w_->plots()->scalingView()->showsPlots(), kStateWaitMs);
+        QVERIFY(w_->plots()->scalingView()->layerSelector()->count() > 0);
+        // FLOOR instead of RCEIL, chosen with the keyboard in the recipe form.
+        auto* rounding = panel->findChild<QComboBox*>("recipe_mx_scale_rounding");
+        QVERIFY(rounding && rounding->isEnabled());
+        const QString before = rounding->currentText();
+        rounding->setFocus();
+        QTest::keyClick(rounding, rounding->currentIndex() == 0 ? Qt::Key_Down : Qt::Key_Up);
+        QVERIFY(rounding->currentText() != before);
+        QVERIFY2(!w_->statusBar()->currentMessage().contains("refused"),
+                 qPrintable(w_->statusBar()->currentMessage()));
+        c->hold_after_step(0);
+        click(w_->pauseAction());  // held runs stay Running; pause then resume releases them
+        click(w_->pauseAction());
+        auto has_event = [&] {
+            auto* t = w_->eventList();
+            for (int r = 0; r < t->rowCount(); ++r)
+                if (t->item(r, 2)->text() == "recipe_changed")
+                    return t->item(r, 4)->text().contains("mx_scale_rounding");
+            return false;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(has_event(), kStateWaitMs);
+        click(w_->stopAction());
+        QTRY_VERIFY_WITH_TIMEOUT(!c->busy(), kStateWaitMs);
+        policy->setCurrentIndex(policy->findData(QStringLiteral("fp32")));
+        w_->plots()->showTab("Curves");
     }
 
     // Every dock is in the View menu, in the order the docks are laid out, and found by its name.
