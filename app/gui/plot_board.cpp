@@ -298,7 +298,10 @@ void PlotBoard::applyScaledZone(const RunView& r) {
     const QString layer = layer_->currentText();
     const ScalingStatsRecord* latest = nullptr;
     for (const auto& rec : r.scaling)
-        if (rec.stats.operand == "dy" && QString::fromStdString(rec.layer_label) == layer) latest = &rec;
+        // "dy", or "dy (wgrad)" alone where the layer computes no data gradient (the first layer).
+        if (rec.stats.operand.rfind("dy", 0) == 0 && QString::fromStdString(rec.layer_label) == layer &&
+            !(latest && latest->step == rec.step && latest->stats.operand == "dy"))
+            latest = &rec;
     const auto shift = latest ? zone_shift_log2(latest->stats) : std::nullopt;
     if (!shift) {
         histogram_->clearScaledZone();

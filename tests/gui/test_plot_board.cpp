@@ -151,6 +151,9 @@ private slots:
         g.kind = GradientKind::Activation;
         std::vector<float> values = {0.01f, 0.02f, 0.5f};
         g.histogram = ExponentHistogram::compute(values.data(), values.size());
+        // A block recipe's second copy at the same step does not replace dy's scale.
+        ScalingStatsRecord wgrad = scaling_record(50, "0 Linear", "dy (wgrad)", 0.02f, 1.0f);
+        board.appendScaling(low, {wgrad});
         board.appendStats(low, {g});
         board.showTab(QStringLiteral("Gradients"));
         board.selectGradient(low, "0 Linear", "activation_grad");
