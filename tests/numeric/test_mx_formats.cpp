@@ -148,6 +148,7 @@ private slots:
     void stochastic_is_deterministic_and_thread_split_independent();
     void stochastic_gives_a_neighbour_and_is_unbiased();
     void stochastic_array_covers_every_format();
+    void stochastic_array_is_unbiased_for_wide_formats();
 };
 
 void TestMxFormats::mx_codes_round_trip_and_match_reference_decode() {
@@ -419,6 +420,34 @@ void TestMxFormats::stochastic_array_covers_every_format() {
                         qPrintable(QString::fromStdString(format_name(all[k])) + ": " + describe(x) +
                                    " gave " + describe(out[i])));
         }
+    }
+}
+
+void TestMxFormats::stochastic_array_is_unbiased_for_wide_formats() {
+    // FP16 (minifloat path) and BF16/TF32 (add-and-truncate path): many copies of one value, one
+    // draw each; the mean must be within 6 standard deviations of the value. Normal values and an
+    // FP32 subnormal (which BF16 and TF32 keep on their own subnormal grid).
+    struct Case {
+        Format f;
+        const ref::Spec& spec;
+        float x;
+    };
+    const Case cases[] = {{Format::FP16, ref::kHalf, 1.00021f},    {Format::FP16, ref::kHalf, -3.3e-7f},
+                          {Format::BF16, ref::kBf16, 1.0031f},     {Format::BF16, ref::kBf16, 2.7e-39f},
+                          {Format::TF32, ref::kTf32, -1234.5678f}, {Format::TF32, ref::kTf32, 1.1e-40f}};
+    constexpr size_t kDraws = 40000;
+    for (const Case& c : cases) {
+        const std::vector<float> in(kDraws, c.x);
+        std::vector<float> out(kDraws);
+        round_to_format_stochastic(c.f, in.data(), out.data(), kDraws, 123, 0);
+        const ref::Neighbours nb = ref::neighbours(c.x, c.spec);
+        QVERIFY(nb.hi > nb.lo);
+        double sum = 0;
+        for (float r : out) sum += std::fabs(double(r));
+        const double p = (std::fabs(double(c.x)) - nb.lo) / (nb.hi - nb.lo);
+        const double sd = (nb.hi - nb.lo) * std::sqrt(p * (1 - p) / kDraws);
+        VERIFY_LAZY(std::fabs(sum / kDraws - std::fabs(double(c.x))) <= 6 * sd,
+                    qPrintable(QString::fromStdString(format_name(c.f)) + ": mean off for " + describe(c.x)));
     }
 }
 
