@@ -208,6 +208,22 @@ std::optional<Figure> block_histogram_figure(const std::vector<ScalingStatsRecor
 float amax_of(const ScalingStats& s) { return s.amax; }
 float scale_of(const ScalingStats& s) { return s.scale; }
 
+// The plots over steps each scaled run gets: what is drawn, and the caption.
+struct OverStepsPlot {
+    const char* what;
+    float (*value)(const ScalingStats&);
+    const char* caption;
+};
+constexpr OverStepsPlot kOverStepsPlots[] = {
+    {"amax", amax_of,
+     "Largest magnitude of each quantized operand before quantization, per statistics step. Solid: x "
+     "(input), "
+     "dashed: w (weight), dotted: dy (output gradient)."},
+    {"scale", scale_of,
+     "The per-tensor scale used (q = x · scale; nvfp4: the FP32 tensor scale). Block recipes without one are "
+     "not drawn."},
+};
+
 }  // namespace
 
 std::vector<ScalingSection> scaling_sections(const RunStore& store, const std::vector<RunRow>& rows,
@@ -220,22 +236,12 @@ std::vector<ScalingSection> scaling_sections(const RunStore& store, const std::v
         section.run_label = row.label;
         section.summary = summarize_scaling(records);
         const auto labels = layer_labels(records);
-        if (auto f =
-                over_steps_figure(series_of(records, amax_of), labels,
-                                  row.label + QStringLiteral(" · amax per layer"), QStringLiteral("amax"),
-                                  QStringLiteral("Largest magnitude of each quantized operand before "
-                                                 "quantization, per statistics step. Solid: x (input), "
-                                                 "dashed: w (weight), dotted: dy (output gradient)."),
-                                  width))
-            section.figures.push_back(*f);
-        if (auto f =
-                over_steps_figure(series_of(records, scale_of), labels,
-                                  row.label + QStringLiteral(" · scale per layer"), QStringLiteral("scale"),
-                                  QStringLiteral("The per-tensor scale used (q = x · scale; nvfp4: the "
-                                                 "FP32 tensor scale). Block recipes without one are not "
-                                                 "drawn."),
-                                  width))
-            section.figures.push_back(*f);
+        for (const OverStepsPlot& p : kOverStepsPlots)
+            if (auto f = over_steps_figure(
+                    series_of(records, p.value), labels,
+                    row.label + QStringLiteral(" · ") + QLatin1String(p.what) + QStringLiteral(" per layer"),
+                    QLatin1String(p.what), QString::fromUtf8(p.caption), width))
+                section.figures.push_back(*f);
         for (const auto& [layer, label] : labels)
             if (auto f = block_histogram_figure(records, layer, row.label, width))
                 section.figures.push_back(*f);
