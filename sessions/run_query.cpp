@@ -371,6 +371,8 @@ std::vector<Histogram> RunStore::histograms(std::int64_t run_id, std::optional<s
 }
 
 std::vector<ScalingStatsRecord> RunStore::scaling_stats(std::int64_t run_id) const {
+    // A read-only open does not migrate: a file from before the table has no statistics.
+    if (opened_version_ < kScalingStatsSchema && options_.read_only) return {};
     sqlite::Stmt s(db_, std::string("SELECT ") + kScalingStatsColumns +
                             ", id FROM scaling_stats WHERE run_id=? ORDER BY step, layer, operand, id");
     s.bind(1, run_id);

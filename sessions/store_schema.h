@@ -16,6 +16,8 @@ int schema_version();
 // The oldest version a read-only open accepts without migrating: every query reads the same
 // columns from it (version 5 only changed how ids are given and what a writer records).
 constexpr int kOldestReadableSchema = 4;
+// The schema that added scaling_stats: a read-only open of an older file has no such table.
+constexpr int kScalingStatsSchema = 6;
 
 // Steps of 2^kMetricBlockShift consecutive step numbers are summarised in metric_blocks.
 constexpr int kMetricBlockShift = 5;

@@ -148,6 +148,15 @@ private slots:
                 SQLITE_OK);
         }
         {
+            // A read-only open (the report's) does not migrate: no table, no statistics, no error.
+            RunStore::Options read_only;
+            read_only.read_only = true;
+            read_only.create = false;
+            RunStore store(path, read_only);
+            QVERIFY(store.scaling_stats(1).empty());
+        }
+        QCOMPARE(Raw(path).integer("PRAGMA user_version"), 5LL);
+        {
             RunStore store(path);
             QCOMPARE(store.opened_schema_version(), 5);
             QCOMPARE(store.get_run(1).name, std::string("old"));
