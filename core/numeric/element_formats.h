@@ -58,6 +58,16 @@ inline float finish_element(uint32_t x_bits, uint32_t code) {
 
 }  // namespace detail
 
+// Whether |x| is past what rounding to nearest even would bring to Spec::kMax, i.e. whether
+// saturation changes it by more than rounding does (448.01 rounds to 448 in E4M3 and is not
+// saturated; 470 is). Infinities count; NaN does not.
+template <class Spec>
+inline bool rounds_past_max(float x) {
+    const uint32_t a = detail::float_bits(x) & 0x7fffffffu;
+    return a <= 0x7f800000u &&
+           detail::round_magnitude<Spec::kMantissaBits, Spec::kMinNormalExp>(a) > detail::kMaxCode<Spec>;
+}
+
 // x rounded to nearest even into the format, saturating at +-kMax (also +-inf); NaN stays NaN
 // (quiet, sign kept); signed zero kept; exact subnormals.
 template <class Spec>

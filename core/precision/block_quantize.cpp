@@ -60,7 +60,7 @@ template <class Spec, bool kDivide, bool kStochastic, bool kStats, class Scales>
         const float q = round_to<Spec, kStochastic>(s, key, index0 + static_cast<uint64_t>(c));
         const float o = q * scales.deq(c) * post;
         if constexpr (kStats) {
-            st->saturated += std::fabs(s) > Spec::kMax;
+            st->saturated += rounds_past_max<Spec>(s);
             if (std::isfinite(v)) {
                 st->nonzero += v != 0.0f;
                 st->underflow += (v != 0.0f) & (q == 0.0f);
@@ -210,6 +210,17 @@ float element_max(Format element) {
     }
 }
 
+bool element_rounds_past_max(Format element, float x) {
+    switch (element) {
+        case Format::E5M2:
+            return rounds_past_max<E5M2Spec>(x);
+        case Format::E2M1:
+            return rounds_past_max<E2M1Spec>(x);
+        default:
+            return rounds_past_max<E4M3Spec>(x);
+    }
+}
+
 float amax_of(const float* x, int64_t n) {
     const int64_t units = (n + kUnit - 1) / kUnit;
     std::vector<uint32_t> partial(static_cast<size_t>(units), 0);
@@ -302,7 +313,6 @@ void quantize_blocks(const float* x, float* out, int64_t rows, int64_t cols, Blo
     const bool stats = opt.stats != nullptr;
     const bool divide = rule == BlockScaleRule::NvFp4;
     const float post = divide ? opt.tensor_scale : 1.0f;
-    const float emax = element_max(opt.element);
     const auto run = pick_run<ColumnScales>(opt.element, divide, opt.stochastic, stats);
     const int64_t panels = (rows + block.rows - 1) / block.rows;
     const int64_t groups = (cols + block.cols - 1) / block.cols;
@@ -332,7 +342,7 @@ void quantize_blocks(const float* x, float* out, int64_t rows, int64_t cols, Blo
                     const size_t b = static_cast<size_t>(p * groups + g);
                     panel_amax[static_cast<size_t>(p)] = std::max(panel_amax[static_cast<size_t>(p)], m);
                     const float scaled_max = divide ? amax / bs.multiplier : amax * bs.multiplier;
-                    clipped[b] = scaled_max > emax;
+                    clipped[b] = element_rounds_past_max(opt.element, scaled_max);
                     exponents[b] = bs.dequant > 0.0f && std::isfinite(bs.dequant)
                                        ? static_cast<int16_t>(floor_log2(bs.dequant))
                                        : kNoExponent;

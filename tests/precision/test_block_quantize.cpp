@@ -78,6 +78,16 @@ float ref_round_stochastic(float v, const RefFormat& f, uint32_t bits) {
 
 float f32(double v) { return static_cast<float>(v); }
 
+// Whether rounding to nearest even with no upper limit would land past max (saturation then
+// changes the value by more than rounding); infinities do, NaN does not.
+bool ref_rounds_past_max(double v, const RefFormat& f) {
+    const double a = std::fabs(v);
+    if (std::isnan(a)) return false;
+    if (std::isinf(a)) return true;
+    const double q = ref_quantum(a, f);
+    return std::nearbyint(a / q) * q > f.max;
+}
+
 double ref_amax(const std::vector<float>& x, int64_t cols, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     double m = 0;
     for (int64_t r = r0; r < r1; ++r)
@@ -150,7 +160,7 @@ RefResult ref_quantize_blocks(const std::vector<float>& x, int64_t rows, int64_t
             const RefScale s = ref_block_scale(rule, amax, opt.element, opt.tensor_scale);
             ++res.stats.blocks;
             const double scaled_max = divide ? amax / s.mult : amax * s.mult;
-            res.stats.clipped_blocks += f32(scaled_max) > f.max;
+            res.stats.clipped_blocks += ref_rounds_past_max(f32(scaled_max), f);
             if (s.deq > 0 && std::isfinite(s.deq)) ++hist[ref_floor_log2(s.deq)];
             for (int64_t r = r0; r < r1; ++r)
                 for (int64_t c = c0; c < c1; ++c) {
@@ -163,7 +173,7 @@ RefResult ref_quantize_blocks(const std::vector<float>& x, int64_t rows, int64_t
                     const float post = divide ? opt.tensor_scale : 1.0f;
                     const float o = f32(static_cast<double>(f32(static_cast<double>(q) * s.deq)) * post);
                     res.out[i] = o;
-                    saturated += std::fabs(scaled) > f.max;
+                    saturated += ref_rounds_past_max(f32(scaled), f);
                     if (std::isfinite(v)) {
                         nonzero += v != 0;
                         underflow += v != 0 && q == 0;
@@ -309,7 +319,7 @@ private slots:
             const float s = f32(static_cast<double>(x[i]) * scale);
             const float q = ref_round(s, ref_format(f));
             ref[i] = f32(static_cast<double>(q) * inv);
-            saturated += std::fabs(s) > ref_format(f).max;
+            saturated += ref_rounds_past_max(s, ref_format(f));
             if (std::isfinite(x[i])) {
                 nonzero += x[i] != 0;
                 underflow += x[i] != 0 && q == 0;
@@ -344,6 +354,18 @@ private slots:
         std::vector<float> g(100, 1e-4f);
         quantize_per_tensor(g.data(), out.data(), 100, 1.0f, 1e-4f, opt);
         QCOMPARE(st.underflow_fraction, 1.0);
+        // Saturation counts what clamping changes beyond rounding: 450 and 464 (a tie, to the
+        // even 448) round to 448 anyway; 465, 1e6 and inf are clamped.
+        const std::vector<float> top{450.0f, 464.0f, 465.0f, 1e6f, INFINITY, NAN, -470.0f, 448.0f};
+        std::vector<float> top_out(top.size());
+        quantize_per_tensor(top.data(), top_out.data(), int64_t(top.size()), 1.0f, INFINITY, opt);
+        QCOMPARE(st.saturate_fraction, 4.0 / 8.0);
+        // E2M1: 6 is odd, so the tie at 7 goes up to 8 and saturates; 6.9 rounds to 6.
+        opt.element = Format::E2M1;
+        const std::vector<float> fp4{6.9f, 7.0f, 6.5f, 100.0f};
+        std::vector<float> fp4_out(fp4.size());
+        quantize_per_tensor(fp4.data(), fp4_out.data(), int64_t(fp4.size()), 1.0f, 100.0f, opt);
+        QCOMPARE(st.saturate_fraction, 2.0 / 4.0);
     }
 
     void blocks_data() {
