@@ -1,6 +1,8 @@
 // The step loop: one loop over one StepEngine (trainer.h), with the state of a run in Trainer::Run.
 #include "core/train/trainer.h"
 
+#include "core/backend/cpu/cpu_backend.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -331,6 +333,13 @@ void Trainer::announce_start() {
     info.precision = policy_.name();
     info.backend = backend_.name();
     info.device = backend_.device_name();
+    // A device backend hands scaled recipes to the host engine (make_engine): say where it runs.
+    if (policy_.scaled() && backend_.device_steps()) {
+        info.backend = "cpu";
+        if (const auto* cpu = dynamic_cast<const CpuBackend*>(&backend_))
+            info.device = cpu->CpuBackend::device_name();
+        info.device += " (scaled recipes run on the host engine)";
+    }
     info.parameters = network_.parameter_count();
     info.steps_per_epoch = steps_per_epoch();
     info.total_steps = total_steps();
