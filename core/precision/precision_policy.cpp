@@ -75,6 +75,12 @@ PrecisionPolicy PrecisionPolicy::make(PrecisionKind kind, Format weight_grads) {
     if (!p.reduced() && weight_grads != Format::FP32)
         throw ConfigError("weight gradient format " + format_name(weight_grads) +
                           " needs a reduced-precision policy, not " + p.name());
+    // The MX element formats hold a value only next to a block scale: alone, E2M1 keeps 0..6.
+    if (weight_grads == Format::E3M2 || weight_grads == Format::E2M3 || weight_grads == Format::E2M1)
+        throw ConfigError(
+            "weight gradient format " + format_name(weight_grads) +
+            " is an MX element format, which needs a block scale; choose fp32, fp16, bf16, e4m3 "
+            "or e5m2");
     p.weight_grads = weight_grads;
     return p;
 }

@@ -197,6 +197,12 @@ private slots:
         const TrainConfig back = train_config_from_json(j);
         QCOMPARE(back.effective_recipe(), c.effective_recipe());
         QVERIFY(!to_json(config_for(PrecisionKind::BF16Mixed)).contains("recipe"));
+        // An MX element format cannot store weight gradients without its block scale.
+        TrainConfig fp4_grads = config_for(PrecisionKind::BF16Mixed);
+        fp4_grads.weight_grad_format = Format::E2M1;
+        QVERIFY_THROWS_EXCEPTION(ConfigError, fp4_grads.validate());
+        fp4_grads.weight_grad_format = Format::E5M2;
+        fp4_grads.validate();
         try {
             (void)train_config_from_json(nlohmann::json{{"recipe", {{"margin", -1}}}});
             QFAIL("margin -1 was accepted");
