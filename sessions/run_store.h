@@ -5,6 +5,7 @@
 // A RunStore is one connection: use it from one thread at a time. Training writes go through
 // RunWriter, which has its own connection and thread.
 #pragma once
+#include "core/train/checkpoint.h"
 #include "core/train/observer.h"
 #include "sessions/run_types.h"
 #include "sessions/sqlite_db.h"
@@ -110,6 +111,35 @@ public:
     void add_to_group(std::int64_t group_id, const std::vector<std::int64_t>& run_ids);
     std::vector<ComparisonGroup> list_groups();
     void delete_group(std::int64_t group_id);
+
+    // --- checkpoints (run_store_checkpoints.cpp) -----------------------------------------
+    // Stores a checkpoint of the run and removes all but the newest `keep` of its checkpoints.
+    void save_checkpoint(std::int64_t run_id, const TrainingCheckpoint& checkpoint, int keep = 2);
+    // The run's newest checkpoint; nullopt when it has none.
+    std::optional<TrainingCheckpoint> latest_checkpoint(std::int64_t run_id);
+    // Takes an INTERRUPTED or STOPPED run back to resume it from its checkpoint at `step`: it
+    // becomes RUNNING, owned by this process, and what it recorded after `step` (metrics and their
+    // summaries, histograms, scaling statistics, events, the decision boundary) is removed, since
+    // the resumed run records those steps again, bit for bit. StoreError(InUse) for a run whose
+    // writer is alive, Invalid for a FINISHED or FAILED run.
+    void reopen_for_resume(std::int64_t run_id, std::int64_t step);
+
+    // --- sweeps (run_store_sweeps.cpp) ----------------------------------------------------
+    // Creates the sweep (its id, runs and created are ignored), or returns the id of the sweep
+    // that already has its uuid.
+    std::int64_t create_sweep(const SweepRecord& sweep);
+    std::optional<std::int64_t> find_sweep_by_uuid(const std::string& uuid);
+    // Records that planned index `index` of the sweep trained as run `run_id` (replacing an
+    // earlier run of that index).
+    void add_sweep_run(std::int64_t sweep_id, std::int64_t index, std::int64_t run_id);
+    std::vector<SweepRecord> list_sweeps();
+    SweepRecord get_sweep(std::int64_t sweep_id);
+    // The sweep a run belongs to, with its index; nullopt for a run outside every sweep.
+    struct SweepMembership {
+        std::int64_t sweep_id = 0;
+        std::int64_t index = 0;
+    };
+    std::optional<SweepMembership> sweep_of_run(std::int64_t run_id);
 
     // PRAGMA quick_check over the whole file (done on every open for writing unless
     // Options::verify_integrity is off). Throws StoreError(Corrupt) with SQLite's findings.

@@ -133,4 +133,20 @@ struct ComparisonGroup {
     std::vector<std::int64_t> run_ids;
 };
 
+// A sweep as the store keeps it: its spec (docs/SWEEPS.md) and the run of each planned index
+// that has one so far.
+struct SweepRecord {
+    std::int64_t id = 0;
+    std::string uuid;  // the same in every task database of one sweep, so they collect into one
+    std::string name;
+    std::string spec_json;
+    std::int64_t run_count = 0;  // planned runs
+    double created = 0;
+    struct Member {
+        std::int64_t index = 0;  // the planned run's index (0-based, as `sweep plan` lists it)
+        std::int64_t run_id = 0;
+    };
+    std::vector<Member> runs;  // ordered by index
+};
+
 }  // namespace mpwb

@@ -8,6 +8,8 @@
 //      owner_start (the writer's boot and start time, so a reused pid is not taken for it)
 //   6: scaling_stats (what a scaled recipe's quantization of each GEMM operand did, per layer and
 //      statistics step)
+//   7: checkpoints (a run's resumable training state) and sweeps (a sweep's spec and its runs,
+//      one per planned index)
 #include "sessions/store_schema.h"
 
 namespace mpwb {
@@ -193,6 +195,35 @@ CREATE TABLE scaling_stats(
   block_exponent_min INTEGER NOT NULL DEFAULT 0,
   block_exponent_counts BLOB NOT NULL DEFAULT x'');
 CREATE INDEX scaling_stats_run_step ON scaling_stats(run_id, step, layer, operand);
+)sql",
+        // 7: checkpoints hold TrainingCheckpoint (core/train/checkpoint.h): the position in
+        // columns, everything else in its versioned binary state. A sweep keeps its spec and a
+        // uuid, so the databases of a sweep's Slurm tasks collect into one sweep; sweep_runs
+        // maps each planned index to the run that trained it.
+        R"sql(
+CREATE TABLE checkpoints(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  epoch INTEGER NOT NULL,
+  batch INTEGER NOT NULL,
+  wall_seconds REAL NOT NULL,
+  created REAL NOT NULL,
+  state BLOB NOT NULL);
+CREATE INDEX checkpoints_run_step ON checkpoints(run_id, step);
+CREATE TABLE sweeps(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  uuid TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  spec_json TEXT NOT NULL,
+  run_count INTEGER NOT NULL,
+  created REAL NOT NULL);
+CREATE TABLE sweep_runs(
+  sweep_id INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+  run_index INTEGER NOT NULL,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  PRIMARY KEY(sweep_id, run_index));
+CREATE INDEX sweep_runs_run ON sweep_runs(run_id);
 )sql",
     };
     return steps;

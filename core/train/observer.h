@@ -10,6 +10,7 @@
 #include "core/nn/network.h"
 #include "core/numeric/exponent_histogram.h"
 #include "core/precision/gemm_quantizer.h"
+#include "core/train/checkpoint.h"
 #include "core/train/run_status.h"
 
 namespace mpwb {
@@ -26,6 +27,9 @@ struct RunStartInfo {
     int64_t total_steps = 0;
     int64_t train_samples = 0, test_samples = 0;
     std::vector<std::string> layer_labels;  // "0 Flatten", "1 Linear", ...
+    // Set when the run continues from a checkpoint (Trainer::resume_from): its step. The recorder
+    // then goes on recording into the run it reopened instead of creating one.
+    int64_t resumed_from_step = 0;
 };
 
 struct StepMetrics {
@@ -109,6 +113,9 @@ public:
     virtual void on_gradient_stats(const GradientStatsRecord&) {}
     virtual void on_scaling_stats(const ScalingStatsRecord&) {}
     virtual void on_event(const TrainingEvent&) {}
+    // A checkpoint the trainer took (Trainer::set_checkpoint_policy, checkpoint_and_stop), on the
+    // training thread, at a step boundary with every step before it narrated.
+    virtual void on_checkpoint(const TrainingCheckpoint&) {}
     virtual void on_run_end(const RunSummary&) {}
 };
 

@@ -21,6 +21,7 @@
 #include "core/nn/network.h"
 #include "core/optim/lr_schedule.h"
 #include "core/precision/loss_scaler.h"
+#include "core/train/checkpoint.h"
 #include "core/train/observer.h"
 #include "core/train/train_config.h"
 
@@ -57,6 +58,22 @@ public:
     // a "recipe_changed" event with the fields that changed. ConfigError when the run's policy
     // has no scaled recipe.
     void request_recipe_config(const ScaledRecipeConfig& config);
+
+    // Checkpoints (core/train/checkpoint.h), handed to the observers' on_checkpoint at a step
+    // boundary. every_steps: after every N steps; every_seconds: when that much run time has
+    // passed since the last one (0 = off). A run's last step takes none: it ends FINISHED.
+    struct CheckpointPolicy {
+        int64_t every_steps = 0;
+        double every_seconds = 0;
+    };
+    void set_checkpoint_policy(const CheckpointPolicy& policy);
+    // Any thread, and async-signal-safe (it only stores to a lock-free atomic), for SIGTERM: at
+    // the next step boundary the run takes a checkpoint and ends with status Interrupted.
+    void checkpoint_and_stop();
+    // Before run(): the run continues from the checkpoint instead of starting at step 1. Throws
+    // ConfigError when the checkpoint does not belong to this network and settings (a different
+    // parameter count or shape, policy, optimizer kind or dataset size), naming what differs.
+    void resume_from(const TrainingCheckpoint& checkpoint);
 
     const TrainConfig& config() const { return config_; }
     const PrecisionPolicy& policy() const { return policy_; }

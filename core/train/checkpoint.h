@@ -1,0 +1,23 @@
+// TrainingCheckpoint: everything a run needs to continue after its process ends (a SIGTERM from
+// Slurm's preemption, a crash after the last checkpoint, a user's stop) so that the continued
+// run is bit-identical, on the CPU, to one never interrupted. The position sits in plain fields
+// (the store keeps them in columns); the rest is one versioned binary state written and read
+// only by the Trainer (checkpoint.cpp): the master weights and every reduced copy, layer buffers
+// (BatchNorm's running statistics), the optimizer's state, the loss scaler's state, a scaled
+// recipe's amax histories and scales, the dropout generator, the live settings the run had
+// reached (config after live changes, the learning-rate factor) and the summary's running sums.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace mpwb {
+
+struct TrainingCheckpoint {
+    int64_t step = 0;            // steps completed; the resumed run's first step is step + 1
+    int64_t epoch = 0;           // the epoch the next step belongs to
+    int64_t batch = 0;           // the next step's batch index within that epoch
+    double wall_seconds = 0;     // the run's time so far; the resumed run's wall time goes on from it
+    std::vector<uint8_t> state;  // see above; checked on load (magic, version, sizes, checksum)
+};
+
+}  // namespace mpwb
