@@ -8,6 +8,7 @@
 // reached (config after live changes, the learning-rate factor) and the summary's running sums.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace mpwb {
@@ -19,5 +20,10 @@ struct TrainingCheckpoint {
     double wall_seconds = 0;     // the run's time so far; the resumed run's wall time goes on from it
     std::vector<uint8_t> state;  // see above; checked on load (magic, version, sizes, checksum)
 };
+
+// A digest of the master weights (and layer buffers) in a checkpoint's state, as hex text: two
+// runs whose final checkpoints have the same digest ended with bit-identical weights, whatever
+// their wall times. Throws Error for a damaged state.
+std::string weights_digest(const TrainingCheckpoint& checkpoint);
 
 }  // namespace mpwb

@@ -61,7 +61,9 @@ public:
 
     // Checkpoints (core/train/checkpoint.h), handed to the observers' on_checkpoint at a step
     // boundary. every_steps: after every N steps; every_seconds: when that much run time has
-    // passed since the last one (0 = off). A run's last step takes none: it ends FINISHED.
+    // passed since the last one (0 = off). With either set, a run that ends FINISHED or
+    // STOPPED also hands over a last checkpoint of its final state, so its final weights can be
+    // compared (weights_digest) and exported.
     struct CheckpointPolicy {
         int64_t every_steps = 0;
         double every_seconds = 0;
