@@ -1,0 +1,46 @@
+// Training a recorded run that can be interrupted and continued: the one path `mpwb-cli train`,
+// `train --resume` and `sweep task` share. Checkpoints go into the run store with the run
+// (Trainer::set_checkpoint_policy). SIGINT stops between steps (STOPPED); SIGTERM, which Slurm
+// sends on preemption and before a time limit, takes a checkpoint and ends the run INTERRUPTED
+// with exit status kExitResumable, so a job script can requeue the task and the next start
+// continues the same run, bit for bit on the CPU.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/train/trainer.h"
+#include "resources/presets.h"
+
+namespace mpwb::cli {
+
+// EX_TEMPFAIL from sysexits.h: the run was checkpointed and can be resumed.
+inline constexpr int kExitResumable = 75;
+
+struct ResumableTrainingOptions {
+    std::string db;  // empty: default_database_path()
+    std::string backend = "auto";
+    bool quiet = false;  // no progress on stderr
+    bool json = false;   // the summary as one JSON object on stdout
+    Trainer::CheckpointPolicy checkpoints;
+    std::string run_name;           // new runs only; empty: "<preset> <precision>"
+    std::vector<std::string> tags;  // new runs only; key or key=value
+};
+
+struct ResumableTrainingResult {
+    int exit_code = 0;  // 0, 1 (failed or not fully recorded) or kExitResumable
+    std::int64_t run_id = 0;
+    RunSummary summary;
+};
+
+// A new run of the preset. on_created is called with the run's id as soon as the store has it
+// (before the first step), e.g. to add it to a sweep.
+ResumableTrainingResult train_new_run(const Preset& preset, const ResumableTrainingOptions& options,
+                                      const std::function<void(std::int64_t run_id)>& on_created = {});
+// Continues an INTERRUPTED or STOPPED run of the store from its newest checkpoint, with the
+// network, dataset and settings the run recorded. Error naming the run when it has no checkpoint
+// or cannot be resumed (FINISHED, FAILED, still running).
+ResumableTrainingResult resume_run(std::int64_t run_id, const ResumableTrainingOptions& options);
+
+}  // namespace mpwb::cli
