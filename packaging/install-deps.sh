@@ -17,6 +17,8 @@ packages=(
   # the sanitizer / libFuzzer builds of .ci/run, and the layout check (tests/style).
   dpkg-dev fakeroot lintian help2man stress-ng
   clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-format-14
+  # The cluster test (tests/cluster): a one-node Slurm with munge authentication.
+  slurm-wlm munge
 )
 if [ "${1:-}" = "--with-torch" ]; then packages+=(python3-torch); fi
 missing=()
