@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <filesystem>
@@ -52,6 +53,12 @@ std::vector<std::string> common_columns(sqlite::Db& db, const std::string& a, co
         }
     }
     return out;
+}
+
+bool has_table(sqlite::Db& db, const std::string& schema, const std::string& table) {
+    sqlite::Stmt s(db, "SELECT 1 FROM " + schema + ".sqlite_master WHERE type='table' AND name=?");
+    s.bind(1, table);
+    return s.step("reading tables of " + schema);
 }
 
 std::string join(const std::vector<std::string>& cols, const std::string& prefix = {}) {
@@ -136,6 +143,11 @@ void check_bundle_json(const std::string& path) {
         check(runs.col_text(2), run + ", network_json");
         check(runs.col_text(3), run + ", versions_json");
     }
+    if (has_table(db, "main", "sweeps")) {
+        sqlite::Stmt sweeps(db, "SELECT uuid, spec_json FROM sweeps");
+        while (sweeps.step("reading bundle sweeps"))
+            check(sweeps.col_text(1), "sweep " + sweeps.col_text(0) + ", spec_json");
+    }
     sqlite::Stmt events(
         db, "SELECT e.id, coalesce(r.uuid, ''), e.json FROM events e LEFT JOIN runs r ON r.id = e.run_id");
     while (events.step("reading bundle events")) {
@@ -180,6 +192,73 @@ private:
     sqlite::Db& db_;
     std::string name_;
 };
+
+// The bundle_info table that makes a store file a bundle (validate_bundle checks it).
+void write_bundle_marker(sqlite::Db& db, const std::string& source, std::size_t runs) {
+    db.exec("CREATE TABLE bundle_info(key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    sqlite::Stmt info(db, "INSERT INTO bundle_info(key, value) VALUES(?,?)");
+    const std::vector<std::pair<std::string, std::string>> rows = {
+        {"format", kBundleFormat},
+        {"format_version", std::to_string(kBundleFormatVersion)},
+        {"created", num(store_now())},
+        {"source", source},
+        {"runs", std::to_string(runs)}};
+    for (const auto& [k, v] : rows) {
+        info.bind(1, k).bind(2, v).run("writing bundle marker");
+        info.reset();
+    }
+}
+
+// A folder under the system's temporary directory, removed with everything in it on scope exit.
+class ScratchDir {
+public:
+    ScratchDir() {
+        std::string pattern = (fs::temp_directory_path() / "mpwb-import-XXXXXX").string();
+        if (!mkdtemp(pattern.data()))
+            throw StoreError(StoreError::Kind::Other,
+                             "cannot create a temporary folder in " + fs::temp_directory_path().string());
+        path_ = pattern;
+    }
+    ~ScratchDir() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    ScratchDir(const ScratchDir&) = delete;
+    ScratchDir& operator=(const ScratchDir&) = delete;
+    const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+};
+
+// Copies the run store at `source` (opened read-only) into `snapshot`, turned into a bundle of
+// its runs; unless include_unfinished, RUNNING and INTERRUPTED runs are removed from the copy and
+// their uuids returned.
+std::vector<std::string> snapshot_as_bundle(const std::string& source, const std::string& snapshot,
+                                            bool include_unfinished) {
+    {
+        RunStore::Options ro;
+        ro.read_only = true;
+        RunStore store(source, ro);
+        sqlite::Stmt vacuum(store.db(), "VACUUM INTO ?");
+        vacuum.bind(1, snapshot).run("copying " + source);
+    }
+    sqlite::Db db(snapshot, SQLITE_OPEN_READWRITE);
+    db.query_text("PRAGMA journal_mode=DELETE");
+    db.exec("PRAGMA foreign_keys=ON");
+    std::vector<std::string> unfinished;
+    if (!include_unfinished) {
+        const std::string which = " FROM runs WHERE status IN ('RUNNING', 'INTERRUPTED')";
+        sqlite::Stmt s(db, "SELECT uuid" + which + " ORDER BY id");
+        while (s.step("reading runs of " + source)) unfinished.push_back(s.col_text(0));
+        s.reset();
+        db.exec("DELETE" + which, "leaving out unfinished runs of " + source);
+    }
+    sqlite::Transaction tx(db, "marking the copy of " + source);
+    write_bundle_marker(db, source, static_cast<std::size_t>(db.query_int("SELECT count(*) FROM runs")));
+    tx.commit();
+    return unfinished;
+}
 
 // The CSV files an export writes: runs.csv, then run_<id>.csv per run.
 std::string csv_index_name() { return "runs.csv"; }
@@ -329,18 +408,13 @@ BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t
                      "id IN (SELECT group_id FROM src.comparison_members WHERE run_id IN "
                      "(SELECT id FROM temp.sel))");
                 copy("comparison_members", "run_id IN (SELECT id FROM temp.sel)");
-                db.exec("CREATE TABLE bundle_info(key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-                sqlite::Stmt info(db, "INSERT INTO bundle_info(key, value) VALUES(?,?)");
-                const std::vector<std::pair<std::string, std::string>> rows = {
-                    {"format", kBundleFormat},
-                    {"format_version", std::to_string(kBundleFormatVersion)},
-                    {"created", num(store_now())},
-                    {"source", store.path()},
-                    {"runs", std::to_string(ids.size())}};
-                for (const auto& [k, v] : rows) {
-                    info.bind(1, k).bind(2, v).run("writing bundle marker");
-                    info.reset();
+                if (has_table(db, "src", "sweep_runs")) {  // a read-only source may predate schema 7
+                    copy("sweeps",
+                         "id IN (SELECT sweep_id FROM src.sweep_runs WHERE run_id IN "
+                         "(SELECT id FROM temp.sel))");
+                    copy("sweep_runs", "run_id IN (SELECT id FROM temp.sel)");
                 }
+                write_bundle_marker(db, store.path(), ids.size());
                 tx.commit();
             }
         }
@@ -363,6 +437,26 @@ BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t
         write_csv(store, std::vector<std::int64_t>(ids.begin(), ids.end()), options.csv_dir, result);
     }
     return result;
+}
+
+ImportReport import_run_store(RunStore& store, const std::string& path, bool include_unfinished) {
+    if (same_file(path, store.path())) {
+        throw StoreError(StoreError::Kind::Invalid, "cannot import " + path +
+                                                        " into itself: it is the database " + store.path() +
+                                                        " the runs would be imported into");
+    }
+    ScratchDir scratch;
+    const std::string snapshot = (scratch.path() / fs::path(path).filename()).string();
+    std::vector<std::string> unfinished;
+    ImportReport report;
+    try {
+        unfinished = snapshot_as_bundle(path, snapshot, include_unfinished);
+        report = import_bundle(store, snapshot);
+    } catch (const StoreError& e) {
+        throw StoreError(e.kind(), "importing run store " + path + ": " + e.what());
+    }
+    report.unfinished = std::move(unfinished);
+    return report;
 }
 
 ImportReport import_bundle(RunStore& store, const std::string& bundle_path) {
@@ -388,6 +482,53 @@ ImportReport import_bundle(RunStore& store, const std::string& bundle_path) {
 }
 
 namespace {
+
+// The bundle's sweeps, merged by uuid: a sweep the store lacks is created with its spec, and
+// each run at its index joins the store's sweep. An imported run takes its index (replacing an
+// earlier run there); a run the store already had fills its index only when that is empty.
+// Returns the store ids of the sweeps that gained a run or were created.
+std::vector<std::int64_t> import_sweeps(sqlite::Db& db, RunStore& store,
+                                        const std::map<std::int64_t, std::int64_t>& id_map,
+                                        const std::vector<ImportedRun>& imported) {
+    std::set<std::int64_t> imported_ids;
+    for (const auto& r : imported) imported_ids.insert(r.bundle_id);
+    std::vector<std::int64_t> touched;
+    sqlite::Stmt sweeps(
+        db, "SELECT id, uuid, name, spec_json, run_count, created FROM bundle.sweeps ORDER BY id");
+    sqlite::Stmt members(
+        db, "SELECT run_index, run_id FROM bundle.sweep_runs WHERE sweep_id=? ORDER BY run_index");
+    sqlite::Stmt new_sweep(
+        db, "INSERT INTO main.sweeps(uuid, name, spec_json, run_count, created) VALUES(?,?,?,?,?)");
+    sqlite::Stmt replace_member(
+        db, "INSERT OR REPLACE INTO main.sweep_runs(sweep_id, run_index, run_id) VALUES(?,?,?)");
+    sqlite::Stmt fill_member(
+        db, "INSERT OR IGNORE INTO main.sweep_runs(sweep_id, run_index, run_id) VALUES(?,?,?)");
+    while (sweeps.step("reading bundle sweeps")) {
+        const std::string uuid = sweeps.col_text(1);
+        std::optional<std::int64_t> sweep_id = store.find_sweep_by_uuid(uuid);
+        const bool created = !sweep_id;
+        if (created) {
+            new_sweep.bind(1, uuid).bind(2, sweeps.col_text(2)).bind(3, sweeps.col_text(3));
+            new_sweep.bind(4, sweeps.col_int(4)).bind(5, sweeps.col_double(5)).run("importing sweep " + uuid);
+            new_sweep.reset();
+            sweep_id = db.last_insert_rowid();
+        }
+        bool gained = false;
+        members.bind(1, sweeps.col_int(0));
+        while (members.step("reading bundle sweep runs")) {
+            const auto found = id_map.find(members.col_int(1));
+            if (found == id_map.end()) continue;
+            auto& insert = imported_ids.count(found->first) ? replace_member : fill_member;
+            insert.bind(1, *sweep_id).bind(2, members.col_int(0)).bind(3, found->second);
+            insert.run("importing the runs of sweep " + uuid);
+            insert.reset();
+            gained = gained || db.changes() > 0;
+        }
+        members.reset();
+        if (created || gained) touched.push_back(*sweep_id);
+    }
+    return touched;
+}
 
 ImportReport import_checked_bundle(RunStore& store, const std::string& bundle_path) {
     auto& db = store.db();
@@ -506,6 +647,9 @@ ImportReport import_checked_bundle(RunStore& store, const std::string& bundle_pa
             }
             report.groups.push_back(gid);
         }
+    }
+    if (bundle_tables.count("sweep_runs")) {
+        report.sweeps = import_sweeps(db, store, id_map, report.imported);
     }
     insert_run = sqlite::Stmt();
     orphan = sqlite::Stmt();

@@ -23,8 +23,11 @@ struct BundleExportResult {
 };
 
 // Copies the runs (with metrics, summaries, histograms, events, tags, notes, and the comparison
-// groups they belong to) into a new bundle file. Throws StoreError: NotFound for an unknown run,
-// Invalid when the bundle exists and overwrite is off or no runs are given.
+// groups they belong to) into a new bundle file. Checkpoints stay behind: they are resumable
+// state (megabytes for a CNN) for the store the run trains in, not results; a finished run's
+// final weights digest travels in its "summary" event (RunRecorder), which `runs show` reads
+// when the run has no checkpoint, so `sweep collect` keeps it. Throws StoreError: NotFound for an unknown
+// run, Invalid when the bundle exists and overwrite is off or no runs are given.
 BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t>& run_ids,
                                  const std::string& bundle_path, const BundleExportOptions& options = {});
 
@@ -43,6 +46,9 @@ struct ImportReport {
     std::vector<ImportedRun> imported;
     std::vector<SkippedRun> skipped;
     std::vector<std::int64_t> groups;  // comparison groups created in the store
+    std::vector<std::int64_t> sweeps;  // sweeps created in the store or given runs, merged by uuid
+    // import_run_store only: uuids of the runs left out because they were RUNNING or INTERRUPTED
+    std::vector<std::string> unfinished;
 };
 
 // Throws StoreError(NotABundle) "<path> is not an MP Workbench run bundle (...)" for anything
@@ -50,6 +56,13 @@ struct ImportReport {
 // file does not exist. Imported runs that were RUNNING in the bundle become INTERRUPTED: no
 // process on this machine owns them. All-or-nothing: one transaction.
 ImportReport import_bundle(RunStore& store, const std::string& bundle_path);
+
+// Imports a run store file that is not a bundle (a database `mpwb-cli train --db` or a Slurm
+// task of a sweep wrote) like a bundle: the file is opened read-only and never changed; a
+// snapshot of it (VACUUM INTO a temporary folder) gets the bundle marker and goes through
+// import_bundle. Runs still RUNNING or INTERRUPTED are left out (listed in `unfinished`) unless
+// include_unfinished, so a later import, once they end, brings them in FINISHED.
+ImportReport import_run_store(RunStore& store, const std::string& path, bool include_unfinished = false);
 
 // True when `path` is a readable run bundle (what import_bundle would accept).
 bool is_run_bundle(const std::string& path);
