@@ -113,46 +113,71 @@ void RunRecorder::fail(const std::string& message) {
     if (options_.on_failure) options_.on_failure(message);
 }
 
+std::int64_t RunRecorder::create_run(const RunStartInfo& info) {
+    t0_ = store_now();
+    RunInfo run;
+    run.name = options_.name.empty() ? info.dataset + " " + info.precision : options_.name;
+    run.config_json = info.config.dump();
+    run.network_json = info.network.dump();
+    run.dataset = info.dataset;
+    run.precision = info.precision;
+    run.backend = info.backend;
+    run.device = info.device;
+    nlohmann::json v = versions();
+    v["parameters"] = info.parameters;
+    v["steps_per_epoch"] = info.steps_per_epoch;
+    v["total_steps"] = info.total_steps;
+    v["train_samples"] = info.train_samples;
+    v["test_samples"] = info.test_samples;
+    run.versions_json = v.dump();
+    run.machine = machine_description();
+    if (info.config.contains("seed") && info.config["seed"].is_number())
+        run.seed = info.config["seed"].get<std::int64_t>();
+    const std::int64_t id = store_->create_run(run);
+    run_id_ = id;  // set now, so a failure below marks this half-made run FAILED
+    for (const auto& [k, val] : options_.tags) store_->set_tag(id, k, val);
+    if (!options_.note.empty()) store_->set_note(id, options_.note);
+    if (options_.group_id) store_->add_to_group(*options_.group_id, {id});
+    return id;
+}
+
+std::int64_t RunRecorder::reopen_run(const RunStartInfo& info) {
+    if (options_.resume_run_id <= 0)
+        throw StoreError(StoreError::Kind::Invalid,
+                         "the trainer resumes from a checkpoint, but no run to continue was given");
+    store_->reopen_for_resume(options_.resume_run_id, info.resumed_from_step);
+    run_id_ = options_.resume_run_id;  // set now, so a failure below hands the run back INTERRUPTED
+    // The trainer's wall times go on from the checkpoint's; so do the stored ones.
+    const auto checkpoint = store_->latest_checkpoint(options_.resume_run_id);
+    t0_ = store_now() - (checkpoint ? checkpoint->wall_seconds : 0.0);
+    return options_.resume_run_id;
+}
+
 void RunRecorder::on_run_start(const RunStartInfo& info) {
     // The trainer does not expect observers to throw: a store failure here is reported through
     // error()/on_failure and training goes on unrecorded unless the caller stops it.
+    const bool resumed = info.resumed_from_step > 0;
     try {
-        t0_ = store_now();
-        RunInfo run;
-        run.name = options_.name.empty() ? info.dataset + " " + info.precision : options_.name;
-        run.config_json = info.config.dump();
-        run.network_json = info.network.dump();
-        run.dataset = info.dataset;
-        run.precision = info.precision;
-        run.backend = info.backend;
-        run.device = info.device;
-        nlohmann::json v = versions();
-        v["parameters"] = info.parameters;
-        v["steps_per_epoch"] = info.steps_per_epoch;
-        v["total_steps"] = info.total_steps;
-        v["train_samples"] = info.train_samples;
-        v["test_samples"] = info.test_samples;
-        run.versions_json = v.dump();
-        run.machine = machine_description();
-        if (info.config.contains("seed") && info.config["seed"].is_number())
-            run.seed = info.config["seed"].get<std::int64_t>();
-        run_id_ = store_->create_run(run);
-        for (const auto& [k, val] : options_.tags) store_->set_tag(run_id_, k, val);
-        if (!options_.note.empty()) store_->set_note(run_id_, options_.note);
-        if (options_.group_id) store_->add_to_group(*options_.group_id, {run_id_});
-        writer_ = std::make_unique<RunWriter>(path_, run_id_, options_.writer);
-        writer_->log_event(0, t0_, "run_start",
-                           nlohmann::json{{"source", "trainer"},
-                                          {"layers", info.layer_labels},
-                                          {"parameters", info.parameters},
-                                          {"total_steps", info.total_steps}}
-                               .dump());
+        const std::int64_t id = resumed ? reopen_run(info) : create_run(info);
+        writer_ = std::make_unique<RunWriter>(path_, id, options_.writer);
+        run_id_ = id;
+        if (resumed)
+            writer_->log_event(
+                info.resumed_from_step, store_now(), "checkpoint_resume",
+                nlohmann::json{{"source", "trainer"}, {"from_step", info.resumed_from_step}}.dump());
+        else
+            writer_->log_event(0, t0_, "run_start",
+                               nlohmann::json{{"source", "trainer"},
+                                              {"layers", info.layer_labels},
+                                              {"parameters", info.parameters},
+                                              {"total_steps", info.total_steps}}
+                                   .dump());
     } catch (const std::exception& e) {
         writer_.reset();
         if (run_id_ != 0) {
-            // A half-made run should not sit as RUNNING until this process exits.
+            // A half-made (or half-reopened) run should not sit as RUNNING until this process exits.
             try {
-                store_->set_status(run_id_, RunStatus::Failed);
+                store_->set_status(run_id_, resumed ? RunStatus::Interrupted : RunStatus::Failed);
             } catch (const std::exception&) {}
         }
         run_id_ = 0;
@@ -229,11 +254,26 @@ void RunRecorder::store_boundary(const BoundaryGrid& grid) const {
     store.set_boundary(run_id_, grid.step, boundary_to_blob(grid));
 }
 
+void RunRecorder::on_checkpoint(const TrainingCheckpoint& checkpoint) {
+    if (!writer_) return;
+    writer_->log_checkpoint(checkpoint);
+    checkpoint_step_ = checkpoint.step;
+    try {
+        checkpoint_digest_ = weights_digest(checkpoint);
+    } catch (const std::exception&) {
+        checkpoint_digest_.clear();  // a state the trainer cannot read back has no digest
+    }
+}
+
 void RunRecorder::on_run_end(const RunSummary& summary) {
     if (!writer_) return;
     const RunStatus status = summary.status == RunStatus::Running ? RunStatus::Finished : summary.status;
+    nlohmann::json summary_json = summary.to_json();
+    const bool final_state = status == RunStatus::Finished || status == RunStatus::Stopped;
+    if (final_state && checkpoint_step_ == summary.steps && !checkpoint_digest_.empty())
+        summary_json["final_weights_digest"] = checkpoint_digest_;
     writer_->log_event(summary.steps, t0_ + summary.wall_seconds, metric_key::summary_event,
-                       summary.to_json().dump());
+                       summary_json.dump());
     if (!writer_->finish(status)) {
         fail("run " + std::to_string(run_id_) + ": the last rows could not be written to " + path_ + ": " +
              writer_->last_error().value_or("timed out"));

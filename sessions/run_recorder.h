@@ -3,6 +3,10 @@
 // is an error before training starts); on_run_start creates the run row, and from then on every
 // callback only appends to a RunWriter's in-memory buffer, so the training thread never waits for
 // SQLite. on_run_end stores the summary and the final status and waits for the last commit.
+// Checkpoints (on_checkpoint) go through the writer too, the newest two kept per run. A trainer
+// that resumes from a checkpoint (RunStartInfo::resumed_from_step > 0) is recorded into the run
+// it continues (Options::resume_run_id): on_run_start reopens that run (RunStore::reopen_for_resume,
+// dropping what it recorded after the checkpoint) instead of creating one.
 //
 // Stored per run (keys are the constants of sessions/metric_keys.h, which the run browser,
 // `mpwb-cli runs`, the plot board and the reports read):
@@ -17,7 +21,10 @@
 //   scaling_stats  every ScalingStatsRecord of a scaled recipe (RunStore::scaling_stats).
 //   events   every TrainingEvent: its kind, and its detail object with "source" added (a
 //            non-object detail goes under "detail"); "summary" at the end holds
-//            RunSummary::to_json().
+//            RunSummary::to_json(), plus "final_weights_digest" (weights_digest of the final
+//            checkpoint) when the run ended FINISHED or STOPPED with one, so the digest travels
+//            in bundles, which carry no checkpoints; "checkpoint_resume" marks where a resumed
+//            run went on ({"from_step"}).
 // All times are seconds since the Unix epoch (store_now()), so started + metric offsets and
 // the crash detector's "ended" agree.
 #pragma once
@@ -52,6 +59,9 @@ public:
         // caller decides whether to stop training. Later commit failures are retried by the
         // writer and show up in error() after the run.
         std::function<void(const std::string& message)> on_failure;
+        // The run to go on recording into when the trainer resumes from a checkpoint; name, tags,
+        // note and group then stay the run's own. A fresh run (resumed_from_step 0) ignores it.
+        std::int64_t resume_run_id = 0;
     };
 
     // Opens (creating or migrating) the database and checks that it takes a write lock.
@@ -91,10 +101,14 @@ public:
     void on_gradient_stats(const GradientStatsRecord& r) override;
     void on_scaling_stats(const ScalingStatsRecord& r) override;
     void on_event(const TrainingEvent& e) override;
+    void on_checkpoint(const TrainingCheckpoint& checkpoint) override;
     void on_run_end(const RunSummary& summary) override;
 
 private:
     void fail(const std::string& message);
+    // on_run_start's two ways to a run id: a new run, or the reopened one a resume continues.
+    std::int64_t create_run(const RunStartInfo& info);
+    std::int64_t reopen_run(const RunStartInfo& info);
 
     Options options_;
     std::string path_;
@@ -103,6 +117,9 @@ private:
     std::int64_t run_id_ = 0;
     double t0_ = 0;  // epoch seconds at on_run_start: the trainer's wall_time origin
     std::int64_t last_step_ = 0;
+    // The newest checkpoint handed over in this process: its step and weights digest.
+    std::int64_t checkpoint_step_ = -1;
+    std::string checkpoint_digest_;
     bool complete_ = false;
     mutable std::mutex error_mu_;
     std::string error_;

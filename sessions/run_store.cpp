@@ -368,6 +368,12 @@ std::int64_t RunStore::create_run(const RunInfo& info) {
     return db_.last_insert_rowid();
 }
 
+void RunStore::claim_run(std::int64_t run_id) {
+    sqlite::Stmt s(db_, "UPDATE runs SET owner_pid=?, owner_host=?, owner_start=? WHERE id=?");
+    s.bind(1, static_cast<std::int64_t>(getpid())).bind(2, host_name());
+    s.bind(3, process_start_token(getpid())).bind(4, run_id).run("taking over run");
+}
+
 namespace {
 void expect_changed(sqlite::Db& db, std::int64_t run_id) {
     if (db.changes() == 0) {

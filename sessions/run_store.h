@@ -156,6 +156,9 @@ private:
     void migrate();
     void mark_interrupted(const std::vector<std::int64_t>& run_ids);
     void require_run(std::int64_t run_id);
+    // Records this process as the run's writer (owner pid, host and start; run_store.cpp), for
+    // reopen_for_resume, inside its transaction.
+    void claim_run(std::int64_t run_id);
 
     Options options_;
     // mutable: const queries (scaling_stats) prepare statements on it too.

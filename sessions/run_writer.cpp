@@ -1,7 +1,8 @@
 // RunWriter: swap-buffer batching and the commit transaction (metrics, latest_metrics upsert,
-// metric_blocks upsert, histograms, events, final status).
+// metric_blocks upsert, histograms, events, checkpoints, final status).
 #include "sessions/run_writer.h"
 
+#include "sessions/checkpoint_rows.h"
 #include "sessions/scaling_stats_rows.h"
 #include "sessions/store_schema.h"
 
@@ -153,6 +154,13 @@ void RunWriter::log_scaling_stats(ScalingStatsRecord record) {
     pushed_locked();
 }
 
+void RunWriter::log_checkpoint(const TrainingCheckpoint& checkpoint) {
+    TrainingCheckpoint copy = checkpoint;  // copied outside the lock: the state may be megabytes
+    std::lock_guard lk(mu_);
+    pending_.checkpoints.push_back(std::move(copy));
+    pushed_locked();
+}
+
 bool RunWriter::flush(std::chrono::milliseconds timeout) {
     std::unique_lock lk(mu_);
     const auto target = pushed_seq_;
@@ -212,6 +220,7 @@ void RunWriter::loop() {
             move_all(batch.histograms, pending_.histograms);
             move_all(batch.events, pending_.events);
             move_all(batch.scaling, pending_.scaling);
+            move_all(batch.checkpoints, pending_.checkpoints);
             if (pending_.status) {
                 batch.status = pending_.status;
                 pending_.status.reset();
@@ -314,6 +323,8 @@ void RunWriter::commit(const Batch& batch) {
             s.event.reset();
         }
         for (const auto& r : batch.scaling) insert_scaling_row(s.scaling, run_id_, r);
+        for (const auto& c : batch.checkpoints)
+            insert_checkpoint_row(store_->db(), run_id_, c, options_.keep_checkpoints);
         if (batch.status) {
             s.status.bind(1, to_string(batch.status->first)).bind(2, batch.status->second);
             s.status.bind(3, run_id_).run("setting run status");

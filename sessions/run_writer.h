@@ -29,6 +29,7 @@ public:
         std::size_t max_pending_rows = 4096;
         int busy_timeout_ms = 2000;
         std::chrono::milliseconds retry_delay{250};  // pause after a failed commit
+        int keep_checkpoints = 2;  // the run's newest checkpoints kept (RunStore::save_checkpoint)
     };
 
     // Opens its own connection to `db_path` (creating/migrating like RunStore) and checks that
@@ -48,6 +49,9 @@ public:
                        std::vector<std::uint8_t> blob);
     void log_event(std::int64_t step, double time, std::string_view kind, std::string_view json_text);
     void log_scaling_stats(ScalingStatsRecord record);
+    // A copy of the checkpoint is queued: it is committed in the transaction of the rows logged
+    // before it, so the store never holds a checkpoint ahead of the steps it continues.
+    void log_checkpoint(const TrainingCheckpoint& checkpoint);
 
     // Blocks until every row logged before the call is committed; false when that did not
     // happen within `timeout` (the rows stay pending; last_error() says why).
@@ -88,9 +92,10 @@ private:
         std::vector<HistogramRow> histograms;
         std::vector<EventRow> events;
         std::vector<ScalingStatsRecord> scaling;
+        std::vector<TrainingCheckpoint> checkpoints;
         std::optional<std::pair<RunStatus, double>> status;
         std::size_t rows() const {
-            return metrics.size() + histograms.size() + events.size() + scaling.size();
+            return metrics.size() + histograms.size() + events.size() + scaling.size() + checkpoints.size();
         }
         bool empty() const { return rows() == 0 && !status; }
     };
