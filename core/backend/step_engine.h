@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/backend/backend.h"
+#include "core/common/rng.h"
 #include "core/data/dataset.h"
 #include "core/nn/network.h"
 #include "core/optim/lr_schedule.h"
@@ -55,6 +56,8 @@ struct StepCapabilities {
     // Feeds StepLaunch::probe from the step's own backward pass. Without it the Trainer takes a
     // statistics step's histograms on the host, on the same batch and the engine's weights.
     bool gradient_statistics = false;
+    // save_state / load_state work (a run on an engine without them takes no checkpoints).
+    bool checkpoints = false;
 };
 
 // One attempt of one step: the batch order[batch_offset, batch_offset + batch_size).
@@ -84,6 +87,13 @@ struct StepResult {
     std::vector<LayerScalingStats> scaling;
 };
 
+// What an engine carries from step to step besides the weights (which download_weights hands to
+// the network's host tensors): the optimizer's state and the dropout generator. For checkpoints.
+struct StepEngineState {
+    std::vector<uint8_t> optimizer;  // Optimizer::save_state
+    Rng::State dropout;
+};
+
 class StepEngine {
 public:
     virtual ~StepEngine() = default;
@@ -106,6 +116,12 @@ public:
     // The engine's current weights into the host tensors of the network it was made for (for a
     // host statistics pass, the decision boundary, export). Synchronises.
     virtual void download_weights() = 0;
+    // Checkpoints. save_state: only when the host is in step with the engine (no step in flight
+    // whose record it has not collected). load_state: before the first launch, on an engine made
+    // from a network that already holds the checkpoint's weights. Throws DataError for a state
+    // that does not fit, Error from an engine that cannot do it.
+    virtual StepEngineState save_state() = 0;
+    virtual void load_state(const StepEngineState& state) = 0;
     // "CUDA graphs, 12 MiB of device memory" and the like, for logs.
     virtual std::string description() const = 0;
 };

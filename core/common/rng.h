@@ -35,6 +35,23 @@ public:
         return result;
     }
 
+    // The whole state, for checkpoints: a generator given a saved state draws what the saved one
+    // would have drawn next.
+    struct State {
+        uint64_t words[4]{};
+        bool has_spare_normal = false;
+        float spare_normal = 0.0f;
+    };
+    State state() const {
+        State s{{state_[0], state_[1], state_[2], state_[3]}, has_spare_normal_, spare_normal_};
+        return s;
+    }
+    void set_state(const State& s) {
+        for (int i = 0; i < 4; ++i) state_[i] = s.words[i];
+        has_spare_normal_ = s.has_spare_normal;
+        spare_normal_ = s.spare_normal;
+    }
+
     // Uniform in [0, 1) with 24 random bits, exact in float.
     float uniform() { return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f; }
     float uniform(float lo, float hi) { return lo + (hi - lo) * uniform(); }

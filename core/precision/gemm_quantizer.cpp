@@ -308,6 +308,24 @@ std::vector<float> GemmQuantizer::amax_history(GemmOperand which) const {
     return {h.begin(), h.end()};
 }
 
+GemmQuantizer::SavedState GemmQuantizer::save_state() const {
+    SavedState saved;
+    for (size_t i = 0; i < saved.histories.size(); ++i) {
+        const State::PerTensor& t = state_->tensors[i];
+        saved.histories[i].assign(t.history.begin(), t.history.end());
+        saved.scales[i] = t.scale;
+    }
+    return saved;
+}
+
+void GemmQuantizer::load_state(const SavedState& saved) {
+    for (size_t i = 0; i < saved.histories.size(); ++i) {
+        State::PerTensor& t = state_->tensors[i];
+        t.history.assign(saved.histories[i].begin(), saved.histories[i].end());
+        t.scale = saved.scales[i];
+    }
+}
+
 void limited_accumulator_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
                               int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
                               int mantissa_bits, int64_t interval) {

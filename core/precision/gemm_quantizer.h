@@ -14,6 +14,7 @@
 // the products of FP8/FP4 values are exact in FP32, so this is the tensor-core product up to the
 // order of the FP32 sum. The accumulator emulation (limited_accumulator_gemm) narrows that sum.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -89,6 +90,17 @@ public:
     float next_scale(GemmOperand which) const;
     // The amax history of a per-tensor operand, oldest first.
     std::vector<float> amax_history(GemmOperand which) const;
+
+    // What carries from one step to the next, for checkpoints: each per-tensor operand's amax
+    // history and the scale of the last step that ended. Block recipes keep nothing between
+    // steps, and stochastic rounding draws from (seed, layer, step), so nothing else is needed.
+    struct SavedState {
+        std::array<std::vector<float>, 3> histories;  // x, w, dy (GemmOperand order); oldest first
+        std::array<float, 3> scales{1.0f, 1.0f, 1.0f};
+    };
+    SavedState save_state() const;
+    // Between steps, after set_config with the settings the saved run had reached.
+    void load_state(const SavedState& state);
 
 private:
     struct State;

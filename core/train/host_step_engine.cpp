@@ -26,7 +26,9 @@ public:
           optimizer_(make_optimizer(config.optimizer)),
           scaler_(std::make_unique<LossScaler>()) {}
 
-    StepCapabilities capabilities() const override { return {.gradient_statistics = true}; }
+    StepCapabilities capabilities() const override {
+        return {.gradient_statistics = true, .checkpoints = true};
+    }
     void set_epoch_order(std::span<const int64_t> order) override {
         order_.assign(order.begin(), order.end());
     }
@@ -46,6 +48,11 @@ public:
         return evaluate_on_host(network_, data_, backend_, config_.policy, config_.eval_batch);
     }
     void download_weights() override {}  // the network's host tensors are the engine's weights
+    StepEngineState save_state() override { return {optimizer_->save_state(), pass_.dropout_state()}; }
+    void load_state(const StepEngineState& state) override {
+        optimizer_->load_state(state.optimizer);
+        pass_.set_dropout_state(state.dropout);
+    }
     std::string description() const override { return "host, op by op on " + backend_.name(); }
 
 private:

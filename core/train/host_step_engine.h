@@ -35,6 +35,9 @@ public:
     HostGradientPass& operator=(const HostGradientPass&) = delete;
     // rows: indices into the train split. probe (may be null) sees the scaled FP32 gradients.
     Backend::LossResult run(std::span<const int64_t> rows, float scale, GradientProbe* probe);
+    // The dropout generator, for checkpoints.
+    Rng::State dropout_state() const { return dropout_rng_.state(); }
+    void set_dropout_state(const Rng::State& state) { dropout_rng_.set_state(state); }
 
 private:
     Network& network_;

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <deque>
 #include <optional>
+#include <string>
 
 #include "core/common/error.h"
 #include "core/common/parallel.h"
 #include "core/data/batcher.h"
+#include "core/train/checkpoint_state.h"
 #include "core/train/host_step_engine.h"
 
 namespace mpwb {
@@ -51,6 +53,78 @@ private:
     Format format_;
     float scale_;
 };
+
+// Up to four settings that differ, as "precision: the checkpoint's \"fp16-mixed\", this run's
+// \"fp32\"", for a checkpoint that does not fit.
+std::string json_differences(const nlohmann::json& checkpoint, const nlohmann::json& here) {
+    const nlohmann::json patch = nlohmann::json::diff(here, checkpoint);
+    const auto value_at = [](const nlohmann::json& j, const nlohmann::json::json_pointer& at) {
+        std::string text = j.contains(at) ? j.at(at).dump() : std::string("none");
+        return text.size() > 60 ? text.substr(0, 57) + "..." : text;
+    };
+    std::string text;
+    for (size_t i = 0; i < patch.size() && i < 4; ++i) {
+        std::string name = patch[i].at("path").get<std::string>();
+        nlohmann::json::json_pointer at;
+        try {
+            at = nlohmann::json::json_pointer(name);
+        } catch (const nlohmann::json::exception&) {}
+        std::replace(name.begin(), name.end(), '/', '.');
+        text += (i ? "; " : "") + (name.empty() ? std::string("(all)") : name.substr(1)) +
+                ": the checkpoint's " + value_at(checkpoint, at) + ", this run's " + value_at(here, at);
+    }
+    if (patch.size() > 4) text += "; and " + std::to_string(patch.size() - 4) + " more";
+    return text;
+}
+
+// The settings a resumed run must share with its checkpoint: all but how it executes (threads,
+// CUDA graphs) and the live ones the checkpoint carries itself (scaler, recipe).
+nlohmann::json settings_that_must_match(nlohmann::json config) {
+    for (const char* key : {"threads", "device_graphs", "scaler", "recipe"})
+        if (config.is_object()) config.erase(key);
+    return config;
+}
+
+std::vector<float> values_of(const Tensor& t) { return {t.span().begin(), t.span().end()}; }
+
+void copy_values(const std::vector<float>& from, Tensor& to) {
+    std::copy(from.begin(), from.end(), to.span().begin());
+}
+
+// The state's tensors against the network's (DataError: the settings matched, so a size that
+// does not is damage).
+void check_state_sizes(const CheckpointState& s, Network& network) {
+    const auto params = network.parameters();
+    const auto buffers = network.buffers();
+    const auto bad = [](const std::string& what) {
+        throw DataError("checkpoint state does not fit: " + what);
+    };
+    if (s.values.size() != params.size())
+        bad(std::to_string(s.values.size()) + " parameters, the network has " +
+            std::to_string(params.size()));
+    for (size_t i = 0; i < params.size(); ++i) {
+        if (std::ssize(s.values[i]) != params[i]->value.numel() ||
+            std::ssize(s.copies[i]) != params[i]->compute.numel())
+            bad("parameter " + params[i]->name + " holds " + std::to_string(s.values[i].size()) +
+                " values and " + std::to_string(s.copies[i].size()) + " reduced ones, the network's " +
+                std::to_string(params[i]->value.numel()) + " and " +
+                std::to_string(params[i]->compute.numel()));
+    }
+    if (s.buffers.size() != buffers.size())
+        bad(std::to_string(s.buffers.size()) + " buffers, the network has " + std::to_string(buffers.size()));
+    for (size_t i = 0; i < buffers.size(); ++i)
+        if (std::ssize(s.buffers[i]) != buffers[i]->numel())
+            bad("buffer " + std::to_string(i) + " holds " + std::to_string(s.buffers[i].size()) +
+                " values, the network's " + std::to_string(buffers[i]->numel()));
+    size_t quantizers = 0;
+    for (size_t i = 0; i < network.size(); ++i) quantizers += network.quantizer(i) ? 1 : 0;
+    if (s.quantizers.size() != quantizers)
+        bad(std::to_string(s.quantizers.size()) + " recipe quantizers, the network has " +
+            std::to_string(quantizers));
+    for (const QuantizerCheckpoint& q : s.quantizers)
+        if (q.layer >= network.size() || !network.quantizer(static_cast<size_t>(q.layer)))
+            bad("a recipe quantizer for layer " + std::to_string(q.layer) + ", which has none");
+}
 
 }  // namespace
 
@@ -218,7 +292,10 @@ void Trainer::apply_lr_request(int64_t at_step, double wall) {
 
 void Trainer::wait_while_paused() {
     std::unique_lock lock(pause_mutex_);
-    pause_cv_.wait(lock, [this] { return !paused_ || stop_; });
+    // checkpoint_and_stop may come from a signal handler, which cannot notify a condition
+    // variable, so the wait also looks at its flag every few milliseconds.
+    const auto released = [this] { return !paused_ || stop_ || checkpoint_requested_; };
+    while (!pause_cv_.wait_for(lock, std::chrono::milliseconds(20), released)) {}
 }
 
 void Trainer::emit_event(const TrainingEvent& event) {
@@ -227,6 +304,91 @@ void Trainer::emit_event(const TrainingEvent& event) {
 
 void Trainer::drain_scaler_events(double wall) {
     for (auto& e : scaler_.take_events()) emit_event({e.step, wall, e.kind, e.source, e.detail});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoints: setting up (the run's part is below the loop)
+
+// A checked checkpoint's position and the state the engine and the run start from.
+struct Trainer::ResumePoint {
+    int64_t step = 0, epoch = 0, batch = 0;
+    double wall_seconds = 0;
+    StepEngineState engine;
+    RunSums sums;
+};
+
+void Trainer::set_checkpoint_policy(const CheckpointPolicy& policy) {
+    if (policy.every_steps < 0)
+        throw ConfigError("checkpoint every_steps must be 0 (off) or positive, gets " +
+                          std::to_string(policy.every_steps));
+    if (!(policy.every_seconds >= 0) || !std::isfinite(policy.every_seconds))
+        throw ConfigError("checkpoint every_seconds must be 0 (off) or a positive number of seconds, gets " +
+                          std::to_string(policy.every_seconds));
+    checkpoint_policy_ = policy;
+}
+
+void Trainer::checkpoint_and_stop() { checkpoint_requested_.store(true); }
+
+void Trainer::resume_from(const TrainingCheckpoint& checkpoint) {
+    if (uses_device_engine())
+        throw ConfigError("checkpoints of runs on the " + backend_.name() +
+                          " device engine are not supported yet; resume on the CPU backend");
+    const CheckpointState state = decode_checkpoint_state(checkpoint.state);
+    check_checkpoint_fits(checkpoint, state);
+    const TrainConfig reached = train_config_from_json(state.config, config_);
+    LossScaler scaler_check;
+    scaler_check.restore_state(state.scaler);  // throws for a damaged state; ours stays as it is
+    // Nothing has thrown: the trainer takes the state.
+    restore_weights(state);
+    scaler_.restore_state(state.scaler);
+    config_.recipe = reached.recipe;
+    network_.set_recipe_config(config_.effective_recipe());
+    for (const QuantizerCheckpoint& q : state.quantizers)
+        network_.quantizer(static_cast<size_t>(q.layer))->load_state(q.state);
+    lr_scale_ = state.lr_scale;
+    resume_ = std::make_unique<ResumePoint>(ResumePoint{checkpoint.step, checkpoint.epoch, checkpoint.batch,
+                                                        checkpoint.wall_seconds, state.engine, state.sums});
+}
+
+// ConfigError for a checkpoint of another network or other settings, DataError for one whose
+// position or sizes cannot be right.
+void Trainer::check_checkpoint_fits(const TrainingCheckpoint& checkpoint,
+                                    const CheckpointState& state) const {
+    const nlohmann::json network = network_.to_json();
+    if (state.network != network)
+        throw ConfigError("the checkpoint is of another network: " +
+                          json_differences(state.network, network));
+    const nlohmann::json mine = settings_that_must_match(to_json(config_));
+    const nlohmann::json theirs = settings_that_must_match(state.config);
+    if (theirs != mine)
+        throw ConfigError("the checkpoint's settings differ from this run's: " +
+                          json_differences(theirs, mine));
+    if (state.train_samples != data_.train_size())
+        throw ConfigError("the checkpoint's dataset has " + std::to_string(state.train_samples) +
+                          " training samples, this run's " + std::to_string(data_.train_size()));
+    const bool position_ok = checkpoint.step >= 0 && checkpoint.step <= total_steps() &&
+                             checkpoint.step == state.sums.steps && checkpoint.epoch >= 0 &&
+                             checkpoint.batch >= 0 && checkpoint.batch < steps_per_epoch() &&
+                             std::isfinite(checkpoint.wall_seconds) && checkpoint.wall_seconds >= 0;
+    if (!position_ok)
+        throw DataError("checkpoint position step " + std::to_string(checkpoint.step) + ", epoch " +
+                        std::to_string(checkpoint.epoch) + ", batch " + std::to_string(checkpoint.batch) +
+                        " does not fit a run of " + std::to_string(total_steps()) + " steps, " +
+                        std::to_string(steps_per_epoch()) + " per epoch (its state has " +
+                        std::to_string(state.sums.steps) + " steps)");
+    if (!std::isfinite(state.lr_scale) || !(state.lr_scale > 0))
+        throw DataError("checkpoint state has a learning-rate factor of " + std::to_string(state.lr_scale));
+    check_state_sizes(state, network_);
+}
+
+void Trainer::restore_weights(const CheckpointState& state) {
+    const auto params = network_.parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+        copy_values(state.values[i], params[i]->value);
+        copy_values(state.copies[i], params[i]->compute);
+    }
+    const auto buffers = network_.buffers();
+    for (size_t i = 0; i < buffers.size(); ++i) copy_values(state.buffers[i], *buffers[i]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -244,9 +406,13 @@ struct Trainer::Run {
     Run(const Dataset& data, const TrainConfig& config, const PrecisionPolicy& policy)
         : batches(data.train_x, data.train_y, config.batch_size, config.seed, true, false),
           stats_format(policy.reduced() ? policy.activations : Format::FP16) {}
-    double seconds() const { return seconds_since(t0); }
+    // The run's time: a resumed run goes on from its checkpoint's.
+    double seconds() const { return wall_offset + seconds_since(t0); }
+    RunSums sums() const;
+    void restore(const RunSums& sums);
 
     const Clock::time_point t0 = Clock::now();
+    double wall_offset = 0;
     RunSummary summary;
     BatchIterator batches;
     const Format stats_format;  // what the gradient statistics' fractions refer to
@@ -257,6 +423,13 @@ struct Trainer::Run {
     std::optional<HostGradientPass> host_pass;  // statistics for an engine that takes none
     int64_t step = 0;                           // steps launched
     bool finished = false;
+    bool interrupted = false;  // by checkpoint_and_stop
+    // Where the next step would start: the position of the run's final checkpoint, and of a
+    // resumed run's first step.
+    int64_t next_epoch = 0, next_batch = 0;
+    bool checkpoints = false;  // the engine can save its state
+    int64_t last_checkpoint_step = 0;
+    double last_checkpoint_wall = 0;
     // Running sums: since the last evaluation, over the epoch, over the run.
     double since_eval_loss = 0, since_eval_correct = 0;
     int64_t since_eval_steps = 0, since_eval_samples = 0;
@@ -267,6 +440,50 @@ struct Trainer::Run {
     int64_t underflow_count = 0;
 };
 
+RunSums Trainer::Run::sums() const {
+    RunSums s;
+    s.steps = summary.steps;
+    s.epochs_completed = summary.epochs_completed;
+    s.train_seconds = summary.train_seconds;
+    s.train_loss = summary.train_loss;
+    s.test_loss = summary.test_loss;
+    s.test_accuracy = summary.test_accuracy;
+    s.best_test_accuracy = summary.best_test_accuracy;
+    s.min_scale = summary.min_scale;
+    s.max_scale = summary.max_scale;
+    s.since_eval_loss = since_eval_loss;
+    s.since_eval_correct = since_eval_correct;
+    s.since_eval_steps = since_eval_steps;
+    s.since_eval_samples = since_eval_samples;
+    s.epoch_loss = epoch_loss;
+    s.epoch_steps = epoch_steps;
+    s.trained_samples = trained_samples;
+    s.underflow_sum = underflow_sum;
+    s.underflow_count = underflow_count;
+    return s;
+}
+
+void Trainer::Run::restore(const RunSums& s) {
+    summary.steps = s.steps;
+    summary.epochs_completed = s.epochs_completed;
+    summary.train_seconds = s.train_seconds;
+    summary.train_loss = s.train_loss;
+    summary.test_loss = s.test_loss;
+    summary.test_accuracy = s.test_accuracy;
+    summary.best_test_accuracy = s.best_test_accuracy;
+    summary.min_scale = s.min_scale;
+    summary.max_scale = s.max_scale;
+    since_eval_loss = s.since_eval_loss;
+    since_eval_correct = s.since_eval_correct;
+    since_eval_steps = s.since_eval_steps;
+    since_eval_samples = s.since_eval_samples;
+    epoch_loss = s.epoch_loss;
+    epoch_steps = s.epoch_steps;
+    trained_samples = s.trained_samples;
+    underflow_sum = s.underflow_sum;
+    underflow_count = s.underflow_count;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The loop
 
@@ -274,19 +491,17 @@ RunSummary Trainer::run() {
     set_thread_count(config_.threads);
     Run run(data_, config_, policy_);
     run.summary.min_scale = run.summary.max_scale = scaler_.scale();
+    if (resume_) restore_run(run);
     announce_start();
     try {
-        run.engine = make_engine(total_steps());
-        for (int64_t epoch = 0; !run.finished && (epoch < config_.epochs || config_.max_steps > 0); ++epoch) {
-            run.batches.start_epoch(epoch);
-            run.engine->set_epoch_order(run.batches.order());
-            run.epoch_loss = 0;
-            run.epoch_steps = 0;
-            int64_t batch = 0;
+        start_engine(run);
+        for (int64_t epoch = run.next_epoch;
+             !run.finished && (epoch < config_.epochs || config_.max_steps > 0); ++epoch) {
+            int64_t batch = begin_epoch(run, epoch);
             bool evaluated = false;
             for (; batch < run.batches.batches_per_epoch() && !stop_; ++batch) {
                 if (config_.max_steps > 0 && run.step >= config_.max_steps) break;
-                if (!pause_point(run)) break;
+                if (!pause_point(run) || checkpoint_point(run, epoch, batch)) break;
                 train_step(run, epoch, batch);
                 evaluated = config_.eval_every > 0 && run.step % config_.eval_every == 0;
                 if (evaluated) evaluate_now(run, epoch);
@@ -294,8 +509,11 @@ RunSummary Trainer::run() {
             end_epoch(run, epoch, batch, evaluated);
         }
         run.engine->download_weights();
-        run.summary.status = stop_ ? RunStatus::Stopped : RunStatus::Finished;
+        run.summary.status = run.interrupted ? RunStatus::Interrupted
+                             : stop_         ? RunStatus::Stopped
+                                             : RunStatus::Finished;
         if (stop_) emit_event({run.step, run.seconds(), "stopped", "user", {}});
+        final_checkpoint(run);
     } catch (const std::exception& e) {
         run.summary.status = RunStatus::Failed;
         run.summary.error = e.what();
@@ -304,6 +522,11 @@ RunSummary Trainer::run() {
     close_summary(run);
     for (auto* o : observers_) o->on_run_end(run.summary);
     return run.summary;
+}
+
+bool Trainer::uses_device_engine() const {
+    // Scaled recipes run on the host until the device engine quantizes (issue 15).
+    return backend_.device_steps() && !policy_.scaled();
 }
 
 std::unique_ptr<StepEngine> Trainer::make_engine(int64_t total_steps) {
@@ -317,16 +540,46 @@ std::unique_ptr<StepEngine> Trainer::make_engine(int64_t total_steps) {
     c.eval_batch = config_.eval_batch;
     c.seed = config_.seed;
     c.use_graphs = config_.device_graphs;
-    StepEngineFactory* device = backend_.device_steps();
-    // Scaled recipes run on the host until the device engine quantizes (issue 15).
-    auto engine = device && !policy_.scaled() ? device->make_step_engine(network_, data_, c)
-                                              : make_host_step_engine(network_, data_, backend_, c);
+    auto engine = uses_device_engine() ? backend_.device_steps()->make_step_engine(network_, data_, c)
+                                       : make_host_step_engine(network_, data_, backend_, c);
     engine->set_scaler(scaler_.config(), scaler_);
     return engine;
 }
 
+// The engine, with a resumed run's optimizer state and dropout generator.
+void Trainer::start_engine(Run& run) {
+    run.engine = make_engine(total_steps());
+    run.checkpoints = run.engine->capabilities().checkpoints;
+    if (!run.checkpoints && (checkpoint_policy_.every_steps > 0 || checkpoint_policy_.every_seconds > 0))
+        emit_event({run.step,
+                    run.seconds(),
+                    "checkpoints_unavailable",
+                    "trainer",
+                    {{"engine", run.engine->description()}}});
+    if (!resume_) return;
+    run.engine->load_state(resume_->engine);
+    emit_event({run.step,
+                run.seconds(),
+                "resumed_from_checkpoint",
+                "trainer",
+                {{"step", resume_->step}, {"epoch", resume_->epoch}, {"batch", resume_->batch}}});
+    resume_.reset();
+}
+
+int64_t Trainer::begin_epoch(Run& run, int64_t epoch) {
+    const int64_t first = epoch == run.next_epoch ? run.next_batch : 0;
+    run.batches.start_epoch(epoch);
+    run.engine->set_epoch_order(run.batches.order());
+    if (first == 0) {
+        run.epoch_loss = 0;
+        run.epoch_steps = 0;
+    }
+    return first;
+}
+
 void Trainer::announce_start() {
     RunStartInfo info;
+    if (resume_) info.resumed_from_step = resume_->step;
     info.config = to_json(config_);
     info.network = network_.to_json();
     info.dataset = data_.name;
@@ -347,6 +600,87 @@ void Trainer::announce_start() {
     info.test_samples = data_.test_size();
     for (size_t i = 0; i < network_.size(); ++i) info.layer_labels.push_back(network_.layer_label(i));
     for (auto* o : observers_) o->on_run_start(info);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoints: the run's part
+
+void Trainer::restore_run(Run& run) {
+    const ResumePoint& r = *resume_;
+    run.restore(r.sums);
+    run.step = r.step;
+    run.next_epoch = r.epoch;
+    run.next_batch = r.batch;
+    run.wall_offset = r.wall_seconds;
+    run.last_checkpoint_step = r.step;
+    run.last_checkpoint_wall = r.wall_seconds;
+}
+
+// At the boundary before step run.step + 1, which is batch `batch` of `epoch`.
+bool Trainer::checkpoint_point(Run& run, int64_t epoch, int64_t batch) {
+    const bool interrupt = checkpoint_requested_;
+    if (!interrupt && !checkpoint_due(run)) return false;
+    collect(run, true);
+    if (!run.checkpoints) {  // only a request gets here: it stops the run without one
+        emit_event({run.step,
+                    run.seconds(),
+                    "checkpoints_unavailable",
+                    "trainer",
+                    {{"engine", run.engine->description()}}});
+        stop_ = true;
+        return true;
+    }
+    // A live change waiting for the next step lands now, as that step would apply it, so the
+    // checkpoint holds it.
+    if (scaler_.has_pending_requests() || lr_request_pending() || recipe_request_pending())
+        apply_live_changes(run, run.step + 1);
+    hand_checkpoint(run, epoch, batch);
+    if (!interrupt) return false;
+    run.interrupted = true;
+    emit_event({run.step, run.seconds(), "interrupted", "signal", {}});
+    return true;
+}
+
+bool Trainer::checkpoint_due(const Run& run) const {
+    if (!run.checkpoints || run.step == run.last_checkpoint_step) return false;
+    const CheckpointPolicy& p = checkpoint_policy_;
+    return (p.every_steps > 0 && run.step % p.every_steps == 0) ||
+           (p.every_seconds > 0 && run.seconds() - run.last_checkpoint_wall >= p.every_seconds);
+}
+
+void Trainer::hand_checkpoint(Run& run, int64_t epoch, int64_t batch) {
+    const TrainingCheckpoint checkpoint = take_checkpoint(run, epoch, batch);
+    run.last_checkpoint_step = checkpoint.step;
+    run.last_checkpoint_wall = checkpoint.wall_seconds;
+    for (auto* o : observers_) o->on_checkpoint(checkpoint);
+}
+
+// A run that ends FINISHED or STOPPED with checkpoints on hands over its final state.
+void Trainer::final_checkpoint(Run& run) {
+    const bool wanted =
+        checkpoint_policy_.every_steps > 0 || checkpoint_policy_.every_seconds > 0 || checkpoint_requested_;
+    if (wanted && run.checkpoints && !run.interrupted) hand_checkpoint(run, run.next_epoch, run.next_batch);
+}
+
+// Every step launched has been narrated (the caller collected).
+TrainingCheckpoint Trainer::take_checkpoint(Run& run, int64_t epoch, int64_t batch) {
+    run.engine->download_weights();
+    CheckpointState s;
+    s.config = to_json(config_);
+    s.network = network_.to_json();
+    s.train_samples = data_.train_size();
+    s.lr_scale = lr_scale_;
+    for (const Parameter* p : network_.parameters()) {
+        s.values.push_back(values_of(p->value));
+        s.copies.push_back(values_of(p->compute));
+    }
+    for (const Tensor* b : network_.buffers()) s.buffers.push_back(values_of(*b));
+    s.engine = run.engine->save_state();
+    s.scaler = scaler_.save_state();
+    for (size_t i = 0; i < network_.size(); ++i)
+        if (const GemmQuantizer* q = network_.quantizer(i)) s.quantizers.push_back({i, q->save_state()});
+    s.sums = run.sums();
+    return {run.step, epoch, batch, run.seconds(), encode_checkpoint_state(s)};
 }
 
 bool Trainer::pause_point(Run& run) {
@@ -539,12 +873,15 @@ void Trainer::evaluate_now(Run& run, int64_t epoch) {
 
 void Trainer::end_epoch(Run& run, int64_t epoch, int64_t batches_done, bool evaluated) {
     collect(run, true);
+    const bool complete = batches_done >= run.batches.batches_per_epoch();
+    run.next_epoch = complete ? epoch + 1 : epoch;
+    run.next_batch = complete ? 0 : batches_done;
     if (run.epoch_steps) run.summary.train_loss = run.epoch_loss / static_cast<double>(run.epoch_steps);
-    if (stop_) {
+    if (stop_ || run.interrupted) {
         run.finished = true;
         return;
     }
-    if (batches_done >= run.batches.batches_per_epoch()) run.summary.epochs_completed = epoch + 1;
+    if (complete) run.summary.epochs_completed = epoch + 1;
     // Every epoch ends with an evaluation unless eval_every sets the rhythm; the last one always
     // does, so the summary holds the final weights' accuracy.
     const bool last = config_.max_steps > 0 ? run.step >= config_.max_steps : epoch + 1 == config_.epochs;

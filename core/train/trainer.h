@@ -27,6 +27,8 @@
 
 namespace mpwb {
 
+struct CheckpointState;  // checkpoint_state.h
+
 class Trainer {
 public:
     // The network is built for the dataset's sample shape and initialised from config.seed, so
@@ -83,10 +85,15 @@ public:
     int64_t steps_per_epoch() const;
 
 private:
-    struct Run;       // the state of one run() (trainer.cpp)
-    struct InFlight;  // a launched step whose record the host has not narrated yet
+    struct Run;          // the state of one run() (trainer.cpp)
+    struct InFlight;     // a launched step whose record the host has not narrated yet
+    struct ResumePoint;  // what resume_from checked and run() starts from (trainer.cpp)
 
+    bool uses_device_engine() const;
     std::unique_ptr<StepEngine> make_engine(int64_t total_steps);
+    void start_engine(Run& run);
+    // The first batch of the epoch; a resumed run's first epoch starts where the checkpoint was.
+    int64_t begin_epoch(Run& run, int64_t epoch);
     int64_t total_steps() const;
     void announce_start();
     // Between steps: the hold, then pause until resumed. False when stopped meanwhile.
@@ -105,6 +112,17 @@ private:
     void evaluate_now(Run& run, int64_t epoch);
     void end_epoch(Run& run, int64_t epoch, int64_t batches_done, bool evaluated);
     void close_summary(Run& run);
+
+    // Checkpoints at a step boundary (checkpoint.cpp holds the state's layout). True when the
+    // run ends here, interrupted by checkpoint_and_stop.
+    bool checkpoint_point(Run& run, int64_t epoch, int64_t batch);
+    bool checkpoint_due(const Run& run) const;
+    void hand_checkpoint(Run& run, int64_t epoch, int64_t batch);
+    void final_checkpoint(Run& run);
+    TrainingCheckpoint take_checkpoint(Run& run, int64_t epoch, int64_t batch);
+    void check_checkpoint_fits(const TrainingCheckpoint& checkpoint, const CheckpointState& state) const;
+    void restore_weights(const CheckpointState& state);
+    void restore_run(Run& run);
 
     void wait_while_paused();
     // Pauses now if the hold is set at `steps_done` (and uses it up); true when it did.
@@ -134,6 +152,11 @@ private:
     std::optional<float> pending_lr_;
     std::optional<ScaledRecipeConfig> pending_recipe_;
     float lr_scale_ = 1.0f;  // user's live learning-rate change, relative to the schedule's base
+
+    CheckpointPolicy checkpoint_policy_;
+    static_assert(std::atomic<bool>::is_always_lock_free, "checkpoint_and_stop runs in a signal handler");
+    std::atomic<bool> checkpoint_requested_{false};
+    std::unique_ptr<ResumePoint> resume_;
 };
 
 }  // namespace mpwb

@@ -336,6 +336,15 @@ void CudaStepEngine::upload(const Dataset& data) {
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (upload)");
 }
 
+StepEngineState CudaStepEngine::save_state() {
+    throw Error(
+        "checkpoints of runs on the CUDA engine are not supported yet; train on the CPU to checkpoint");
+}
+
+void CudaStepEngine::load_state(const StepEngineState&) {
+    throw Error("checkpoints of runs on the CUDA engine are not supported yet; resume on the CPU");
+}
+
 void CudaStepEngine::download_weights() {
     ctx_.make_current();
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (download)");

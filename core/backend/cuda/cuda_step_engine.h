@@ -45,6 +45,9 @@ public:
     void collect(std::vector<StepResult>& out, bool wait) override;
     Backend::LossResult evaluate() override;
     void download_weights() override;
+    // Not yet: both throw Error saying so (the optimizer's moments live on the device).
+    StepEngineState save_state() override;
+    void load_state(const StepEngineState& state) override;
     std::string description() const override;
 
     // Bytes of device memory the plan holds (arena blocks), for the benchmark's memory column.

@@ -1,0 +1,515 @@
+// Tests of checkpoint and resume (core/train/checkpoint.h, Trainer::resume_from): a run
+// interrupted at step k and resumed in a new Network and Trainer built from the same JSON ends
+// with master weights and layer buffers identical, bit for bit, to a run never interrupted, with
+// the same losses after k and the same summary figures, under FP32 + Adam, FP16 with a dynamic
+// scaler that overflows, BF16, FP8 with delayed scaling, NVFP4 with stochastic rounding and a
+// convolutional net with BatchNorm, Dropout and SGD momentum; k mid-epoch and at an epoch
+// boundary, 1 and 2 threads, live changes before k and one pending at k. A checkpoint of another
+// network or other settings is a ConfigError naming what differs; damaged or hostile state bytes
+// are an Error. The sanity checks show the comparison can fail: a resumed run whose optimizer
+// state or dropout generator is thrown away ends with different weights.
+// The engine's headers come before Qt's: core/train/trainer.h declares a member named emit(),
+// which Qt's `emit` keyword macro would otherwise erase.
+#include "core/backend/backend.h"
+#include "core/common/error.h"
+#include "core/common/rng.h"
+#include "core/train/checkpoint_state.h"
+#include "core/train/dataset_source.h"
+#include "core/train/trainer.h"
+
+#include <QtTest/QtTest>
+
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+
+using namespace mpwb;
+
+namespace {
+
+// ---- the setups
+
+nlohmann::json mlp_network(int hidden = 16) {
+    return {{"name", "mlp"},
+            {"loss", "cross_entropy"},
+            {"layers",
+             {{{"type", "Linear"}, {"out", hidden}},
+              {{"type", "ReLU"}},
+              {{"type", "Linear"}, {"out", hidden}},
+              {{"type", "ReLU"}},
+              {{"type", "Linear"}, {"out", 2}}}}};
+}
+
+nlohmann::json conv_network() {
+    return {{"name", "conv"},
+            {"loss", "cross_entropy"},
+            {"layers",
+             {{{"type", "Conv2d"}, {"out_channels", 4}, {"kernel", 3}, {"padding", 1}},
+              {{"type", "BatchNorm"}},
+              {{"type", "ReLU"}},
+              {{"type", "MaxPool2d"}, {"kernel", 2}},
+              {{"type", "Flatten"}},
+              {{"type", "Dropout"}, {"p", 0.3}},
+              {{"type", "Linear"}, {"out", 3}}}}};
+}
+
+const Dataset& spiral() {
+    static const Dataset d = [] {
+        DatasetSpec spec;
+        spec.kind = "spiral";
+        spec.samples = 300;  // 240 to train: 8 batches of 32 (the last one 16) per epoch
+        spec.noise = 0.1f;
+        return load_dataset(spec);
+    }();
+    return d;
+}
+
+// 6x6 one-channel images in three classes (which third of the image is brightest).
+const Dataset& images() {
+    static const Dataset d = [] {
+        Dataset data;
+        data.name = "test-images";
+        data.sample_shape = {1, 6, 6};
+        data.num_classes = 3;
+        data.class_names = {"top", "middle", "bottom"};
+        Rng rng(7);
+        const auto fill = [&](Tensor& x, Tensor& y, int64_t n) {
+            x.resize({n, 1, 6, 6});
+            y.resize({n});
+            for (int64_t i = 0; i < n; ++i) {
+                const int label = static_cast<int>(rng.below(3));
+                for (int64_t p = 0; p < 36; ++p)
+                    x.data()[i * 36 + p] = rng.normal() * 0.5f + ((p / 12) == label ? 1.0f : 0.0f);
+                y.data()[i] = static_cast<float>(label);
+            }
+        };
+        fill(data.train_x, data.train_y, 80);  // 5 batches of 16
+        fill(data.test_x, data.test_y, 24);
+        return data;
+    }();
+    return d;
+}
+
+struct Setup {
+    nlohmann::json network;
+    TrainConfig config;
+    const Dataset* data = nullptr;
+};
+
+Setup setup_named(const QString& name) {
+    Setup s{mlp_network(), {}, &spiral()};
+    TrainConfig& c = s.config;
+    c.epochs = 3;
+    c.batch_size = 32;
+    c.lr = 0.01f;
+    c.optimizer.kind = "adam";
+    c.schedule.kind = "cosine";
+    c.threads = 1;
+    c.eval_batch = 64;
+    if (name == "fp16") {
+        c.precision = PrecisionKind::FP16Mixed;
+        LossScalerConfig scaler;
+        scaler.initial_scale = 0x1p24;  // overflows at once, then backs off and grows again
+        scaler.growth_interval = 3;
+        c.scaler = scaler;
+        c.stats_every = 4;
+    } else if (name == "bf16") {
+        c.precision = PrecisionKind::BF16Mixed;
+    } else if (name == "fp8-delayed") {
+        c.precision = PrecisionKind::Fp8Delayed;
+        c.recipe.amax_history_len = 4;
+        c.stats_every = 5;
+    } else if (name == "nvfp4") {
+        c.precision = PrecisionKind::NvFp4;
+        c.recipe.stochastic_rounding = true;
+    } else if (name == "mxfp8") {
+        c.precision = PrecisionKind::MxFp8;
+    } else if (name == "conv") {
+        s.network = conv_network();
+        s.data = &images();
+        c.batch_size = 16;
+        c.optimizer = {.kind = "sgd", .momentum = 0.9f, .weight_decay = 1e-4f};
+        c.schedule.kind = "constant";
+        c.lr = 0.05f;
+    } else if (name == "threads2") {
+        c.threads = 2;
+    } else {
+        Q_ASSERT(name == "fp32");
+    }
+    return s;
+}
+
+// ---- running
+
+// What a run hands out, and the hooks a test sets on its steps.
+class Capture final : public TrainingObserver {
+public:
+    void on_run_start(const RunStartInfo& i) override { info = i; }
+    void on_step(const StepMetrics& m) override {
+        losses[m.step] = m.loss;
+        wall_times.push_back(m.wall_time);
+        if (on_step_hook) on_step_hook(m.step);
+    }
+    void on_event(const TrainingEvent& e) override {
+        events.push_back(e);
+        if (on_event_hook) on_event_hook(e);
+    }
+    void on_checkpoint(const TrainingCheckpoint& c) override { checkpoints.push_back(c); }
+    void on_run_end(const RunSummary& s) override { summary = s; }
+
+    bool has_event(const std::string& kind) const {
+        for (const auto& e : events)
+            if (e.kind == kind) return true;
+        return false;
+    }
+
+    RunStartInfo info;
+    std::map<int64_t, double> losses;
+    std::vector<double> wall_times;
+    std::vector<TrainingEvent> events;
+    std::vector<TrainingCheckpoint> checkpoints;
+    RunSummary summary;
+    std::function<void(int64_t)> on_step_hook;
+    std::function<void(const TrainingEvent&)> on_event_hook;
+};
+
+// Every master weight and buffer, as bytes.
+std::vector<uint8_t> weight_bytes(const Network& net) {
+    std::vector<uint8_t> out;
+    const auto add = [&](const Tensor& t) {
+        const auto* p = reinterpret_cast<const uint8_t*>(t.data());
+        out.insert(out.end(), p, p + t.numel() * sizeof(float));
+    };
+    for (const Parameter* p : net.parameters()) add(p->value);
+    for (const Tensor* b : net.buffers()) add(*b);
+    return out;
+}
+
+struct Outcome {
+    std::vector<uint8_t> weights;
+    Capture capture;
+};
+
+// One run of the setup in its own Network and Trainer. prepare: before run() (hooks, requests,
+// resume_from).
+using Prepare = std::function<void(Trainer&, Capture&)>;
+std::unique_ptr<Outcome> run_setup(const Setup& s, const Prepare& prepare = {},
+                                   Trainer::CheckpointPolicy policy = {}) {
+    auto out = std::make_unique<Outcome>();
+    auto backend = make_cpu_backend();
+    Network net = Network::from_json(s.network);
+    Trainer trainer(net, *s.data, s.config, *backend);
+    trainer.add_observer(&out->capture);
+    trainer.set_checkpoint_policy(policy);
+    if (prepare) prepare(trainer, out->capture);
+    trainer.run();
+    out->weights = weight_bytes(net);
+    return out;
+}
+
+// Interrupts a run of the setup with checkpoint_and_stop after step k; its checkpoint.
+TrainingCheckpoint interrupted_at(const Setup& s, int64_t k, const Prepare& also = {}) {
+    const auto out = run_setup(s, [&](Trainer& t, Capture& c) {
+        if (also) also(t, c);
+        auto previous = c.on_step_hook;
+        c.on_step_hook = [&t, k, previous](int64_t step) {
+            if (previous) previous(step);
+            if (step == k) t.checkpoint_and_stop();
+        };
+    });
+    const Capture& c = out->capture;
+    if (c.summary.status != RunStatus::Interrupted || c.checkpoints.size() != 1 ||
+        !c.has_event("interrupted"))
+        throw std::runtime_error("the run was not interrupted with one checkpoint");
+    return c.checkpoints.front();
+}
+
+std::unique_ptr<Outcome> resumed(const Setup& s, const TrainingCheckpoint& checkpoint) {
+    return run_setup(s, [&](Trainer& t, Capture&) { t.resume_from(checkpoint); }, {.every_steps = 1000});
+}
+
+void compare_summaries(const RunSummary& a, const RunSummary& b) {
+    QCOMPARE(b.status, a.status);
+    QCOMPARE(b.steps, a.steps);
+    QCOMPARE(b.epochs_completed, a.epochs_completed);
+    QCOMPARE(b.train_loss, a.train_loss);
+    QCOMPARE(b.test_loss, a.test_loss);
+    QCOMPARE(b.test_accuracy, a.test_accuracy);
+    QCOMPARE(b.best_test_accuracy, a.best_test_accuracy);
+    QCOMPARE(b.skipped_steps, a.skipped_steps);
+    QCOMPARE(b.overflow_count, a.overflow_count);
+    QCOMPARE(b.min_scale, a.min_scale);
+    QCOMPARE(b.max_scale, a.max_scale);
+    QCOMPARE(b.mean_activation_underflow, a.mean_activation_underflow);
+}
+
+// The resumed run against the reference: weights, the losses after k, the summary, the digest.
+void compare_runs(const Outcome& reference, const Outcome& resumed_run, int64_t k) {
+    QCOMPARE(resumed_run.capture.summary.status, RunStatus::Finished);
+    QVERIFY(!reference.weights.empty());
+    QVERIFY(resumed_run.weights.size() == reference.weights.size());
+    QVERIFY(std::memcmp(resumed_run.weights.data(), reference.weights.data(), reference.weights.size()) == 0);
+    const auto& ref_losses = reference.capture.losses;
+    const auto& got = resumed_run.capture.losses;
+    QCOMPARE(got.begin()->first, k + 1);
+    QCOMPARE(static_cast<int64_t>(got.size()), static_cast<int64_t>(ref_losses.size()) - k);
+    for (const auto& [step, loss] : got) QCOMPARE(loss, ref_losses.at(step));
+    compare_summaries(reference.capture.summary, resumed_run.capture.summary);
+    QVERIFY(!reference.capture.checkpoints.empty() && !resumed_run.capture.checkpoints.empty());
+    QCOMPARE(weights_digest(resumed_run.capture.checkpoints.back()),
+             weights_digest(reference.capture.checkpoints.back()));
+}
+
+// FNV-1a 64, to forge a checksum over hostile bytes.
+uint64_t fnv1a64(const uint8_t* p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+void reseal(std::vector<uint8_t>& blob) {
+    const uint64_t h = fnv1a64(blob.data(), blob.size() - 8);
+    std::memcpy(blob.data() + blob.size() - 8, &h, 8);
+}
+
+// The offset of a section's size field ("WGHT" and the like).
+size_t section_size_offset(const std::vector<uint8_t>& blob, const char* tag) {
+    for (size_t i = 16; i + 4 <= blob.size(); ++i)
+        if (std::memcmp(blob.data() + i, tag, 4) == 0) return i + 4;
+    return 0;
+}
+
+}  // namespace
+
+class TestCheckpoint : public QObject {
+    Q_OBJECT
+
+private slots:
+    void resumedRunEqualsUninterrupted_data();
+    void resumedRunEqualsUninterrupted();
+    void resumeFromAPeriodicCheckpoint();
+    void liveChangesBeforeAndAtTheCheckpointCarryOver();
+    void checkpointAndStopReleasesAHeldRun();
+    void checkpointsFollowThePolicy();
+    void checkpointOfAnotherRunIsRefused();
+    void damagedStateIsAnError();
+    void hostileSizesAreRefusedWithoutAllocating();
+    void losingTheOptimizerOrDropoutStateChangesTheRun();
+};
+
+void TestCheckpoint::resumedRunEqualsUninterrupted_data() {
+    QTest::addColumn<QString>("setup");
+    QTest::addColumn<int>("k");
+    // 8 steps per epoch on the spiral, 5 on the images: k = 8 and 10 end an epoch.
+    QTest::newRow("fp32 adam, mid-epoch") << "fp32" << 11;
+    QTest::newRow("fp32 adam, epoch boundary") << "fp32" << 8;
+    QTest::newRow("fp32 adam, 2 threads") << "threads2" << 13;
+    QTest::newRow("fp16 dynamic scaler with overflows") << "fp16" << 9;
+    QTest::newRow("bf16") << "bf16" << 12;
+    QTest::newRow("fp8-delayed, history 4") << "fp8-delayed" << 11;
+    QTest::newRow("nvfp4 stochastic rounding") << "nvfp4" << 7;
+    QTest::newRow("mxfp8, epoch boundary") << "mxfp8" << 16;
+    QTest::newRow("conv batchnorm dropout sgd") << "conv" << 7;
+    QTest::newRow("conv, epoch boundary") << "conv" << 10;
+}
+
+void TestCheckpoint::resumedRunEqualsUninterrupted() {
+    QFETCH(QString, setup);
+    QFETCH(int, k);
+    const Setup s = setup_named(setup);
+    const auto reference = run_setup(s, {}, {.every_steps = 7});
+    QCOMPARE(reference->capture.summary.status, RunStatus::Finished);
+    if (setup == "fp16") QVERIFY(reference->capture.summary.skipped_steps > 0);  // overflows happened
+    const TrainingCheckpoint checkpoint = interrupted_at(s, k);
+    QCOMPARE(checkpoint.step, int64_t(k));
+    const int64_t per_epoch = s.data == &images() ? 5 : 8;
+    QCOMPARE(checkpoint.epoch, k / per_epoch);
+    QCOMPARE(checkpoint.batch, k % per_epoch);
+    QVERIFY(weights_digest(checkpoint) != weights_digest(reference->capture.checkpoints.back()));
+
+    const auto resumed_run = resumed(s, checkpoint);
+    compare_runs(*reference, *resumed_run, k);
+    QCOMPARE(resumed_run->capture.info.resumed_from_step, int64_t(k));
+    QVERIFY(resumed_run->capture.has_event("resumed_from_checkpoint"));
+    QVERIFY(resumed_run->capture.wall_times.front() >= checkpoint.wall_seconds);
+}
+
+// every_steps hands checkpoints during a run; one of them resumes like an interruption's.
+void TestCheckpoint::resumeFromAPeriodicCheckpoint() {
+    const Setup s = setup_named("fp16");
+    const auto reference = run_setup(s, {}, {.every_steps = 7});
+    const TrainingCheckpoint& at14 = reference->capture.checkpoints.at(1);
+    QCOMPARE(at14.step, int64_t(14));
+    compare_runs(*reference, *resumed(s, at14), 14);
+}
+
+// An lr change and a scaler change before k, and a scaler change requested at k (pending when
+// the checkpoint is taken), reach the resumed run through the checkpoint alone.
+void TestCheckpoint::liveChangesBeforeAndAtTheCheckpointCarryOver() {
+    const Setup s = setup_named("fp16");
+    constexpr int64_t k = 10;
+    const Prepare changes = [](Trainer& t, Capture& c) {
+        c.on_step_hook = [&t](int64_t step) {
+            if (step == 3) t.request_learning_rate(0.004f);
+            if (step == 5) {
+                LossScalerConfig scaler = t.scaler().config();
+                scaler.growth_interval = 5;
+                t.request_scaler_config(scaler);
+            }
+            if (step == k) {
+                LossScalerConfig scaler = t.scaler().config();
+                scaler.backoff_factor = 0.25;
+                t.request_scaler_config(scaler);
+            }
+        };
+    };
+    const auto reference = run_setup(s, changes, {.every_steps = 100});
+    QVERIFY(reference->capture.has_event("lr_changed"));
+    const auto plain = run_setup(s, {}, {});
+    QVERIFY(plain->weights != reference->weights);  // the changes matter
+    compare_runs(*reference, *resumed(s, interrupted_at(s, k, changes)), k);
+}
+
+// A run held after step k (as a paused run waits) is released by checkpoint_and_stop, which
+// takes its checkpoint there.
+void TestCheckpoint::checkpointAndStopReleasesAHeldRun() {
+    const Setup s = setup_named("fp32");
+    const auto out = run_setup(s, [](Trainer& t, Capture& c) {
+        t.hold_after_step(5);
+        c.on_event_hook = [&t](const TrainingEvent& e) {
+            if (e.kind == "paused") t.checkpoint_and_stop();
+        };
+    });
+    const Capture& c = out->capture;
+    QCOMPARE(c.summary.status, RunStatus::Interrupted);
+    QVERIFY(c.has_event("paused"));
+    QVERIFY(c.has_event("interrupted"));
+    QCOMPARE(static_cast<int>(c.checkpoints.size()), 1);
+    QCOMPARE(c.checkpoints.front().step, int64_t(5));
+    QCOMPARE(c.summary.steps, int64_t(5));
+}
+
+void TestCheckpoint::checkpointsFollowThePolicy() {
+    const Setup s = setup_named("fp32");  // 24 steps
+    const auto out = run_setup(s, {}, {.every_steps = 7});
+    std::vector<int64_t> steps;
+    for (const auto& c : out->capture.checkpoints) steps.push_back(c.step);
+    QCOMPARE(steps, (std::vector<int64_t>{7, 14, 21, 24}));
+    QCOMPARE(out->capture.checkpoints.back().epoch, int64_t(3));
+    QCOMPARE(out->capture.checkpoints.back().batch, int64_t(0));
+    // Without a policy a finished run hands none.
+    QVERIFY(run_setup(s)->capture.checkpoints.empty());
+    QVERIFY_THROWS_EXCEPTION(ConfigError, run_setup(s, {}, {.every_steps = -1}));
+}
+
+void TestCheckpoint::checkpointOfAnotherRunIsRefused() {
+    const Setup s = setup_named("fp32");
+    const TrainingCheckpoint checkpoint = interrupted_at(s, 5);
+    const auto refused = [&](Setup other, const char* words) {
+        try {
+            run_setup(other, [&](Trainer& t, Capture&) { t.resume_from(checkpoint); });
+        } catch (const ConfigError& e) {
+            if (!QTest::qVerify(std::string(e.what()).find(words) != std::string::npos, "message", e.what(),
+                                __FILE__, __LINE__))
+                return;
+            return;
+        }
+        QFAIL("resume_from accepted a checkpoint of another run");
+    };
+    Setup wider = s;
+    wider.network = mlp_network(32);
+    refused(wider, "another network: layers.0.out");
+    Setup fp16 = s;
+    fp16.config.precision = PrecisionKind::FP16Mixed;
+    refused(fp16, "precision: the checkpoint's \"fp32\", this run's \"fp16-mixed\"");
+    Setup sgd = s;
+    sgd.config.optimizer.kind = "sgd";
+    refused(sgd, "optimizer.kind");
+    Setup more_data = s;
+    more_data.config.dataset.samples = 500;  // the dataset spec differs too
+    refused(more_data, "dataset.samples");
+}
+
+void TestCheckpoint::damagedStateIsAnError() {
+    const Setup s = setup_named("fp8-delayed");
+    const TrainingCheckpoint good = interrupted_at(s, 6);
+    QVERIFY(!weights_digest(good).empty());
+    const auto refused = [&](TrainingCheckpoint bad, const char* words) {
+        QVERIFY_THROWS_EXCEPTION(Error, weights_digest(bad));
+        try {
+            run_setup(s, [&](Trainer& t, Capture&) { t.resume_from(bad); });
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find(words) != std::string::npos, e.what());
+            return;
+        }
+        QFAIL("resume_from accepted a damaged checkpoint");
+    };
+    for (const size_t keep : {size_t{0}, size_t{10}, good.state.size() / 2, good.state.size() - 1}) {
+        TrainingCheckpoint cut = good;
+        cut.state.resize(keep);
+        refused(cut, keep < 24 ? "truncated" : "checksum");
+    }
+    for (const size_t at : {size_t{3}, size_t{9}, size_t{40}, good.state.size() / 3, good.state.size() - 2}) {
+        TrainingCheckpoint flipped = good;
+        flipped.state[at] ^= 0x10;
+        refused(flipped, at < 8 ? "signature" : at < 12 ? "version" : "checksum");
+    }
+    TrainingCheckpoint wrong_position = good;
+    wrong_position.step += 1;
+    QVERIFY_THROWS_EXCEPTION(DataError,
+                             run_setup(s, [&](Trainer& t, Capture&) { t.resume_from(wrong_position); }));
+}
+
+// Bytes with a valid checksum but counts far beyond their size: an Error, never an allocation
+// of what the count says.
+void TestCheckpoint::hostileSizesAreRefusedWithoutAllocating() {
+    const Setup s = setup_named("fp32");
+    const TrainingCheckpoint good = interrupted_at(s, 4);
+    const auto refused = [&](const char* tag, size_t offset, uint64_t value) {
+        TrainingCheckpoint hostile = good;
+        std::memcpy(hostile.state.data() + offset, &value, sizeof value);
+        reseal(hostile.state);
+        QVERIFY_THROWS_EXCEPTION(Error, weights_digest(hostile));
+        Q_UNUSED(tag);
+    };
+    for (const char* tag : {"CONF", "WGHT", "BUFF", "OPTM", "QUAN", "SUMS"}) {
+        const size_t size_at = section_size_offset(good.state, tag);
+        QVERIFY(size_at > 0);
+        refused(tag, size_at, uint64_t{1} << 62);  // the section's size
+        refused(tag, size_at, 0);
+    }
+    for (const char* tag : {"WGHT", "BUFF", "QUAN"})  // the count that starts a list section
+        refused(tag, section_size_offset(good.state, tag) + 8, uint64_t{1} << 62);
+    // A state whose sizes are sound but belong to another network shape.
+    CheckpointState state = decode_checkpoint_state(good.state);
+    state.values.front().pop_back();
+    TrainingCheckpoint smaller = good;
+    smaller.state = encode_checkpoint_state(state);
+    QVERIFY_THROWS_EXCEPTION(DataError, run_setup(s, [&](Trainer& t, Capture&) { t.resume_from(smaller); }));
+}
+
+// The sanity check of the comparison: resuming without the optimizer's moments, or with a fresh
+// dropout generator, gives other weights.
+void TestCheckpoint::losingTheOptimizerOrDropoutStateChangesTheRun() {
+    for (const QString name : {"fp32", "conv"}) {
+        const Setup s = setup_named(name);
+        const auto reference = run_setup(s, {}, {.every_steps = 100});
+        const TrainingCheckpoint checkpoint = interrupted_at(s, 7);
+        CheckpointState state = decode_checkpoint_state(checkpoint.state);
+        if (name == "fp32")
+            state.engine.optimizer = make_optimizer(s.config.optimizer)->save_state();
+        else
+            state.engine.dropout = Rng(123).state();
+        TrainingCheckpoint lossy = checkpoint;
+        lossy.state = encode_checkpoint_state(state);
+        const auto lossy_run = resumed(s, lossy);
+        QCOMPARE(lossy_run->capture.summary.status, RunStatus::Finished);
+        QVERIFY2(lossy_run->weights != reference->weights, qPrintable(name));
+        // and the untouched checkpoint resumes exactly
+        QVERIFY(resumed(s, checkpoint)->weights == reference->weights);
+    }
+}
+
+QTEST_GUILESS_MAIN(TestCheckpoint)
+#include "test_checkpoint.moc"
