@@ -637,7 +637,7 @@ bool Trainer::checkpoint_point(Run& run, int64_t epoch, int64_t batch) {
     hand_checkpoint(run, epoch, batch);
     if (!interrupt) return false;
     run.interrupted = true;
-    emit_event({run.step, run.seconds(), "interrupted", "signal", {}});
+    emit_event({run.step, run.seconds(), "interrupted", "signal", {{"checkpoint_step", run.step}}});
     return true;
 }
 

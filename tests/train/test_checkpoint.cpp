@@ -114,6 +114,20 @@ Setup setup_named(const QString& name) {
         scaler.growth_interval = 3;
         c.scaler = scaler;
         c.stats_every = 4;
+    } else if (name == "fp16-retry") {
+        c.precision = PrecisionKind::FP16Mixed;
+        LossScalerConfig scaler;
+        scaler.initial_scale = 0x1p24;
+        scaler.growth_interval = 2;
+        scaler.on_overflow = OverflowAction::Retry;
+        c.scaler = scaler;
+    } else if (name == "fp16-pure") {
+        c.precision = PrecisionKind::FP16Pure;
+    } else if (name == "max-steps") {
+        c.epochs = 1;
+        c.max_steps = 19;  // runs into a third epoch, which it leaves mid-way
+        c.eval_every = 3;
+        c.clip_norm = 1.0f;
     } else if (name == "bf16") {
         c.precision = PrecisionKind::BF16Mixed;
     } else if (name == "fp8-delayed") {
@@ -229,19 +243,30 @@ std::unique_ptr<Outcome> resumed(const Setup& s, const TrainingCheckpoint& check
     return run_setup(s, [&](Trainer& t, Capture&) { t.resume_from(checkpoint); }, {.every_steps = 1000});
 }
 
+// Bit for bit (QCOMPARE compares floating point fuzzily; NaN equals NaN here).
+template <class Number>
+bool same_bits(Number a, Number b) {
+    return std::memcmp(&a, &b, sizeof a) == 0;
+}
+#define COMPARE_BITS(actual, expected)                                                    \
+    QVERIFY2(same_bits(actual, expected), qPrintable(QString("%1 is %2, expected %3")     \
+                                                         .arg(#actual)                    \
+                                                         .arg(double(actual), 0, 'g', 17) \
+                                                         .arg(double(expected), 0, 'g', 17)))
+
 void compare_summaries(const RunSummary& a, const RunSummary& b) {
     QCOMPARE(b.status, a.status);
     QCOMPARE(b.steps, a.steps);
     QCOMPARE(b.epochs_completed, a.epochs_completed);
-    QCOMPARE(b.train_loss, a.train_loss);
-    QCOMPARE(b.test_loss, a.test_loss);
-    QCOMPARE(b.test_accuracy, a.test_accuracy);
-    QCOMPARE(b.best_test_accuracy, a.best_test_accuracy);
+    COMPARE_BITS(b.train_loss, a.train_loss);
+    COMPARE_BITS(b.test_loss, a.test_loss);
+    COMPARE_BITS(b.test_accuracy, a.test_accuracy);
+    COMPARE_BITS(b.best_test_accuracy, a.best_test_accuracy);
     QCOMPARE(b.skipped_steps, a.skipped_steps);
     QCOMPARE(b.overflow_count, a.overflow_count);
-    QCOMPARE(b.min_scale, a.min_scale);
-    QCOMPARE(b.max_scale, a.max_scale);
-    QCOMPARE(b.mean_activation_underflow, a.mean_activation_underflow);
+    COMPARE_BITS(b.min_scale, a.min_scale);
+    COMPARE_BITS(b.max_scale, a.max_scale);
+    COMPARE_BITS(b.mean_activation_underflow, a.mean_activation_underflow);
 }
 
 // The resumed run against the reference: weights, the losses after k, the summary, the digest.
@@ -254,7 +279,7 @@ void compare_runs(const Outcome& reference, const Outcome& resumed_run, int64_t 
     const auto& got = resumed_run.capture.losses;
     QCOMPARE(got.begin()->first, k + 1);
     QCOMPARE(static_cast<int64_t>(got.size()), static_cast<int64_t>(ref_losses.size()) - k);
-    for (const auto& [step, loss] : got) QCOMPARE(loss, ref_losses.at(step));
+    for (const auto& [step, loss] : got) COMPARE_BITS(loss, ref_losses.at(step));
     compare_summaries(reference.capture.summary, resumed_run.capture.summary);
     QVERIFY(!reference.capture.checkpoints.empty() && !resumed_run.capture.checkpoints.empty());
     QCOMPARE(weights_digest(resumed_run.capture.checkpoints.back()),
@@ -291,6 +316,7 @@ private slots:
     void resumeFromAPeriodicCheckpoint();
     void liveChangesBeforeAndAtTheCheckpointCarryOver();
     void checkpointAndStopReleasesAHeldRun();
+    void aStoppedRunResumes();
     void checkpointsFollowThePolicy();
     void checkpointOfAnotherRunIsRefused();
     void damagedStateIsAnError();
@@ -306,6 +332,9 @@ void TestCheckpoint::resumedRunEqualsUninterrupted_data() {
     QTest::newRow("fp32 adam, epoch boundary") << "fp32" << 8;
     QTest::newRow("fp32 adam, 2 threads") << "threads2" << 13;
     QTest::newRow("fp16 dynamic scaler with overflows") << "fp16" << 9;
+    QTest::newRow("fp16 retrying overflows") << "fp16-retry" << 5;
+    QTest::newRow("fp16-pure") << "fp16-pure" << 10;
+    QTest::newRow("max_steps, eval_every, clipping") << "max-steps" << 14;
     QTest::newRow("bf16") << "bf16" << 12;
     QTest::newRow("fp8-delayed, history 4") << "fp8-delayed" << 11;
     QTest::newRow("nvfp4 stochastic rounding") << "nvfp4" << 7;
@@ -390,6 +419,25 @@ void TestCheckpoint::checkpointAndStopReleasesAHeldRun() {
     QCOMPARE(c.summary.steps, int64_t(5));
 }
 
+// A stopped run with checkpoints on hands its final state, which resumes like any other.
+void TestCheckpoint::aStoppedRunResumes() {
+    const Setup s = setup_named("bf16");
+    const auto reference = run_setup(s, {}, {.every_steps = 100});
+    const auto stopped = run_setup(s,
+                                   [](Trainer& t, Capture& c) {
+                                       c.on_step_hook = [&t](int64_t step) {
+                                           if (step == 13) t.stop();
+                                       };
+                                   },
+                                   {.every_steps = 100});
+    QCOMPARE(stopped->capture.summary.status, RunStatus::Stopped);
+    QCOMPARE(static_cast<int>(stopped->capture.checkpoints.size()), 1);
+    const TrainingCheckpoint& last = stopped->capture.checkpoints.back();
+    QCOMPARE(last.step, int64_t(13));
+    QCOMPARE(last.batch, int64_t(5));
+    compare_runs(*reference, *resumed(s, last), 13);
+}
+
 void TestCheckpoint::checkpointsFollowThePolicy() {
     const Setup s = setup_named("fp32");  // 24 steps
     const auto out = run_setup(s, {}, {.every_steps = 7});
@@ -398,6 +446,11 @@ void TestCheckpoint::checkpointsFollowThePolicy() {
     QCOMPARE(steps, (std::vector<int64_t>{7, 14, 21, 24}));
     QCOMPARE(out->capture.checkpoints.back().epoch, int64_t(3));
     QCOMPARE(out->capture.checkpoints.back().batch, int64_t(0));
+    // The final checkpoint resumes into a run with nothing left to do.
+    const auto again = resumed(s, out->capture.checkpoints.back());
+    QVERIFY(again->capture.losses.empty());
+    QVERIFY(again->weights == out->weights);
+    compare_summaries(out->capture.summary, again->capture.summary);
     // Without a policy a finished run hands none.
     QVERIFY(run_setup(s)->capture.checkpoints.empty());
     QVERIFY_THROWS_EXCEPTION(ConfigError, run_setup(s, {}, {.every_steps = -1}));
