@@ -440,48 +440,30 @@ struct Trainer::Run {
     int64_t underflow_count = 0;
 };
 
+// Each running sum of a run beside its place in RunSums: the one list both directions use.
+template <class RunT, class SumsT, class F>
+void for_each_sum(RunT& run, SumsT& s, F&& f) {
+    auto& summary = run.summary;
+    f(summary.steps, s.steps), f(summary.epochs_completed, s.epochs_completed);
+    f(summary.train_seconds, s.train_seconds), f(summary.train_loss, s.train_loss);
+    f(summary.test_loss, s.test_loss), f(summary.test_accuracy, s.test_accuracy);
+    f(summary.best_test_accuracy, s.best_test_accuracy);
+    f(summary.min_scale, s.min_scale), f(summary.max_scale, s.max_scale);
+    f(run.since_eval_loss, s.since_eval_loss), f(run.since_eval_correct, s.since_eval_correct);
+    f(run.since_eval_steps, s.since_eval_steps), f(run.since_eval_samples, s.since_eval_samples);
+    f(run.epoch_loss, s.epoch_loss), f(run.epoch_steps, s.epoch_steps);
+    f(run.trained_samples, s.trained_samples);
+    f(run.underflow_sum, s.underflow_sum), f(run.underflow_count, s.underflow_count);
+}
+
 RunSums Trainer::Run::sums() const {
     RunSums s;
-    s.steps = summary.steps;
-    s.epochs_completed = summary.epochs_completed;
-    s.train_seconds = summary.train_seconds;
-    s.train_loss = summary.train_loss;
-    s.test_loss = summary.test_loss;
-    s.test_accuracy = summary.test_accuracy;
-    s.best_test_accuracy = summary.best_test_accuracy;
-    s.min_scale = summary.min_scale;
-    s.max_scale = summary.max_scale;
-    s.since_eval_loss = since_eval_loss;
-    s.since_eval_correct = since_eval_correct;
-    s.since_eval_steps = since_eval_steps;
-    s.since_eval_samples = since_eval_samples;
-    s.epoch_loss = epoch_loss;
-    s.epoch_steps = epoch_steps;
-    s.trained_samples = trained_samples;
-    s.underflow_sum = underflow_sum;
-    s.underflow_count = underflow_count;
+    for_each_sum(*this, s, [](const auto& from, auto& to) { to = from; });
     return s;
 }
 
 void Trainer::Run::restore(const RunSums& s) {
-    summary.steps = s.steps;
-    summary.epochs_completed = s.epochs_completed;
-    summary.train_seconds = s.train_seconds;
-    summary.train_loss = s.train_loss;
-    summary.test_loss = s.test_loss;
-    summary.test_accuracy = s.test_accuracy;
-    summary.best_test_accuracy = s.best_test_accuracy;
-    summary.min_scale = s.min_scale;
-    summary.max_scale = s.max_scale;
-    since_eval_loss = s.since_eval_loss;
-    since_eval_correct = s.since_eval_correct;
-    since_eval_steps = s.since_eval_steps;
-    since_eval_samples = s.since_eval_samples;
-    epoch_loss = s.epoch_loss;
-    epoch_steps = s.epoch_steps;
-    trained_samples = s.trained_samples;
-    underflow_sum = s.underflow_sum;
-    underflow_count = s.underflow_count;
+    for_each_sum(*this, s, [](auto& to, const auto& from) { to = from; });
 }
 
 // ---------------------------------------------------------------------------------------------

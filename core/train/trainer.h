@@ -65,18 +65,28 @@ public:
     // boundary. every_steps: after every N steps; every_seconds: when that much run time has
     // passed since the last one (0 = off). With either set, a run that ends FINISHED or
     // STOPPED also hands over a last checkpoint of its final state, so its final weights can be
-    // compared (weights_digest) and exported.
+    // compared (weights_digest) and exported. Before run(); ConfigError for a negative value.
+    // An engine that cannot save its state (the CUDA engine, for now) takes none and says so
+    // once with a "checkpoints_unavailable" event.
     struct CheckpointPolicy {
         int64_t every_steps = 0;
         double every_seconds = 0;
     };
     void set_checkpoint_policy(const CheckpointPolicy& policy);
     // Any thread, and async-signal-safe (it only stores to a lock-free atomic), for SIGTERM: at
-    // the next step boundary the run takes a checkpoint and ends with status Interrupted.
+    // the next step boundary the run takes a checkpoint and ends with status Interrupted (an
+    // "interrupted" event, source "signal"). It also releases a paused or held run. A live
+    // change waiting for the next step is applied first, so the checkpoint holds it. Where the
+    // engine cannot save its state, the run stops (STOPPED) without a checkpoint.
     void checkpoint_and_stop();
     // Before run(): the run continues from the checkpoint instead of starting at step 1. Throws
     // ConfigError when the checkpoint does not belong to this network and settings (a different
-    // parameter count or shape, policy, optimizer kind or dataset size), naming what differs.
+    // parameter count or shape, policy, optimizer kind or dataset size), naming what differs;
+    // only the thread count, CUDA graphs and the live settings the checkpoint carries (scaler,
+    // recipe, learning-rate factor) may differ, and the checkpoint's win. Throws DataError for a
+    // damaged state or a position that does not fit, ConfigError where the run would go to a
+    // device engine. The run() that follows announces resumed_from_step, emits a
+    // "resumed_from_checkpoint" event and continues the checkpoint's wall time.
     void resume_from(const TrainingCheckpoint& checkpoint);
 
     const TrainConfig& config() const { return config_; }
