@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# A 6-run sweep as a Slurm job array on a real one-node Slurm (slurm_cluster.sh), with one task
+# preempted the way a cluster does it:
+#   sweep slurm --submit; task 1 holds after step HOLD_STEP of its first attempt (a hidden
+#   option of `sweep slurm`, so it is certainly still running when signalled); once its database
+#   shows a checkpoint, `scancel --signal=TERM` reaches the task under srun, which checkpoints and
+#   exits 75, and the script requeues the array element; the requeued task resumes the run.
+# Then: every array task done (bounded polls on squeue), `sweep status` names squeue as its
+# source (no accounting here), `sweep collect` into a fresh store, and the checks: 6 FINISHED
+# runs in one sweep, the preempted run has a "checkpoint_resume" event, and its final weights
+# digest equals that of an uninterrupted `sweep task` of the same index run locally.
+# Exit 77 (SKIP) only where the daemons cannot start (not root, Slurm or munge not installed).
+# Usage: test_cluster_sweep.sh <mpwb-cli> <scratch dir>
+set -uo pipefail
+
+cli=$1 scratch=$2
+here=$(cd "$(dirname "$0")" && pwd)
+readonly RUNS=6 PREEMPTED=1 HOLD_STEP=40 POLLS=600 POLL_SECONDS=0.5
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "PASS: $*"; }
+die() { echo "FAIL: $*"; exit 1; }
+
+# Waits until "$@" succeeds, polling at most POLLS times; 1 when it never does.
+wait_until() {
+  local i
+  for ((i = 0; i < POLLS; i++)); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep "$POLL_SECONDS"
+  done
+  return 1
+}
+
+rm -rf "$scratch"
+mkdir -p "$scratch"
+
+# Six tiny runs: the spiral MLP preset over two learning rates and three seeds (300 steps each;
+# the tasks checkpoint every 20 steps).
+spec=$scratch/spec.json
+cat >"$spec" <<'EOF'
+{"name": "cluster-test", "preset": "spiral-mlp", "training": {"max_steps": 300},
+ "axes": [{"setting": "lr", "values": [0.05, 0.02]}, {"setting": "seed", "values": [1, 2, 3]}]}
+EOF
+
+# Refusals, which need no cluster: each exits 1 with its reason, and nothing is overwritten.
+# expect_refusal <what> <text the error must contain> <command...>
+expect_refusal() {
+  local what=$1 text=$2 out rc
+  shift 2
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ $rc -ne 0 ] && grep -q -- "$text" <<<"$out"; then pass "refused: $what"; else
+    fail "$what: exit $rc, expected an error with '$text', got: $out"
+  fi
+}
+"$cli" sweep slurm "$spec" --out "$scratch/written" >/dev/null || die "sweep slurm (without --submit) failed"
+cp "$scratch/written/sweep.sbatch" "$scratch/script.before"
+expect_refusal "a folder that holds a sweep" "nothing was overwritten" "$cli" sweep slurm "$spec" --out "$scratch/written"
+cmp -s "$scratch/written/sweep.sbatch" "$scratch/script.before" && pass "the earlier script is unchanged" ||
+  fail "the refused sweep slurm changed the earlier script"
+expect_refusal "a --time with a space" "--time" "$cli" sweep slurm "$spec" --out "$scratch/bad-time" --time "1:00 x"
+expect_refusal "--submit without sbatch" "sbatch is not on PATH" env PATH=/nonexistent "$cli" sweep slurm "$spec" \
+  --out "$scratch/no-sbatch" --submit
+
+cluster=$scratch/slurm
+t0=$SECONDS
+bash "$here/slurm_cluster.sh" start "$cluster"
+rc=$?
+if [ $rc -eq 77 ]; then echo "SKIP: the Slurm daemons cannot start here (see above)"; exit 77; fi
+[ $rc -eq 0 ] || die "the test cluster did not start"
+trap 'bash "$here/slurm_cluster.sh" stop "$cluster"' EXIT
+echo "cluster start: $((SECONDS - t0)) s"
+# shellcheck source=/dev/null
+. "$cluster/env.sh"
+export SLURM_CONF
+
+sweep=$scratch/sweep
+"$cli" sweep slurm "$spec" --out "$sweep" --cpus-per-task 1 --checkpoint-every 20 --hold-task "$PREEMPTED:$HOLD_STEP" --submit ||
+  die "sweep slurm --submit failed"
+job=$(cat "$sweep/job_id") || die "sweep slurm --submit kept no job id"
+grep -q -- "--array=0-$((RUNS - 1))" "$sweep/sweep.sbatch" && pass "the script is an array of $RUNS tasks" ||
+  fail "the script has no --array=0-$((RUNS - 1))"
+
+task_db=$sweep/task_$PREEMPTED.sqlite
+sql() { sqlite3 -readonly "$1" "$2" 2>/dev/null; }
+has_checkpoint() { [ "$(sql "$task_db" "SELECT count(*) FROM checkpoints")" -gt 0 ] 2>/dev/null; }
+wait_until has_checkpoint || die "task $PREEMPTED never wrote a checkpoint (log: $(tail -5 "$sweep/task_$PREEMPTED.log"))"
+wait_until squeue -h -j "${job}_$PREEMPTED" -t RUNNING -o %i || die "task $PREEMPTED is not running"
+echo "task $PREEMPTED has a checkpoint; preempting it"
+# scancel delivers the signal, then may keep retrying for a while against an element that has
+# meanwhile requeued itself ("Job can not be altered now") and exit nonzero: what counts is that
+# the task requeued, checked below, so it runs in the background and its status is only shown.
+scancel --signal=TERM "${job}_$PREEMPTED" &
+scancel_pid=$!
+
+# Done: squeue lists no pending, requeued or running element of the array any more.
+array_done() { [ -z "$(squeue -h -r -j "$job" -t PENDING,RUNNING,REQUEUED,CONFIGURING,COMPLETING -o %i)" ]; }
+wait_until array_done || die "the array did not finish: $(squeue -r -j "$job")"
+wait "$scancel_pid" || echo "note: scancel exited $? after delivering the signal"
+grep -q "checkpointed; requeueing" "$sweep/task_$PREEMPTED.log" && pass "task $PREEMPTED checkpointed and requeued itself" ||
+  fail "task $PREEMPTED did not requeue itself: $(cat "$sweep/task_$PREEMPTED.log")"
+echo "sweep on slurm: $((SECONDS - t0)) s since the cluster start"
+
+status=$("$cli" sweep status "$sweep") || fail "sweep status failed"
+echo "$status"
+grep -q "states from squeue" <<<"$status" && pass "sweep status says it used squeue (no accounting)" ||
+  fail "sweep status does not name squeue as its source"
+
+store=$scratch/store.sqlite
+"$cli" sweep collect "$sweep" --db "$store" || die "sweep collect failed"
+sweeps=$(sql "$store" "SELECT count(*) FROM sweeps")
+members=$(sql "$store" "SELECT count(*) FROM sweep_runs JOIN runs ON runs.id = sweep_runs.run_id WHERE runs.status = 'FINISHED'")
+[ "$sweeps" = 1 ] && [ "$members" = "$RUNS" ] && pass "one sweep with $RUNS FINISHED runs" ||
+  fail "the store has $sweeps sweeps and $members FINISHED sweep runs, not 1 and $RUNS"
+run=$(sql "$store" "SELECT run_id FROM sweep_runs WHERE run_index = $PREEMPTED")
+resumes=$(sql "$store" "SELECT count(*) FROM events WHERE run_id = '$run' AND kind = 'checkpoint_resume'")
+[ "${resumes:-0}" -ge 1 ] && pass "the preempted run resumed from a checkpoint" ||
+  fail "the preempted run (id '$run') has no checkpoint_resume event"
+
+digest_sql="SELECT json_extract(json, '\$.final_weights_digest') FROM events WHERE kind = 'summary' AND run_id ="
+preempted_digest=$(sql "$store" "$digest_sql '$run'")
+reference=$scratch/reference.sqlite
+"$cli" sweep task "$sweep/spec.json" --index "$PREEMPTED" --db "$reference" --checkpoint-every 20 --quiet || die "the reference sweep task failed"
+reference_digest=$(sql "$reference" "$digest_sql (SELECT max(id) FROM runs)")
+[ -n "$preempted_digest" ] && [ "$preempted_digest" = "$reference_digest" ] &&
+  pass "preempted and uninterrupted runs end with the same weights ($preempted_digest)" ||
+  fail "final weights digest '$preempted_digest' (preempted) != '$reference_digest' (uninterrupted)"
+
+echo "test time: $((SECONDS - t0)) s"
+[ $failures -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
+echo "all checks passed"
