@@ -300,8 +300,12 @@ std::vector<Bucket> RunStore::downsample(std::int64_t run_id, const std::string&
     while (blocks.step("downsampling")) {
         const auto first_step = blocks.col_int(1);
         const auto last_step = blocks.col_int(3);
-        // A block whose ends are out of order (a damaged or hand-made bundle) is read row by row.
-        if (first_step >= *lo && last_step <= *hi && first_step <= last_step &&
+        const auto count = blocks.col_int(7);
+        // A block whose ends are out of order or whose count cannot fit between them (a damaged
+        // or hand-made bundle) is read row by row.
+        const bool count_fits =
+            count >= 1 && static_cast<__int128>(count) <= static_cast<__int128>(last_step) - first_step + 1;
+        if (first_step >= *lo && last_step <= *hi && first_step <= last_step && count_fits &&
             bk.index(first_step) == bk.index(last_step)) {
             // The whole block lies in one bucket: its summary is exact.
             add_point(out, bk, first_step, blocks.col_double(2));
@@ -314,7 +318,7 @@ std::vector<Bucket> RunStore::downsample(std::int64_t run_id, const std::string&
                 b.min = std::isnan(b.min) ? mn : std::min(b.min, mn);
                 b.max = std::isnan(b.max) ? mx : std::max(b.max, mx);
             }
-            b.count += blocks.col_int(7) - 1;
+            b.count += count - 1;
             continue;
         }
         const std::int64_t block = blocks.col_int(0);

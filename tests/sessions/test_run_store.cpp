@@ -474,6 +474,34 @@ PRAGMA user_version=1;
         QCOMPARE(far.back().last_step, std::numeric_limits<std::int64_t>::max());
     }
 
+    // Found by fuzz_bundle_import (session 8): a block summary whose count was INT64_MIN
+    // overflowed `count - 1` (UBSan); one whose count exceeds the steps it spans was added as is.
+    // The rows are the truth there too.
+    void blockCountsThatCannotBeAreNotTrusted() {
+        const auto path = fresh("damaged_counts");
+        std::int64_t id = 0;
+        {
+            RunStore store(path);
+            id = store.create_run(RunInfo{});
+            RunWriter w(path, id);
+            for (int i = 0; i < 64; ++i) w.log_metric("loss", i, i, 1.0 + i);
+            QVERIFY(w.finish(RunStatus::Finished));
+        }
+        {
+            Raw raw(path);
+            QCOMPARE(
+                raw.exec("UPDATE metric_blocks SET count=-9223372036854775808 WHERE key='loss' AND block=0; "
+                         "UPDATE metric_blocks SET count=1000 WHERE key='loss' AND block=1"),
+                SQLITE_OK);
+        }
+        RunStore store(path);
+        const auto loss = store.downsample(id, "loss", 1);
+        QCOMPARE(loss.size(), std::size_t(1));
+        QCOMPARE(loss[0].count, 64LL);
+        QCOMPARE(loss[0].min, 1.0);
+        QCOMPARE(loss[0].max, 64.0);
+    }
+
     void runIdsNeverReused() {
         const auto path = fresh("ids");
         RunStore store(path);
