@@ -260,6 +260,13 @@ QWidget* RunBrowser::makeTablePane() {
     report_ = make_button(tr("Export report…"), "reportButton");
     delete_ = make_button(tr("Delete"), "deleteButton");
     restore_ = make_button(tr("Restore"), "restoreButton");
+    hparams_ = make_button(tr("Hyperparameters"), "hparamsButton");
+    hparams_->setToolTip(tr("Compare the selected runs' settings and results in the hyperparameter view"));
+    resume_ = make_button(tr("Resume"), "resumeButton");
+    connect(hparams_, &QPushButton::clicked, this, [this] { emit hparamsRequested(selectedRunIds()); });
+    connect(resume_, &QPushButton::clicked, this, [this] {
+        if (resumeBlockReason().isEmpty()) emit resumeRequested(selectedRunIds().first());
+    });
     connect(open_, &QPushButton::clicked, this, [this] {
         const auto ids = selectedRunIds();
         if (!ids.isEmpty()) emit openRunRequested(ids.first());
@@ -268,7 +275,7 @@ QWidget* RunBrowser::makeTablePane() {
     connect(report_, &QPushButton::clicked, this, [this] { emit reportRequested(selectedRunIds()); });
     connect(delete_, &QPushButton::clicked, this, &RunBrowser::onDeleteClicked);
     connect(restore_, &QPushButton::clicked, this, &RunBrowser::onRestoreClicked);
-    auto* actions = row_of({open_, compare_, report_, delete_, restore_});
+    auto* actions = row_of({open_, compare_, hparams_, resume_, report_, delete_, restore_});
     actions->insertWidget(0, count_label_, 1);
     auto* pane = new QWidget;
     auto* v = new QVBoxLayout(pane);
@@ -466,6 +473,11 @@ void RunBrowser::onSelectionChanged() {
     report_->setEnabled(!ids.isEmpty() && !trash);
     delete_->setEnabled(!ids.isEmpty() && !trash);
     restore_->setEnabled(!ids.isEmpty() && trash);
+    hparams_->setEnabled(ids.size() >= 2 && !trash);
+    const QString why_not_resume = resumeBlockReason();
+    resume_->setEnabled(why_not_resume.isEmpty());
+    resume_->setToolTip(why_not_resume.isEmpty() ? tr("Continue the run from its newest checkpoint")
+                                                 : tr("Resume is disabled: %1").arg(why_not_resume));
     const bool one = ids.size() == 1 && store_;
     for (QWidget* w :
          std::initializer_list<QWidget*>{name_edit_, rename_, tag_edit_, tag_, untag_, note_, save_note_})
@@ -494,6 +506,24 @@ void RunBrowser::onSelectionChanged() {
         note_->setPlainText(QString::fromStdString(r.note));
     }
     emit selectionChanged(ids);
+}
+
+QString RunBrowser::resumeBlockReason() const {
+    const QList<qint64> ids = selectedRunIds();
+    if (ids.size() != 1) return tr("select one INTERRUPTED run");
+    if (show_deleted_->isChecked()) return tr("the run is in the trash");
+    const auto it =
+        std::find_if(runs_.begin(), runs_.end(), [&](const Run& r) { return r.id == ids.first(); });
+    if (it == runs_.end() || !store_) return tr("the run is not in the list");
+    if (it->status != RunStatus::Interrupted)
+        return tr("only INTERRUPTED runs resume; this one is %1")
+            .arg(QString::fromLatin1(to_string(it->status)));
+    try {
+        if (!store_->latest_checkpoint(it->id)) return tr("the run has no checkpoint");
+    } catch (const std::exception& e) {
+        return tr("its checkpoint cannot be read: %1").arg(QString::fromUtf8(e.what()));
+    }
+    return {};
 }
 
 bool RunBrowser::renameRun(qint64 id, const QString& name) {

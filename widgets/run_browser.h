@@ -58,11 +58,17 @@ public:
     void setShowDeleted(bool on);
     // Ask before deleting (on by default).
     void setConfirmDelete(bool on) { confirm_delete_ = on; }
+    // Why Resume is disabled for the selection (empty when it is enabled).
+    QString resumeBlockReason() const;
 
 signals:
     void openRunRequested(qint64 id);
     void compareRequested(const QList<qint64>& ids);
     void reportRequested(const QList<qint64>& ids);
+    // "Hyperparameters": the selected runs in the hyperparameter view.
+    void hparamsRequested(const QList<qint64>& ids);
+    // "Resume": continue an INTERRUPTED run from its newest checkpoint.
+    void resumeRequested(qint64 id);
     void selectionChanged(const QList<qint64>& ids);
 
 private:
@@ -101,6 +107,8 @@ private:
     QPushButton* open_ = nullptr;
     QPushButton* compare_ = nullptr;
     QPushButton* report_ = nullptr;
+    QPushButton* hparams_ = nullptr;
+    QPushButton* resume_ = nullptr;
     QPushButton* delete_ = nullptr;
     QPushButton* restore_ = nullptr;
     QLineEdit* name_edit_ = nullptr;

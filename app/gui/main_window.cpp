@@ -12,6 +12,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QKeySequence>
 #include <QLabel>
 #include <QMenuBar>
@@ -29,6 +30,7 @@
 #include <limits>
 
 #include "app/gui/plot_board.h"
+#include "app/gui/sweep_launcher.h"
 #include "app/report/report.h"
 #include "core/backend/default_backend.h"
 #include "core/backend/backend.h"
@@ -40,6 +42,7 @@
 #include "resources/presets.h"
 #include "sessions/run_store.h"
 #include "widgets/dataset_panel.h"
+#include "widgets/hparam_view.h"
 #include "widgets/live_label.h"
 #include "widgets/network_editor.h"
 #include "widgets/output_guard.h"
@@ -144,6 +147,14 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
     connect(browser_, &RunBrowser::compareRequested, this,
             [this](const QList<qint64>& ids) { openStoredRuns(ids); });
     connect(browser_, &RunBrowser::reportRequested, this, &MainWindow::onReportRequested);
+    connect(browser_, &RunBrowser::hparamsRequested, this, &MainWindow::showHyperparameters);
+    connect(browser_, &RunBrowser::resumeRequested, this, &MainWindow::resumeRun);
+    // The curves of runs picked in the hyperparameter view, which stays in front.
+    connect(hparams_, &HparamView::overlayRequested, this, [this](const QList<qint64>& ids) {
+        openStoredRuns(ids);
+        docks_.hparams->raise();
+    });
+    connect(sweeps_, &SweepLauncher::finished, this, &MainWindow::onSweepFinished);
 
     resize(1580, 960);
     if (options_.restore_layout) restoreLayout();
@@ -167,6 +178,8 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
             }
             if (browser_->databasePath().isEmpty())
                 browser_->setDatabase(QString::fromStdString(options_.db_path));
+            if (hparams_->databasePath().isEmpty())
+                hparams_->setDatabase(QString::fromStdString(options_.db_path));
             if (device_label_->text().isEmpty()) {
                 std::string why_not_gpu;
                 auto backend = make_default_backend(&why_not_gpu);
@@ -227,6 +240,11 @@ void MainWindow::buildActions() {
     connect(quit, &QAction::triggered, this, &QWidget::close);
     auto* run = menuBar()->addMenu(tr("&Run"));
     for (auto* a : {train_, pause_, stop_, compare_}) run->addAction(a);
+    run->addSeparator();
+    sweep_action_ = run->addAction(tr("Run sweep…"));
+    sweep_action_->setObjectName(QStringLiteral("sweepAction"));
+    sweep_action_->setToolTip(tr("Run a sweep spec (docs/SWEEPS.md) through mpwb-cli into the run database"));
+    connect(sweep_action_, &QAction::triggered, this, &MainWindow::onSweepActionTriggered);
 }
 
 void MainWindow::buildDocks() {
@@ -235,6 +253,8 @@ void MainWindow::buildDocks() {
     precision_ = new PrecisionPanel;
     training_ = new TrainingSettingsPanel;
     browser_ = new RunBrowser;
+    hparams_ = new HparamView;
+    sweeps_ = new SweepLauncher(this);
     events_ = new QTableWidget(0, 5);
     events_->setObjectName(QStringLiteral("eventList"));
     events_->setHorizontalHeaderLabels({tr("Run"), tr("Step"), tr("Event"), tr("Source"), tr("Detail")});
@@ -249,6 +269,8 @@ void MainWindow::buildDocks() {
     docks_.network =
         make_dock(this, tr("Network"), QStringLiteral("dockNetwork"), editor_, Qt::BottomDockWidgetArea);
     docks_.runs = make_dock(this, tr("Runs"), QStringLiteral("dockRuns"), browser_, Qt::BottomDockWidgetArea);
+    docks_.hparams = make_dock(this, tr("Hyperparameters"), QStringLiteral("dockHparams"), hparams_,
+                               Qt::BottomDockWidgetArea);
     docks_.events =
         make_dock(this, tr("Events"), QStringLiteral("dockEvents"), events_, Qt::BottomDockWidgetArea);
     docks_.precision = make_dock(this, tr("Precision"), QStringLiteral("dockPrecision"), precision_,
@@ -258,7 +280,8 @@ void MainWindow::buildDocks() {
     docks_.dataset =
         make_dock(this, tr("Dataset"), QStringLiteral("dockDataset"), dataset_, Qt::RightDockWidgetArea);
     tabifyDockWidget(docks_.network, docks_.runs);
-    tabifyDockWidget(docks_.runs, docks_.events);
+    tabifyDockWidget(docks_.runs, docks_.hparams);
+    tabifyDockWidget(docks_.hparams, docks_.events);
     docks_.network->raise();
     tabifyDockWidget(docks_.precision, docks_.training);
     tabifyDockWidget(docks_.training, docks_.dataset);
@@ -282,6 +305,8 @@ void MainWindow::buildStatusBar() {
     progress_->setFormat(QStringLiteral("%p%"));
     eta_label_ = new QLabel(tr("ETA –"));
     fix_label_size(eta_label_, {eta_text(99 * 3600 + 59 * 60), eta_text(59 * 60 + 59), tr("done")});
+    sweep_progress_ = new SweepProgress(sweeps_);
+    statusBar()->addPermanentWidget(sweep_progress_);
     statusBar()->addPermanentWidget(device_label_);
     statusBar()->addPermanentWidget(backend_label_);
     statusBar()->addPermanentWidget(state_label_);
@@ -633,6 +658,73 @@ void MainWindow::onReportRequested(const QList<qint64>& ids) {
     const QString path = QFileDialog::getSaveFileName(this, tr("Export report"), suggested,
                                                       tr("HTML report (*.html);;PDF report (*.pdf)"));
     if (!path.isEmpty()) exportReport(ids, path);
+}
+
+void MainWindow::showHyperparameters(const QList<qint64>& ids) {
+    if (hparams_->databasePath().isEmpty()) hparams_->setDatabase(QString::fromStdString(options_.db_path));
+    hparams_->showRuns(ids);
+    docks_.hparams->show();
+    docks_.hparams->raise();
+}
+
+void MainWindow::onSweepActionTriggered() {
+    const QString spec = QFileDialog::getOpenFileName(this, tr("Run sweep"), QDir::homePath(),
+                                                      tr("Sweep spec (*.json);;All files (*)"));
+    if (spec.isEmpty()) return;
+    bool ok = false;
+    const int jobs =
+        QInputDialog::getInt(this, tr("Run sweep"), tr("Training processes at a time:"), 2, 1, 64, 1, &ok);
+    if (ok) startSweep(spec, jobs);
+}
+
+bool MainWindow::startSweep(const QString& spec_path, int jobs) {
+    if (!sweeps_->start(spec_path, jobs, QString::fromStdString(options_.db_path))) {
+        showError(tr("Run sweep"), sweeps_->errorText());
+        return false;
+    }
+    sweep_action_->setEnabled(false);
+    sweep_progress_->show();
+    statusBar()->showMessage(
+        tr("Sweep %1 started with %2 jobs").arg(QFileInfo(spec_path).fileName()).arg(jobs), 8000);
+    return true;
+}
+
+void MainWindow::onSweepFinished(qint64 sweep_id, bool ok, const QString& message) {
+    sweep_action_->setEnabled(true);
+    browser_->refresh();
+    if (!ok) showError(tr("Sweep"), message);
+    statusBar()->showMessage(message, 20000);
+    if (sweep_id > 0 && hparams_->showSweep(sweep_id)) {
+        docks_.hparams->show();
+        docks_.hparams->raise();
+    }
+}
+
+bool MainWindow::resumeRun(qint64 id) {
+    return launchUnlessBlocked(tr("Cannot resume"), [this, id] {
+        // The run's own network and settings, and its newest checkpoint; the recorder reopens
+        // the run itself when training starts (RunRecorder::Options::resume_run_id).
+        RunStore::Options o;
+        o.read_only = true;
+        o.detect_interrupted = false;
+        RunStore store(options_.db_path, o);
+        const Run run = store.get_run(id);
+        if (run.status != RunStatus::Interrupted)
+            throw Error("run " + std::to_string(id) + " is " + to_string(run.status) + ", not INTERRUPTED");
+        auto checkpoint = store.latest_checkpoint(id);
+        if (!checkpoint) throw Error("run " + std::to_string(id) + " has no checkpoint");
+        const std::string what = "run " + std::to_string(id);
+        const TrainConfig config =
+            train_config_from_json(parse_json_text(run.config_json, "configuration of " + what));
+        const nlohmann::json network = parse_json_text(run.network_json, "network of " + what);
+        const QString precision = QString::fromStdString(run.precision);
+        beginLive({{QStringLiteral("#%1 %2").arg(id).arg(QString::fromStdString(run.name)), precision}});
+        const int64_t step = checkpoint->step;
+        ResumeSource resume{id, std::make_shared<const TrainingCheckpoint>(std::move(*checkpoint))};
+        const bool started = controller_->continue_run(network, config, std::move(resume), run.name);
+        if (started) statusBar()->showMessage(tr("Resuming run #%1 after step %2").arg(id).arg(step), 8000);
+        return started;
+    });
 }
 
 void MainWindow::saveLayout() {

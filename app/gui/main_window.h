@@ -29,6 +29,9 @@ class QTableWidget;
 namespace mpwb {
 
 class DatasetPanel;
+class HparamView;
+class SweepLauncher;
+class SweepProgress;
 class NetworkEditor;
 class PlotBoard;
 class PrecisionPanel;
@@ -67,12 +70,23 @@ public:
     // Writes a comparison report without a dialog; returns the files written (empty on error,
     // with the message in the status bar and lastError()).
     QStringList exportReport(const QList<qint64>& ids, const QString& path);
+    // Runs a sweep spec through mpwb-cli into this window's database (no dialogs); when it
+    // ends, its runs open in the hyperparameter view. False with the reason in lastError().
+    bool startSweep(const QString& spec_path, int jobs);
+    // The runs (or the sweep) in the hyperparameter view, raised.
+    void showHyperparameters(const QList<qint64>& ids);
+    // Continues an INTERRUPTED run from its newest checkpoint, live, like a new run (refused
+    // while training). The network and settings are the run's own.
+    bool resumeRun(qint64 id);
 
     NetworkEditor* networkEditor() const { return editor_; }
     DatasetPanel* datasetPanel() const { return dataset_; }
     PrecisionPanel* precisionPanel() const { return precision_; }
     TrainingSettingsPanel* trainingPanel() const { return training_; }
     RunBrowser* runBrowser() const { return browser_; }
+    HparamView* hparamView() const { return hparams_; }
+    SweepLauncher* sweepLauncher() const { return sweeps_; }
+    QAction* sweepAction() const { return sweep_action_; }
     PlotBoard* plots() const { return board_; }
     TrainingController* controller() const { return controller_; }
     QTableWidget* eventList() const { return events_; }
@@ -111,6 +125,8 @@ private:
     void onProgress(double fraction, double eta_seconds);
     void onDatasetChanged();
     void onReportRequested(const QList<qint64>& ids);
+    void onSweepActionTriggered();
+    void onSweepFinished(qint64 sweep_id, bool ok, const QString& message);
     // A row of the event list: text is the readable line, json (the tooltip) the recorded detail.
     void addEventRow(const QString& run, int64_t step, const QString& kind, const QString& source,
                      const QString& text, const QString& json);
@@ -127,6 +143,10 @@ private:
     PrecisionPanel* precision_ = nullptr;
     TrainingSettingsPanel* training_ = nullptr;
     RunBrowser* browser_ = nullptr;
+    HparamView* hparams_ = nullptr;
+    SweepLauncher* sweeps_ = nullptr;
+    SweepProgress* sweep_progress_ = nullptr;
+    QAction* sweep_action_ = nullptr;
     QTableWidget* events_ = nullptr;
     QAction* train_ = nullptr;
     QAction* pause_ = nullptr;
@@ -155,9 +175,10 @@ private:
         QDockWidget* precision = nullptr;
         QDockWidget* training = nullptr;
         QDockWidget* dataset = nullptr;
+        QDockWidget* hparams = nullptr;
         // In the View menu's order.
-        std::array<QDockWidget*, 6> all() const {
-            return {network, runs, events, precision, training, dataset};
+        std::array<QDockWidget*, 7> all() const {
+            return {network, runs, hparams, events, precision, training, dataset};
         }
     };
     Docks docks_;

@@ -248,7 +248,7 @@ std::string kept_text(int64_t steps, int64_t run_id) {
 // The workbench's recorder for one run (none when recording is off): tagged as the workbench's,
 // in the comparison's group. A failure while the run trains is shown at once, in `slot`'s update.
 std::unique_ptr<RunRecorder> open_recorder(const std::shared_ptr<TrainingController::Shared>& shared,
-                                           int slot, const std::string& name) {
+                                           int slot, const std::string& name, int64_t resume_run_id) {
     if (!shared->options.record) return nullptr;
     RunRecorder::Options ro;
     ro.db_path = shared->options.db_path;
@@ -256,6 +256,7 @@ std::unique_ptr<RunRecorder> open_recorder(const std::shared_ptr<TrainingControl
     ro.tags = {{"source", "mpwb"}};
     if (shared->gate) ro.tags["comparison"] = "fp32-vs-mixed";
     ro.group_id = shared->group_id;
+    ro.resume_run_id = resume_run_id;
     ro.on_failure = [shared, slot](const std::string& m) {
         std::lock_guard lock(shared->mu);
         shared->slot(slot).errors.push_back("recording failed: " + m);
@@ -277,8 +278,10 @@ void TrainingWorker::run() {
         }
         std::string why_not_gpu;
         auto backend = make_default_backend(&why_not_gpu);
-        RecordedRun run(network_, *data, config_, *backend, open_recorder(shared_, slot_, name_));
+        RecordedRun run(network_, *data, config_, *backend,
+                        open_recorder(shared_, slot_, name_, resume_ ? resume_->run_id : 0));
         Trainer& trainer = run.trainer();
+        if (resume_) trainer.resume_from(*resume_->checkpoint);
         std::optional<GateTurns> gate_turns;
         if (shared_->gate) gate_turns.emplace(*shared_->gate, slot_);
         LiveObserver live(slot_, shared_, data, run);
@@ -435,8 +438,14 @@ bool TrainingController::start_comparison(const nlohmann::json& network, const T
     return launch(network, {fp32, low}, {base + " fp32", base + " " + precision_name(mixed)}, true);
 }
 
+bool TrainingController::continue_run(const nlohmann::json& network, const TrainConfig& config,
+                                      ResumeSource resume, const std::string& name) {
+    return launch(network, {config}, {name}, false, std::move(resume));
+}
+
 bool TrainingController::launch(const nlohmann::json& network, const std::vector<TrainConfig>& configs,
-                                const std::vector<std::string>& names, bool comparison) {
+                                const std::vector<std::string>& names, bool comparison,
+                                const std::optional<ResumeSource>& resume) {
     if (busy()) {
         emit message(tr("A run is going: stop it first."));
         return false;
@@ -474,6 +483,7 @@ bool TrainingController::launch(const nlohmann::json& network, const std::vector
         thread->setObjectName(QStringLiteral("training-%1").arg(i));
         auto* worker = new TrainingWorker(static_cast<int>(i), network, configs[i], names[i], shared_);
         worker->hold_after_step(hold_step_);
+        if (resume) worker->set_resume(*resume);
         worker->moveToThread(thread);
         threads_.push_back(thread);
         workers_.push_back(worker);

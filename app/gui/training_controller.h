@@ -27,6 +27,7 @@
 
 #include "core/data/dataset.h"
 #include "core/precision/loss_scaler.h"
+#include "core/train/checkpoint.h"
 #include "core/train/decision_boundary.h"
 #include "core/train/observer.h"
 #include "core/train/train_config.h"
@@ -87,6 +88,12 @@ private:
 
 class TrainingWorker;
 
+// A stored run to continue (the run browser's Resume): its id and the checkpoint it goes on from.
+struct ResumeSource {
+    int64_t run_id = 0;
+    std::shared_ptr<const TrainingCheckpoint> checkpoint;
+};
+
 class TrainingController : public QObject {
     Q_OBJECT
 public:
@@ -112,6 +119,11 @@ public:
     // FP32 and `mixed` side by side: same network, dataset, seed, initial weights and batch order.
     bool start_comparison(const nlohmann::json& network, const TrainConfig& config, PrecisionKind mixed,
                           const std::string& name = {});
+    // Continues stored run `resume.run_id` from its checkpoint with the network and settings it
+    // recorded: the Trainer resumes from the checkpoint and the recorder records into the same
+    // run (RunRecorder::Options::resume_run_id). ConfigError when the checkpoint does not fit.
+    bool continue_run(const nlohmann::json& network, const TrainConfig& config, ResumeSource resume,
+                      const std::string& name);
     void pause();
     void resume();
     void stop();
@@ -154,7 +166,8 @@ signals:
 
 private:
     bool launch(const nlohmann::json& network, const std::vector<TrainConfig>& configs,
-                const std::vector<std::string>& names, bool comparison);
+                const std::vector<std::string>& names, bool comparison,
+                const std::optional<ResumeSource>& resume = std::nullopt);
     void set_state(State state);
     void release_threads();
 
@@ -186,6 +199,8 @@ public:
     void request_learning_rate(float lr);
     void request_recipe_config(const ScaledRecipeConfig& config);
     void hold_after_step(int64_t step);
+    // Before run(): continue a stored run instead of starting a new one.
+    void set_resume(ResumeSource resume) { resume_ = std::move(resume); }
     bool reduced() const;
     bool scaled() const;
 
@@ -203,6 +218,7 @@ private:
     bool stop_requested_ = false;
     bool pause_requested_ = false;
     int64_t hold_step_ = 0;
+    std::optional<ResumeSource> resume_;
 };
 
 }  // namespace mpwb
