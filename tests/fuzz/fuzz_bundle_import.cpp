@@ -1,7 +1,7 @@
 // libFuzzer harness: importing a run bundle (sessions/run_bundle.cpp, `mpwb-cli runs import`)
 // into an empty store, then reading back what `runs show` and `runs compare` read: every
 // imported run with its configuration, events, histograms, metric series and the
-// configuration diff, and its scaling statistics.
+// configuration diff, its scaling statistics, and the sweeps the bundle carried.
 #include <filesystem>
 
 #include "sessions/run_bundle.h"
@@ -20,10 +20,12 @@ void read_back(mpwb::RunStore& store, const mpwb::ImportReport& report) {
         (void)store.histograms(run.store_id);
         (void)store.scaling_stats(run.store_id);
         (void)store.boundary(run.store_id);
+        (void)store.sweep_of_run(run.store_id);
         for (const auto& key : store.metric_keys(run.store_id)) (void)store.downsample(run.store_id, key, 50);
     }
     if (!ids.empty()) (void)store.config_diff(ids);
     (void)store.list_groups();
+    for (const auto& sweep : store.list_sweeps()) (void)store.get_sweep(sweep.id);
 }
 
 // One store for the whole process, returned to empty after every input (the imported runs
@@ -46,6 +48,8 @@ void empty_store(mpwb::RunStore& store, const mpwb::ImportReport& report) {
         std::abort();
     }
     for (const std::int64_t group : report.groups) store.delete_group(group);
+    // Sweeps are merged by uuid: one left behind would change how the next input imports.
+    store.db().exec("DELETE FROM sweeps");
 }
 
 }  // namespace
