@@ -98,7 +98,8 @@ scancel_pid=$!
 array_done() { [ -z "$(squeue -h -r -j "$job" -t PENDING,RUNNING,REQUEUED,CONFIGURING,COMPLETING -o %i)" ]; }
 wait_until array_done || die "the array did not finish: $(squeue -r -j "$job")"
 wait "$scancel_pid" || echo "note: scancel exited $? after delivering the signal"
-grep -q "checkpointed; requeueing" "$sweep/task_$PREEMPTED.log" && pass "task $PREEMPTED checkpointed and requeued itself" ||
+grep -q "checkpointed; requeueing" "$sweep/task_$PREEMPTED.log" && grep -q "(restart 1)" "$sweep/task_$PREEMPTED.log" &&
+  pass "task $PREEMPTED checkpointed, requeued itself and started again" ||
   fail "task $PREEMPTED did not requeue itself: $(cat "$sweep/task_$PREEMPTED.log")"
 echo "sweep on slurm: $((SECONDS - t0)) s since the cluster start"
 
