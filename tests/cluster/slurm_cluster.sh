@@ -19,15 +19,8 @@ readonly POLL_SECONDS=0.2
 die() { echo "slurm_cluster: error: $*" >&2; exit 1; }
 skip() { echo "slurm_cluster: SKIP: $*" >&2; exit "$SKIP"; }
 
-# Waits until "$@" succeeds, polling at most POLLS times. Returns 1 when it never does.
-wait_until() {
-  local i
-  for ((i = 0; i < POLLS; i++)); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep "$POLL_SECONDS"
-  done
-  return 1
-}
+# shellcheck source=poll.sh
+. "$(dirname "${BASH_SOURCE[0]}")/poll.sh"
 
 # A TCP port on 127.0.0.1 that nothing listens on now (the kernel picks it).
 free_port() {
@@ -117,7 +110,8 @@ start() {
   [ ! -e "$root/slurmctld.pid" ] || die "$root already holds a cluster (stop it first)"
   mkdir -p "$root" && chmod 0755 "$root"
   root=$(cd "$root" && pwd)
-  local t0=$SECONDS
+  local t0
+  t0=$(date +%s%N)
   start_munge "$root"
   write_config "$root"
   export SLURM_CONF=$root/slurm.conf
@@ -127,7 +121,7 @@ start() {
   /usr/sbin/slurmd -f "$SLURM_CONF" || { log_tail "$root/log/slurmd.log"; die "slurmd did not start"; }
   wait_until node_idle ||
     { sinfo -N >&2 || true; log_tail "$root/log/slurmd.log"; die "the node never became idle"; }
-  echo "slurm_cluster: started in $((SECONDS - t0)) s (SLURM_CONF=$SLURM_CONF)"
+  echo "slurm_cluster: started in $((($(date +%s%N) - t0) / 1000000)) ms (SLURM_CONF=$SLURM_CONF)"
 }
 
 # Sends SIGTERM to the daemon of the pid file and waits for it to go. 0 when none was running.
