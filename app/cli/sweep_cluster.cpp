@@ -14,12 +14,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <regex>
 #include <sstream>
@@ -29,6 +30,7 @@
 #include "app/cli/option_checks.h"
 #include "app/cli/resumable_training.h"
 #include "core/common/error.h"
+#include "core/common/json_input.h"
 #include "sessions/run_store.h"
 #include "sessions/sweep_spec.h"
 
@@ -304,6 +306,12 @@ int run_sweep_slurm(const SlurmArgs& args) {
     s.mpwb_cli = this_program();
     s.out_dir = dir.string();
     s.sweep_uuid = spec.uuid.empty() ? new_uuid() : spec.uuid;
+    // It goes into the script's lines: the characters of a uuid (or a name) only.
+    if (!std::all_of(s.sweep_uuid.begin(), s.sweep_uuid.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+        }))
+        throw Error(spec.origin + ": uuid: '" + s.sweep_uuid +
+                    "' may hold only letters, digits, '-' and '_' (it is written into the job script)");
     s.run_count = run_count;
     s.partition = args.partition;
     s.gres = args.gres;
@@ -403,15 +411,18 @@ void read_task_databases(const fs::path& dir, const std::string& sweep_uuid, std
 
 int run_sweep_status(const StatusArgs& args) {
     const fs::path dir(args.dir);
-    const nlohmann::json info = nlohmann::json::parse(read_text(dir / kInfoName), nullptr, false);
-    if (info.is_discarded() || !info.contains("sweep_uuid") || !info.contains("run_count") ||
-        !info["run_count"].is_number_integer() || !info["sweep_uuid"].is_string())
-        throw Error((dir / kInfoName).string() + ": not a sweep_slurm.json written by `sweep slurm`");
+    const fs::path info_path = dir / kInfoName;
+    if (!fs::exists(info_path))
+        throw Error(dir.string() + " holds no " + kInfoName + ": not a folder written by `sweep slurm`");
+    const nlohmann::json info = read_json_file(info_path.string(), "sweep file");
+    if (!info.is_object() || !info.contains("sweep_uuid") || !info["sweep_uuid"].is_string())
+        throw Error(info_path.string() + ": sweep_uuid: missing or not a string");
+    if (!info.contains("run_count") || !info["run_count"].is_number_integer())
+        throw Error(info_path.string() + ": run_count: missing or not a whole number");
     const std::string uuid = info["sweep_uuid"];
     const std::int64_t run_count = info["run_count"];
-    if (run_count < 1 || run_count > 1'000'000)
-        throw Error((dir / kInfoName).string() + ": run_count " + std::to_string(run_count) +
-                    " is out of range");
+    if (run_count < 1 || run_count > kSweepHardMaxRuns)
+        throw Error(info_path.string() + ": run_count: " + std::to_string(run_count) + " is out of range");
     std::string job_id = args.job_id;
     if (job_id.empty() && fs::exists(dir / kJobIdName)) job_id = first_line(read_text(dir / kJobIdName));
     std::vector<TaskState> tasks(static_cast<std::size_t>(run_count));

@@ -54,6 +54,10 @@ expect_refusal "a folder that holds a sweep" "nothing was overwritten" "$cli" sw
 cmp -s "$scratch/written/sweep.sbatch" "$scratch/script.before" && pass "the earlier script is unchanged" ||
   fail "the refused sweep slurm changed the earlier script"
 expect_refusal "a --time with a space" "--time" "$cli" sweep slurm "$spec" --out "$scratch/bad-time" --time "1:00 x"
+sed 's/"name": "cluster-test"/"uuid": "a b;touch x", "name": "cluster-test"/' "$spec" >"$scratch/bad-uuid.json"
+expect_refusal "a spec uuid that is not one word" "uuid: 'a b;touch x' may hold only" "$cli" sweep slurm \
+  "$scratch/bad-uuid.json" --out "$scratch/bad-uuid"
+expect_refusal "status of a folder sweep slurm did not write" "not a folder written by" "$cli" sweep status "$scratch"
 expect_refusal "--submit without sbatch" "sbatch is not on PATH" env PATH=/nonexistent "$cli" sweep slurm "$spec" \
   --out "$scratch/no-sbatch" --submit
 
