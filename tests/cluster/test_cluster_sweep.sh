@@ -26,6 +26,8 @@ die() { echo "FAIL: $*"; exit 1; }
 . "$here/poll.sh"
 
 command -v sqlite3 >/dev/null || die "sqlite3 is missing (packaging/install-deps.sh installs it): the checks read the stores with it"
+# The daemons of an earlier run of this test that was killed before its own stop.
+if [ -d "$scratch/slurm" ]; then bash "$here/slurm_cluster.sh" stop "$scratch/slurm"; fi
 rm -rf "$scratch"
 mkdir -p "$scratch"
 
@@ -72,6 +74,7 @@ if [ $rc -eq 77 ]; then
 fi
 [ $rc -eq 0 ] || die "the test cluster did not start"
 trap 'bash "$here/slurm_cluster.sh" stop "$cluster"' EXIT
+trap 'exit 1' INT TERM  # through the EXIT trap: a timed-out test still stops its daemons
 echo "cluster start: $((SECONDS - t0)) s"
 # shellcheck source=/dev/null
 . "$cluster/env.sh"
