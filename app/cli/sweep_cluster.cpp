@@ -254,11 +254,17 @@ void parse_hold_task(const std::string& text, std::int64_t run_count, SlurmArray
 
 // Refuses a folder that already holds a sweep; creates it when missing.
 void prepare_out_dir(const fs::path& dir) {
+    const auto refuse = [](const fs::path& path) {
+        throw Error(
+            "--out: " + path.string() +
+            " exists: the folder already holds a sweep; choose another folder (nothing was overwritten)");
+    };
     for (const char* name : {kScriptName, kInfoName, kSpecName, kJobIdName})
-        if (fs::exists(dir / name))
-            throw Error(
-                "--out: " + (dir / name).string() +
-                " exists: the folder already holds a sweep; choose another folder (nothing was overwritten)");
+        if (fs::exists(dir / name)) refuse(dir / name);
+    // The databases and logs of an earlier sweep's tasks: new tasks would write into them.
+    if (fs::is_directory(dir))
+        for (const auto& entry : fs::directory_iterator(dir))
+            if (entry.path().filename().string().rfind("task_", 0) == 0) refuse(entry.path());
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw Error("--out: cannot create " + dir.string() + ": " + ec.message());

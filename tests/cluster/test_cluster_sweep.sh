@@ -7,7 +7,7 @@
 #   exits 75, and the script requeues the array element; the requeued task resumes the run.
 # Then: every array task done (bounded polls on squeue), `sweep status` names squeue as its
 # source (no accounting here), `sweep collect` into a fresh store, and the checks: 6 FINISHED
-# runs in one sweep, the preempted run has a "checkpoint_resume" event, and its final weights
+# runs in one sweep, the preempted run has a "resumed_from_checkpoint" event (the trainer's), and its final weights
 # digest equals that of an uninterrupted `sweep task` of the same index run locally.
 # Exit 77 (SKIP) only where the daemons cannot start (not root, Slurm or munge not installed).
 # Usage: test_cluster_sweep.sh <mpwb-cli> <scratch dir>
@@ -55,6 +55,9 @@ cp "$scratch/written/sweep.sbatch" "$scratch/script.before"
 expect_refusal "a folder that holds a sweep" "nothing was overwritten" "$cli" sweep slurm "$spec" --out "$scratch/written"
 cmp -s "$scratch/written/sweep.sbatch" "$scratch/script.before" && pass "the earlier script is unchanged" ||
   fail "the refused sweep slurm changed the earlier script"
+mkdir -p "$scratch/old-tasks" && : >"$scratch/old-tasks/task_0.sqlite"
+expect_refusal "a folder with an earlier sweep's task database" "task_0.sqlite exists" "$cli" sweep slurm "$spec" \
+  --out "$scratch/old-tasks"
 expect_refusal "a --time with a space" "--time" "$cli" sweep slurm "$spec" --out "$scratch/bad-time" --time "1:00 x"
 sed 's/"name": "cluster-test"/"uuid": "a b;touch x", "name": "cluster-test"/' "$spec" >"$scratch/bad-uuid.json"
 expect_refusal "a spec uuid that is not one word" "uuid: 'a b;touch x' may hold only" "$cli" sweep slurm \
@@ -120,9 +123,9 @@ members=$(sql "$store" "SELECT count(*) FROM sweep_runs JOIN runs ON runs.id = s
 [ "$sweeps" = 1 ] && [ "$members" = "$RUNS" ] && pass "one sweep with $RUNS FINISHED runs" ||
   fail "the store has $sweeps sweeps and $members FINISHED sweep runs, not 1 and $RUNS"
 run=$(sql "$store" "SELECT run_id FROM sweep_runs WHERE run_index = $PREEMPTED")
-resumes=$(sql "$store" "SELECT count(*) FROM events WHERE run_id = '$run' AND kind = 'checkpoint_resume'")
+resumes=$(sql "$store" "SELECT count(*) FROM events WHERE run_id = '$run' AND kind = 'resumed_from_checkpoint'")
 [ "${resumes:-0}" -ge 1 ] && pass "the preempted run resumed from a checkpoint" ||
-  fail "the preempted run (id '$run') has no checkpoint_resume event"
+  fail "the preempted run (id '$run') has no resumed_from_checkpoint event"
 
 digest_sql="SELECT json_extract(json, '\$.final_weights_digest') FROM events WHERE kind = 'summary' AND run_id ="
 preempted_digest=$(sql "$store" "$digest_sql '$run'")
