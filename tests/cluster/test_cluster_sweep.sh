@@ -7,8 +7,8 @@
 #   exits 75, and the script requeues the array element; the requeued task resumes the run.
 # Then: every array task done (bounded polls on squeue), `sweep status` names squeue as its
 # source (no accounting here), `sweep collect` into a fresh store, and the checks: 6 FINISHED
-# runs in one sweep, the preempted run has a "resumed_from_checkpoint" event (the trainer's), and its final weights
-# digest equals that of an uninterrupted `sweep task` of the same index run locally.
+# runs in one sweep, the preempted run has the trainer's "resumed_from_checkpoint" event, and its
+# final weights digest equals that of an uninterrupted `sweep task` of the same index run locally.
 # Exit 77 (SKIP) only where the daemons cannot start (not root, Slurm or munge not installed).
 # Usage: test_cluster_sweep.sh <mpwb-cli> <scratch dir>
 set -uo pipefail
