@@ -311,13 +311,9 @@ int run_sweep_slurm(const SlurmArgs& args) {
     SlurmArraySettings s;
     s.mpwb_cli = this_program();
     s.out_dir = dir.string();
-    s.sweep_uuid = spec.uuid.empty() ? new_uuid() : spec.uuid;
-    // It goes into the script's lines: the characters of a uuid (or a name) only.
-    if (!std::all_of(s.sweep_uuid.begin(), s.sweep_uuid.end(), [](char c) {
-            return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
-        }))
-        throw Error(spec.origin + ": uuid: '" + s.sweep_uuid +
-                    "' may hold only letters, digits, '-' and '_' (it is written into the job script)");
+    // A new sweep each time, as `sweep run` makes one (docs/SWEEPS.md): a "uuid" of the spec is
+    // replaced in the copy the tasks read.
+    s.sweep_uuid = new_uuid();
     s.run_count = run_count;
     s.partition = args.partition;
     s.gres = args.gres;
