@@ -63,6 +63,20 @@ expect_refusal "status of a folder sweep slurm did not write" "not a folder writ
 expect_refusal "--submit without sbatch" "sbatch is not on PATH" env PATH=/nonexistent "$cli" sweep slurm "$spec" \
   --out "$scratch/no-sbatch" --submit
 
+# sweep status through sacct, which this test cluster lacks (no accounting): a stand-in sacct
+# answers as a cluster with accounting does, one finished task and the rest pending.
+mkdir -p "$scratch/fake-bin"
+cat >"$scratch/fake-bin/sacct" <<'EOF'
+#!/bin/sh
+echo '77_0|COMPLETED'
+echo '77_[1-5%2]|PENDING'
+EOF
+chmod +x "$scratch/fake-bin/sacct"
+status=$(PATH="$scratch/fake-bin:$PATH" "$cli" sweep status "$scratch/written" --job 77 --json)
+sacct_states=$(python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["source"], *[t["slurm_state"] for t in d["tasks"]])' <<<"$status")
+[ "$sacct_states" = "sacct COMPLETED PENDING PENDING PENDING PENDING PENDING" ] &&
+  pass "sweep status reads each array task's state from sacct" || fail "sweep status through sacct gave: $sacct_states"
+
 cluster=$scratch/slurm
 t0=$SECONDS
 bash "$here/slurm_cluster.sh" start "$cluster"
