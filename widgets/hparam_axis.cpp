@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -21,11 +22,16 @@ constexpr double kLogSpan = 10.0;
 
 }  // namespace
 
+std::string hparam_number_text(double value) {
+    const float narrow = float(value);
+    return double(narrow) == value ? shortest_text(narrow) : shortest_text(value);
+}
+
 std::string hparam_value_text(const std::optional<std::string>& json_text) {
     if (!json_text) return kMissing;
     const auto j = nlohmann::json::parse(*json_text, nullptr, false);
     if (j.is_string()) return j.get<std::string>();
-    if (j.is_number()) return shortest_text(j.get<double>());
+    if (j.is_number()) return hparam_number_text(j.get<double>());
     return *json_text;
 }
 
@@ -47,7 +53,7 @@ HparamAxis HparamAxis::from_json_values(std::string name,
         all_numbers = all_numbers && numbers.back().has_value();
     }
     if (all_numbers && !values.empty()) {
-        axis.lay_out_numbers(numbers);
+        axis.lay_out_numbers(numbers, nullptr);
     } else {
         std::vector<std::string> texts;
         for (const auto& v : values) texts.push_back(hparam_value_text(v));
@@ -56,10 +62,11 @@ HparamAxis HparamAxis::from_json_values(std::string name,
     return axis;
 }
 
-HparamAxis HparamAxis::from_numbers(std::string name, const std::vector<std::optional<double>>& values) {
+HparamAxis HparamAxis::from_numbers(std::string name, const std::vector<std::optional<double>>& values,
+                                    std::string (*text)(double)) {
     HparamAxis axis;
     axis.name_ = std::move(name);
-    axis.lay_out_numbers(values);
+    axis.lay_out_numbers(values, text);
     return axis;
 }
 
@@ -79,7 +86,8 @@ void HparamAxis::lay_out_categories(const std::vector<std::string>& texts) {
     }
 }
 
-void HparamAxis::lay_out_numbers(const std::vector<std::optional<double>>& numbers) {
+void HparamAxis::lay_out_numbers(const std::vector<std::optional<double>>& numbers,
+                                 std::string (*text)(double)) {
     std::set<double> distinct;
     for (const auto& v : numbers)
         if (v && std::isfinite(*v)) distinct.insert(*v);
@@ -91,14 +99,19 @@ void HparamAxis::lay_out_numbers(const std::vector<std::optional<double>>& numbe
     for (const auto& v : numbers) {
         const bool usable = v && std::isfinite(*v);
         positions_.push_back(usable ? std::optional<double>(to_unit(*v)) : std::nullopt);
-        labels_.push_back(v ? shortest_text(*v) : std::string(kMissing));
+        labels_.push_back(!v ? std::string(kMissing) : text ? text(*v) : hparam_number_text(*v));
     }
-    std::vector<double> tick_values(distinct.begin(), distinct.end());
-    if (tick_values.size() > kMaxValueTicks) {
-        tick_values.clear();
-        for (int i = 0; i <= 4; ++i) tick_values.push_back(value_at(i / 4.0));
+    if (distinct.size() <= kMaxValueTicks) {
+        for (double v : distinct) ticks_.push_back({to_unit(v), text ? text(v) : hparam_number_text(v)});
+        return;
     }
-    for (double v : tick_values) ticks_.push_back({to_unit(v), shortest_text(float(v))});
+    for (int i = 0; i <= 4; ++i) {
+        // Evenly spaced ticks fall between the values: three significant digits say enough.
+        const double v = value_at(i / 4.0);
+        char plain[32];
+        std::snprintf(plain, sizeof plain, "%.3g", v);
+        ticks_.push_back({i / 4.0, text ? text(v) : std::string(plain)});
+    }
 }
 
 double HparamAxis::to_unit(double value) const {

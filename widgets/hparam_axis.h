@@ -24,7 +24,9 @@ public:
     // never measured). Settings arrive as JSON text; figures as plain numbers.
     static HparamAxis from_json_values(std::string name,
                                        const std::vector<std::optional<std::string>>& values);
-    static HparamAxis from_numbers(std::string name, const std::vector<std::optional<double>>& values);
+    // `text` writes a figure's values and ticks as the table does ("73.50%"); null: plain numbers.
+    static HparamAxis from_numbers(std::string name, const std::vector<std::optional<double>>& values,
+                                   std::string (*text)(double) = nullptr);
 
     const std::string& name() const { return name_; }
     Scale scale() const { return scale_; }
@@ -38,7 +40,7 @@ public:
     double value_at(double position) const;
 
 private:
-    void lay_out_numbers(const std::vector<std::optional<double>>& numbers);
+    void lay_out_numbers(const std::vector<std::optional<double>>& numbers, std::string (*text)(double));
     void lay_out_categories(const std::vector<std::string>& texts);
     double to_unit(double value) const;
 
@@ -50,6 +52,9 @@ private:
     std::vector<HparamAxisTick> ticks_;
 };
 
+// A number as short as it reads back: a setting stored from a float (lr 0.3f is
+// 0.30000001192092896 as a double) shows as the float it was.
+std::string hparam_number_text(double value);
 // The display text of a JSON value: strings without their quotes, "—" for nullopt.
 std::string hparam_value_text(const std::optional<std::string>& json_text);
 // The number a JSON value holds; nullopt for strings, booleans, objects, missing values.

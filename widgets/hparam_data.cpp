@@ -1,6 +1,8 @@
 // HparamData: loading a run set's differing settings and figures (see hparam_data.h).
 #include "widgets/hparam_data.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/common/text_format.h"
 #include "sessions/run_store.h"
 
@@ -42,6 +44,11 @@ HparamData load_sweep_hparam_data(RunStore& store, std::int64_t sweep_id) {
     for (const auto& member : sweep.runs) ids.push_back(member.run_id);
     HparamData data = load_hparam_data(store, ids);
     data.sweep_id = sweep_id;
+    const auto spec = nlohmann::json::parse(sweep.spec_json, nullptr, false);
+    if (spec.is_object() && spec.contains("axes") && spec["axes"].is_array())
+        for (const auto& axis : spec["axes"])
+            if (axis.is_object() && axis.contains("setting") && axis["setting"].is_string())
+                data.swept.push_back(axis["setting"].get<std::string>());
     data.title = "sweep #" + std::to_string(sweep_id) + " " + sweep.name + ": " + std::to_string(ids.size()) +
                  " of " + std::to_string(sweep.run_count) + " runs";
     return data;

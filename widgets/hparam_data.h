@@ -29,6 +29,9 @@ struct HparamData {
     // Set when the data is a sweep's: its id and name.
     std::optional<std::int64_t> sweep_id;
     std::string title;
+    // A sweep's axes as its spec names them ("lr", "scaler.init_scale"): the settings the view
+    // shows first (a precision axis also changes derived settings, which start hidden).
+    std::vector<std::string> swept;
 };
 
 // A summary figure: its column header, its value for a run (nullopt when not measured), its

@@ -121,7 +121,7 @@ HparamAxis HparamTableModel::axisFor(int column) const {
     const HparamFigure& f = hparam_figures()[size_t(column - firstFigureColumn())];
     std::vector<std::optional<double>> values;
     for (const auto& run : data_.runs) values.push_back(f.value(run.figures));
-    return HparamAxis::from_numbers(name, values);
+    return HparamAxis::from_numbers(name, values, f.text);
 }
 
 HparamFilterProxy::HparamFilterProxy(QObject* parent) : QSortFilterProxyModel(parent) {

@@ -14,6 +14,7 @@
 #include <QTableView>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "sessions/run_store.h"
 #include "widgets/hparam_table_model.h"
@@ -45,8 +46,13 @@ HparamView::HparamView(QWidget* parent) : QWidget(parent) {
     table_->verticalHeader()->hide();
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     table_->horizontalHeader()->setContextMenuPolicy(Qt::CustomContextMenu);
+    // The run's name can be long ("<sweep> #3 lr=0.1 precision=fp16-mixed"): a fixed start
+    // width, the rest in its tooltip.
+    table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Interactive);
+    table_->setColumnWidth(0, 190);
+    table_->setTextElideMode(Qt::ElideRight);
     plot_ = new ParallelCoordinatesPlot;
-    plot_->setMinimumSize(360, 220);
+    plot_->setMinimumSize(320, 140);
     error_label_ = new QLabel;
     error_label_->setObjectName(QStringLiteral("hparamError"));
     error_label_->setWordWrap(true);
@@ -177,11 +183,17 @@ bool HparamView::showSweep(qint64 sweep_id) {
 
 void HparamView::showData(HparamData data) {
     const QString title = QString::fromStdString(data.title);
+    const std::vector<std::string> swept = data.swept;
     model_->setRuns(std::move(data));
     metric_column_ = model_->firstFigureColumn() + std::max(0, metric_->currentIndex());
-    for (int c = 0; c < model_->columnCount(); ++c)
-        table_->setColumnHidden(
-            c, model_->columnKind(c) == HparamTableModel::ColumnKind::Setting && c > kMaxInitialAxes);
+    for (int c = 0; c < model_->columnCount(); ++c) {
+        const bool setting = model_->columnKind(c) == HparamTableModel::ColumnKind::Setting;
+        const std::string path = model_->headerData(c, Qt::Horizontal).toString().toStdString();
+        const bool shown =
+            !setting || (swept.empty() ? c <= kMaxInitialAxes
+                                       : std::find(swept.begin(), swept.end(), path) != swept.end());
+        table_->setColumnHidden(c, !shown);
+    }
     rebuildColumnMenu();
     rebuildPlot();
     setToolTip(title);

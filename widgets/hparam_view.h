@@ -4,6 +4,8 @@
 // parallel-coordinates plot and the table side by side. Brushes on the plot filter the table;
 // selecting runs in either selects them in the other and asks (overlayRequested) for their
 // curves on the usual plots. It reads the database read-only and never drives training.
+// The settings a sweep's spec names as axes are shown first; the others that differ (derived
+// from them, like a precision's weight-gradient format) wait in the column chooser.
 #pragma once
 #include <QList>
 #include <QString>

@@ -26,6 +26,7 @@
 #include "resources/presets.h"
 #include "sessions/run_store.h"
 #include "widgets/precision_panel.h"
+#include "widgets/hparam_view.h"
 #include "widgets/run_browser.h"
 #include "widgets/training_settings_panel.h"
 
@@ -109,6 +110,9 @@ int main(int argc, char** argv) {
                            QStringLiteral("title"));
     QCommandLineOption open({QStringLiteral("open-runs")},
                             QStringLiteral("Show stored runs (comma-separated ids)"), QStringLiteral("ids"));
+    QCommandLineOption sweep({QStringLiteral("sweep")},
+                             QStringLiteral("Show a sweep of the database in the hyperparameter view"),
+                             QStringLiteral("id"));
     QCommandLineOption quit_after({QStringLiteral("quit-after")},
                                   QStringLiteral("Close after this many seconds"), QStringLiteral("seconds"));
     QCommandLineOption quit_done({QStringLiteral("quit-when-done")},
@@ -125,8 +129,8 @@ int main(int argc, char** argv) {
         {QStringLiteral("benchmark-rounds")},
         QStringLiteral("Rounds of headless then GUI runs (default 3; the paired ratios are compared)"),
         QStringLiteral("n"));
-    for (const auto* o : {&db, &preset, &start, &epochs, &precision, &tab, &open, &quit_after, &quit_done,
-                          &fresh, &bench, &bench_steps, &bench_rounds})
+    for (const auto* o : {&db, &preset, &start, &epochs, &precision, &tab, &open, &sweep, &quit_after,
+                          &quit_done, &fresh, &bench, &bench_steps, &bench_rounds})
         cli.addOption(*o);
     cli.process(app);
 
@@ -160,6 +164,9 @@ int main(int argc, char** argv) {
             if (!whole_in(part, 1, std::numeric_limits<qlonglong>::max()))
                 return option_error(QStringLiteral("open-runs"), part,
                                     QStringLiteral("is not a run id (a positive whole number)"));
+    if (cli.isSet(sweep) && !whole_in(cli.value(sweep), 1, std::numeric_limits<qlonglong>::max()))
+        return option_error(QStringLiteral("sweep"), cli.value(sweep),
+                            QStringLiteral("is not a sweep id (a positive whole number)"));
     if (cli.isSet(precision)) {
         try {
             mpwb::parse_precision(cli.value(precision).toStdString());
@@ -227,9 +234,12 @@ int main(int argc, char** argv) {
                 window.openStoredRuns(ids);
                 window.runBrowser()->selectRuns(ids);
             }
+            if (cli.isSet(sweep) && window.showSweep(cli.value(sweep).toLongLong()) && cli.isSet(open))
+                window.hparamView()->selectRuns(window.runBrowser()->selectedRunIds());
             // What went wrong while the window set itself up (the database, the preset) is
             // shown in the window; a scripted run also says it on stderr and fails.
-            for (const QString& error : {window.runBrowser()->errorText(), window.lastError()}) {
+            for (const QString& error :
+                 {window.runBrowser()->errorText(), window.hparamView()->errorText(), window.lastError()}) {
                 if (error.isEmpty()) continue;
                 std::fprintf(stderr, "mpwb: %s\n", qPrintable(error));
                 startup_status = 1;

@@ -663,8 +663,22 @@ void MainWindow::onReportRequested(const QList<qint64>& ids) {
 void MainWindow::showHyperparameters(const QList<qint64>& ids) {
     if (hparams_->databasePath().isEmpty()) hparams_->setDatabase(QString::fromStdString(options_.db_path));
     hparams_->showRuns(ids);
+    raiseHyperparameters();
+}
+
+void MainWindow::raiseHyperparameters() {
     docks_.hparams->show();
     docks_.hparams->raise();
+    // The plot and the table need more height than the bottom strip has by default.
+    const int wanted = height() * 45 / 100;
+    if (docks_.hparams->height() < wanted) resizeDocks({docks_.hparams}, {wanted}, Qt::Vertical);
+}
+
+bool MainWindow::showSweep(qint64 sweep_id) {
+    if (hparams_->databasePath().isEmpty()) hparams_->setDatabase(QString::fromStdString(options_.db_path));
+    if (!hparams_->showSweep(sweep_id)) return false;
+    raiseHyperparameters();
+    return true;
 }
 
 void MainWindow::onSweepActionTriggered() {
@@ -694,10 +708,7 @@ void MainWindow::onSweepFinished(qint64 sweep_id, bool ok, const QString& messag
     browser_->refresh();
     if (!ok) showError(tr("Sweep"), message);
     statusBar()->showMessage(message, 20000);
-    if (sweep_id > 0 && hparams_->showSweep(sweep_id)) {
-        docks_.hparams->show();
-        docks_.hparams->raise();
-    }
+    if (sweep_id > 0) showSweep(sweep_id);
 }
 
 bool MainWindow::resumeRun(qint64 id) {

@@ -73,8 +73,9 @@ public:
     // Runs a sweep spec through mpwb-cli into this window's database (no dialogs); when it
     // ends, its runs open in the hyperparameter view. False with the reason in lastError().
     bool startSweep(const QString& spec_path, int jobs);
-    // The runs (or the sweep) in the hyperparameter view, raised.
+    // The runs, or a sweep's runs, in the hyperparameter view, raised.
     void showHyperparameters(const QList<qint64>& ids);
+    bool showSweep(qint64 sweep_id);
     // Continues an INTERRUPTED run from its newest checkpoint, live, like a new run (refused
     // while training). The network and settings are the run's own.
     bool resumeRun(qint64 id);
@@ -126,6 +127,7 @@ private:
     void onDatasetChanged();
     void onReportRequested(const QList<qint64>& ids);
     void onSweepActionTriggered();
+    void raiseHyperparameters();
     void onSweepFinished(qint64 sweep_id, bool ok, const QString& message);
     // A row of the event list: text is the readable line, json (the tooltip) the recorded detail.
     void addEventRow(const QString& run, int64_t step, const QString& kind, const QString& source,
