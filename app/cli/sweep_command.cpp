@@ -267,7 +267,7 @@ public:
                      static_cast<long long>(sweep_id_));
         StopSignals signals;
         std::int64_t next = 0;
-        while (next < runs_ || !children_.empty()) {
+        while ((next < runs_ && !g_stop_signal) || !children_.empty()) {
             if (g_stop_signal) forward_stop();
             while (!g_stop_signal && next < runs_ && static_cast<int>(children_.size()) < args_.jobs)
                 start(next++);

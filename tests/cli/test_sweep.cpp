@@ -1,0 +1,239 @@
+// Tests of `mpwb-cli sweep` through the built binary: the plan table and JSON, a local sweep of
+// four tiny spiral runs two at a time into one database (one sweep with its spec, the progress
+// events), a task preempted with SIGTERM that continues its own run when started again, collect
+// of two task databases into one sweep (twice: nothing is imported twice, the files are never
+// changed), and bad specs refused with the file, the field and the problem. Runs are bounded by
+// max_steps; nothing here depends on the machine's speed.
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QThread>
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include "program_runner.h"
+#include "sessions/run_store.h"
+
+namespace {
+
+const QString kCli = QStringLiteral(MPWB_BINARY_DIR "/app/cli/mpwb-cli");
+
+ProgramResult run_cli(const QStringList& args) { return run_program(kCli, args); }
+
+// Four tiny spiral runs: 2 learning rates x 2 precisions, 20 steps each.
+const char* kTinySpec = R"({"name": "tiny", "preset": "spiral-mlp",
+  "training": {"max_steps": 20, "dataset": {"samples": 200}},
+  "axes": [{"setting": "lr", "values": [0.01, 0.003]},
+           {"setting": "precision", "values": ["fp32", "bf16-mixed"]}]})";
+
+// The same with a uuid, as `sweep slurm` writes it for its tasks.
+const char* kTaskSpec =
+    R"({"name": "tasks", "uuid": "6f1c2a3b-0d4e-4f50-8a61-7b8c9d0e1f2a", "preset": "spiral-mlp",
+  "training": {"max_steps": 30, "dataset": {"samples": 200}},
+  "axes": [{"setting": "seed", "values": [1, 2, 3]}]})";
+
+QByteArray file_bytes(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+}  // namespace
+
+class TestSweep : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir dir_;
+
+    QString write_spec(const QString& name, const QByteArray& text) {
+        const QString path = dir_.filePath(name);
+        QFile f(path);
+        if (!f.open(QIODevice::WriteOnly) || f.write(text) != text.size())
+            qFatal("cannot write %s", qPrintable(path));
+        return path;
+    }
+
+private slots:
+    void planListsRunsAndSettings() {
+        const QString spec = write_spec("plan.json", kTinySpec);
+        const auto table = run_cli({"sweep", "plan", spec});
+        QVERIFY2(table.exit_code == 0, table.err.constData());
+        const QStringList lines = QString::fromUtf8(table.out).split('\n', Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 6);  // title, header, 4 runs
+        QCOMPARE(lines[1].simplified(), QString("index lr precision"));
+        QCOMPARE(lines[3].simplified(), QString("1 0.01 bf16-mixed"));
+        QCOMPARE(lines[4].simplified(), QString("2 0.003 fp32"));
+
+        const auto json = run_cli({"sweep", "plan", spec, "--json"});
+        QVERIFY2(json.exit_code == 0, json.err.constData());
+        const QJsonObject plan = QJsonDocument::fromJson(json.out).object();
+        QCOMPARE(plan["runs"].toInt(), 4);
+        QCOMPARE(plan["plan"].toArray()[3].toObject()["settings"].toObject()["precision"].toString(),
+                 QString("bf16-mixed"));
+    }
+
+    void runTrainsEveryRunIntoOneSweep() {
+        const QString spec = write_spec("run.json", kTinySpec);
+        const QString db = dir_.filePath("run.sqlite");
+        const auto r = run_cli(
+            {"sweep", "run", spec, "--jobs", "2", "--db", db, "--backend", "cpu", "--progress-jsonl"});
+        QVERIFY2(r.exit_code == 0, r.err.constData());
+        QVERIFY2(r.err.contains("[4/4]"), r.err.constData());
+        // The events, one JSON object per line.
+        QStringList events;
+        QSet<int> finished_indices;
+        for (const QByteArray& line : r.out.split('\n')) {
+            if (line.isEmpty()) continue;
+            const QJsonObject e = QJsonDocument::fromJson(line).object();
+            QVERIFY2(!e.isEmpty(), line.constData());
+            events << e["event"].toString();
+            if (e["event"] == "run_finished") {
+                QCOMPARE(e["status"].toString(), QString("FINISHED"));
+                QCOMPARE(e["exit_code"].toInt(), 0);
+                QVERIFY(e["run_id"].toInteger() > 0);
+                finished_indices << e["index"].toInt();
+            }
+            if (e["event"] == "sweep_finished") {
+                QCOMPARE(e["finished"].toInt(), 4);
+                QCOMPARE(e["failed"].toInt(), 0);
+            }
+        }
+        QCOMPARE(events.first(), QString("sweep_started"));
+        QCOMPARE(events.last(), QString("sweep_finished"));
+        QCOMPARE(events.count("run_started"), 4);
+        QCOMPARE(finished_indices, (QSet<int>{0, 1, 2, 3}));
+
+        mpwb::RunStore store(db.toStdString());
+        const auto sweeps = store.list_sweeps();
+        QCOMPARE(sweeps.size(), std::size_t(1));
+        const mpwb::SweepRecord& sweep = sweeps[0];
+        QCOMPARE(sweep.name, std::string("tiny"));
+        QCOMPARE(sweep.run_count, std::int64_t(4));
+        QCOMPARE(nlohmann::json::parse(sweep.spec_json), nlohmann::json::parse(kTinySpec));
+        QCOMPARE(sweep.runs.size(), std::size_t(4));
+        for (std::size_t i = 0; i < 4; ++i) {
+            QCOMPARE(sweep.runs[i].index, std::int64_t(i));
+            const mpwb::Run run = store.get_run(sweep.runs[i].run_id);
+            QCOMPARE(run.status, mpwb::RunStatus::Finished);
+            QCOMPARE(run.precision, std::string(i % 2 ? "bf16-mixed" : "fp32"));
+        }
+    }
+
+    // What a requeued Slurm task does: the run it checkpointed on SIGTERM goes on, as the same run.
+    void preemptedTaskContinuesItsRun() {
+        const QString spec = write_spec("preempt.json", kTaskSpec);
+        const QString db = dir_.filePath("preempt_task.sqlite");
+        QProcess task;
+        task.start(kCli, {"sweep", "task", spec, "--index", "2", "--db", db, "--backend", "cpu", "--quiet",
+                          "--hold-after-step", "10", "--checkpoint-every", "5"});
+        QVERIFY(task.waitForStarted());
+        // Wait (by state, not time) until the run is training: it has stored its first checkpoint.
+        bool held = false;
+        for (int tries = 0; tries < 2400 && !held; ++tries) {
+            QThread::msleep(100);
+            if (!QFile::exists(db)) continue;
+            try {
+                mpwb::RunStore::Options ro;
+                ro.read_only = true;
+                mpwb::RunStore store(db.toStdString(), ro);
+                const auto runs = store.list_runs();
+                held = !runs.empty() && store.latest_checkpoint(runs[0].id).has_value();
+            } catch (const mpwb::StoreError&) {}
+        }
+        QVERIFY(held);
+        task.terminate();  // SIGTERM, as Slurm preempts
+        QVERIFY(task.waitForFinished(300000));
+        QCOMPARE(task.exitCode(), 75);
+
+        const auto again =
+            run_cli({"sweep", "task", spec, "--index", "2", "--db", db, "--backend", "cpu", "--quiet"});
+        QVERIFY2(again.exit_code == 0, again.err.constData());
+        QVERIFY2(again.err.contains("continuing run"), again.err.constData());
+        mpwb::RunStore store(db.toStdString());
+        QCOMPARE(store.list_runs().size(), std::size_t(1));
+        const auto sweep = store.list_sweeps().at(0);
+        QCOMPARE(sweep.runs.size(), std::size_t(1));
+        QCOMPARE(sweep.runs[0].index, std::int64_t(2));
+        QCOMPARE(store.get_run(sweep.runs[0].run_id).status, mpwb::RunStatus::Finished);
+        // Started once more (a duplicate requeue), the finished task has nothing to do.
+        const auto done = run_cli({"sweep", "task", spec, "--index", "2", "--db", db, "--quiet"});
+        QCOMPARE(done.exit_code, 0);
+        QVERIFY2(done.err.contains("already FINISHED"), done.err.constData());
+    }
+
+    void collectMergesTaskDatabasesOnce() {
+        const QString spec = write_spec("collect.json", kTaskSpec);
+        QDir(dir_.path()).mkdir("tasks");
+        const QString tasks = dir_.filePath("tasks");
+        for (const char* index : {"0", "2"}) {
+            const auto r = run_cli({"sweep", "task", spec, "--index", index, "--db",
+                                    tasks + "/task_" + index + ".sqlite", "--backend", "cpu", "--quiet"});
+            QVERIFY2(r.exit_code == 0, r.err.constData());
+        }
+        const QByteArray before0 = file_bytes(tasks + "/task_0.sqlite");
+        const QByteArray before2 = file_bytes(tasks + "/task_2.sqlite");
+        const QString db = dir_.filePath("collected.sqlite");
+        const auto first = run_cli({"sweep", "collect", tasks, "--db", db});
+        QVERIFY2(first.exit_code == 0, first.err.constData());
+        QVERIFY2(first.out.contains("2 runs imported"), first.out.constData());
+        QVERIFY2(first.out.contains("2 of 3 runs FINISHED"), first.out.constData());
+        QVERIFY2(first.out.contains("missing indices: 1"), first.out.constData());
+        const auto second = run_cli({"sweep", "collect", tasks, "--db", db});
+        QVERIFY2(second.exit_code == 0, second.err.constData());
+        QVERIFY2(second.out.contains("0 runs imported, 2 already there"), second.out.constData());
+        QCOMPARE(file_bytes(tasks + "/task_0.sqlite"), before0);
+        QCOMPARE(file_bytes(tasks + "/task_2.sqlite"), before2);
+
+        mpwb::RunStore store(db.toStdString());
+        QCOMPARE(store.list_runs().size(), std::size_t(2));
+        const auto sweeps = store.list_sweeps();
+        QCOMPARE(sweeps.size(), std::size_t(1));
+        QCOMPARE(sweeps[0].uuid, std::string("6f1c2a3b-0d4e-4f50-8a61-7b8c9d0e1f2a"));
+        QCOMPARE(nlohmann::json::parse(sweeps[0].spec_json), nlohmann::json::parse(kTaskSpec));
+        QCOMPARE(sweeps[0].runs.size(), std::size_t(2));
+        QCOMPARE(sweeps[0].runs[0].index, std::int64_t(0));
+        QCOMPARE(sweeps[0].runs[1].index, std::int64_t(2));
+        QCOMPARE(store.get_run(sweeps[0].runs[1].run_id).seed, std::optional<std::int64_t>(3));
+    }
+
+    void badSpecsAreRefused() {
+        const QString unknown = write_spec(
+            "unknown.json",
+            R"({"name": "b", "preset": "spiral-mlp", "axes": [{"setting": "lrate", "values": [1]}]})");
+        for (const QStringList& args :
+             {QStringList{"sweep", "plan", unknown},
+              QStringList{"sweep", "run", unknown, "--db", dir_.filePath("bad.sqlite")}}) {
+            const auto r = run_cli(args);
+            QVERIFY(r.exit_code != 0);
+            QVERIFY2(r.err.contains(unknown.toUtf8() + ": axes[0].setting: 'lrate': unknown setting"),
+                     r.err.constData());
+        }
+        QVERIFY(!QFile::exists(dir_.filePath("bad.sqlite")));  // nothing created for a bad spec
+        const QString too_many =
+            write_spec("many.json", R"({"name": "b", "preset": "spiral-mlp", "max_runs": 2,
+            "axes": [{"setting": "seed", "values": [1, 2, 3]}]})");
+        const auto many = run_cli({"sweep", "plan", too_many});
+        QVERIFY(many.exit_code != 0);
+        QVERIFY2(many.err.contains("axes: the grid has 3 runs (3), more than max_runs 2"),
+                 many.err.constData());
+        const QString no_uuid = write_spec("nouuid.json", kTinySpec);
+        const auto task =
+            run_cli({"sweep", "task", no_uuid, "--index", "0", "--db", dir_.filePath("t.sqlite")});
+        QVERIFY(task.exit_code != 0);
+        QVERIFY2(task.err.contains("--sweep-uuid"), task.err.constData());
+        const auto beyond = run_cli({"sweep", "task", write_spec("beyond.json", kTaskSpec), "--index", "3",
+                                     "--db", dir_.filePath("t.sqlite")});
+        QVERIFY(beyond.exit_code != 0);
+        QVERIFY2(beyond.err.contains("index: the sweep plans runs 0 to 2, not 3"), beyond.err.constData());
+        const auto broken = run_cli({"sweep", "plan", write_spec("broken.json", "{\"name\": ")});
+        QVERIFY(broken.exit_code != 0);
+        QVERIFY2(broken.err.contains("broken.json"), broken.err.constData());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSweep)
+#include "test_sweep.moc"
