@@ -161,11 +161,8 @@ void RunRecorder::on_run_start(const RunStartInfo& info) {
         const std::int64_t id = resumed ? reopen_run(info) : create_run(info);
         writer_ = std::make_unique<RunWriter>(path_, id, options_.writer);
         run_id_ = id;
-        if (resumed)
-            writer_->log_event(
-                info.resumed_from_step, store_now(), "checkpoint_resume",
-                nlohmann::json{{"source", "trainer"}, {"from_step", info.resumed_from_step}}.dump());
-        else
+        // A resumed run says so itself (the trainer's "resumed_from_checkpoint" event).
+        if (!resumed)
             writer_->log_event(0, t0_, "run_start",
                                nlohmann::json{{"source", "trainer"},
                                               {"layers", info.layer_labels},

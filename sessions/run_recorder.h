@@ -23,8 +23,7 @@
 //            non-object detail goes under "detail"); "summary" at the end holds
 //            RunSummary::to_json(), plus "final_weights_digest" (weights_digest of the final
 //            checkpoint) when the run ended FINISHED or STOPPED with one, so the digest travels
-//            in bundles, which carry no checkpoints; "checkpoint_resume" marks where a resumed
-//            run went on ({"from_step"}).
+//            in bundles, which carry no checkpoints.
 // All times are seconds since the Unix epoch (store_now()), so started + metric offsets and
 // the crash detector's "ended" agree.
 #pragma once

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "core/train/trainer.h"
 #include "resources/presets.h"
 
@@ -26,7 +28,18 @@ struct ResumableTrainingOptions {
     Trainer::CheckpointPolicy checkpoints;
     std::string run_name;           // new runs only; empty: "<preset> <precision>"
     std::vector<std::string> tags;  // new runs only; key or key=value
+    // Added for `train`: train without recording (new runs only; no checkpoints are kept), and
+    // write the network description to this file at the end.
+    bool no_store = false;
+    std::string save_network;
+    // Test hook (Trainer::hold_after_step): the run holds after this many steps (0 = never) until
+    // a signal stops it, so a test can interrupt a run that is certainly still going.
+    std::int64_t hold_after_step = 0;
 };
+
+// --checkpoint-every, --checkpoint-minutes and the hidden --hold-after-step, shared by `train` and
+// `sweep task`.
+void add_checkpoint_options(CLI::App& cmd, ResumableTrainingOptions& options);
 
 struct ResumableTrainingResult {
     int exit_code = 0;  // 0, 1 (failed or not fully recorded) or kExitResumable
@@ -40,7 +53,9 @@ ResumableTrainingResult train_new_run(const Preset& preset, const ResumableTrain
                                       const std::function<void(std::int64_t run_id)>& on_created = {});
 // Continues an INTERRUPTED or STOPPED run of the store from its newest checkpoint, with the
 // network, dataset and settings the run recorded. Error naming the run when it has no checkpoint
-// or cannot be resumed (FINISHED, FAILED, still running).
+// or cannot be resumed (FINISHED, FAILED, still running). Without a checkpoint policy in
+// `options`, the run keeps the one it was started with (its tags checkpoint_every and
+// checkpoint_seconds), so it still ends with a final checkpoint.
 ResumableTrainingResult resume_run(std::int64_t run_id, const ResumableTrainingOptions& options);
 
 }  // namespace mpwb::cli

@@ -1,4 +1,4 @@
-// Backend choice and Ctrl-C handling for the CLI.
+// Backend choice, Ctrl-C and SIGTERM handling for the CLI.
 #include "app/cli/run_context.h"
 
 #include <atomic>
@@ -17,6 +17,10 @@ void on_interrupt(int) {
         t->stop();
         std::signal(SIGINT, SIG_DFL);
     }
+}
+
+void on_terminate(int) {
+    if (Trainer* t = g_trainer.load()) t->checkpoint_and_stop();
 }
 }  // namespace
 
@@ -42,11 +46,13 @@ void warn_if_boundary_not_stored(const std::string& why) {
 InterruptGuard::InterruptGuard(Trainer& trainer) {
     g_trainer = &trainer;
     std::signal(SIGINT, on_interrupt);
+    std::signal(SIGTERM, on_terminate);
 }
 
 InterruptGuard::~InterruptGuard() {
     g_trainer = nullptr;
     std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
 }
 
 }  // namespace mpwb::cli

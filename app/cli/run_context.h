@@ -1,5 +1,6 @@
 // What one run from the command line needs around its RecordedRun: the backend by name, the
-// warning for a boundary the store refused, and SIGINT turned into a clean stop between steps.
+// warning for a boundary the store refused, SIGINT turned into a clean stop between steps and
+// SIGTERM into a checkpoint.
 #pragma once
 #include <memory>
 #include <string>
@@ -17,7 +18,9 @@ std::unique_ptr<Backend> make_backend(const std::string& name);
 // is a warning on stderr, not a failed run. Nothing when `why` is empty.
 void warn_if_boundary_not_stored(const std::string& why);
 
-// Routes Ctrl-C to trainer->stop() while it lives; a second Ctrl-C kills the process.
+// While it lives: Ctrl-C (SIGINT) stops the trainer between steps (STOPPED), and a second Ctrl-C
+// kills the process; SIGTERM (Slurm's preemption, `kill`) has it checkpoint and end INTERRUPTED
+// (Trainer::checkpoint_and_stop, which a signal handler may call).
 class InterruptGuard {
 public:
     explicit InterruptGuard(Trainer& trainer);

@@ -23,6 +23,7 @@
 #include "app/cli/option_checks.h"
 #include "core/common/error.h"
 #include "core/common/json_input.h"
+#include "core/train/checkpoint.h"
 #include "sessions/metric_keys.h"
 #include "sessions/run_bundle.h"
 #include "sessions/run_figures.h"
@@ -255,6 +256,28 @@ void print_scaling_summary(const std::vector<ScalingSummaryRow>& summary) {
                 rows, {3, 4, 5, 6, 7, 8, 9, 10});
 }
 
+// The newest checkpoint's step and run time ("checkpoint_step", "checkpoint_wall_seconds"; null
+// without one), and for a FINISHED or STOPPED run "final_weights_digest": weights_digest of its
+// final checkpoint, or, for a run imported from a bundle (which carries no checkpoints), the
+// digest its summary kept.
+void add_checkpoint_fields(RunStore& store, const Run& r, nlohmann::json& j) {
+    const auto checkpoint = store.latest_checkpoint(r.id);
+    j["checkpoint_step"] = checkpoint ? nlohmann::json(checkpoint->step) : nlohmann::json(nullptr);
+    j["checkpoint_wall_seconds"] =
+        checkpoint ? nlohmann::json(checkpoint->wall_seconds) : nlohmann::json(nullptr);
+    j["final_weights_digest"] = nullptr;
+    if (r.status != RunStatus::Finished && r.status != RunStatus::Stopped) return;
+    const nlohmann::json& summary = j["summary"];
+    const bool final_checkpoint = checkpoint && (!summary.is_object() || !summary.contains("steps") ||
+                                                 summary["steps"] == checkpoint->step);
+    if (final_checkpoint) {
+        j["final_weights_digest"] = weights_digest(*checkpoint);
+    } else if (summary.is_object() && summary.contains("final_weights_digest") &&
+               summary["final_weights_digest"].is_string()) {
+        j["final_weights_digest"] = summary["final_weights_digest"];
+    }
+}
+
 nlohmann::json run_to_json(RunStore& store, const Run& r, bool full) {
     nlohmann::json j{{"id", r.id},
                      {"uuid", r.uuid},
@@ -280,6 +303,7 @@ nlohmann::json run_to_json(RunStore& store, const Run& r, bool full) {
     j["network"] = parse_or_text(r.network_json);
     j["versions"] = parse_or_text(r.versions_json);
     j["summary"] = run_summary(store, r.id);
+    add_checkpoint_fields(store, r, j);
     nlohmann::json latest = nlohmann::json::object();
     for (const auto& [k, m] : r.latest)
         latest[k] = {
@@ -372,6 +396,12 @@ void cmd_show(const RunsArgs& a) {
     for (const auto& [kind, n] : j["events"]["by_kind"].items())
         std::printf("               %-22s %s\n", kind.c_str(), n.dump().c_str());
     std::printf("  histograms %s\n", j["histograms"].dump().c_str());
+    if (!j["checkpoint_step"].is_null())
+        std::printf("  checkpoint step %s, %s into the run%s\n", j["checkpoint_step"].dump().c_str(),
+                    format_duration(j["checkpoint_wall_seconds"].get<double>()).c_str(),
+                    r.status == RunStatus::Interrupted || r.status == RunStatus::Stopped
+                        ? ("; mpwb-cli train --resume " + std::to_string(r.id) + " continues it").c_str()
+                        : "");
 
     std::printf("\nconfiguration\n");
     for (const auto& [p, v] : flatten_config(r.config_json, "configuration of run " + std::to_string(r.id)))

@@ -31,12 +31,14 @@ std::string StoreOptions::database_path() const { return db.empty() ? default_da
 std::unique_ptr<RunRecorder> StoreOptions::open_recorder(const std::string& default_name,
                                                          const std::string& preset,
                                                          std::optional<std::int64_t> group_id,
-                                                         Trainer** stop_target) const {
+                                                         Trainer** stop_target,
+                                                         const RecorderExtras& extras) const {
     if (no_store) return nullptr;
     RunRecorder::Options ro;
     ro.db_path = db;
     ro.name = run_name.empty() ? default_name : run_name;
     ro.group_id = group_id;
+    ro.resume_run_id = extras.resume_run_id;
     ro.tags["preset"] = preset;
     for (const auto& t : tags) {
         const auto eq = t.find('=');
@@ -45,9 +47,10 @@ std::unique_ptr<RunRecorder> StoreOptions::open_recorder(const std::string& defa
         ro.tags[key] = eq == std::string::npos ? std::string() : t.substr(eq + 1);
     }
     auto path = std::make_shared<std::string>();
-    ro.on_created = [path](std::int64_t id) {
-        std::fprintf(stderr, "recording run %lld in %s\n", static_cast<long long>(id),
-                     display_path(*path).c_str());
+    ro.on_created = [path, resumed = extras.resume_run_id > 0, then = extras.on_created](std::int64_t id) {
+        std::fprintf(stderr, "%s run %lld in %s\n", resumed ? "continuing" : "recording",
+                     static_cast<long long>(id), display_path(*path).c_str());
+        if (then) then(id);
     };
     ro.on_failure = [stop_target](const std::string& message) {
         std::fprintf(stderr, "mpwb-cli: error: %s; stopping (use --no-store to train without recording)\n",

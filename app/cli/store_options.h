@@ -4,6 +4,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,13 @@
 #include "sessions/run_recorder.h"
 
 namespace mpwb::cli {
+
+// What a recorder may need beyond StoreOptions: the run a resumed trainer continues
+// (RunRecorder::Options::resume_run_id) and a callback once the run has its id.
+struct RecorderExtras {
+    std::int64_t resume_run_id = 0;
+    std::function<void(std::int64_t run_id)> on_created;
+};
 
 struct StoreOptions {
     std::string db;  // empty: default_database_path()
@@ -24,8 +32,8 @@ struct StoreOptions {
     // Null with --no-store. `stop_target` is stopped when recording cannot go on; it may be set
     // after this call (the recorder's callbacks only run inside Trainer::run).
     std::unique_ptr<RunRecorder> open_recorder(const std::string& default_name, const std::string& preset,
-                                               std::optional<std::int64_t> group_id,
-                                               Trainer** stop_target) const;
+                                               std::optional<std::int64_t> group_id, Trainer** stop_target,
+                                               const RecorderExtras& extras = {}) const;
     std::string database_path() const;
 };
 
