@@ -4,6 +4,8 @@
 // counted, Cancel ends the CLI's whole process group (a training process it started too), and a
 // missing mpwb-cli is a clear message. Every wait is for a state (a signal, a process gone).
 #include <QFile>
+#include <QFileInfo>
+#include <QStandardPaths>
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
@@ -13,7 +15,10 @@
 
 #include <signal.h>
 
+#include "app/gui/main_window.h"
 #include "app/gui/sweep_launcher.h"
+#include "widgets/hparam_table_model.h"
+#include "widgets/hparam_view.h"
 
 using namespace mpwb;
 
@@ -46,6 +51,7 @@ private slots:
     void progressOverTheWholeSweep();
     void cancelEndsTheProcessGroup();
     void missingCliIsExplained();
+    void workbenchRunsARealSweep();
 };
 
 void TestSweepLauncher::progressOverTheWholeSweep() {
@@ -128,6 +134,44 @@ void TestSweepLauncher::missingCliIsExplained() {
     QVERIFY(!launcher.start("spec.json", 1, "runs.sqlite"));
     QVERIFY2(launcher.errorText().contains("mpwb-cli was not found"), qPrintable(launcher.errorText()));
     QVERIFY(launcher.errorText().contains("/nonexistent/mpwb-cli"));
+    qunsetenv("MPWB_CLI");
+}
+
+// The workbench's own path with the real mpwb-cli: a 2-run sweep of 10 steps each, then the
+// sweep's runs in the hyperparameter view.
+void TestSweepLauncher::workbenchRunsARealSweep() {
+    const QString cli = QStringLiteral(MPWB_BINARY_DIR "/app/cli/mpwb-cli");
+    if (!QFileInfo::exists(cli)) QSKIP("mpwb-cli is not built in this build tree");
+    qputenv("MPWB_CLI", cli.toUtf8());
+    QStandardPaths::setTestModeEnabled(true);
+    QTemporaryDir dir;
+    const QString spec = dir.filePath("spec.json");
+    QFile f(spec);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"name": "two lrs", "preset": "spiral-mlp", "training": {"max_steps": 10},
+               "axes": [{"setting": "lr", "values": [0.1, 0.01]}]})");
+    f.close();
+    MainWindow::Options o;
+    o.db_path = dir.filePath("runs.sqlite").toStdString();
+    o.preset = "spiral-mlp";
+    o.restore_layout = false;
+    MainWindow w(o);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy finished(w.sweepLauncher(), &SweepLauncher::finished);
+    QVERIFY2(w.startSweep(spec, 2), qPrintable(w.lastError()));
+    QVERIFY(!w.sweepAction()->isEnabled());  // one sweep at a time
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    QVERIFY2(finished.first().at(1).toBool(), qPrintable(finished.first().at(2).toString()));
+    QCOMPARE(w.sweepLauncher()->done(), 2);
+    QCOMPARE(w.sweepLauncher()->failed(), 0);
+    QVERIFY(w.sweepAction()->isEnabled());
+    // The sweep opened in the hyperparameter view: its two runs, lr as the one setting axis.
+    HparamView* view = w.hparamView();
+    QVERIFY2(view->errorText().isEmpty(), qPrintable(view->errorText()));
+    QCOMPARE(view->model()->rowCount(), 2);
+    QCOMPARE(view->model()->headerData(1, Qt::Horizontal).toString(), QStringLiteral("lr"));
+    QVERIFY(view->isVisible());
     qunsetenv("MPWB_CLI");
 }
 
