@@ -130,6 +130,10 @@ int run_task(TaskArgs args) {
                          static_cast<long long>(member.run_id), static_cast<long long>(run.index));
             return 0;
         }
+        if (previous.status == RunStatus::Running)  // alive: opening the store marks dead owners' runs
+            throw ConfigError("sweep " + spec.name + ": index " + std::to_string(run.index) +
+                              " is being trained by run " + std::to_string(member.run_id) + " (RUNNING) in " +
+                              args.training.db);
         const bool resumable =
             previous.status == RunStatus::Interrupted || previous.status == RunStatus::Stopped;
         if (resumable && store.latest_checkpoint(member.run_id))
