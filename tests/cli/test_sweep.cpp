@@ -145,6 +145,10 @@ private slots:
             } catch (const mpwb::StoreError&) {}
         }
         QVERIFY(held);
+        // A second task of the same index (a duplicate submission) must not train it twice.
+        const auto duplicate = run_cli({"sweep", "task", spec, "--index", "2", "--db", db, "--quiet"});
+        QVERIFY(duplicate.exit_code != 0);
+        QVERIFY2(duplicate.err.contains("is being trained by run"), duplicate.err.constData());
         task.terminate();  // SIGTERM, as Slurm preempts
         QVERIFY(task.waitForFinished(300000));
         QCOMPARE(task.exitCode(), 75);
