@@ -373,8 +373,14 @@ struct CollectArgs {
     bool include_unfinished = false;
 };
 
-// task_*.sqlite in index order (task_2 before task_10); without any, every *.sqlite.
-std::vector<std::string> task_databases(const std::string& dir) {
+// task_*.sqlite in index order (task_2 before task_10); without any, every *.sqlite, of which
+// those that are no run store are passed over.
+struct TaskDatabases {
+    std::vector<std::string> files;
+    bool task_named = true;
+};
+
+TaskDatabases task_databases(const std::string& dir) {
     if (!fs::is_directory(dir)) throw ConfigError("sweep collect: " + dir + " is not a folder");
     std::vector<std::string> tasks, others;
     for (const auto& entry : fs::directory_iterator(dir)) {
@@ -385,9 +391,9 @@ std::vector<std::string> task_databases(const std::string& dir) {
     auto natural = [](const std::string& a, const std::string& b) {
         return a.size() != b.size() ? a.size() < b.size() : a < b;
     };
-    auto& chosen = tasks.empty() ? others : tasks;
-    std::sort(chosen.begin(), chosen.end(), natural);
-    return chosen;
+    TaskDatabases found{tasks.empty() ? others : tasks, !tasks.empty()};
+    std::sort(found.files.begin(), found.files.end(), natural);
+    return found;
 }
 
 // "3, 5-7": indices as ranges.
@@ -442,20 +448,32 @@ void report_sweep(RunStore& store, const std::string& uuid) {
 }
 
 int run_collect(const CollectArgs& args) {
-    const auto files = task_databases(args.dir);
+    const TaskDatabases found = task_databases(args.dir);
     const std::string db = database_or_default(args.db);
     RunStore store(db);
     std::set<std::string> uuids;
-    std::size_t imported = 0, skipped = 0, unfinished = 0;
+    std::size_t collected = 0, imported = 0, skipped = 0, unfinished = 0;
     int errors = 0;
-    for (const auto& file : files) {
+    for (const auto& file : found.files) {
         if (same_file(file, db)) continue;  // the store itself lies in the folder
+        std::set<std::string> in_file;
+        try {
+            in_file = sweep_uuids_in(file);  // also: is it a run store at all?
+        } catch (const StoreError& e) {
+            if (found.task_named) {
+                ++errors;
+                std::fprintf(stderr, "mpwb-cli: error: %s: %s\n", file.c_str(), e.what());
+            } else {
+                std::printf("%s: passed over, not a run store (%s)\n", file.c_str(), e.what());
+            }
+            continue;
+        }
         try {
             const ImportReport report = import_run_store(store, file, args.include_unfinished);
-            const auto in_file = sweep_uuids_in(file);
             uuids.insert(in_file.begin(), in_file.end());
             std::printf("%s: %zu imported, %zu already in the store, %zu unfinished left out\n", file.c_str(),
                         report.imported.size(), report.skipped.size(), report.unfinished.size());
+            ++collected;
             imported += report.imported.size();
             skipped += report.skipped.size();
             unfinished += report.unfinished.size();
@@ -467,7 +485,7 @@ int run_collect(const CollectArgs& args) {
     std::printf(
         "collected %zu task databases from %s into %s: %zu runs imported, %zu already there, %zu "
         "unfinished (collect again once they end)\n",
-        files.size(), args.dir.c_str(), display_path(db).c_str(), imported, skipped, unfinished);
+        collected, args.dir.c_str(), display_path(db).c_str(), imported, skipped, unfinished);
     for (const auto& uuid : uuids) report_sweep(store, uuid);
     return errors ? 1 : 0;
 }

@@ -204,6 +204,22 @@ private slots:
         QCOMPARE(store.get_run(sweeps[0].runs[1].run_id).seed, std::optional<std::int64_t>(3));
     }
 
+    // A damaged task database is named and left as it is; the good ones are still collected.
+    void collectNamesADamagedTaskDatabase() {
+        const QString spec = write_spec("damaged.json", kTaskSpec);
+        QDir(dir_.path()).mkdir("damaged");
+        const QString tasks = dir_.filePath("damaged");
+        const auto r =
+            run_cli({"sweep", "task", spec, "--index", "1", "--db", tasks + "/task_1.sqlite", "--quiet"});
+        QVERIFY2(r.exit_code == 0, r.err.constData());
+        const QString junk = write_spec("damaged/task_0.sqlite", "not a database");
+        const auto collect = run_cli({"sweep", "collect", tasks, "--db", dir_.filePath("damaged.sqlite")});
+        QCOMPARE(collect.exit_code, 1);
+        QVERIFY2(collect.err.contains("task_0.sqlite"), collect.err.constData());
+        QVERIFY2(collect.out.contains("1 runs imported"), collect.out.constData());
+        QCOMPARE(file_bytes(junk), QByteArray("not a database"));
+    }
+
     void badSpecsAreRefused() {
         const QString unknown = write_spec(
             "unknown.json",
