@@ -146,6 +146,14 @@ private slots:
             for (std::size_t i = 0; i < points.size(); ++i)
                 QCOMPARE(points[i].step, static_cast<std::int64_t>(i + 1));
         }
+        // Bundles carry no checkpoints; the digest travels in the run's summary.
+        const QString bundle = dir_.filePath("resumed.mpwb"), imported_db = fresh();
+        QCOMPARE(run_program(kCli, {"runs", "export", QString::number(run), "--out", bundle, "--db", db})
+                     .exit_code,
+                 0);
+        QCOMPARE(run_program(kCli, {"runs", "import", bundle, "--db", imported_db}).exit_code, 0);
+        QVERIFY(!read_only_store(imported_db).latest_checkpoint(1));
+        QCOMPARE(final_digest(imported_db, 1), digest);
         // The resumed losses are the uninterrupted run's, bit for bit.
         auto reference_store = read_only_store(reference_db);
         const auto resumed_loss = store.series(run, "train_loss");
