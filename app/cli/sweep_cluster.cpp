@@ -300,14 +300,11 @@ std::string submit_script(const fs::path& script) {
     return m[1];
 }
 
-int run_sweep_slurm(const SlurmArgs& args) {
+// The script's settings from the command line; checked before anything is written.
+SlurmArraySettings array_settings(const SlurmArgs& args, const fs::path& dir, std::int64_t run_count) {
     check_slurm_value("--partition", args.partition, "_-.,");
     check_slurm_value("--gres", args.gres, "_-.,:");
     check_slurm_value("--time", args.time, ":-");
-    const SweepSpec spec = read_sweep_spec_file(args.spec);
-    const std::int64_t run_count = static_cast<std::int64_t>(plan_sweep(spec).size());  // each run validated
-    const fs::path dir = fs::absolute(args.out).lexically_normal();
-    prepare_out_dir(dir);
     SlurmArraySettings s;
     s.mpwb_cli = this_program();
     s.out_dir = dir.string();
@@ -321,6 +318,15 @@ int run_sweep_slurm(const SlurmArgs& args) {
     s.cpus_per_task = args.cpus_per_task;
     s.checkpoint_every = args.checkpoint_every;
     if (!args.hold_task.empty()) parse_hold_task(args.hold_task, run_count, s);
+    return s;
+}
+
+int run_sweep_slurm(const SlurmArgs& args) {
+    const SweepSpec spec = read_sweep_spec_file(args.spec);
+    const std::int64_t run_count = static_cast<std::int64_t>(plan_sweep(spec).size());  // each run validated
+    const fs::path dir = fs::absolute(args.out).lexically_normal();
+    const SlurmArraySettings s = array_settings(args, dir, run_count);
+    prepare_out_dir(dir);
     write_new_file(dir / kSpecName, task_spec(spec, args.spec, s.sweep_uuid).dump(2) + "\n");
     const nlohmann::json info = {
         {"sweep_uuid", s.sweep_uuid}, {"run_count", run_count}, {"spec", fs::absolute(args.spec).string()}};
@@ -411,43 +417,46 @@ void read_task_databases(const fs::path& dir, const std::string& sweep_uuid, std
     }
 }
 
-int run_sweep_status(const StatusArgs& args) {
-    const fs::path dir(args.dir);
-    const fs::path info_path = dir / kInfoName;
-    if (!fs::exists(info_path))
+struct SweepInfo {
+    std::string uuid;
+    std::int64_t run_count = 0;
+};
+
+// DIR/sweep_slurm.json, as `sweep slurm` wrote it.
+SweepInfo read_sweep_info(const fs::path& dir) {
+    const fs::path path = dir / kInfoName;
+    if (!fs::exists(path))
         throw Error(dir.string() + " holds no " + kInfoName + ": not a folder written by `sweep slurm`");
-    const nlohmann::json info = read_json_file(info_path.string(), "sweep file");
+    const nlohmann::json info = read_json_file(path.string(), "sweep file");
     if (!info.is_object() || !info.contains("sweep_uuid") || !info["sweep_uuid"].is_string())
-        throw Error(info_path.string() + ": sweep_uuid: missing or not a string");
+        throw Error(path.string() + ": sweep_uuid: missing or not a string");
     if (!info.contains("run_count") || !info["run_count"].is_number_integer())
-        throw Error(info_path.string() + ": run_count: missing or not a whole number");
-    const std::string uuid = info["sweep_uuid"];
-    const std::int64_t run_count = info["run_count"];
-    if (run_count < 1 || run_count > kSweepHardMaxRuns)
-        throw Error(info_path.string() + ": run_count: " + std::to_string(run_count) + " is out of range");
-    std::string job_id = args.job_id;
-    if (job_id.empty() && fs::exists(dir / kJobIdName)) job_id = first_line(read_text(dir / kJobIdName));
-    std::vector<TaskState> tasks(static_cast<std::size_t>(run_count));
-    std::string source = "none (not submitted by `sweep slurm --submit`; pass --job ID)";
-    if (!job_id.empty()) {
-        check_slurm_value("--job", job_id, "");
-        source = read_slurm_states(job_id, tasks);
-    }
-    read_task_databases(dir, uuid, tasks);
-    if (args.json) {
-        nlohmann::json out = {
-            {"sweep_uuid", uuid}, {"job_id", job_id}, {"source", source}, {"tasks", nlohmann::json::array()}};
-        for (std::size_t i = 0; i < tasks.size(); ++i)
-            out["tasks"].push_back({{"index", i},
-                                    {"slurm_state", tasks[i].slurm},
-                                    {"run_id", tasks[i].run_id},
-                                    {"run_status", tasks[i].run_status},
-                                    {"step", tasks[i].step}});
-        std::printf("%s\n", out.dump(2).c_str());
-        return 0;
-    }
-    std::printf("sweep %s, job %s: states from %s\n", uuid.c_str(), job_id.empty() ? "-" : job_id.c_str(),
-                source.c_str());
+        throw Error(path.string() + ": run_count: missing or not a whole number");
+    SweepInfo sweep{info["sweep_uuid"], info["run_count"]};
+    if (sweep.run_count < 1 || sweep.run_count > kSweepHardMaxRuns)
+        throw Error(path.string() + ": run_count: " + std::to_string(sweep.run_count) + " is out of range");
+    return sweep;
+}
+
+void print_status_json(const SweepInfo& sweep, const std::string& job_id, const std::string& source,
+                       const std::vector<TaskState>& tasks) {
+    nlohmann::json out = {{"sweep_uuid", sweep.uuid},
+                          {"job_id", job_id},
+                          {"source", source},
+                          {"tasks", nlohmann::json::array()}};
+    for (std::size_t i = 0; i < tasks.size(); ++i)
+        out["tasks"].push_back({{"index", i},
+                                {"slurm_state", tasks[i].slurm},
+                                {"run_id", tasks[i].run_id},
+                                {"run_status", tasks[i].run_status},
+                                {"step", tasks[i].step}});
+    std::printf("%s\n", out.dump(2).c_str());
+}
+
+void print_status_table(const SweepInfo& sweep, const std::string& job_id, const std::string& source,
+                        const std::vector<TaskState>& tasks) {
+    std::printf("sweep %s, job %s: states from %s\n", sweep.uuid.c_str(),
+                job_id.empty() ? "-" : job_id.c_str(), source.c_str());
     std::printf("%-6s %-12s %-8s %-12s %s\n", "index", "slurm", "run", "run status", "step");
     for (std::size_t i = 0; i < tasks.size(); ++i) {
         const TaskState& t = tasks[i];
@@ -456,6 +465,24 @@ int run_sweep_status(const StatusArgs& args) {
                     t.run_status.empty() ? "-" : t.run_status.c_str(),
                     t.step >= 0 ? std::to_string(t.step).c_str() : "-");
     }
+}
+
+int run_sweep_status(const StatusArgs& args) {
+    const fs::path dir(args.dir);
+    const SweepInfo sweep = read_sweep_info(dir);
+    std::string job_id = args.job_id;
+    if (job_id.empty() && fs::exists(dir / kJobIdName)) job_id = first_line(read_text(dir / kJobIdName));
+    std::vector<TaskState> tasks(static_cast<std::size_t>(sweep.run_count));
+    std::string source = "none (not submitted by `sweep slurm --submit`; pass --job ID)";
+    if (!job_id.empty()) {
+        check_slurm_value("--job", job_id, "");
+        source = read_slurm_states(job_id, tasks);
+    }
+    read_task_databases(dir, sweep.uuid, tasks);
+    if (args.json)
+        print_status_json(sweep, job_id, source, tasks);
+    else
+        print_status_table(sweep, job_id, source, tasks);
     return 0;
 }
 
