@@ -4,7 +4,9 @@
 #include "sessions/sweep_spec.h"
 
 #include <cmath>
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -21,6 +23,9 @@ namespace mpwb {
 namespace {
 
 namespace fs = std::filesystem;
+
+constexpr double kMaxExactInteger = 0x1p53;
+constexpr std::ptrdiff_t kMaxSettingDepth = 4;
 
 const std::vector<std::string_view> kSpecKeys = {"name",    "description", "uuid",    "preset",
                                                  "network", "training",    "axes",    "method",
@@ -134,7 +139,8 @@ Preset read_base(const nlohmann::json& spec, const std::string& origin, const st
     } else {
         if (!spec["network"].is_object())
             spec_error(origin, "network", "must be a network object ({\"layers\": ...})");
-        base.name = spec["network"].value("name", std::string("network"));
+        const auto name = spec["network"].find("name");
+        base.name = name != spec["network"].end() && name->is_string() ? name->get<std::string>() : "network";
         base.network = spec["network"];
         rethrow_at(origin, "network", [&] { (void)Network::from_json(base.network); });
     }
@@ -155,6 +161,9 @@ std::optional<SweepRange> read_range(const nlohmann::json& range, const std::str
     r.min = range["min"].get<double>();
     r.max = range["max"].get<double>();
     r.integer = range["min"].is_number_integer() && range["max"].is_number_integer();
+    // Integers are drawn through doubles: beyond 2^53 they would not be exact (nor fit, near 2^63).
+    if (r.integer && (std::fabs(r.min) > kMaxExactInteger || std::fabs(r.max) > kMaxExactInteger))
+        spec_error(origin, field, "integer bounds must lie within +-2^53");
     if (range.contains("log")) {
         if (!range["log"].is_boolean()) spec_error(origin, field + ".log", "must be true or false");
         r.log = range["log"].get<bool>();
@@ -198,6 +207,11 @@ SweepAxis read_axis(const nlohmann::json& j, const std::string& origin, std::siz
         spec_error(origin, field + ".setting", "each axis needs \"setting\": a setting path such as \"lr\"");
     SweepAxis axis;
     axis.setting = j["setting"].get<std::string>();
+    // No setting lies deeper than "scaler.growth_interval"; a path of thousands of parts would
+    // nest the overrides as deep (and every recursive walk of them with it).
+    if (std::count(axis.setting.begin(), axis.setting.end(), '.') >= kMaxSettingDepth)
+        spec_error(origin, field + ".setting",
+                   "'" + axis.setting.substr(0, 80) + "': unknown setting (too deep)");
     if (!j.contains("values")) spec_error(origin, field + ".values", "each axis needs \"values\"");
     const nlohmann::json& values = j["values"];
     if (values.is_object()) {
@@ -249,10 +263,15 @@ void check_axis_values(const SweepSpec& spec, std::size_t index) {
     else if (axis.range)
         probes = {axis.range->min, axis.range->max};
     for (std::size_t j = 0; j < probes.size(); ++j) {
+        std::string text;
         try {
             (void)apply_overrides(spec.base.training, value_patch(axis, probes[j]));
         } catch (const Error& e) {
-            const std::string text = e.what();
+            text = e.what();
+        } catch (const nlohmann::json::exception& e) {
+            text = json_exception_text(e);
+        }
+        if (!text.empty()) {
             if (text.rfind("unknown setting", 0) == 0)
                 spec_error(spec.origin, axis_field(index) + ".setting", "'" + axis.setting + "': " + text);
             spec_error(
@@ -299,7 +318,9 @@ nlohmann::json draw_from_range(const SweepRange& r, Rng& rng) {
     const double x = r.log ? std::exp(std::log(r.min) + u * (std::log(r.max) - std::log(r.min)))
                            : r.min + u * (r.max - r.min);
     // Settings are floats mostly: the float's shortest spelling keeps labels short.
-    return float_as_json_double(static_cast<float>(std::clamp(x, r.min, r.max)));
+    const double drawn = std::clamp(x, r.min, r.max);
+    if (std::fabs(drawn) > double(std::numeric_limits<float>::max())) return drawn;
+    return float_as_json_double(static_cast<float>(drawn));
 }
 
 // The value index (or drawn value) of every axis for run `index`.

@@ -219,6 +219,17 @@ private slots:
             head + R"("axes": [{"setting": "network", "values": [{"name": "three", "loss": "cross_entropy",
                            "layers": [{"type": "Linear", "out": 3}]}]}]})",
             "run 0 (network=three)", "2 classes");
+        // Hostile input: deep setting paths, integer bounds past 2^53, a network named by a number.
+        std::string deep = "lr";
+        for (int i = 0; i < 5000; ++i) deep += ".x";
+        expect_refused(head + R"("axes": [{"setting": ")" + deep + R"(", "values": [1]}]})",
+                       "axes[0].setting", "unknown setting (too deep)");
+        expect_refused(head + R"("method": "random", "samples": 2,
+                           "axes": [{"setting": "seed", "values": {"min": 0, "max": 18446744073709551615}}]})",
+                       "axes[0].values", "2^53");
+        expect_refused(R"({"name": "bad", "network": {"name": 7, "layers": [{"type": "Linear", "out": 2}],
+                           "loss": "cross_entropy"}, "axes": [{"setting": "lr", "values": [2, "x"]}]})",
+                       "network", "\"name\" must be a string");
         expect_refused(R"({"name": "bad", "preset": "spiral-mlp", "axes": [)", "", "not valid JSON");
         expect_refused(std::string(200, '[') + std::string(200, ']'), "", "nest");
     }
