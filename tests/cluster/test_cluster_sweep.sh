@@ -105,7 +105,8 @@ task_db=$sweep/task_$PREEMPTED.sqlite
 sql() { sqlite3 -readonly "$1" "$2" 2>/dev/null; }
 has_checkpoint() { [ "$(sql "$task_db" "SELECT count(*) FROM checkpoints")" -gt 0 ] 2>/dev/null; }
 wait_until has_checkpoint || die "task $PREEMPTED never wrote a checkpoint (log: $(tail -5 "$sweep/task_$PREEMPTED.log"))"
-wait_until squeue -h -j "${job}_$PREEMPTED" -t RUNNING -o %i || die "task $PREEMPTED is not running"
+task_running() { [ -n "$(squeue -h -j "${job}_$PREEMPTED" -t RUNNING -o %i)" ]; }
+wait_until task_running || die "task $PREEMPTED is not running"
 echo "task $PREEMPTED has a checkpoint; preempting it"
 # scancel delivers the signal, then may keep retrying for a while against an element that has
 # meanwhile requeued itself ("Job can not be altered now") and exit nonzero: what counts is that
@@ -114,7 +115,10 @@ scancel --signal=TERM "${job}_$PREEMPTED" &
 scancel_pid=$!
 
 # Done: squeue lists no pending, requeued or running element of the array any more.
-array_done() { [ -z "$(squeue -h -r -j "$job" -t PENDING,RUNNING,REQUEUED,CONFIGURING,COMPLETING -o %i)" ]; }
+array_done() {
+  local left
+  left=$(squeue -h -r -j "$job" -t PENDING,RUNNING,REQUEUED,CONFIGURING,COMPLETING -o %i) && [ -z "$left" ]
+}
 wait_until array_done || die "the array did not finish: $(squeue -r -j "$job")"
 wait "$scancel_pid" || echo "note: scancel exited $? after delivering the signal"
 grep -q "checkpointed; requeueing" "$sweep/task_$PREEMPTED.log" && grep -q "(restart 1)" "$sweep/task_$PREEMPTED.log" &&
