@@ -34,7 +34,6 @@ HparamData load_hparam_data(RunStore& store, const std::vector<std::int64_t>& ru
         data.runs.push_back({run.id, run.name, run.status, list_figures(store, run)});
     }
     if (run_ids.size() > 1) data.settings = store.config_diff(run_ids);
-    data.title = std::to_string(run_ids.size()) + " selected runs";
     return data;
 }
 
@@ -49,8 +48,6 @@ HparamData load_sweep_hparam_data(RunStore& store, std::int64_t sweep_id) {
         for (const auto& axis : spec["axes"])
             if (axis.is_object() && axis.contains("setting") && axis["setting"].is_string())
                 data.swept.push_back(axis["setting"].get<std::string>());
-    data.title = "sweep #" + std::to_string(sweep_id) + " " + sweep.name + ": " + std::to_string(ids.size()) +
-                 " of " + std::to_string(sweep.run_count) + " runs";
     return data;
 }
 

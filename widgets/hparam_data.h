@@ -26,9 +26,8 @@ struct HparamData {
     std::vector<HparamRun> runs;
     // Settings whose values differ; values[i] belongs to runs[i].
     std::vector<ConfigDiffEntry> settings;
-    // Set when the data is a sweep's: its id and name.
+    // Set when the data is a sweep's.
     std::optional<std::int64_t> sweep_id;
-    std::string title;
     // A sweep's axes as its spec names them ("lr", "scaler.init_scale"): the settings the view
     // shows first (a precision axis also changes derived settings, which start hidden).
     std::vector<std::string> swept;

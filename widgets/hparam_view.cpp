@@ -27,6 +27,14 @@ namespace {
 // scaler and format settings); the column chooser shows them.
 constexpr int kMaxInitialAxes = 8;
 constexpr int kSelectedRunsSource = -1;
+
+// The view only reads, and leaves crash detection to the run browser's writable connection.
+RunStore::Options reading() {
+    RunStore::Options o;
+    o.read_only = true;
+    o.detect_interrupted = false;
+    return o;
+}
 }  // namespace
 
 HparamView::HparamView(QWidget* parent) : QWidget(parent) {
@@ -134,10 +142,7 @@ void HparamView::setDatabase(const QString& path) {
 
 bool HparamView::load(const std::function<HparamData(RunStore&)>& read) {
     try {
-        RunStore::Options o;
-        o.read_only = true;
-        o.detect_interrupted = false;
-        RunStore store(path_.toStdString(), o);
+        RunStore store(path_.toStdString(), reading());
         showData(read(store));
         setError({});
         return true;
@@ -148,13 +153,11 @@ bool HparamView::load(const std::function<HparamData(RunStore&)>& read) {
 }
 
 void HparamView::refreshSweeps() {
+    const QVariant shown = source_->currentData();
     while (source_->count() > 1) source_->removeItem(1);
     if (path_.isEmpty()) return;
     try {
-        RunStore::Options o;
-        o.read_only = true;
-        o.detect_interrupted = false;
-        RunStore store(path_.toStdString(), o);
+        RunStore store(path_.toStdString(), reading());
         for (const SweepRecord& s : store.list_sweeps())
             source_->addItem(tr("Sweep #%1 %2 (%3 of %4 runs)")
                                  .arg(s.id)
@@ -165,6 +168,12 @@ void HparamView::refreshSweeps() {
     } catch (const std::exception& e) {
         setError(tr("Cannot list the sweeps: %1").arg(QString::fromUtf8(e.what())));
     }
+    source_->setCurrentIndex(std::max(0, source_->findData(shown)));
+}
+
+void HparamView::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    refreshSweeps();  // sweeps run from a terminal meanwhile appear in the picker
 }
 
 bool HparamView::showRuns(const QList<qint64>& ids) {
@@ -182,7 +191,6 @@ bool HparamView::showSweep(qint64 sweep_id) {
 }
 
 void HparamView::showData(HparamData data) {
-    const QString title = QString::fromStdString(data.title);
     const std::vector<std::string> swept = data.swept;
     model_->setRuns(std::move(data));
     metric_column_ = model_->firstFigureColumn() + std::max(0, metric_->currentIndex());
@@ -196,7 +204,6 @@ void HparamView::showData(HparamData data) {
     }
     rebuildColumnMenu();
     rebuildPlot();
-    setToolTip(title);
 }
 
 void HparamView::rebuildColumnMenu() {

@@ -60,6 +60,9 @@ public:
     ParallelCoordinatesPlot* plot() const { return plot_; }
     QMenu* columnMenu() const { return column_menu_; }
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 signals:
     // Runs selected in the table or the plot: show their curves.
     void overlayRequested(const QList<qint64>& ids);

@@ -82,6 +82,14 @@ QDockWidget* make_dock(QMainWindow* window, const QString& title, const QString&
     window->addDockWidget(area, dock);
     return dock;
 }
+// Stored runs are shown (and a resume prepared) from a read-only connection; the run browser's
+// writable one detects crashed runs.
+RunStore::Options reading_options() {
+    RunStore::Options o;
+    o.read_only = true;
+    o.detect_interrupted = false;
+    return o;
+}
 }  // namespace
 
 MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), options_(std::move(options)) {
@@ -567,10 +575,7 @@ bool MainWindow::openStoredRuns(const QList<qint64>& ids) {
     }
     if (ids.isEmpty()) return false;
     try {
-        RunStore::Options o;
-        o.read_only = true;
-        o.detect_interrupted = false;
-        RunStore store(options_.db_path, o);
+        RunStore store(options_.db_path, reading_options());
         board_->clear();
         live_runs_.clear();
         live_labels_.clear();
@@ -715,10 +720,7 @@ bool MainWindow::resumeRun(qint64 id) {
     return launchUnlessBlocked(tr("Cannot resume"), [this, id] {
         // The run's own network and settings, and its newest checkpoint; the recorder reopens
         // the run itself when training starts (RunRecorder::Options::resume_run_id).
-        RunStore::Options o;
-        o.read_only = true;
-        o.detect_interrupted = false;
-        RunStore store(options_.db_path, o);
+        RunStore store(options_.db_path, reading_options());
         const Run run = store.get_run(id);
         if (run.status != RunStatus::Interrupted)
             throw Error("run " + std::to_string(id) + " is " + to_string(run.status) + ", not INTERRUPTED");
