@@ -112,7 +112,7 @@ private slots:
         const auto path = fresh("recorded");
         const auto run = record_run(path, sample_records());
         RunStore store(path);
-        QCOMPARE(store.opened_schema_version(), 6);
+        QCOMPARE(store.opened_schema_version(), schema_version());
         expectSampleRows(store, run);
         QVERIFY(store.scaling_stats(run + 1).empty());
     }
@@ -162,7 +162,7 @@ private slots:
             QCOMPARE(store.get_run(1).name, std::string("old"));
             QVERIFY(store.scaling_stats(1).empty());
         }
-        QCOMPARE(Raw(path).integer("PRAGMA user_version"), 6LL);
+        QCOMPARE(Raw(path).integer("PRAGMA user_version"), static_cast<long long>(schema_version()));
         const auto run = record_run(path, sample_records());
         RunStore store(path);
         expectSampleRows(store, run);
