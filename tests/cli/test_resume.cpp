@@ -2,7 +2,8 @@
 // run held after step 100 (the hidden --hold-after-step hook, so it is certainly still going at
 // any machine speed) gets SIGTERM, checkpoints, ends INTERRUPTED with exit status 75, and
 // `train --resume` continues it to a FINISHED run whose final weights digest equals an
-// uninterrupted run's, with every step recorded once. Ctrl-C (SIGINT) still stops (STOPPED), and
+// uninterrupted run's, with every step recorded once; a run killed outright resumes from its
+// newest checkpoint, its later rows trimmed. Ctrl-C (SIGINT) still stops (STOPPED), and
 // resuming a FINISHED run, an unknown run or with a setting that would change the run is refused
 // by name. The tests wait on the database's state (bounded polls), never on time.
 #include <QJsonDocument>
@@ -161,6 +162,36 @@ private slots:
         QCOMPARE(resumed_loss.size(), reference_loss.size());
         for (std::size_t i = 0; i < resumed_loss.size(); ++i)
             QCOMPARE(resumed_loss[i].value, reference_loss[i].value);
+    }
+
+    // A run killed outright (SIGKILL, a node lost) stays RUNNING with rows past its newest
+    // checkpoint (75, held after 100); the resume trims them and still ends like the reference.
+    void killedRunResumesFromItsNewestCheckpoint() {
+        const QString db = fresh();
+        std::int64_t run = 0;
+        const auto killed = interrupt_held_run(spiral_run(db), db, 100, SIGKILL, &run);
+        QVERIFY2(run > 0, killed.err.constData());
+        QCOMPARE(killed.exit_code, -1);
+        {
+            auto store = read_only_store(db);
+            QCOMPARE(store.latest_checkpoint(run)->step, std::int64_t{75});
+            QCOMPARE(store.series(run, "train_loss").back().step, std::int64_t{100});
+        }
+        const auto resumed =
+            run_program(kCli, {"train", "--resume", QString::number(run), "--db", db, "--quiet"});
+        QVERIFY2(resumed.exit_code == 0, resumed.err.constData());
+        auto store = read_only_store(db);
+        QCOMPARE(store.get_run(run).status, mpwb::RunStatus::Finished);
+        const auto points = store.series(run, "train_loss");
+        QCOMPARE(points.size(), std::size_t(300));
+        for (std::size_t i = 0; i < points.size(); ++i)
+            QCOMPARE(points[i].step, static_cast<std::int64_t>(i + 1));
+        QCOMPARE(store.get_run(run).latest.at("train_loss").count, std::int64_t{300});
+        const QString reference_db = fresh();
+        const auto reference = run_program(kCli, spiral_run(reference_db) + QStringList{"--json"});
+        QVERIFY2(reference.exit_code == 0, reference.err.constData());
+        QCOMPARE(final_digest(db, run),
+                 final_digest(reference_db, parse_object(reference.out)["run_id"].toInteger()));
     }
 
     void ctrlCStillStops() {
