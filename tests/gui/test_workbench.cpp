@@ -498,9 +498,10 @@ private slots:
         QVERIFY(view);
         QStringList titles;
         for (QAction* a : view->actions()) titles << a->text();
-        QCOMPARE(titles, QStringList({"Network", "Runs", "Events", "Precision", "Training", "Dataset"}));
-        for (const char* name :
-             {"dockNetwork", "dockRuns", "dockEvents", "dockPrecision", "dockTraining", "dockDataset"})
+        QCOMPARE(titles, QStringList({"Network", "Runs", "Hyperparameters", "Events", "Precision", "Training",
+                                      "Dataset"}));
+        for (const char* name : {"dockNetwork", "dockRuns", "dockHparams", "dockEvents", "dockPrecision",
+                                 "dockTraining", "dockDataset"})
             QVERIFY2(w_->findChild<QDockWidget*>(name), name);
     }
 
