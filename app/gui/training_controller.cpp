@@ -282,6 +282,9 @@ void TrainingWorker::run() {
                         open_recorder(shared_, slot_, name_, resume_ ? resume_->run_id : 0));
         Trainer& trainer = run.trainer();
         if (resume_) trainer.resume_from(*resume_->checkpoint);
+        // A workbench that crashes or is killed leaves its runs INTERRUPTED with at most this
+        // much training lost: Resume in the run browser continues them from the checkpoint.
+        if (run.recorder()) trainer.set_checkpoint_policy({.every_steps = 0, .every_seconds = 300});
         std::optional<GateTurns> gate_turns;
         if (shared_->gate) gate_turns.emplace(*shared_->gate, slot_);
         LiveObserver live(slot_, shared_, data, run);
