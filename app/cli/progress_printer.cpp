@@ -1,6 +1,8 @@
 // Terminal progress.
 #include "app/cli/progress_printer.h"
 
+#include "core/train/event_text.h"
+
 #include <unistd.h>
 
 #include <cmath>
@@ -80,10 +82,15 @@ void ProgressPrinter::on_eval(const EvalMetrics& m) {
 }
 
 void ProgressPrinter::on_event(const TrainingEvent& e) {
-    if (quiet_ || e.source != "user") return;
+    // What a person did or asked for, and how the run was cut and continued; not the scaler's
+    // own decisions (too many) nor a failure (on_run_end says it).
+    const bool shown = e.source == "user" || e.source == "signal" || e.kind == "resumed_from_checkpoint" ||
+                       e.kind == "checkpoints_unavailable";
+    if (quiet_ || !shown) return;
     clear_bar();
-    std::fprintf(stderr, "%s: step %lld: %s %s\n", label_.c_str(), static_cast<long long>(e.step),
-                 e.kind.c_str(), e.detail.dump().c_str());
+    const std::string text = event_text(e.kind, e.detail);
+    std::fprintf(stderr, "%s: step %lld: %s%s%s\n", label_.c_str(), static_cast<long long>(e.step),
+                 e.kind.c_str(), text.empty() ? "" : ": ", text.c_str());
 }
 
 void ProgressPrinter::on_run_end(const RunSummary& s) {

@@ -32,6 +32,7 @@ StoreOptions store_options(const ResumableTrainingOptions& options) {
     StoreOptions store;
     store.db = options.db;
     store.no_store = options.no_store;
+    store.busy_timeout_ms = options.busy_timeout_ms;
     store.run_name = options.run_name;
     store.tags = options.tags;
     const auto& policy = options.checkpoints;
@@ -197,8 +198,10 @@ ResumableTrainingResult resume_run(std::int64_t run_id, const ResumableTrainingO
     Preset preset;
     std::optional<TrainingCheckpoint> checkpoint;
     ResumableTrainingOptions resumed = options;
+    RunStore::Options store_options;
+    store_options.busy_timeout_ms = options.busy_timeout_ms;
     {
-        RunStore store(path);  // also marks runs whose process died INTERRUPTED
+        RunStore store(path, store_options);  // also marks runs whose process died INTERRUPTED
         const Run run = resumable_run(store, run_id);
         checkpoint = store.latest_checkpoint(run_id);
         if (!checkpoint)
@@ -214,6 +217,7 @@ ResumableTrainingResult resume_run(std::int64_t run_id, const ResumableTrainingO
     Trainer* stop_target = nullptr;
     StoreOptions store;
     store.db = path;
+    store.busy_timeout_ms = options.busy_timeout_ms;
     auto recorder = store.open_recorder(preset.name, preset.name, std::nullopt, &stop_target, {run_id, {}});
     return train_recorded(preset, resumed, std::move(recorder), stop_target, checkpoint);
 }

@@ -14,6 +14,7 @@
 
 #include "core/train/trainer.h"
 #include "resources/presets.h"
+#include "sessions/run_store.h"
 
 namespace mpwb::cli {
 
@@ -35,6 +36,9 @@ struct ResumableTrainingOptions {
     // Test hook (Trainer::hold_after_step): the run holds after this many steps (0 = never) until
     // a signal stops it, so a test can interrupt a run that is certainly still going.
     std::int64_t hold_after_step = 0;
+    // How long a write waits for another process's commit before it counts as failed: the
+    // store's 2 s, longer for a sweep's tasks, which share one database.
+    int busy_timeout_ms = RunStore::Options{}.busy_timeout_ms;
 };
 
 // --checkpoint-every, --checkpoint-minutes and the hidden --hold-after-step, shared by `train` and

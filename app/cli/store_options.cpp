@@ -36,6 +36,7 @@ std::unique_ptr<RunRecorder> StoreOptions::open_recorder(const std::string& defa
     if (no_store) return nullptr;
     RunRecorder::Options ro;
     ro.db_path = db;
+    ro.writer.busy_timeout_ms = busy_timeout_ms;
     ro.name = run_name.empty() ? default_name : run_name;
     ro.group_id = group_id;
     ro.resume_run_id = extras.resume_run_id;

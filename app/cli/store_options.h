@@ -25,6 +25,7 @@ struct RecorderExtras {
 struct StoreOptions {
     std::string db;  // empty: default_database_path()
     bool no_store = false;
+    int busy_timeout_ms = RunStore::Options{}.busy_timeout_ms;  // the recorder's writes
     std::string run_name;
     std::vector<std::string> tags;  // key or key=value
 

@@ -104,9 +104,15 @@ std::string task_sweep_uuid(const TaskArgs& args, const SweepSpec& spec) {
         "pass --sweep-uuid (sweep run and sweep slurm do) or give the spec a \"uuid\"");
 }
 
-// Several tasks of a local sweep write into one database: a task waits this long for another's
-// commit instead of the store's default 2 s.
+// A sweep's tasks, the process that runs them and the workbench that launched it all write into
+// one database: each waits this long for another's commit instead of the store's default 2 s.
 constexpr int kTaskBusyTimeoutMs = 30000;
+
+RunStore::Options sweep_store_options() {
+    RunStore::Options options;
+    options.busy_timeout_ms = kTaskBusyTimeoutMs;
+    return options;
+}
 
 std::string run_name(const SweepSpec& spec, const PlannedRun& run) {
     return spec.name + " #" + std::to_string(run.index) + " " + sweep_settings_text(run);
@@ -116,9 +122,8 @@ int run_task(TaskArgs args) {
     const SweepSpec spec = read_sweep_spec_file(args.spec);
     const PlannedRun run = plan_sweep_run(spec, args.index);
     args.training.db = database_or_default(args.training.db);
-    RunStore::Options store_options;
-    store_options.busy_timeout_ms = kTaskBusyTimeoutMs;
-    RunStore store(args.training.db, store_options);
+    args.training.busy_timeout_ms = kTaskBusyTimeoutMs;
+    RunStore store(args.training.db, sweep_store_options());
     const std::int64_t sweep_id = store.create_sweep(
         {0, task_sweep_uuid(args, spec), spec.name, spec.source.dump(), sweep_run_count(spec), 0, {}});
     // A requeued task continues its own run from its checkpoint; a finished one is done.
@@ -245,7 +250,11 @@ std::pair<std::int64_t, std::string> run_outcome(RunStore& store, std::int64_t s
 class LocalSweep {
 public:
     LocalSweep(const RunArgs& args, const SweepSpec& spec, std::int64_t runs)
-        : args_(args), spec_(spec), runs_(runs), db_(database_or_default(args.db)), store_(db_) {
+        : args_(args),
+          spec_(spec),
+          runs_(runs),
+          db_(database_or_default(args.db)),
+          store_(db_, sweep_store_options()) {
         SweepRecord record{0, "", spec.name, spec.source.dump(), runs, 0, {}};
         sweep_id_ = store_.create_sweep(record);
         uuid_ = store_.get_sweep(sweep_id_).uuid;

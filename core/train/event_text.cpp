@@ -106,6 +106,14 @@ std::string event_text(const std::string& kind, const nlohmann::json& detail) {
     if (kind == "lr_changed")
         return "learning rate " + shortest_text(get(d, "from")) + " → " + shortest_text(get(d, "to"));
     if (kind == "failed") return text(d, "error");
+    if (kind == "interrupted")  // Trainer::checkpoint_and_stop (SIGTERM)
+        return "checkpoint at step " + shortest_text(get(d, "checkpoint_step", 0)) + "; resumable";
+    if (kind == "resumed_from_checkpoint")
+        return "resumed from the checkpoint at step " + shortest_text(get(d, "step", 0)) + " (epoch " +
+               shortest_text(get(d, "epoch", 0) + 1) + ", batch " + shortest_text(get(d, "batch", 0) + 1) +
+               ")";
+    if (kind == "checkpoints_unavailable")
+        return "no checkpoints: the " + text(d, "engine") + " engine cannot save its state";
     if (kind == "summary") {
         std::string s = text(d, "status") + " after " + shortest_text(get(d, "steps", 0)) +
                         " steps, test accuracy " + percent_text(get(d, "test_accuracy", 0)) + ", " +

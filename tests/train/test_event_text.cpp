@@ -53,6 +53,15 @@ private slots:
         QTest::newRow("paused") << "paused"
                                 << "{}"
                                 << "";
+        QTest::newRow("interrupted") << "interrupted"
+                                     << R"({"checkpoint_step":100})"
+                                     << "checkpoint at step 100; resumable";
+        QTest::newRow("resumed") << "resumed_from_checkpoint"
+                                 << R"({"step":100,"epoch":1,"batch":4})"
+                                 << "resumed from the checkpoint at step 100 (epoch 2, batch 5)";
+        QTest::newRow("no checkpoints") << "checkpoints_unavailable"
+                                        << R"({"engine":"CUDA graphs"})"
+                                        << "no checkpoints: the CUDA graphs engine cannot save its state";
         QTest::newRow("unknown") << "something_new"
                                  << R"({"a":1,"b":"x"})"
                                  << "a=1, b=x";
