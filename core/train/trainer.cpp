@@ -533,11 +533,7 @@ void Trainer::start_engine(Run& run) {
     run.engine = make_engine(total_steps());
     run.checkpoints = run.engine->capabilities().checkpoints;
     if (!run.checkpoints && (checkpoint_policy_.every_steps > 0 || checkpoint_policy_.every_seconds > 0))
-        emit_event({run.step,
-                    run.seconds(),
-                    "checkpoints_unavailable",
-                    "trainer",
-                    {{"engine", run.engine->description()}}});
+        announce_no_checkpoints(run);
     if (!resume_) return;
     run.engine->load_state(resume_->engine);
     emit_event({run.step,
@@ -604,11 +600,7 @@ bool Trainer::checkpoint_point(Run& run, int64_t epoch, int64_t batch) {
     if (!interrupt && !checkpoint_due(run)) return false;
     collect(run, true);
     if (!run.checkpoints) {  // only a request gets here: it stops the run without one
-        emit_event({run.step,
-                    run.seconds(),
-                    "checkpoints_unavailable",
-                    "trainer",
-                    {{"engine", run.engine->description()}}});
+        announce_no_checkpoints(run);
         stop_ = true;
         return true;
     }
@@ -621,6 +613,14 @@ bool Trainer::checkpoint_point(Run& run, int64_t epoch, int64_t batch) {
     run.interrupted = true;
     emit_event({run.step, run.seconds(), "interrupted", "signal", {{"checkpoint_step", run.step}}});
     return true;
+}
+
+void Trainer::announce_no_checkpoints(Run& run) {
+    emit_event({run.step,
+                run.seconds(),
+                "checkpoints_unavailable",
+                "trainer",
+                {{"engine", run.engine->description()}}});
 }
 
 bool Trainer::checkpoint_due(const Run& run) const {

@@ -127,6 +127,8 @@ private:
     // run ends here, interrupted by checkpoint_and_stop.
     bool checkpoint_point(Run& run, int64_t epoch, int64_t batch);
     bool checkpoint_due(const Run& run) const;
+    // The "checkpoints_unavailable" event: the engine cannot save its state.
+    void announce_no_checkpoints(Run& run);
     void hand_checkpoint(Run& run, int64_t epoch, int64_t batch);
     void final_checkpoint(Run& run);
     TrainingCheckpoint take_checkpoint(Run& run, int64_t epoch, int64_t batch);
