@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything MP Workbench needs to build, test and run on Debian 12.
 # Idempotent: packages already present are skipped by apt.
-# Usage: packaging/install-deps.sh [--with-torch]   (torch only for the PyTorch comparison bench)
+# Usage: packaging/install-deps.sh
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -19,8 +19,10 @@ packages=(
   clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-format-14
   # The cluster test (tests/cluster): a one-node Slurm with munge authentication.
   slurm-wlm munge
+  # Image-folder datasets (stb_image, in core), and the PyTorch export round trip of the suite
+  # (the exported script runs under Debian's torch; also the PyTorch comparison bench).
+  libstb-dev python3-numpy python3-torch
 )
-if [ "${1:-}" = "--with-torch" ]; then packages+=(python3-torch); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
