@@ -70,6 +70,12 @@ Figure render(QCustomPlot* plot, const QString& title, const QString& caption, i
 
 }  // namespace
 
+std::string report_detail::smoothing_statement(double smoothing) {
+    if (smoothing <= 0) return "Training curves not smoothed.";
+    return "Training curves smoothed with EMA α = " + shortest_text(smoothing) +
+           "; the raw values are drawn faded behind and the CSV holds them.";
+}
+
 Figure report_detail::render_plot(QCustomPlot* plot, const QString& title, const QString& caption, int width,
                                   int height) {
     Figure f;
@@ -96,10 +102,12 @@ PlotSeries add_curve(RunStore& store, const Run& run, const MetricCurve& curve, 
     return series;
 }
 
-// The loss, accuracy and throughput plots: the curves kMetricCurves puts on each.
-std::optional<Figure> curve_figure(RunStore& store, const std::vector<RunRow>& rows, const CurvePlot& spec) {
+// The loss, accuracy and throughput plots: the curves kMetricCurves puts on each, the training
+// curves smoothed with the EMA weight the user chose (0: raw).
+std::optional<Figure> curve_figure(RunStore& store, const std::vector<RunRow>& rows, const CurvePlot& spec,
+                                   double smoothing) {
     SeriesPlot plot(spec.kind);
-    bool any = false, smoothed = false, has_test = false;
+    bool any = false, has_test = false;
     double vmin = INFINITY, vmax = 0;
     for (const RunRow& row : rows) {
         const int key = plot.addRun(row.label, QString::fromStdString(row.run.precision));
@@ -109,7 +117,6 @@ std::optional<Figure> curve_figure(RunStore& store, const std::vector<RunRow>& r
             const PlotSeries series = add_curve(store, row.run, c, plot, key);
             any = any || !series.steps.empty();
             if (c.curve != SeriesPlot::Curve::Train) continue;
-            smoothed = smoothed || series.steps.size() > 200;
             for (double v : series.values)
                 if (std::isfinite(v) && v > 0) {
                     vmin = std::min(vmin, v);
@@ -118,12 +125,9 @@ std::optional<Figure> curve_figure(RunStore& store, const std::vector<RunRow>& r
         }
     }
     if (!any) return std::nullopt;
-    if (smoothed) plot.setSmoothing(0.8);
+    plot.setSmoothing(smoothing);
     if (spec.kind == SeriesPlot::Kind::Loss && vmax > 0 && vmax / vmin > 30) plot.setLogY(true);
-    QString caption;
-    if (smoothed)
-        caption =
-            QStringLiteral("Training curves smoothed for display (EMA 0.8); the CSV holds the raw values.");
+    QString caption = QString::fromStdString(report_detail::smoothing_statement(smoothing));
     if (spec.kind == SeriesPlot::Kind::Throughput)
         caption += QStringLiteral(
             " Samples per second of each training step; the table's samples/s is the training "
@@ -152,11 +156,12 @@ std::optional<Figure> scale_figure(RunStore& store, const std::vector<RunRow>& r
         QStringLiteral("log₂ axis; red triangles: overflow (non-finite gradient), crosses: skipped steps."));
 }
 
-std::vector<Figure> curve_figures(RunStore& store, const std::vector<RunRow>& rows) {
+std::vector<Figure> curve_figures(RunStore& store, const std::vector<RunRow>& rows, double smoothing) {
     std::vector<Figure> figures;
     for (const CurvePlot& spec : kCurvePlots) {
-        const auto figure = spec.kind == SeriesPlot::Kind::LossScale ? scale_figure(store, rows, spec)
-                                                                     : curve_figure(store, rows, spec);
+        const auto figure = spec.kind == SeriesPlot::Kind::LossScale
+                                ? scale_figure(store, rows, spec)
+                                : curve_figure(store, rows, spec, smoothing);
         if (figure) figures.push_back(*figure);
     }
     return figures;
@@ -330,6 +335,9 @@ std::vector<std::string> write_report(const ReportRequest& request) {
     for (const std::string& o : request.extra_outputs)
         if (!o.empty()) outputs.push_back(o);
     if (outputs.empty()) throw ReportError("no output file given: name a .html or .pdf file");
+    if (!(request.smoothing >= 0 && request.smoothing < 1))
+        throw ReportError("smoothing " + shortest_text(request.smoothing) +
+                          " is not an EMA weight: give a number from 0 up to but not including 1");
     for (const std::string& o : outputs) check_output(o);
 
     const std::string db_path = request.database.empty() ? default_database_path() : request.database;
@@ -398,7 +406,8 @@ std::vector<std::string> write_report(const ReportRequest& request) {
             for (const RunRow& r : content.rows) names << r.label;
             content.title = QStringLiteral("Run comparison: ") + names.join(QStringLiteral(" vs "));
         }
-        content.curves = curve_figures(*store, content.rows);
+        content.smoothing = request.smoothing;
+        content.curves = curve_figures(*store, content.rows, request.smoothing);
         content.histograms = histogram_figures(*store, content.rows);
         content.scaling = report_detail::scaling_sections(*store, content.rows, kPlotWidth);
     } catch (const StoreError& e) {

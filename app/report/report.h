@@ -29,15 +29,18 @@ struct ReportRequest {
     // Test accuracy whose first reach is timed; 0: 95% of the best final test accuracy.
     double target_accuracy = 0;
     std::string title;  // empty: "Run comparison: <names>"
+    // EMA display smoothing of the training curves, alpha in [0, 1) as the workbench's smoothing
+    // slider (0: not smoothed). The raw curve is drawn faded behind; the report states the value.
+    double smoothing = 0;
 };
 
 // Writes the report; returns the files written (outputs and CSV). Throws ReportError with a
 // message naming the problem: empty selection, unknown run id, unknown suffix, unwritable path,
-// database that cannot be opened.
+// database that cannot be opened, smoothing outside [0, 1).
 std::vector<std::string> write_report(const ReportRequest& request);
 
 // `report --runs 3,4 --out report.html [--out report.pdf] [--db PATH] [--target-accuracy X]
-//  [--title T]`. argv may start with the program name and "report" (as `mpwb report ...`
+//  [--title T] [--smoothing ALPHA]`. argv may start with the program name and "report" (as `mpwb report ...`
 // passes them) or with the program name only. Prints the files written; errors go to stderr
 // with exit status 1 (2 for a bad command line). Creates a QApplication (offscreen platform
 // unless QT_QPA_PLATFORM is set) when none exists.

@@ -48,11 +48,17 @@ int run_report_command(int argc, char** argv) {
         QStringLiteral("X"));
     const QCommandLineOption title(QStringLiteral("title"), QStringLiteral("Report title."),
                                    QStringLiteral("TEXT"));
-    parser.addOptions({help, runs, out, db, target, title});
+    const QCommandLineOption smoothing(
+        QStringLiteral("smoothing"),
+        QStringLiteral(
+            "EMA smoothing of the training curves, 0 (none, the default) up to but not including 1, "
+            "as the workbench's smoothing slider."),
+        QStringLiteral("ALPHA"));
+    parser.addOptions({help, runs, out, db, target, title, smoothing});
     auto usage_error = [&](const QString& message) {
         std::fprintf(stderr,
                      "mpwb report: %s\nusage: mpwb report --runs ID,ID --out report.html|report.pdf "
-                     "[--db PATH] [--target-accuracy X]\n",
+                     "[--db PATH] [--target-accuracy X] [--smoothing ALPHA]\n",
                      qPrintable(message));
         return 2;
     };
@@ -85,6 +91,15 @@ int run_report_command(int argc, char** argv) {
         if (!ok || request.target_accuracy < 0 || request.target_accuracy > 100)
             return usage_error(QStringLiteral("--target-accuracy: \"%1\" is not an accuracy (0..1 or 0..100)")
                                    .arg(parser.value(target)));
+    }
+    if (parser.isSet(smoothing)) {
+        bool ok = false;
+        request.smoothing = parser.value(smoothing).toDouble(&ok);
+        if (!ok || !(request.smoothing >= 0 && request.smoothing < 1))
+            return usage_error(
+                QStringLiteral(
+                    "--smoothing: \"%1\" is not an EMA weight (a number from 0 up to but not including 1)")
+                    .arg(parser.value(smoothing)));
     }
     try {
         for (const std::string& f : write_report(request)) std::printf("wrote %s\n", f.c_str());

@@ -285,6 +285,8 @@ QString to_browser_html(const ReportContent& c) {
         }
     };
     h += QStringLiteral("<h2>Training curves</h2>\n");
+    h += QStringLiteral("<p class=\"note smoothing\">") +
+         html_escape(QString::fromStdString(smoothing_statement(c.smoothing))) + QStringLiteral("</p>\n");
     if (c.curves.empty()) h += QStringLiteral("<p>No metrics stored.</p>\n");
     figures(c.curves);
     h += QStringLiteral("<h2>Gradient exponent histograms</h2>\n");
@@ -343,6 +345,8 @@ QString to_document_html(const ReportContent& c) {
         }
     };
     h += QStringLiteral("<h3 style=\"page-break-before:always\">Training curves</h3>");
+    h += QStringLiteral("<p style=\"color:#555555; font-size:small\">") +
+         html_escape(QString::fromStdString(smoothing_statement(c.smoothing))) + QStringLiteral("</p>");
     if (c.curves.empty()) h += QStringLiteral("<p>No metrics stored.</p>");
     figures(c.curves);
     h += QStringLiteral("<h3 style=\"page-break-before:always\">Gradient exponent histograms</h3>");

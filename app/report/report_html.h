@@ -43,12 +43,16 @@ struct ReportContent {
     QString database;
     double target_accuracy = 0;
     bool target_chosen = false;  // derived from the runs, not given
+    double smoothing = 0;        // EMA weight of the training curves (ReportRequest::smoothing)
     std::vector<RunRow> rows;
     std::vector<ConfigDiffEntry> diff;
     std::vector<Figure> curves;
     std::vector<Figure> histograms;
     std::vector<ScalingSection> scaling;  // only runs that stored scaling statistics
 };
+
+// "Training curves smoothed with EMA α = 0.6; ..." or "Training curves not smoothed." (report.cpp).
+std::string smoothing_statement(double smoothing);
 
 QString to_browser_html(const ReportContent& c);
 // For QTextDocument: images referenced as "img:<index>" (curves first, then histograms, then

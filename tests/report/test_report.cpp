@@ -13,7 +13,10 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
+#include <cstdio>
+#include <fcntl.h>
 #include <random>
+#include <unistd.h>
 
 using namespace mpwb;
 
@@ -120,6 +123,22 @@ QString read_all(const QString& path) {
     return QString::fromUtf8(f.readAll());
 }
 
+// Runs the report command with stderr sent to a file; returns the exit status and what it printed.
+std::pair<int, QString> run_capturing_stderr(std::vector<QByteArray> args, const QString& err_path) {
+    std::vector<char*> argv;
+    for (QByteArray& a : args) argv.push_back(a.data());
+    std::fflush(stderr);
+    const int saved = dup(2);
+    const int fd = ::open(err_path.toLocal8Bit().constData(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    const int status = run_report_command(static_cast<int>(argv.size()), argv.data());
+    std::fflush(stderr);
+    dup2(saved, 2);
+    ::close(fd);
+    ::close(saved);
+    return {status, read_all(err_path)};
+}
+
 QString pct(double fraction, int decimals = 2) {
     return QString::number(fraction * 100, 'f', decimals) + QLatin1Char('%');
 }
@@ -135,6 +154,8 @@ private slots:
     void csvHoldsEveryPoint();
     void commandLineWritesTheReport();
     void badRequestsGiveClearErrors();
+    void smoothingIsStated();
+    void badSmoothingNamesTheOption();
 
 private:
     QTemporaryDir dir_;
@@ -300,6 +321,49 @@ void TestReport::badRequestsGiveClearErrors() {
     r.run_ids = {mixed_.id};
     QCOMPARE(message(r), QStringLiteral("<no error>"));
     QVERIFY(read_all(dir_.filePath(QStringLiteral("x.html"))).contains(QStringLiteral("nothing to compare")));
+}
+
+void TestReport::smoothingIsStated() {
+    // The default report (initTestCase) is not smoothed and says so.
+    const QString plain = read_all(dir_.filePath(QStringLiteral("report.html")));
+    QVERIFY(plain.contains(QStringLiteral("Training curves not smoothed.")));
+    QVERIFY(!plain.contains(QStringLiteral("EMA α")));
+    ReportRequest req;
+    req.database = db_;
+    req.run_ids = {fp32_.id, mixed_.id};
+    req.output = dir_.filePath(QStringLiteral("smoothed.html")).toStdString();
+    req.smoothing = 0.6;
+    write_report(req);
+    const QString html = read_all(dir_.filePath(QStringLiteral("smoothed.html")));
+    QVERIFY(html.contains(QStringLiteral("Training curves smoothed with EMA α = 0.6;")));
+    QVERIFY(!html.contains(QStringLiteral("not smoothed")));
+}
+
+void TestReport::badSmoothingNamesTheOption() {
+    const QString err = dir_.filePath(QStringLiteral("stderr.txt"));
+    const QByteArray runs = QByteArray::number(qlonglong(fp32_.id));
+    const QByteArray out = dir_.filePath(QStringLiteral("bad.html")).toUtf8();
+    for (const char* bad : {"1", "1.5", "-0.1", "abc"}) {
+        const auto [status, text] =
+            run_capturing_stderr({"mpwb", "report", "--runs", runs, "--out", out, "--db",
+                                  QByteArray::fromStdString(db_), "--smoothing", bad},
+                                 err);
+        QCOMPARE(status, 2);
+        QVERIFY2(text.contains(QStringLiteral("--smoothing: \"%1\"").arg(QLatin1String(bad))),
+                 qPrintable(text));
+    }
+    QVERIFY(!QFile::exists(QString::fromUtf8(out)));
+    ReportRequest req;
+    req.database = db_;
+    req.run_ids = {fp32_.id};
+    req.output = out.toStdString();
+    req.smoothing = 1;
+    try {
+        write_report(req);
+        QFAIL("smoothing 1 was accepted");
+    } catch (const ReportError& e) {
+        QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("smoothing 1")), e.what());
+    }
 }
 
 QTEST_MAIN(TestReport)
