@@ -4,9 +4,22 @@
 #include "core/common/error.h"
 #include "core/data/csv_reader.h"
 #include "core/data/idx_reader.h"
+#include "core/data/image_folder.h"
 #include "core/data/normalize.h"
 
 namespace mpwb {
+
+ImageFolderOptions image_folder_options(const DatasetSpec& spec) {
+    spec.validate();
+    ImageFolderOptions options;
+    options.sample = {.height = spec.image_height,
+                      .width = spec.image_width,
+                      .channels = spec.channels,
+                      .mismatch = parse_size_mismatch(spec.size_mismatch, "dataset.size_mismatch")};
+    options.test_ratio = spec.test_ratio;
+    options.seed = spec.seed;
+    return options;
+}
 
 Dataset load_dataset(const DatasetSpec& spec) {
     Dataset data;
@@ -34,9 +47,13 @@ Dataset load_dataset(const DatasetSpec& spec) {
         options.seed = spec.seed;
         set_label_column(options, spec.label_column, spec.path);
         data = load_csv_dataset(spec.path, options);
+    } else if (spec.kind == "image-folder") {
+        if (spec.path.empty()) throw DataError("image-folder dataset needs a folder (--data-path)");
+        data = load_image_folder(spec.path, image_folder_options(spec));
     } else {
-        throw ConfigError("unknown dataset '" + spec.kind +
-                          "'; choose spiral, circles, xor, gauss, moons, fashion-mnist, mnist or csv");
+        throw ConfigError(
+            "unknown dataset '" + spec.kind +
+            "'; choose spiral, circles, xor, gauss, moons, fashion-mnist, mnist, csv or image-folder");
     }
     check_dataset_finite(data);
     if (spec.normalize && !spec.is_synthetic())

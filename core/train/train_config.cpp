@@ -7,11 +7,22 @@
 
 #include "core/common/error.h"
 #include "core/common/json_input.h"
+#include "core/data/image_folder.h"
 
 namespace mpwb {
 
 bool DatasetSpec::is_synthetic() const {
     return kind == "spiral" || kind == "circles" || kind == "xor" || kind == "gauss" || kind == "moons";
+}
+
+void DatasetSpec::validate() const {
+    if (kind != "image-folder") return;
+    check_image_sample_options({.height = image_height, .width = image_width, .channels = channels},
+                               "dataset.");
+    (void)parse_size_mismatch(size_mismatch, "dataset.size_mismatch");
+    if (!(test_ratio > 0.0 && test_ratio < 1.0))
+        throw ConfigError("dataset.test_ratio must be between 0 and 1 (exclusive), gets " +
+                          std::to_string(test_ratio));
 }
 
 PrecisionPolicy TrainConfig::policy() const {
@@ -47,6 +58,7 @@ void TrainConfig::validate() const {
     if (eval_every < 0) throw ConfigError("eval_every must be >= 0, gets " + std::to_string(eval_every));
     if (eval_batch < 1)
         throw ConfigError("eval_batch must be at least 1, gets " + std::to_string(eval_batch));
+    dataset.validate();
     optimizer.validate();
     schedule.validate();
     effective_scaler().validate();
@@ -69,6 +81,14 @@ nlohmann::json to_json(const DatasetSpec& s) {
         j["test_ratio"] = s.test_ratio;
         j["seed"] = s.seed;
         j["label_column"] = s.label_column;
+    }
+    if (s.kind == "image-folder") {
+        j["test_ratio"] = s.test_ratio;
+        j["seed"] = s.seed;
+        j["image_height"] = s.image_height;
+        j["image_width"] = s.image_width;
+        j["channels"] = s.channels;
+        j["size_mismatch"] = s.size_mismatch;
     }
     return j;
 }
@@ -98,9 +118,9 @@ nlohmann::json to_json(const TrainConfig& c) {
 namespace {
 
 void read_dataset(const nlohmann::json& d, DatasetSpec& spec) {
-    check_setting_keys(
-        d, "dataset",
-        {"kind", "path", "samples", "noise", "test_ratio", "classes", "seed", "normalize", "label_column"});
+    check_setting_keys(d, "dataset",
+                       {"kind", "path", "samples", "noise", "test_ratio", "classes", "seed", "normalize",
+                        "label_column", "image_height", "image_width", "channels", "size_mismatch"});
     read_setting(d, "dataset", "kind", spec.kind);
     read_setting(d, "dataset", "path", spec.path);
     read_setting(d, "dataset", "samples", spec.samples);
@@ -110,6 +130,11 @@ void read_dataset(const nlohmann::json& d, DatasetSpec& spec) {
     read_setting(d, "dataset", "seed", spec.seed);
     read_setting(d, "dataset", "normalize", spec.normalize);
     read_setting(d, "dataset", "label_column", spec.label_column);
+    read_setting(d, "dataset", "image_height", spec.image_height);
+    read_setting(d, "dataset", "image_width", spec.image_width);
+    read_setting(d, "dataset", "channels", spec.channels);
+    read_setting(d, "dataset", "size_mismatch", spec.size_mismatch);
+    spec.validate();
 }
 
 // The settings that are one value each; the nested objects are read by their own readers.

@@ -17,9 +17,9 @@
 namespace mpwb {
 
 struct DatasetSpec {
-    // "spiral", "circles", "xor", "gauss", "moons", "fashion-mnist", "mnist", "csv"
+    // "spiral", "circles", "xor", "gauss", "moons", "fashion-mnist", "mnist", "csv", "image-folder"
     std::string kind = "spiral";
-    std::string path;  // folder for IDX sets (default: Debian's), file for CSV
+    std::string path;  // folder for IDX sets (default: Debian's) and image folders, file for CSV
     int64_t samples = 1000;
     float noise = 0.0f;
     double test_ratio = 0.2;
@@ -27,8 +27,15 @@ struct DatasetSpec {
     uint64_t seed = 1;
     bool normalize = true;     // per-channel mean/std from the train split
     std::string label_column;  // CSV: name or index; empty = last column
+    // Image folders: every image becomes channels x image_height x image_width; one of another
+    // size is resized or refused (size_mismatch "resize" or "error").
+    int image_height = 28, image_width = 28;
+    int channels = 1;  // 1 grayscale, 3 RGB
+    std::string size_mismatch = "resize";
 
     bool is_synthetic() const;
+    // ConfigError naming the field ("dataset.channels ...") for image settings out of range.
+    void validate() const;
 };
 
 struct TrainConfig {

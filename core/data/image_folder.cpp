@@ -1,0 +1,392 @@
+// Image-folder reader. The folder is listed first (names, sizes and the first bytes of every
+// file, so a wrong file is named before minutes of decoding), then the split is drawn, then each
+// image is decoded straight into its row of the train or test tensor. Only regular files are
+// opened (a FIFO would block) and only one level below the class folders is read, so a link
+// loop can make an entry unreadable but never an endless walk.
+#include "core/data/image_folder.h"
+
+#include <stb/stb_image.h>
+#include <stb/stb_image_resize.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "core/common/checked_arith.h"
+#include "core/common/error.h"
+#include "core/common/input_file.h"
+#include "core/common/rng.h"
+#include "core/data/idx_reader.h"
+
+namespace mpwb {
+namespace {
+
+namespace fs = std::filesystem;
+
+enum class ImageFormat { None, Png, Jpeg };
+
+constexpr std::array<uint8_t, 8> kPngSignature = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+constexpr size_t kSniffBytes = kPngSignature.size();
+
+ImageFormat sniff_format(std::span<const uint8_t> head) {
+    if (head.size() >= kPngSignature.size() &&
+        std::equal(kPngSignature.begin(), kPngSignature.end(), head.begin()))
+        return ImageFormat::Png;
+    if (head.size() >= 3 && head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF) return ImageFormat::Jpeg;
+    return ImageFormat::None;
+}
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0.
+size_t utf8_sequence_length(const std::string& s, size_t i) {
+    const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+    const unsigned char c = byte(i);
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return 0;
+    for (size_t k = 1; k < len; ++k)
+        if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    if (len == 2 && c < 0xC2) return 0;  // overlong
+    return len;
+}
+
+// Names from the file system are bytes; messages, class names and stored runs are UTF-8 (the
+// JSON writer throws on anything else), so each invalid byte becomes U+FFFD.
+std::string display_text(const std::string& bytes) {
+    std::string out;
+    out.reserve(bytes.size());
+    for (size_t i = 0; i < bytes.size();) {
+        const size_t len = utf8_sequence_length(bytes, i);
+        if (len == 0) {
+            out += "\xEF\xBF\xBD";
+            ++i;
+        } else {
+            out.append(bytes, i, len);
+            i += len;
+        }
+    }
+    return out;
+}
+
+std::string quoted(const fs::path& path) { return "'" + display_text(path.string()) + "'"; }
+
+bool has_image_extension(const fs::path& path) {
+    std::string ext = path.extension().string();
+    for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
+}
+
+// The first bytes of a regular file (fewer when it is shorter).
+std::vector<uint8_t> read_head(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw DataError("cannot open " + quoted(path) + " for reading");
+    std::vector<uint8_t> head(kSniffBytes);
+    in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<size_t>(in.gcount()));
+    return head;
+}
+
+// Counts listed entries against the limit, whichever folder they are in.
+class EntryBudget {
+public:
+    EntryBudget(const fs::path& root, int64_t limit) : root_(root), limit_(limit) {}
+    void take() {
+        if (++used_ > limit_)
+            throw DataError("image folder " + quoted(root_) + " has more than " + std::to_string(limit_) +
+                            " entries (the limit of one image folder)");
+    }
+
+private:
+    fs::path root_;
+    int64_t limit_, used_ = 0;
+};
+
+// The entries of a folder, sorted by name (bytes), each counted against the budget.
+std::vector<fs::directory_entry> sorted_entries(const fs::path& folder, EntryBudget& budget) {
+    std::error_code ec;
+    fs::directory_iterator it(folder, ec), end;
+    std::vector<fs::directory_entry> entries;
+    for (; !ec && it != end; it.increment(ec)) {
+        budget.take();
+        entries.push_back(*it);
+    }
+    if (ec) throw DataError("cannot list folder " + quoted(folder) + ": " + ec.message());
+    std::sort(entries.begin(), entries.end(),
+              [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
+    return entries;
+}
+
+// The entry's type, following links; DataError for a broken link, a loop or no permission.
+fs::file_type entry_type(const fs::directory_entry& entry) {
+    std::error_code ec;
+    const fs::file_status status = entry.status(ec);
+    if (ec) throw DataError("cannot examine " + quoted(entry.path()) + ": " + ec.message());
+    return status.type();
+}
+
+bool is_hidden(const fs::path& path) { return path.filename().string().starts_with('.'); }
+
+// One file of a class folder: added to `files` when its content is PNG or JPEG, counted as
+// ignored otherwise; a file named as an image that is not one is an error.
+void scan_file(const fs::path& path, const ImageFolderLimits& limits, ImageFolderScan& scan,
+               std::vector<std::string>& files) {
+    std::error_code ec;
+    const uint64_t bytes = fs::file_size(path, ec);
+    if (ec) throw DataError("cannot examine " + quoted(path) + ": " + ec.message());
+    const ImageFormat format = bytes == 0 ? ImageFormat::None : sniff_format(read_head(path));
+    if (format == ImageFormat::None) {
+        if (!has_image_extension(path)) {
+            ++scan.ignored_files;
+            return;
+        }
+        throw DataError(
+            "image file " + quoted(path) +
+            (bytes == 0 ? " is empty (0 bytes)" : " is not a PNG or JPEG file (its first bytes say so)"));
+    }
+    if (bytes > limits.max_file_bytes)
+        throw DataError("image file " + quoted(path) + " has " + byte_size_text(bytes) +
+                        ", more than the limit of " + byte_size_text(limits.max_file_bytes));
+    scan.image_bytes += bytes;
+    if (scan.image_bytes > limits.max_total_bytes)
+        throw DataError("the images of the folder take more than the limit of " +
+                        byte_size_text(limits.max_total_bytes) + " (reached at " + quoted(path) + ")");
+    files.push_back(path.string());
+}
+
+void scan_class_folder(const fs::path& folder, const ImageFolderLimits& limits, EntryBudget& budget,
+                       ImageFolderScan& scan) {
+    std::vector<std::string> files;
+    for (const fs::directory_entry& entry : sorted_entries(folder, budget)) {
+        const fs::file_type type = entry_type(entry);
+        if (type == fs::file_type::regular)
+            scan_file(entry.path(), limits, scan, files);
+        else
+            ++scan.ignored_files;  // nested folders, FIFOs, devices: not read
+    }
+    if (files.empty()) throw DataError("class folder " + quoted(folder) + " holds no PNG or JPEG images");
+    scan.class_names.push_back(display_text(folder.filename().string()));
+    scan.files.push_back(std::move(files));
+}
+
+// "…/cats/" names the folder "cats".
+fs::path without_trailing_separator(const std::string& root) {
+    fs::path dir(root);
+    return dir.has_filename() ? dir : dir.parent_path();
+}
+
+void check_root(const fs::path& root) {
+    std::error_code ec;
+    const fs::file_status status = fs::status(root, ec);
+    if (!fs::exists(status)) throw DataError("image folder " + quoted(root) + " does not exist");
+    if (!fs::is_directory(status)) throw DataError("image folder " + quoted(root) + " is not a folder");
+}
+
+// ---- decoding ----
+
+struct StbFree {
+    void operator()(stbi_uc* p) const { stbi_image_free(p); }
+};
+
+std::string failure_reason() {
+    const char* reason = stbi_failure_reason();
+    return reason ? reason : "unknown error";
+}
+
+// A JPEG ends with its end-of-image marker (FF D9); entropy-coded data never holds one (an FF
+// there is followed by 00), so a file without it was cut off. stb_image would decode such a file
+// into an image whose missing part is grey.
+bool has_jpeg_end_marker(std::span<const uint8_t> bytes) {
+    for (size_t i = bytes.size(); i >= 2; --i)
+        if (bytes[i - 2] == 0xFF && bytes[i - 1] == 0xD9) return true;
+    return false;
+}
+
+void check_header_size(int width, int height, const std::string& name, const ImageSampleOptions& options,
+                       const ImageFolderLimits& limits) {
+    const std::string size = std::to_string(height) + "x" + std::to_string(width);
+    if (height > limits.max_image_side || width > limits.max_image_side ||
+        int64_t{height} * width > limits.max_image_pixels)
+        throw DataError("image file '" + name + "' is " + size +
+                        " (height x width), more than the limit of " + std::to_string(limits.max_image_side) +
+                        " pixels a side and " + size_text(limits.max_image_pixels) + " pixels");
+    if (options.mismatch == SizeMismatch::Error && (height != options.height || width != options.width))
+        throw DataError("image file '" + name + "' is " + size + " (height x width), not the chosen " +
+                        std::to_string(options.height) + "x" + std::to_string(options.width) +
+                        "; resize the images or choose size_mismatch \"resize\"");
+}
+
+}  // namespace
+
+const char* size_mismatch_name(SizeMismatch policy) {
+    return policy == SizeMismatch::Error ? "error" : "resize";
+}
+
+SizeMismatch parse_size_mismatch(const std::string& name, const std::string& field) {
+    if (name == "resize") return SizeMismatch::Resize;
+    if (name == "error") return SizeMismatch::Error;
+    throw ConfigError(field + " must be \"resize\" or \"error\", gets \"" + display_text(name) + "\"");
+}
+
+void check_image_sample_options(const ImageSampleOptions& options, const std::string& where) {
+    const auto check_side = [&](int value, const char* field) {
+        if (value < 1 || value > kImageMaxSide)
+            throw ConfigError(where + field + " must be 1.." + std::to_string(kImageMaxSide) + ", gets " +
+                              std::to_string(value));
+    };
+    check_side(options.height, "image_height");
+    check_side(options.width, "image_width");
+    if (options.channels != 1 && options.channels != 3)
+        throw ConfigError(where + "channels must be 1 (grayscale) or 3 (RGB), gets " +
+                          std::to_string(options.channels));
+}
+
+int64_t ImageFolderScan::image_count() const {
+    int64_t n = 0;
+    for (const auto& f : files) n += static_cast<int64_t>(f.size());
+    return n;
+}
+
+ImageFolderScan scan_image_folder(const std::string& root_text, const ImageFolderLimits& limits) {
+    const fs::path root = without_trailing_separator(root_text);
+    check_root(root);
+    EntryBudget budget(root, limits.max_entries);
+    ImageFolderScan scan;
+    for (const fs::directory_entry& entry : sorted_entries(root, budget)) {
+        if (entry_type(entry) != fs::file_type::directory || is_hidden(entry.path())) {
+            ++scan.ignored_files;  // files beside the class folders, hidden folders (.git)
+            continue;
+        }
+        if (static_cast<int>(scan.class_names.size()) == limits.max_classes)
+            throw DataError("image folder " + quoted(root) + " has more than " +
+                            std::to_string(limits.max_classes) + " class folders (the limit)");
+        scan_class_folder(entry.path(), limits, budget, scan);
+    }
+    if (scan.class_names.size() < 2)
+        throw DataError("image folder " + quoted(root) + " has " + std::to_string(scan.class_names.size()) +
+                        " class folder" + (scan.class_names.size() == 1 ? "" : "s") +
+                        "; it needs one sub-folder per class, at least 2");
+    return scan;
+}
+
+std::vector<float> decode_image_sample(std::span<const uint8_t> bytes, const std::string& name,
+                                       const ImageSampleOptions& options, const ImageFolderLimits& limits) {
+    if (bytes.empty()) throw DataError("image file '" + name + "' is empty (0 bytes)");
+    const ImageFormat format = sniff_format(bytes);
+    if (format == ImageFormat::None) throw DataError("image file '" + name + "' is not a PNG or JPEG file");
+    if (bytes.size() > static_cast<size_t>(INT_MAX))
+        throw DataError("image file '" + name + "' is too large to decode");
+    const int length = static_cast<int>(bytes.size());
+    int width = 0, height = 0, file_channels = 0;
+    if (!stbi_info_from_memory(bytes.data(), length, &width, &height, &file_channels))
+        throw DataError("cannot read the header of image file '" + name + "': " + failure_reason() +
+                        " (truncated or corrupt)");
+    check_header_size(width, height, name, options, limits);
+    if (format == ImageFormat::Jpeg && !has_jpeg_end_marker(bytes))
+        throw DataError("image file '" + name + "' is a truncated JPEG (it has no end-of-image marker)");
+    std::unique_ptr<stbi_uc, StbFree> pixels(
+        stbi_load_from_memory(bytes.data(), length, &width, &height, &file_channels, options.channels));
+    if (!pixels)
+        throw DataError("cannot decode image file '" + name + "': " + failure_reason() +
+                        " (truncated or corrupt)");
+
+    const int c = options.channels, h = options.height, w = options.width;
+    const stbi_uc* source = pixels.get();
+    std::vector<stbi_uc> resized;
+    if (height != h || width != w) {
+        resized.resize(static_cast<size_t>(h) * w * c);
+        if (!stbir_resize_uint8(source, width, height, 0, resized.data(), w, h, 0, c))
+            throw DataError("cannot resize image file '" + name + "' to " + std::to_string(h) + "x" +
+                            std::to_string(w));
+        source = resized.data();
+    }
+    // Interleaved HWC bytes to planar CHW floats, scaled like the IDX images.
+    std::vector<float> sample(static_cast<size_t>(c) * h * w);
+    const size_t plane = static_cast<size_t>(h) * w;
+    for (size_t p = 0; p < plane; ++p)
+        for (int ch = 0; ch < c; ++ch)
+            sample[static_cast<size_t>(ch) * plane + p] = static_cast<float>(source[p * c + ch]) / 255.0f;
+    return sample;
+}
+
+namespace {
+
+struct ImageRef {
+    int label;
+    const std::string* path;
+};
+
+void shuffle(std::vector<ImageRef>& items, Rng& rng) {
+    for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[rng.below(i)]);
+}
+
+// Every class split on its own (stratified), so a small class is in both splits; then both
+// splits shuffled, so neither is ordered by class.
+void split_images(const ImageFolderScan& scan, const ImageFolderOptions& options,
+                  std::vector<ImageRef>& train, std::vector<ImageRef>& test) {
+    Rng rng(options.seed);
+    for (size_t k = 0; k < scan.files.size(); ++k) {
+        std::vector<ImageRef> items;
+        for (const std::string& path : scan.files[k]) items.push_back({static_cast<int>(k), &path});
+        shuffle(items, rng);
+        const int64_t n = static_cast<int64_t>(items.size());
+        const int64_t n_test =
+            n < 2 ? 0
+                  : std::clamp<int64_t>(std::llround(static_cast<double>(n) * options.test_ratio), 1, n - 1);
+        test.insert(test.end(), items.begin(), items.begin() + n_test);
+        train.insert(train.end(), items.begin() + n_test, items.end());
+    }
+    shuffle(train, rng);
+    shuffle(test, rng);
+}
+
+void decode_split(const std::vector<ImageRef>& items, const ImageFolderOptions& options, Tensor& x,
+                  Tensor& y) {
+    const ImageSampleOptions& s = options.sample;
+    const Shape sample_shape{s.channels, s.height, s.width};
+    x.resize(with_batch(static_cast<int64_t>(items.size()), sample_shape));
+    y.resize({static_cast<int64_t>(items.size())});
+    const size_t values = static_cast<size_t>(shape_numel(sample_shape));
+    for (size_t i = 0; i < items.size(); ++i) {
+        const std::string& path = *items[i].path;
+        const std::vector<uint8_t> bytes = read_file_bytes(path, nullptr, options.limits.max_file_bytes);
+        const std::vector<float> sample = decode_image_sample(bytes, display_text(path), s, options.limits);
+        std::copy_n(sample.data(), values, x.data() + i * values);
+        y[static_cast<int64_t>(i)] = static_cast<float>(items[i].label);
+    }
+}
+
+}  // namespace
+
+Dataset load_image_folder(const std::string& root, const ImageFolderOptions& options) {
+    check_image_sample_options(options.sample);
+    if (!(options.test_ratio > 0.0 && options.test_ratio < 1.0))
+        throw ConfigError("test_ratio must be between 0 and 1 (exclusive), gets " +
+                          std::to_string(options.test_ratio));
+    const ImageFolderScan scan = scan_image_folder(root, options.limits);
+    const ImageSampleOptions& s = options.sample;
+    const int64_t values =
+        saturating_mul(saturating_mul(scan.image_count(), s.channels), int64_t{s.height} * s.width);
+    if (values > options.limits.max_values)
+        throw DataError("image folder '" + display_text(root) + "': " + std::to_string(scan.image_count()) +
+                        " images of " + std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" +
+                        std::to_string(s.width) + " are " + size_text(values) +
+                        " values, more than the limit of " + size_text(options.limits.max_values));
+    std::vector<ImageRef> train, test;
+    split_images(scan, options, train, test);
+    if (test.empty())
+        throw DataError("image folder '" + display_text(root) +
+                        "' has too few images for a test split: every class needs at least 2");
+    Dataset ds;
+    decode_split(train, options, ds.train_x, ds.train_y);
+    decode_split(test, options, ds.test_x, ds.test_y);
+    ds.sample_shape = {s.channels, s.height, s.width};
+    ds.num_classes = static_cast<int>(scan.class_names.size());
+    ds.class_names = scan.class_names;
+    ds.name = display_text(without_trailing_separator(root).filename().string());
+    return ds;
+}
+
+}  // namespace mpwb
