@@ -1,7 +1,8 @@
 // DatasetPanel: source selection, synthetic preview (make_synthetic + QCustomPlot), IDX
 // thumbnails (read from the test split only, which keeps a folder check well under the 0.5 s a
-// click may take) and CSV loading. The sources (kind, page, classes) and the number settings
-// (range, step, default) are tables; the constructor only assembles the pages from them.
+// click may take), CSV loading and image folders (listed, not decoded, for the same reason). The sources
+// (kind, page, classes) and the number settings (range, step, default) are tables; the constructor only
+// assembles the pages from them.
 #include "widgets/dataset_panel.h"
 
 #include <QCheckBox>
@@ -30,6 +31,7 @@
 
 #include "core/data/csv_reader.h"
 #include "core/data/idx_reader.h"
+#include "core/data/image_folder.h"
 #include "core/data/synthetic.h"
 
 namespace mpwb {
@@ -37,10 +39,10 @@ namespace mpwb {
 namespace {
 
 // The stacked page each source fills in, in the order the pages are added.
-enum Page { kSyntheticPage, kIdxPage, kCsvPage };
+enum Page { kSyntheticPage, kIdxPage, kCsvPage, kImageFolderPage };
 // Source::classes when the count is not fixed by the kind.
 constexpr int kChosenClasses = -1;   // the Classes spin box (spiral arms)
-constexpr int kClassesFromFile = 0;  // what the CSV file holds
+constexpr int kClassesFromFile = 0;  // what the CSV file or the image folder holds
 
 struct Source {
     const char* kind;
@@ -58,6 +60,7 @@ const Source kSources[] = {
     {"fashion-mnist", "Fashion-MNIST (IDX folder)", kIdxPage, 10},
     {"mnist", "MNIST (IDX folder)", kIdxPage, 10},
     {"csv", "CSV file", kCsvPage, kClassesFromFile},
+    {"image-folder", "Image folder (PNG/JPEG)", kImageFolderPage, kClassesFromFile},
 };
 
 // The panel's number settings: object name, range, step, default and (QDoubleSpinBox) decimals.
@@ -72,6 +75,16 @@ constexpr SpinField kNoiseField{"noiseSpin", 0.0, 1.0, 0.05, 0.0, 2};
 constexpr SpinField kClassesField{"classesSpin", 2, 8, 1, 2, 0};
 constexpr SpinField kTestRatioField{"testRatioSpin", 0.01, 0.99, 0.05, 0.2, 2};
 constexpr SpinField kSeedField{"seedSpin", 0, 2147483647, 1, 1, 0};
+constexpr SpinField kImageHeightField{"imageHeightSpin", 1, kImageMaxSide, 1, 28, 0};
+constexpr SpinField kImageWidthField{"imageWidthSpin", 1, kImageMaxSide, 1, 28, 0};
+
+// A combo box of (label, value) items.
+QComboBox* make_combo(const char* name, std::initializer_list<std::pair<QString, QVariant>> items) {
+    auto* combo = new QComboBox;
+    combo->setObjectName(QString::fromLatin1(name));
+    for (const auto& [label, value] : items) combo->addItem(label, value);
+    return combo;
+}
 
 template <class Spin>
 Spin* make_spin(const SpinField& f) {
@@ -131,6 +144,7 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
     buildSyntheticPage();
     buildIdxPage();
     buildCsvPage();
+    buildImageFolderPage();
 
     error_label_ = make_status_label("errorLabel");
     error_label_->setStyleSheet("color: #b00000;");
@@ -226,6 +240,37 @@ void DatasetPanel::buildCsvPage() {
         });
 }
 
+void DatasetPanel::buildImageFolderPage() {
+    image_folder_ = new QLineEdit;
+    image_folder_->setObjectName("imageFolderEdit");
+    image_folder_->setPlaceholderText(tr("folder with one sub-folder per class"));
+    image_height_ = watched(make_spin<QSpinBox>(kImageHeightField));
+    image_width_ = watched(make_spin<QSpinBox>(kImageWidthField));
+    channels_ = make_combo("channelsCombo", {{tr("Grayscale (1)"), 1}, {tr("RGB (3)"), 3}});
+    size_mismatch_ =
+        make_combo("sizeMismatchCombo", {{tr("Resize to the chosen size"), QStringLiteral("resize")},
+                                         {tr("Refuse the dataset"), QStringLiteral("error")}});
+    size_mismatch_->setToolTip(tr("What to do with an image of another size than the chosen one"));
+    for (QComboBox* combo : {channels_, size_mismatch_})
+        connect(combo, &QComboBox::currentIndexChanged, this, &DatasetPanel::onSettingChanged);
+    image_status_ = make_status_label("imageFolderStatus");
+    auto* size = new QHBoxLayout;
+    size->addWidget(image_height_);
+    size->addWidget(new QLabel(QStringLiteral("×")));
+    size->addWidget(image_width_);
+    auto* form = make_page<QFormLayout>(pages_);
+    form->addRow(tr("Folder"),
+                 pathRow(image_folder_, "browseImageFolderButton", &DatasetPanel::browseImageFolder));
+    form->addRow(tr("Size (height × width)"), size);
+    form->addRow(tr("Channels"), channels_);
+    form->addRow(tr("Other sizes"), size_mismatch_);
+    form->addRow(image_status_);
+    connect(image_folder_, &QLineEdit::editingFinished, this, [this] {
+        loadImageFolder();
+        onSettingChanged();
+    });
+}
+
 QFormLayout* DatasetPanel::buildSharedSettings() {
     test_ratio_ = watched(make_spin<QDoubleSpinBox>(kTestRatioField));
     seed_ = watched(make_spin<QSpinBox>(kSeedField));
@@ -250,6 +295,13 @@ DatasetSpec DatasetPanel::datasetSpec() const {
         s.path = csv_path_->text().trimmed().toStdString();
         s.label_column = label_column_->text().trimmed().toStdString();
     }
+    if (page == kImageFolderPage) {
+        s.path = image_folder_->text().trimmed().toStdString();
+        s.image_height = image_height_->value();
+        s.image_width = image_width_->value();
+        s.channels = channels_->currentData().toInt();
+        s.size_mismatch = size_mismatch_->currentData().toString().toStdString();
+    }
     s.samples = samples_->value();
     s.noise = float(noise_->value());
     s.test_ratio = test_ratio_->value();
@@ -269,6 +321,14 @@ void DatasetPanel::setDatasetSpec(const DatasetSpec& spec) {
     if (spec.kind == "csv") {
         csv_path_->setText(QString::fromStdString(spec.path));
         label_column_->setText(QString::fromStdString(spec.label_column));
+    }
+    if (spec.kind == "image-folder") {
+        image_folder_->setText(QString::fromStdString(spec.path));
+        image_height_->setValue(spec.image_height);
+        image_width_->setValue(spec.image_width);
+        channels_->setCurrentIndex(std::max(0, channels_->findData(spec.channels)));
+        size_mismatch_->setCurrentIndex(
+            std::max(0, size_mismatch_->findData(QString::fromStdString(spec.size_mismatch))));
     }
     samples_->setValue(int(std::clamp<int64_t>(spec.samples, samples_->minimum(), samples_->maximum())));
     noise_->setValue(spec.noise);
@@ -290,16 +350,18 @@ Shape DatasetPanel::sampleShape() const {
             return {2};
         case kIdxPage:
             return idx_shape_;
+        case kImageFolderPage:
+            return {channels_->currentData().toInt(), image_height_->value(), image_width_->value()};
         default:
             return csv_shape_;
     }
 }
 
 int DatasetPanel::sourceClasses() const {
-    const int classes = chosen_source(source_).classes;
-    if (classes == kChosenClasses) return classes_->value();
-    if (classes == kClassesFromFile) return csv_classes_;
-    return classes;
+    const Source& source = chosen_source(source_);
+    if (source.classes == kChosenClasses) return classes_->value();
+    if (source.classes == kClassesFromFile) return source.page == kCsvPage ? csv_classes_ : image_classes_;
+    return source.classes;
 }
 
 int DatasetPanel::classCount() const {
@@ -318,6 +380,7 @@ void DatasetPanel::onSourceChanged() {
     if (source.page == kSyntheticPage) regeneratePreview();
     if (source.page == kIdxPage) loadIdxFolder();
     if (source.page == kCsvPage) loadCsvFile();
+    if (source.page == kImageFolderPage) loadImageFolder();
     if (!updating_) emit datasetChanged();
 }
 
@@ -480,6 +543,44 @@ void DatasetPanel::loadCsvFile() {
         csv_status_->setText({});
         setError(QString::fromUtf8(e.what()));
     }
+}
+
+void DatasetPanel::loadImageFolder() {
+    image_classes_ = 0;
+    const QString folder = image_folder_->text().trimmed();
+    image_status_->setText({});
+    if (folder.isEmpty()) {
+        setError(tr("Choose an image folder: one sub-folder of PNG or JPEG images per class."));
+        return;
+    }
+    try {
+        // Listed, not decoded: the sizes and pixels are read when training starts.
+        const ImageFolderScan scan = scan_image_folder(folder.toStdString());
+        QStringList counts;
+        for (size_t k = 0; k < scan.class_names.size(); ++k)
+            counts << QStringLiteral("%1 %2")
+                          .arg(QString::fromStdString(scan.class_names[k]))
+                          .arg(scan.files[k].size());
+        QString text = tr("%1 classes, %2 images: %3.")
+                           .arg(scan.class_names.size())
+                           .arg(scan.image_count())
+                           .arg(counts.join(QStringLiteral(", ")));
+        if (scan.ignored_files > 0)
+            text += QLatin1Char(' ') + tr("%n other file(s) ignored.", nullptr, int(scan.ignored_files));
+        image_status_->setText(text);
+        image_classes_ = int(scan.class_names.size());
+        setError({});
+    } catch (const std::exception& e) {
+        setError(QString::fromUtf8(e.what()));
+    }
+}
+
+void DatasetPanel::browseImageFolder() {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Image folder"), image_folder_->text());
+    if (dir.isEmpty()) return;
+    image_folder_->setText(dir);
+    loadImageFolder();
+    onSettingChanged();
 }
 
 void DatasetPanel::browseFolder() {

@@ -1,6 +1,7 @@
 // DatasetPanel: chooses the data a run trains on. Synthetic 2-D sets (spiral, circles, xor,
 // gauss, moons) with a live scatter preview, Fashion-MNIST / MNIST from a folder with a grid of
-// test-split thumbnails, or a CSV table with a label column. It reports the DatasetSpec the
+// test-split thumbnails, a CSV table with a label column, or an image folder (one sub-folder of
+// PNG/JPEG files per class) with the classes and counts it holds. It reports the DatasetSpec the
 // trainer loads and the per-sample shape the network editor infers from; a folder or file that
 // does not load is explained inside the panel, never by a crash.
 #pragma once
@@ -31,7 +32,8 @@ public:
 
     DatasetSpec datasetSpec() const;
     void setDatasetSpec(const DatasetSpec& spec);
-    // {2} for the synthetic sets, {1, rows, cols} for IDX images, {features} for CSV.
+    // {2} for the synthetic sets, {1, rows, cols} for IDX images, {features} for CSV,
+    // {channels, height, width} for an image folder.
     Shape sampleShape() const;
     // Classes of the current source (0 when unknown, e.g. a CSV that did not load).
     int classCount() const;
@@ -51,6 +53,7 @@ private:
     void buildSyntheticPage();
     void buildIdxPage();
     void buildCsvPage();
+    void buildImageFolderPage();
     QFormLayout* buildSharedSettings();
     // A setting whose every change goes through onSettingChanged.
     template <class Spin>
@@ -64,9 +67,11 @@ private:
     void regeneratePreview();
     void loadIdxFolder();
     void loadCsvFile();
+    void loadImageFolder();
     void setError(const QString& message);
     void browseFolder();
     void browseCsv();
+    void browseImageFolder();
 
     bool updating_ = false;  // setDatasetSpec in progress: one datasetChanged at the end
     QString error_;
@@ -75,6 +80,7 @@ private:
     Shape idx_shape_{1, 28, 28};
     Shape csv_shape_;
     int csv_classes_ = 0;
+    int image_classes_ = 0;
 
     QComboBox* source_ = nullptr;
     QStackedWidget* pages_ = nullptr;
@@ -92,6 +98,13 @@ private:
     QLineEdit* csv_path_ = nullptr;
     QLineEdit* label_column_ = nullptr;
     QLabel* csv_status_ = nullptr;
+    // image folder
+    QLineEdit* image_folder_ = nullptr;
+    QSpinBox* image_height_ = nullptr;
+    QSpinBox* image_width_ = nullptr;
+    QComboBox* channels_ = nullptr;
+    QComboBox* size_mismatch_ = nullptr;
+    QLabel* image_status_ = nullptr;
     // shared
     QDoubleSpinBox* test_ratio_ = nullptr;
     QLabel* test_ratio_label_ = nullptr;

@@ -1,17 +1,20 @@
 // DatasetPanel's per-source behaviour, which the panel builds from its table of sources and
 // settings: each source's page, classes and test-split field, each setting's range and default,
-// and the spec a fresh panel reports. The round trip, the preview and the IDX folder checks are
-// in test_widgets.
+// and the spec a fresh panel reports; the image-folder page's settings, classes and errors. The
+// round trip, the preview and the IDX folder checks are in test_widgets.
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "core/data/idx_reader.h"
+#include "tests/data/image_folder_fixture.h"
 #include "widgets/dataset_panel.h"
 #include "widget_test_support.h"
 
@@ -80,8 +83,8 @@ private slots:
         auto* source = child<QComboBox>(&p, "sourceCombo");
         QStringList kinds;
         for (int i = 0; i < source->count(); ++i) kinds << source->itemData(i).toString();
-        QCOMPARE(kinds, QStringList(
-                            {"spiral", "circles", "xor", "gauss", "moons", "fashion-mnist", "mnist", "csv"}));
+        QCOMPARE(kinds, QStringList({"spiral", "circles", "xor", "gauss", "moons", "fashion-mnist", "mnist",
+                                     "csv", "image-folder"}));
         auto* classes = child<QSpinBox>(&p, "classesSpin");
         auto* ratio = child<QDoubleSpinBox>(&p, "testRatioSpin");
         auto* folder = child<QLineEdit>(&p, "folderEdit");
@@ -95,11 +98,13 @@ private slots:
             QCOMPARE(ratio->isVisible(), !idx);
             QCOMPARE(folder->isVisible(), idx);
             QCOMPARE(csv->isVisible(), kind == "csv");
-            const int expected = kind == "spiral" ? 5 : idx ? (p.isValid() ? 10 : 0) : kind == "csv" ? 0 : 2;
+            const bool from_file = kind == "csv" || kind == "image-folder";
+            const int expected = kind == "spiral" ? 5 : idx ? (p.isValid() ? 10 : 0) : from_file ? 0 : 2;
             QCOMPARE(p.classCount(), expected);
             if (!idx) QCOMPARE(p.datasetSpec().classes, expected);
         }
-        QCOMPARE(p.errorText(), QString("Choose a CSV file."));
+        QCOMPARE(p.errorText(),
+                 QString("Choose an image folder: one sub-folder of PNG or JPEG images per class."));
     }
 
     // A CSV source has the classes and features its file holds.
@@ -122,6 +127,54 @@ private slots:
         QCOMPARE(p.datasetSpec().classes, 3);
         QCOMPARE(p.sampleShape(), (Shape{3}));
         QCOMPARE(p.datasetSpec().path, path.toStdString());
+    }
+
+    // An image folder's classes and counts are shown once it is chosen; its settings make the
+    // spec and the sample shape; a folder that does not qualify is explained.
+    void imageFolderShowsClassesAndSettings() {
+        QTemporaryDir dir;
+        const std::string root = dir.path().toStdString();
+        QVERIFY(test::write_image_folder(root, {}));
+        DatasetPanel p;
+        DatasetSpec s;
+        s.kind = "image-folder";
+        s.path = root;
+        s.image_height = 12;
+        s.image_width = 16;
+        s.channels = 3;
+        s.size_mismatch = "error";
+        s.test_ratio = 0.3;
+        p.setDatasetSpec(s);
+        QVERIFY2(p.isValid(), qPrintable(p.errorText()));
+        QCOMPARE(p.classCount(), 3);
+        QCOMPARE(p.sampleShape(), (Shape{3, 12, 16}));
+        const QString status = child<QLabel>(&p, "imageFolderStatus")->text();
+        QVERIFY2(status.contains("3 classes, 18 images") && status.contains("b_columns 6"),
+                 qPrintable(status));
+        const DatasetSpec back = p.datasetSpec();
+        QCOMPARE(back.path, root);
+        QCOMPARE(back.image_height, 12);
+        QCOMPARE(back.image_width, 16);
+        QCOMPARE(back.channels, 3);
+        QCOMPARE(back.size_mismatch, std::string("error"));
+        QCOMPARE(back.test_ratio, 0.3);
+        QCOMPARE(back.classes, 3);
+
+        QSignalSpy changed(&p, &DatasetPanel::datasetChanged);
+        auto* channels = child<QComboBox>(&p, "channelsCombo");
+        channels->setCurrentIndex(channels->findData(1));
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(p.sampleShape(), (Shape{1, 12, 16}));
+        child<QSpinBox>(&p, "imageHeightSpin")->setValue(20);
+        QCOMPARE(p.datasetSpec().image_height, 20);
+
+        auto* folder = child<QLineEdit>(&p, "imageFolderEdit");
+        folder->setText(QString::fromStdString(root + "/a_rows"));  // one folder of images, no classes
+        QMetaObject::invokeMethod(folder, "editingFinished");
+        QVERIFY(!p.isValid());
+        QVERIFY2(p.errorText().contains("0 class folders"), qPrintable(p.errorText()));
+        QCOMPARE(p.classCount(), 0);
+        child<QPushButton>(&p, "browseImageFolderButton");
     }
 };
 
