@@ -1,6 +1,7 @@
 // Shared training options.
 #include "app/cli/training_options.h"
 
+#include <charconv>
 #include <filesystem>
 #include <limits>
 
@@ -31,6 +32,23 @@ std::string scaled_precision_list() {
     return text;
 }
 
+// "28x28" or "28" into the spec's image height and width; ConfigError naming the flag otherwise
+// (the range is DatasetSpec::validate's).
+void set_image_size(DatasetSpec& spec, const std::string& text) {
+    const size_t x = text.find_first_of("xX");
+    const std::string height = text.substr(0, x),
+                      width = x == std::string::npos ? height : text.substr(x + 1);
+    const auto side = [&](const std::string& part) {
+        int value = 0;
+        const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+        if (ec != std::errc() || end != part.data() + part.size() || part.empty())
+            throw ConfigError("--image-size: expected HEIGHTxWIDTH such as 28x28, gets '" + text + "'");
+        return value;
+    };
+    spec.image_height = side(height);
+    spec.image_width = side(width);
+}
+
 }  // namespace
 
 void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
@@ -38,8 +56,20 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
                    "Preset: spiral-mlp, fashion-mlp, fashion-cnn (default: fashion-mlp, or spiral-mlp "
                    "without the dataset)");
     app.add_option("--network", network_file, "Network JSON file (or a preset file)");
-    app.add_option("--dataset", dataset, "spiral, circles, xor, gauss, moons, fashion-mnist, mnist, csv");
-    app.add_option("--data-path", data_path, "Folder of IDX files, or a CSV file");
+    app.add_option("--dataset", dataset,
+                   "spiral, circles, xor, gauss, moons, fashion-mnist, mnist, csv, image-folder");
+    app.add_option(
+        "--data-path", data_path,
+        "Folder of IDX files, a CSV file, or an image folder (one sub-folder of PNG/JPEG per class)");
+    app.add_option("--image-size", image_size,
+                   "Image folders: HEIGHTxWIDTH every image becomes (e.g. 28x28)");
+    app.add_option("--channels", channels, "Image folders: 1 (grayscale) or 3 (RGB)")
+        ->check(whole_number(1, 3));
+    app.add_option("--size-mismatch", size_mismatch,
+                   "Image folders: resize images of another size, or error (refuse the dataset)");
+    app.add_option("--data-seed", data_seed,
+                   "Seed of the train/test split (CSV, image folders, synthetic sets)")
+        ->check(unsigned_number());
     app.add_option("--samples", samples, "Synthetic sets: number of points")
         ->check(whole_number(1, 100'000'000));
     app.add_option("--noise", noise, "Synthetic sets: noise 0..1")->check(real_number(0, 1));
@@ -112,6 +142,11 @@ Preset TrainingOptions::resolve() const {
     if (noise) c.dataset.noise = *noise;
     if (test_ratio) c.dataset.test_ratio = *test_ratio;
     if (no_normalize) c.dataset.normalize = false;
+    if (image_size) set_image_size(c.dataset, *image_size);
+    if (channels) c.dataset.channels = *channels;
+    if (size_mismatch) c.dataset.size_mismatch = *size_mismatch;
+    if (data_seed) c.dataset.seed = *data_seed;
+    c.dataset.validate();
     if (epochs) c.epochs = *epochs;
     if (max_steps) c.max_steps = *max_steps;
     if (batch) c.batch_size = *batch;

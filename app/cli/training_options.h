@@ -18,6 +18,10 @@ struct TrainingOptions {
     std::optional<int64_t> samples;
     std::optional<float> noise;
     std::optional<double> test_ratio;
+    // Image folders: "HxW" (or "N" for N x N), 1 or 3 channels, resize or error; the split's seed.
+    std::optional<std::string> image_size, size_mismatch;
+    std::optional<int> channels;
+    std::optional<uint64_t> data_seed;
     std::optional<int64_t> epochs, max_steps, batch, eval_every, stats_every;
     std::optional<std::string> optimizer, schedule;
     std::optional<float> lr, momentum, weight_decay, min_lr, clip_norm;
