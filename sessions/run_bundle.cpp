@@ -5,6 +5,7 @@
 #include "core/common/text_format.h"
 
 #include "sessions/file_identity.h"
+#include "sessions/final_weights_rows.h"
 #include "sessions/scaling_stats_rows.h"
 #include "sessions/store_schema.h"
 
@@ -29,9 +30,10 @@ constexpr const char* kBundleFormat = "mpwb-run-bundle";
 constexpr int kBundleFormatVersion = 1;
 
 // Tables owned by a run, keyed by run_id.
-const std::vector<std::string> kRunTables = {"metrics",    "latest_metrics", "metric_blocks",
-                                             "histograms", "events",         "tags",
-                                             "notes",      "boundaries",     "scaling_stats"};
+const std::vector<std::string> kRunTables = {"metrics",       "latest_metrics", "metric_blocks",
+                                             "histograms",    "events",         "tags",
+                                             "notes",         "boundaries",     "scaling_stats",
+                                             "final_weights", "final_weight_tensors"};
 
 std::vector<std::string> columns(sqlite::Db& db, const std::string& schema, const std::string& table) {
     sqlite::Stmt s(db, "PRAGMA " + schema + ".table_info(" + table + ")");
@@ -171,6 +173,27 @@ void check_bundle_scaling_stats(const std::string& path) {
         try {
             (void)read_scaling_stats_row(rows, what);
         } catch (const DataError& e) {
+            throw StoreError(StoreError::Kind::Invalid, std::string(e.what()) + "; nothing was imported");
+        }
+    }
+}
+
+// Every final weights row a bundle carries, checked as RunStore::final_weights reads it (shapes,
+// sizes, limits; the values themselves are not loaded), before anything is imported: a hostile
+// size must never reach an export. Tensor rows without their run's final_weights row are refused
+// too. A bundle from before schema 8 has no such tables and passes.
+void check_bundle_final_weights(const std::string& path) {
+    sqlite::Db db(path, SQLITE_OPEN_READONLY);
+    if (!has_final_weights_tables(db, "main")) return;
+    sqlite::Stmt runs(db, "SELECT run_id FROM final_weights UNION SELECT run_id FROM final_weight_tensors");
+    while (runs.step("reading bundle final weights")) {
+        const std::int64_t run_id = runs.col_int(0);
+        try {
+            if (!read_final_weights(db, "main", run_id, "bundle " + path, false))
+                throw StoreError(StoreError::Kind::Corrupt,
+                                 "bundle " + path + ": table final_weight_tensors, run " + std::to_string(run_id) +
+                                     ": tensors without a row in final_weights");
+        } catch (const StoreError& e) {
             throw StoreError(StoreError::Kind::Invalid, std::string(e.what()) + "; nothing was imported");
         }
     }
@@ -402,7 +425,8 @@ BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t
                 };
                 copy("runs", "id IN (SELECT id FROM temp.sel)");
                 for (const auto& t : kRunTables) {
-                    copy(t, "run_id IN (SELECT id FROM temp.sel)");
+                    // A read-only source may predate a table (scaling_stats, final_weights).
+                    if (has_table(db, "src", t)) copy(t, "run_id IN (SELECT id FROM temp.sel)");
                 }
                 copy("comparison_groups",
                      "id IN (SELECT group_id FROM src.comparison_members WHERE run_id IN "
@@ -470,6 +494,7 @@ ImportReport import_bundle(RunStore& store, const std::string& bundle_path) {
     check_bundle_integrity(bundle_path);
     check_bundle_json(bundle_path);
     check_bundle_scaling_stats(bundle_path);
+    check_bundle_final_weights(bundle_path);
     try {
         return import_checked_bundle(store, bundle_path);
     } catch (const StoreError& e) {

@@ -22,8 +22,9 @@ struct BundleExportResult {
     std::vector<std::string> csv_files;
 };
 
-// Copies the runs (with metrics, summaries, histograms, events, tags, notes, and the comparison
-// groups they belong to) into a new bundle file. Checkpoints stay behind: they are resumable
+// Copies the runs (with metrics, summaries, histograms, events, tags, notes, the comparison
+// groups they belong to, and their final weights, for export elsewhere) into a new bundle file.
+// Checkpoints stay behind: they are resumable
 // state (megabytes for a CNN) for the store the run trains in, not results; a finished run's
 // final weights digest travels in its "summary" event (RunRecorder), which `runs show` reads
 // when the run has no checkpoint, so `sweep collect` keeps it. Throws StoreError: NotFound for an unknown

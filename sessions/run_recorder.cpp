@@ -262,6 +262,10 @@ void RunRecorder::on_checkpoint(const TrainingCheckpoint& checkpoint) {
     }
 }
 
+void RunRecorder::on_final_weights(const NetworkWeights& weights) {
+    if (writer_) writer_->log_final_weights(weights);
+}
+
 void RunRecorder::on_run_end(const RunSummary& summary) {
     if (!writer_) return;
     const RunStatus status = summary.status == RunStatus::Running ? RunStatus::Finished : summary.status;

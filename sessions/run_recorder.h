@@ -24,6 +24,8 @@
 //            RunSummary::to_json(), plus "final_weights_digest" (weights_digest of the final
 //            checkpoint) when the run ended FINISHED or STOPPED with one, so the digest travels
 //            in bundles, which carry no checkpoints.
+//   final weights  the FP32 weights the run ended with (on_final_weights; RunStore::final_weights),
+//            committed before the final status; bundles carry them, for export elsewhere.
 // All times are seconds since the Unix epoch (store_now()), so started + metric offsets and
 // the crash detector's "ended" agree.
 #pragma once
@@ -101,6 +103,7 @@ public:
     void on_scaling_stats(const ScalingStatsRecord& r) override;
     void on_event(const TrainingEvent& e) override;
     void on_checkpoint(const TrainingCheckpoint& checkpoint) override;
+    void on_final_weights(const NetworkWeights& weights) override;
     void on_run_end(const RunSummary& summary) override;
 
 private:

@@ -123,6 +123,10 @@ public:
     // the resumed run records those steps again, bit for bit. StoreError(InUse) for a run whose
     // writer is alive, Invalid for a FINISHED or FAILED run.
     void reopen_for_resume(std::int64_t run_id, std::int64_t step);
+    // The weights the run ended with (store schema 8); nullopt when it has none: it ended before
+    // schema 8, before its first step, or failed where the engine could not hand them over, or
+    // is still running. A damaged row is a StoreError(Corrupt) naming the file, table and field.
+    std::optional<NetworkWeights> final_weights(std::int64_t run_id);
 
     // --- sweeps (run_store_sweeps.cpp) ----------------------------------------------------
     // Creates the sweep (its id, runs and created are ignored), or returns the id of the sweep

@@ -2,12 +2,14 @@
 // and taking an INTERRUPTED or STOPPED run back so that a resumed trainer can record the steps
 // after its checkpoint again. Trimming keeps the run's summaries (latest_metrics, metric_blocks)
 // exactly as the RunWriter would have left them had the run ended at the checkpoint's step.
+// The run's final weights (schema 8) are read here too: like a checkpoint, a state of the run.
 #include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "sessions/checkpoint_rows.h"
+#include "sessions/final_weights_rows.h"
 #include "sessions/run_store.h"
 #include "sessions/store_schema.h"
 
@@ -65,6 +67,10 @@ std::optional<TrainingCheckpoint> RunStore::latest_checkpoint(std::int64_t run_i
     if (!s.step("reading the newest checkpoint")) return std::nullopt;
     return read_checkpoint_row(
         s, "database " + path() + ": table checkpoints, row " + std::to_string(s.col_int(5)));
+}
+
+std::optional<NetworkWeights> RunStore::final_weights(std::int64_t run_id) {
+    return read_final_weights(db_, "main", run_id, "database " + path());
 }
 
 namespace {
@@ -140,7 +146,10 @@ void trim_after(sqlite::Db& db, std::int64_t run_id, std::int64_t step) {
                             "DELETE FROM events WHERE run_id=?1 AND (step>?2 OR kind='summary')",
                             "DELETE FROM boundaries WHERE run_id=?1 AND step>?2",
                             "DELETE FROM checkpoints WHERE run_id=?1 AND step>?2",
-                            "DELETE FROM metric_blocks WHERE run_id=?1 AND first_step>?2"})
+                            "DELETE FROM metric_blocks WHERE run_id=?1 AND first_step>?2",
+                            // The run has not ended any more: its final weights go whatever their step.
+                            "DELETE FROM final_weights WHERE run_id=?1 AND ?2 IS NOT NULL",
+                            "DELETE FROM final_weight_tensors WHERE run_id=?1 AND ?2 IS NOT NULL"})
         run_for_step(db, sql, run_id, step, "trimming the run after its checkpoint");
     for (const auto& [key, block] : keyed_rows(
              db, "SELECT key, block FROM metric_blocks WHERE run_id=?1 AND last_step>?2", run_id, step))

@@ -3,6 +3,7 @@
 #include "sessions/run_writer.h"
 
 #include "sessions/checkpoint_rows.h"
+#include "sessions/final_weights_rows.h"
 #include "sessions/scaling_stats_rows.h"
 #include "sessions/store_schema.h"
 
@@ -161,6 +162,12 @@ void RunWriter::log_checkpoint(const TrainingCheckpoint& checkpoint) {
     pushed_locked();
 }
 
+void RunWriter::log_final_weights(NetworkWeights weights) {
+    std::lock_guard lk(mu_);
+    pending_.final_weights.push_back(std::move(weights));
+    pushed_locked();
+}
+
 bool RunWriter::flush(std::chrono::milliseconds timeout) {
     std::unique_lock lk(mu_);
     const auto target = pushed_seq_;
@@ -221,6 +228,7 @@ void RunWriter::loop() {
             move_all(batch.events, pending_.events);
             move_all(batch.scaling, pending_.scaling);
             move_all(batch.checkpoints, pending_.checkpoints);
+            move_all(batch.final_weights, pending_.final_weights);
             if (pending_.status) {
                 batch.status = pending_.status;
                 pending_.status.reset();
@@ -325,6 +333,7 @@ void RunWriter::commit(const Batch& batch) {
         for (const auto& r : batch.scaling) insert_scaling_row(s.scaling, run_id_, r);
         for (const auto& c : batch.checkpoints)
             insert_checkpoint_row(store_->db(), run_id_, c, options_.keep_checkpoints);
+        if (!batch.final_weights.empty()) insert_final_weights(store_->db(), run_id_, batch.final_weights.back());
         if (batch.status) {
             s.status.bind(1, to_string(batch.status->first)).bind(2, batch.status->second);
             s.status.bind(3, run_id_).run("setting run status");

@@ -52,6 +52,9 @@ public:
     // A copy of the checkpoint is queued: it is committed in the transaction of the rows logged
     // before it, so the store never holds a checkpoint ahead of the steps it continues.
     void log_checkpoint(const TrainingCheckpoint& checkpoint);
+    // The weights the run ended with (replacing any stored before), committed with the rows
+    // logged before them; finish() afterwards so a reader that sees the run ended sees them.
+    void log_final_weights(NetworkWeights weights);
 
     // Blocks until every row logged before the call is committed; false when that did not
     // happen within `timeout` (the rows stay pending; last_error() says why).
@@ -93,9 +96,11 @@ private:
         std::vector<EventRow> events;
         std::vector<ScalingStatsRecord> scaling;
         std::vector<TrainingCheckpoint> checkpoints;
+        std::vector<NetworkWeights> final_weights;  // the last one stands
         std::optional<std::pair<RunStatus, double>> status;
         std::size_t rows() const {
-            return metrics.size() + histograms.size() + events.size() + scaling.size() + checkpoints.size();
+            return metrics.size() + histograms.size() + events.size() + scaling.size() + checkpoints.size() +
+                   final_weights.size();
         }
         bool empty() const { return rows() == 0 && !status; }
     };

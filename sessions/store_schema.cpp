@@ -10,6 +10,7 @@
 //      statistics step)
 //   7: checkpoints (a run's resumable training state) and sweeps (a sweep's spec and its runs,
 //      one per planned index)
+//   8: final_weights and final_weight_tensors (the FP32 weights a run ended with, for export)
 #include "sessions/store_schema.h"
 
 namespace mpwb {
@@ -224,6 +225,23 @@ CREATE TABLE sweep_runs(
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
   PRIMARY KEY(sweep_id, run_index));
 CREATE INDEX sweep_runs_run ON sweep_runs(run_id);
+)sql",
+        // 8: the weights a run ended with (sessions/final_weights_rows.h): one row per run with
+        // the step and the per-sample input shape (a JSON array), one per tensor in the
+        // network's order with its layer, its name, its shape and its FP32 values.
+        R"sql(
+CREATE TABLE final_weights(
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  input_shape TEXT NOT NULL);
+CREATE TABLE final_weight_tensors(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  layer INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  shape TEXT NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY(run_id, position));
 )sql",
     };
     return steps;

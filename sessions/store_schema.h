@@ -18,6 +18,8 @@ int schema_version();
 constexpr int kOldestReadableSchema = 4;
 // The schema that added scaling_stats: a read-only open of an older file has no such table.
 constexpr int kScalingStatsSchema = 6;
+// The schema that added final_weights and final_weight_tensors.
+constexpr int kFinalWeightsSchema = 8;
 
 // Steps of 2^kMetricBlockShift consecutive step numbers are summarised in metric_blocks.
 constexpr int kMetricBlockShift = 5;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/nn/network.h"
+#include "core/nn/network_weights.h"
 #include "core/numeric/exponent_histogram.h"
 #include "core/precision/gemm_quantizer.h"
 #include "core/train/checkpoint.h"
@@ -116,6 +117,11 @@ public:
     // A checkpoint the trainer took (Trainer::set_checkpoint_policy, checkpoint_and_stop), on the
     // training thread, at a step boundary with every step before it narrated.
     virtual void on_checkpoint(const TrainingCheckpoint&) {}
+    // The weights the run ended with (FP32 masters and layer buffers, on the host whatever the
+    // engine), just before on_run_end, once at least one step ran: FINISHED, STOPPED,
+    // INTERRUPTED, and FAILED when the engine could still hand them over (then they are the
+    // weights of the failing step, whatever it left). The run store keeps them for export.
+    virtual void on_final_weights(const NetworkWeights&) {}
     virtual void on_run_end(const RunSummary&) {}
 };
 

@@ -126,6 +126,22 @@ void check_state_sizes(const CheckpointState& s, Network& network) {
             bad("a recipe quantizer for layer " + std::to_string(q.layer) + ", which has none");
 }
 
+// The weights a run ended with, to its observers (TrainingObserver::on_final_weights), once a
+// step ran. Every ending but a failure has downloaded them already; after a failure the engine
+// is asked once more, and an engine that cannot answer any more leaves the run without them.
+void hand_final_weights(const std::vector<TrainingObserver*>& observers, Network& network, StepEngine* engine,
+                        int64_t steps, RunStatus status) {
+    if (steps == 0 || !engine || observers.empty()) return;
+    NetworkWeights weights;
+    try {
+        if (status == RunStatus::Failed) engine->download_weights();
+        weights = network_weights(network, steps);
+    } catch (const std::exception&) {
+        return;
+    }
+    for (auto* o : observers) o->on_final_weights(weights);
+}
+
 }  // namespace
 
 const char* run_status_name(RunStatus status) {
@@ -501,6 +517,7 @@ RunSummary Trainer::run() {
         run.summary.error = e.what();
         emit_event({run.step, run.seconds(), "failed", "trainer", {{"error", e.what()}}});
     }
+    hand_final_weights(observers_, network_, run.engine.get(), run.step, run.summary.status);
     close_summary(run);
     for (auto* o : observers_) o->on_run_end(run.summary);
     return run.summary;

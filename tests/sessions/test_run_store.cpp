@@ -31,8 +31,8 @@ private slots:
         { RunStore store(path); }
         QVERIFY(std::filesystem::exists(path));
         Raw raw(path);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
-        QCOMPARE(schema_version(), 7);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
+        QCOMPARE(schema_version(), 8);
         QCOMPARE(raw.text("PRAGMA journal_mode"), std::string("wal"));
         for (const char* t :
              {"runs", "metrics", "latest_metrics", "metric_blocks", "histograms", "events", "tags", "notes",
@@ -47,7 +47,7 @@ private slots:
                  1LL);
         // Reopening an up-to-date file changes nothing.
         RunStore again(path);
-        QCOMPARE(again.opened_schema_version(), 7);
+        QCOMPARE(again.opened_schema_version(), 8);
     }
 
     void defaultPathFollowsXdg() {
@@ -111,7 +111,7 @@ PRAGMA user_version=1;
         QCOMPARE(store.opened_schema_version(), 1);
         {
             Raw raw(path);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 7LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
         }
         const Run r = store.get_run(7);
         QCOMPARE(r.name, std::string("old run"));
