@@ -7,6 +7,7 @@
 #include "sessions/store_schema.h"
 
 #include "core/common/json_input.h"
+#include "core/common/text_format.h"
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,19 @@ namespace mpwb {
 
 namespace {
 
+// A leaf of a stored configuration as `runs show`, `runs compare` and the reports print it. A float
+// setting is stored as the double of its float (0.01f as 0.009999999776482582): it is printed as
+// that float's shortest round-trip form ("0.01"); other numbers as the shortest form of the
+// double. A whole number keeps its ".0", so a float setting still reads as one.
+std::string leaf_text(const nlohmann::json& j) {
+    if (!j.is_number_float()) return j.dump();
+    const double v = j.get<double>();
+    const float f = static_cast<float>(v);
+    std::string text = std::isfinite(v) && static_cast<double>(f) == v ? shortest_text(f) : shortest_text(v);
+    if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
+    return text;
+}
+
 void flatten_into(const nlohmann::json& j, const std::string& path, std::map<std::string, std::string>& out) {
     if (j.is_object() && !j.empty()) {
         for (auto it = j.begin(); it != j.end(); ++it) {
@@ -28,7 +42,7 @@ void flatten_into(const nlohmann::json& j, const std::string& path, std::map<std
             flatten_into(j[i], path + "[" + std::to_string(i) + "]", out);
         }
     } else {
-        out[path.empty() ? std::string("$") : path] = j.dump();
+        out[path.empty() ? std::string("$") : path] = leaf_text(j);
     }
 }
 

@@ -1,5 +1,6 @@
 // mpwb-cli runs: the run store from a terminal. list, show, tag, note, rename, delete, restore,
-// purge, export, import and compare work on the same database the GUI and `mpwb-cli train` use
+// purge, export (bundles, or one run's weights for PyTorch), import and compare work on the same database the
+// GUI and `mpwb-cli train` use
 // (--db, default $XDG_DATA_HOME/mpwb/runs.sqlite). Opening the database for writing is also
 // what marks runs of crashed processes INTERRUPTED; read commands fall back to a read-only open
 // when the file cannot be written.
@@ -26,6 +27,7 @@
 #include "core/train/checkpoint.h"
 #include "sessions/metric_keys.h"
 #include "sessions/run_bundle.h"
+#include "sessions/run_export.h"
 #include "sessions/run_figures.h"
 #include "sessions/run_query.h"
 #include "sessions/run_store.h"
@@ -44,6 +46,7 @@ struct RunsArgs {
     // per-run commands
     std::string ids;
     std::string tag_expr, note, name, out, csv_dir, file;
+    std::string safetensors, pytorch;  // export of a run's final weights
     bool remove_tag = false, force = false;
     std::optional<double> target;
 };
@@ -500,7 +503,34 @@ void cmd_purge(const RunsArgs& a) {
 
 // --- export / import ----------------------------------------------------------------------------
 
+// `runs export ID --safetensors FILE [--pytorch FILE]`: one run's final weights for PyTorch.
+void cmd_export_model(const RunsArgs& a) {
+    if (!a.out.empty() || !a.csv_dir.empty() || a.force)
+        throw ConfigError(
+            "runs export: --safetensors writes one run's weights; --out, --csv-dir and --force "
+            "belong to a bundle export, give them in a separate call");
+    const auto ids = parse_ids(a.ids);
+    if (ids.size() != 1)
+        throw ConfigError("runs export --safetensors takes one run id, gets " + std::to_string(ids.size()));
+    auto store = open_store(a.db, false);
+    const ExportedModel m =
+        export_run_for_pytorch(*store, ids.front(), a.safetensors, a.pytorch, "mpwb-cli " MPWB_VERSION);
+    std::printf("exported run %lld (step %lld): %zu tensors, %lld values to %s\n",
+                static_cast<long long>(m.run_id), static_cast<long long>(m.step), m.tensors,
+                static_cast<long long>(m.values), m.safetensors_path.c_str());
+    if (!m.script_path.empty())
+        std::printf("PyTorch script %s (python3 %s prints the model)\n", m.script_path.c_str(),
+                    m.script_path.c_str());
+}
+
 void cmd_export(const RunsArgs& a) {
+    if (!a.safetensors.empty()) return cmd_export_model(a);
+    if (!a.pytorch.empty())
+        throw ConfigError("runs export: --pytorch needs --safetensors FILE, the weights the script loads");
+    if (a.out.empty())
+        throw ConfigError(
+            "runs export needs --out BUNDLE (runs to a bundle) or --safetensors FILE (one run's "
+            "weights for PyTorch)");
     auto store = open_store(a.db, false);
     const auto ids = parse_ids(a.ids);
     BundleExportOptions o;
@@ -680,9 +710,16 @@ void add_runs_command(CLI::App& app) {
     auto* purge = with_db(runs->add_subcommand("purge", "Remove soft-deleted runs for good"));
     purge->callback([a] { cmd_purge(*a); });
 
-    auto* exp = with_db(runs->add_subcommand("export", "Write runs to a bundle file (and CSV files)"));
+    auto* exp = with_db(runs->add_subcommand(
+        "export", "Write runs to a bundle file (and CSV files), or one run's final weights for PyTorch"));
     exp->add_option("ids", a->ids, "Run id(s), comma-separated")->required();
-    exp->add_option("--out,-o", a->out, "Bundle file to write (.mpwb)")->required();
+    exp->add_option("--out,-o", a->out, "Bundle file to write (.mpwb)");
+    exp->add_option("--safetensors", a->safetensors,
+                    "Write the run's final FP32 weights to this new safetensors file (names of a PyTorch "
+                    "nn.Sequential state_dict)");
+    exp->add_option(
+        "--pytorch", a->pytorch,
+        "With --safetensors: also write a Python script that builds the nn.Sequential and loads them");
     exp->add_option("--csv-dir", a->csv_dir, "Also write runs.csv and one CSV of metrics per run here");
     exp->add_flag("--force", a->force, "Overwrite an existing bundle file");
     exp->callback([a] { cmd_export(*a); });

@@ -1,0 +1,216 @@
+// PyTorch export: state_dict names and the generated script (see pytorch_export.h).
+#include "core/nn/pytorch_export.h"
+
+#include <sstream>
+
+#include "core/common/error.h"
+#include "core/common/text_format.h"
+
+namespace mpwb {
+
+namespace {
+
+// A float setting as Python reads it back to the same float.
+std::string py_float(const nlohmann::json& v) { return shortest_text(v.get<float>()); }
+
+std::string py_bool(bool v) { return v ? "True" : "False"; }
+
+std::string py_tuple(const Shape& s) {
+    std::string t = "(";
+    for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+    return t + (s.size() == 1 ? ",)" : ")");
+}
+
+std::string py_list(const std::vector<float>& v) {
+    std::string t = "[";
+    for (size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + shortest_text(v[i]);
+    return t + "]";
+}
+
+// A Python string literal of arbitrary text (names, titles): JSON's escaping is valid Python.
+std::string py_string(const std::string& s) { return nlohmann::json(s).dump(); }
+
+const NamedTensor* find_tensor(const std::vector<const NamedTensor*>& tensors, const std::string& name) {
+    for (const auto* t : tensors)
+        if (t->name == name) return t;
+    return nullptr;
+}
+
+// The nn module of one layer. `input` is the layer's per-sample input shape.
+std::string module_expr(const std::string& label, const nlohmann::json& s, const Shape& input,
+                        const std::vector<const NamedTensor*>& tensors) {
+    const std::string kind = s.at("type");
+    const bool bias = find_tensor(tensors, "bias") != nullptr;
+    const NamedTensor* weight = find_tensor(tensors, "weight");
+    if (kind == "Linear")
+        return "nn.Linear(" + std::to_string(weight->shape[1]) + ", " + std::to_string(weight->shape[0]) +
+               ", bias=" + py_bool(bias) + ")";
+    if (kind == "Conv2d")
+        return "nn.Conv2d(" + std::to_string(weight->shape[1]) + ", " + std::to_string(weight->shape[0]) +
+               ", kernel_size=" + std::to_string(s.at("kernel").get<int64_t>()) +
+               ", stride=" + std::to_string(s.at("stride").get<int64_t>()) +
+               ", padding=" + std::to_string(s.at("padding").get<int64_t>()) + ", bias=" + py_bool(bias) +
+               ")";
+    if (kind == "MaxPool2d" || kind == "AvgPool2d")
+        return "nn." + kind + "(kernel_size=" + std::to_string(s.at("kernel").get<int64_t>()) +
+               ", stride=" + std::to_string(s.at("stride").get<int64_t>()) +
+               ", padding=" + std::to_string(s.at("padding").get<int64_t>()) + ")";
+    if (kind == "ReLU" || kind == "Tanh" || kind == "Sigmoid" || kind == "Flatten")
+        return "nn." + kind + "()";
+    if (kind == "GELU") return "nn.GELU()";  // exact (erf), as ours
+    if (kind == "LeakyReLU") return "nn.LeakyReLU(negative_slope=" + py_float(s.at("slope")) + ")";
+    if (kind == "Dropout") return "nn.Dropout(p=" + py_float(s.at("p")) + ")";
+    if (kind == "BatchNorm") {
+        const std::string dims = input.size() == 3 ? "2d" : "1d";
+        return "nn.BatchNorm" + dims + "(" + std::to_string(input[0]) + ", eps=" + py_float(s.at("eps")) +
+               ", momentum=" + py_float(s.at("momentum")) + ")";
+    }
+    throw Error("layer " + label + " has no PyTorch equivalent; the run cannot be exported for PyTorch");
+}
+
+std::string normalisation_code(const InputNormalisation& n) {
+    std::ostringstream py;
+    py << "def normalise(x):\n    \"\"\"The input as the network saw it in training.\n\n";
+    std::istringstream lines(n.description);
+    for (std::string line; std::getline(lines, line);) py << "    " << line << "\n";
+    py << "    \"\"\"\n";
+    if (!n.applied) {
+        py << "    return x\n";
+    } else if (n.mean.empty()) {
+        py << "    raise NotImplementedError("
+           << py_string("the normalisation statistics are not known: " + n.description) << ")\n";
+    } else {
+        py << "    mean = torch.tensor(" << py_list(n.mean) << ", dtype=torch.float32).reshape("
+           << py_tuple(n.stats_shape) << ")\n";
+        py << "    std = torch.tensor(" << py_list(n.stddev) << ", dtype=torch.float32).reshape("
+           << py_tuple(n.stats_shape) << ")\n";
+        py << "    return (x - mean) / std\n";
+    }
+    return py.str();
+}
+
+// Everything of the script that does not depend on the network: the two readers and the loader.
+const char* const kLoaderCode = R"py(
+def read_safetensors(path):
+    """The F32 tensors of a safetensors file, read without the safetensors package: an 8-byte
+    little-endian header length, the JSON header, then the raw little-endian data."""
+    import numpy
+
+    with open(path, "rb") as f:
+        data = f.read()
+    (header_length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + header_length])
+    base = 8 + header_length
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if entry["dtype"] != "F32":
+            raise ValueError(f"{path}: tensor {name} has dtype {entry['dtype']}, this reader takes F32")
+        begin, end = entry["data_offsets"]
+        array = numpy.frombuffer(data, dtype="<f4", count=(end - begin) // 4, offset=base + begin)
+        tensors[name] = torch.from_numpy(array.reshape(entry["shape"]).copy())
+    return tensors
+
+
+# Which reader load_state used last: "safetensors" or "numpy".
+WEIGHTS_READER = None
+
+
+def load_state(path):
+    """The state_dict in the file: through the safetensors package where it is installed (and
+    MPWB_EXPORT_NO_SAFETENSORS is not set), else through read_safetensors."""
+    global WEIGHTS_READER
+    if not os.environ.get("MPWB_EXPORT_NO_SAFETENSORS"):
+        try:
+            from safetensors.torch import load_file
+        except ImportError:
+            load_file = None
+        if load_file is not None:
+            WEIGHTS_READER = "safetensors"
+            return load_file(path)
+    WEIGHTS_READER = "numpy"
+    return read_safetensors(path)
+
+
+def load_model(path=None):
+    """The network with the run's final weights, in eval mode (dropout off, BatchNorm on its
+    running statistics). path: the .safetensors file; default: WEIGHTS_FILE beside this script."""
+    if path is None:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), WEIGHTS_FILE)
+    model = build_model()
+    missing, unexpected = model.load_state_dict(load_state(path), strict=False)
+    # Our BatchNorm keeps no batch counter; PyTorch's only uses it when momentum is None.
+    missing = [k for k in missing if not k.endswith("num_batches_tracked")]
+    if missing or unexpected:
+        raise RuntimeError(f"{path} does not fit the network: missing {missing}, unexpected {unexpected}")
+    model.eval()
+    return model
+
+
+if __name__ == "__main__":
+    model = load_model()
+    print(model)
+    print(f"weights read with {WEIGHTS_READER}; input shape per sample {INPUT_SHAPE}")
+)py";
+
+}  // namespace
+
+std::string pytorch_tensor_name(const std::string& layer_kind, const NamedTensor& tensor) {
+    std::string name = tensor.name;
+    if (layer_kind == "BatchNorm" && name == "gamma") name = "weight";
+    if (layer_kind == "BatchNorm" && name == "beta") name = "bias";
+    return std::to_string(tensor.layer) + "." + name;
+}
+
+PytorchExport make_pytorch_export(const nlohmann::json& network_description, const NetworkWeights& weights,
+                                  const PytorchExportInfo& info) {
+    // Building and loading proves the weights fit the description, tensor by tensor.
+    Network network = Network::from_json(network_description);
+    network.build(weights.input_shape);
+    load_network_weights(network, weights);
+    const auto reports = Network::inspect(network_description, weights.input_shape);
+
+    PytorchExport out;
+    out.weights.metadata = info.metadata;
+    out.weights.metadata["format"] = "pt";  // what safetensors.torch.save_file writes
+    std::ostringstream layers;
+    Shape input = weights.input_shape;
+    for (size_t i = 0; i < network.size(); ++i) {
+        Layer& layer = network.layer(i);
+        std::vector<const NamedTensor*> tensors;
+        for (const auto& t : weights.tensors)
+            if (t.layer == static_cast<int64_t>(i)) {
+                tensors.push_back(&t);
+                out.weights.tensors.push_back({pytorch_tensor_name(layer.kind(), t), t.shape, t.values});
+            }
+        layers << "        " << module_expr(network.layer_label(i), layer.to_json(), input, tensors)
+               << ",  # " << network.layer_label(i) << ", output " << shape_to_string(reports.at(i).output)
+               << "\n";
+        input = reports.at(i).output;
+    }
+
+    std::ostringstream py;
+    py << "\"\"\"" << info.title << " as a PyTorch nn.Sequential.\n\n"
+       << "Generated by MP Workbench. The weights (" << info.weights_file
+       << ") are the run's FP32 master weights at step " << weights.step << ", under the\n"
+       << "names of this nn.Sequential's state_dict.\n\n"
+       << "Import this file as a module (or run it: it prints the model), then\n"
+       << "    model = load_model()   # eval mode\n"
+       << "    y = model(normalise(x))   # x: float32 [batch, *INPUT_SHAPE]\n\n"
+       << "The outputs are "
+       << (network.loss() == "cross_entropy" ? "logits (the run trained them with softmax cross-entropy)"
+                                             : "the regression outputs (the run trained them with MSE)")
+       << ".\n\"\"\"\n"
+       << "import json\nimport os\nimport struct\n\nimport torch\nfrom torch import nn\n\n"
+       << "INPUT_SHAPE = " << py_tuple(weights.input_shape) << "\n"
+       << "WEIGHTS_FILE = " << py_string(info.weights_file) << "\n\n\n"
+       << "def build_model():\n    return nn.Sequential(\n"
+       << layers.str() << "    )\n\n\n"
+       << normalisation_code(info.normalisation) << "\n"
+       << kLoaderCode;
+    out.script = py.str();
+    return out;
+}
+
+}  // namespace mpwb

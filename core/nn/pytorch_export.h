@@ -1,0 +1,49 @@
+// PyTorch export of a trained network: its weights under the names and layouts of a PyTorch
+// nn.Sequential's state_dict ("0.weight", "0.bias", "2.running_mean", ...; our Linear [out, in]
+// and Conv2d [out, in, kh, kw] layouts are PyTorch's, so nothing is transposed; BatchNorm's
+// gamma and beta are PyTorch's weight and bias), and a Python script that builds the same
+// nn.Sequential and loads them, with the safetensors package where it is installed and with its
+// own reader (the JSON header, then numpy.frombuffer) where it is not. Our GELU is the exact
+// (erf) one, PyTorch's default; AvgPool2d divides by the whole window (count_include_pad).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/nn/network_weights.h"
+#include "core/nn/safetensors_file.h"
+
+namespace mpwb {
+
+// How the run's inputs were normalised before the network saw them, for the script's
+// normalise() and its comment.
+struct InputNormalisation {
+    bool applied = false;             // false: inputs are used as the dataset gives them
+    std::string description;          // one or two sentences for the script, e.g. where stats come from
+    Shape stats_shape;                // the shape mean and stddev broadcast to ([C, 1, 1] per channel, ...)
+    std::vector<float> mean, stddev;  // empty when applied but the values are not known
+};
+
+struct PytorchExportInfo {
+    std::string title;                            // "MP Workbench run 12 (spiral fp16-mixed)"
+    std::string weights_file;                     // the safetensors file name the script loads by default
+    std::map<std::string, std::string> metadata;  // for the safetensors header (__metadata__)
+    InputNormalisation normalisation;
+};
+
+struct PytorchExport {
+    SafetensorsFile weights;  // state_dict names, F32
+    std::string script;       // Python source
+};
+
+// Builds the network from its description at weights.input_shape, loads the weights into it
+// (NetworkError naming the layer when they do not fit), and maps each layer. A layer kind with
+// no PyTorch equivalent is an Error naming the layer ("layer 3 (Foo) has no PyTorch equivalent").
+PytorchExport make_pytorch_export(const nlohmann::json& network_description, const NetworkWeights& weights,
+                                  const PytorchExportInfo& info);
+
+// The state_dict name of one of our tensors: "<layer>.<name>" with BatchNorm's gamma and beta
+// named weight and bias.
+std::string pytorch_tensor_name(const std::string& layer_kind, const NamedTensor& tensor);
+
+}  // namespace mpwb
