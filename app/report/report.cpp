@@ -3,7 +3,9 @@
 #include "app/report/report.h"
 
 #include "app/report/report_html.h"
+#include "app/report/report_pdf.h"
 #include "app/report/report_scaling.h"
+#include "app/report/report_sections.h"
 #include "core/numeric/exponent_histogram.h"
 #include "core/common/text_format.h"
 #include "sessions/file_identity.h"
@@ -22,9 +24,7 @@
 #include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
-#include <QPdfWriter>
 #include <QSaveFile>
-#include <QTextDocument>
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -39,6 +39,9 @@ using report_detail::RunRow;
 
 constexpr int kPlotWidth = 860;  // CSS pixels; PNGs are rendered at twice this
 constexpr int kPlotHeight = 380;
+constexpr int kCellWidth = 330;  // the small multiples of the gradient histograms
+constexpr int kCellHeight = 220;
+constexpr int kBoundarySize = 420;
 constexpr std::int64_t kMaxPlotPoints = 20000;  // longer series are read downsampled
 
 std::string lower(std::string s) {
@@ -87,7 +90,12 @@ Figure report_detail::render_plot(QCustomPlot* plot, const QString& title, const
     QByteArray bytes;
     QBuffer buffer(&bytes);
     buffer.open(QIODevice::WriteOnly);
-    plot->toPixmap(width, height, 2.0).save(&buffer, "PNG");
+    // A palette of 256 colours, without dithering: plots have few colours, and the PNG (embedded
+    // in the HTML as base64) becomes a third of the size.
+    plot->toPixmap(width, height, 2.0)
+        .toImage()
+        .convertToFormat(QImage::Format_Indexed8, Qt::ThresholdDither | Qt::AvoidDither)
+        .save(&buffer, "PNG", 9);
     f.png = bytes;
     return f;
 }
@@ -167,66 +175,41 @@ std::vector<Figure> curve_figures(RunStore& store, const std::vector<RunRow>& ro
     return figures;
 }
 
+// Per run, the weight gradient with the most elements over the whole run as a heatmap of its
+// exponent histograms over steps (the small multiples show every layer at the last step).
 std::vector<Figure> histogram_figures(RunStore& store, const std::vector<RunRow>& rows) {
     std::vector<Figure> figures;
     for (const RunRow& row : rows) {
-        // The last step with statistics: the newest histogram row.
         const std::vector<Histogram> all = store.histograms(row.run.id);
         if (all.empty()) continue;
         std::int64_t last_step = 0;
         for (const Histogram& h : all) last_step = std::max(last_step, h.step);
-        // The largest activation gradient and the largest weight gradient at that step.
-        const Histogram* pick[2] = {nullptr, nullptr};
-        std::uint64_t best[2] = {0, 0};
-        std::map<const Histogram*, ExponentHistogram> decoded;
+        const Histogram* pick = nullptr;
+        std::uint64_t best = 0;
         for (const Histogram& h : all) {
-            if (h.step != last_step) continue;
-            ExponentHistogram eh;
+            if (h.step != last_step || h.kind == metric_key::activation_grad) continue;
             try {
-                eh = ExponentHistogram::from_blob(h.blob);
-            } catch (const std::exception&) {
-                continue;
-            }
-            const int k = h.kind == metric_key::activation_grad ? 0 : 1;
-            if (eh.total() > best[k] || !pick[k]) {
-                best[k] = eh.total();
-                pick[k] = &h;
-            }
-            decoded[&h] = eh;
+                const std::uint64_t total = ExponentHistogram::from_blob(h.blob).total();
+                if (total > best || !pick) {
+                    best = total;
+                    pick = &h;
+                }
+            } catch (const std::exception&) {}
         }
-        double scale = 1;
-        for (const MetricPoint& p :
-             store.series(row.run.id, metric_key::loss_scale, std::int64_t{0}, last_step))
-            scale = p.value;
         const Format ref = row.figures.underflow_format;
-        for (const Histogram* h : pick) {
-            if (!h) continue;
-            HistogramPlot plot;
-            const QString title =
-                QStringLiteral("%1 · layer %2 · %3 · step %4")
-                    .arg(row.label, QString::fromStdString(h->layer), QString::fromStdString(h->kind))
-                    .arg(h->step);
-            plot.setHistogram(decoded[h], title, ref, static_cast<float>(scale));
-            figures.push_back(render(&plot, title,
-                                     QStringLiteral("Bars: share of the %1 elements per power of two; "
-                                                    "background: %2 zones; strips: FP16, BF16, FP8.")
-                                         .arg(decoded[h].total())
-                                         .arg(QString::fromStdString(format_name(ref)).toUpper()),
-                                     kPlotWidth, 400));
-        }
         // The largest weight gradient over the whole run.
-        if (pick[1]) {
+        if (pick) {
             HeatmapPlot heat;
             heat.setBoundaryFormats({ref});
-            for (const Histogram& h : store.histograms(row.run.id, {}, {}, pick[1]->layer, pick[1]->kind)) {
+            for (const Histogram& h : store.histograms(row.run.id, {}, {}, pick->layer, pick->kind)) {
                 try {
                     heat.addColumn(h.step, ExponentHistogram::from_blob(h.blob));
                 } catch (const std::exception&) {}
             }
             if (heat.columnCount() > 1) {
                 const QString title = QStringLiteral("%1 · layer %2 · %3 over steps")
-                                          .arg(row.label, QString::fromStdString(pick[1]->layer),
-                                               QString::fromStdString(pick[1]->kind));
+                                          .arg(row.label, QString::fromStdString(pick->layer),
+                                               QString::fromStdString(pick->kind));
                 heat.setTitle(title);
                 figures.push_back(
                     render(&heat, title,
@@ -246,41 +229,6 @@ void write_text(const QString& path, const QByteArray& bytes) {
     f.write(bytes);
     if (!f.commit())
         throw ReportError("cannot write " + path.toStdString() + ": " + f.errorString().toStdString());
-}
-
-void write_pdf(const QString& path, const ReportContent& content) {
-    // Written to a temporary name first, so a failure never leaves half a PDF under the name.
-    const QString tmp = path + QStringLiteral(".part");
-    {
-        QPdfWriter pdf(tmp);
-        pdf.setPageSize(QPageSize(QPageSize::A4));
-        // QTextDocument::print adds its own 2 cm margin around an unpaginated document.
-        pdf.setPageMargins(QMarginsF(0, 0, 0, 0), QPageLayout::Millimeter);
-        pdf.setResolution(300);
-        pdf.setTitle(content.title);
-        pdf.setCreator(QStringLiteral("MP Workbench"));
-        QTextDocument doc;
-        QFont font(QStringLiteral("DejaVu Sans"));
-        font.setPointSizeF(8.5);
-        doc.setDefaultFont(font);
-        int index = 0;
-        std::vector<const std::vector<Figure>*> lists = {&content.curves, &content.histograms};
-        for (const auto& section : content.scaling) lists.push_back(&section.figures);
-        for (const auto* list : lists)
-            for (const Figure& f : *list) {
-                QImage image;
-                image.loadFromData(f.png, "PNG");
-                doc.addResource(QTextDocument::ImageResource, QUrl(QStringLiteral("img:%1").arg(index++)),
-                                image);
-            }
-        doc.setHtml(report_detail::to_document_html(content));
-        doc.print(&pdf);
-    }
-    QFile::remove(path);
-    if (!QFileInfo(tmp).exists() || QFileInfo(tmp).size() == 0 || !QFile::rename(tmp, path)) {
-        QFile::remove(tmp);
-        throw ReportError("cannot write " + path.toStdString());
-    }
 }
 
 QByteArray series_csv(RunStore& store, const std::vector<RunRow>& rows) {
@@ -321,36 +269,10 @@ void check_output(const std::string& path) {
         throw ReportError("cannot write " + path + ": the file is not writable");
 }
 
-}  // namespace
-
-std::vector<std::string> write_report(const ReportRequest& request) {
-    if (!qobject_cast<QApplication*>(QCoreApplication::instance()))
-        throw ReportError("write_report needs a QApplication (plots are widgets rendered offscreen)");
-    std::vector<std::int64_t> ids;
-    for (std::int64_t id : request.run_ids)
-        if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-    if (ids.empty()) throw ReportError("no runs selected: give at least one run id (e.g. --runs 3,4)");
-    std::vector<std::string> outputs;
-    if (!request.output.empty()) outputs.push_back(request.output);
-    for (const std::string& o : request.extra_outputs)
-        if (!o.empty()) outputs.push_back(o);
-    if (outputs.empty()) throw ReportError("no output file given: name a .html or .pdf file");
-    if (!(request.smoothing >= 0 && request.smoothing < 1))
-        throw ReportError("smoothing " + shortest_text(request.smoothing) +
-                          " is not an EMA weight: give a number from 0 up to but not including 1");
-    for (const std::string& o : outputs) check_output(o);
-
-    const std::string db_path = request.database.empty() ? default_database_path() : request.database;
-    if (!QFileInfo::exists(QString::fromStdString(db_path)))
-        throw ReportError("run database not found: " + db_path);
-    // No output (nor the CSV written beside the first) may overwrite the database it reads.
-    try {
-        for (const std::string& o : outputs) refuse_output_onto_database(o, db_path, "the report");
-        refuse_output_onto_database(csv_beside(outputs.front()).toStdString(), db_path, "the report's CSV");
-    } catch (const StoreError& e) {
-        throw ReportError(e.what());
-    }
-    std::unique_ptr<RunStore> store;
+// Opens the store read-only and gathers everything the report shows; *store stays open for the CSV.
+ReportContent collect_content(const ReportRequest& request, const std::vector<std::int64_t>& ids,
+                              const std::string& db_path, std::unique_ptr<RunStore>* store_out) {
+    std::unique_ptr<RunStore>& store = *store_out;
     try {
         RunStore::Options options;
         options.read_only = true;
@@ -409,16 +331,62 @@ std::vector<std::string> write_report(const ReportRequest& request) {
         content.smoothing = request.smoothing;
         content.curves = curve_figures(*store, content.rows, request.smoothing);
         content.histograms = histogram_figures(*store, content.rows);
+        report_detail::DatasetCache data;
+        content.architectures = report_detail::architectures(content.rows, data);
+        content.config = report_detail::full_config(content.rows);
+        content.events = report_detail::run_events(*store, content.rows);
+        content.gradient_grids = report_detail::gradient_grids(*store, content.rows, kCellWidth, kCellHeight);
+        content.boundaries = report_detail::boundary_figures(*store, content.rows, data, kBoundarySize);
         content.scaling = report_detail::scaling_sections(*store, content.rows, kPlotWidth);
     } catch (const StoreError& e) {
         throw ReportError(std::string("reading the runs failed: ") + e.what());
     }
+    return content;
+}
+
+}  // namespace
+
+report_detail::PdfLayout report_detail::layout_report_pdf(const ReportRequest& request) {
+    std::unique_ptr<RunStore> store;
+    const std::string db = request.database.empty() ? default_database_path() : request.database;
+    return layout_pdf(collect_content(request, request.run_ids, db, &store));
+}
+
+std::vector<std::string> write_report(const ReportRequest& request) {
+    if (!qobject_cast<QApplication*>(QCoreApplication::instance()))
+        throw ReportError("write_report needs a QApplication (plots are widgets rendered offscreen)");
+    std::vector<std::int64_t> ids;
+    for (std::int64_t id : request.run_ids)
+        if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    if (ids.empty()) throw ReportError("no runs selected: give at least one run id (e.g. --runs 3,4)");
+    std::vector<std::string> outputs;
+    if (!request.output.empty()) outputs.push_back(request.output);
+    for (const std::string& o : request.extra_outputs)
+        if (!o.empty()) outputs.push_back(o);
+    if (outputs.empty()) throw ReportError("no output file given: name a .html or .pdf file");
+    if (!(request.smoothing >= 0 && request.smoothing < 1))
+        throw ReportError("smoothing " + shortest_text(request.smoothing) +
+                          " is not an EMA weight: give a number from 0 up to but not including 1");
+    for (const std::string& o : outputs) check_output(o);
+
+    const std::string db_path = request.database.empty() ? default_database_path() : request.database;
+    if (!QFileInfo::exists(QString::fromStdString(db_path)))
+        throw ReportError("run database not found: " + db_path);
+    // No output (nor the CSV written beside the first) may overwrite the database it reads.
+    try {
+        for (const std::string& o : outputs) refuse_output_onto_database(o, db_path, "the report");
+        refuse_output_onto_database(csv_beside(outputs.front()).toStdString(), db_path, "the report's CSV");
+    } catch (const StoreError& e) {
+        throw ReportError(e.what());
+    }
+    std::unique_ptr<RunStore> store;
+    const ReportContent content = collect_content(request, ids, db_path, &store);
 
     std::vector<std::string> written;
     for (const std::string& o : outputs) {
         const QString path = QString::fromStdString(o);
         if (QFileInfo(path).suffix().toLower() == QLatin1String("pdf"))
-            write_pdf(path, content);
+            report_detail::write_pdf(path, content);
         else
             write_text(path, report_detail::to_browser_html(content).toUtf8());
         written.push_back(o);

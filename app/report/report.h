@@ -1,9 +1,12 @@
 // Comparison reports: any set of stored runs as one self-contained HTML file (inline CSS, plots
 // embedded as data: URIs, no external URL) and/or an A4 PDF, plus the series as CSV beside the
-// output. Content: configuration differences, a summary table (final/best test accuracy, time to
-// a target accuracy, throughput and speed-up over FP32, skipped steps, loss-scale range, mean
-// underflow fraction), plots (loss, accuracy, throughput, loss scale with overflows, exponent
-// histograms against the format zones) and the machine and library versions of each run.
+// output. Content: the runs with their tags and notes, configuration differences, a summary table
+// (final/best test accuracy, time to a target accuracy, throughput and speed-up over FP32,
+// skipped steps, loss-scale range, mean underflow fraction), plots (loss, accuracy, throughput,
+// loss scale with overflows, the stored decision boundary of 2-D runs, every layer's gradient
+// exponent histograms against the format zones as small multiples), the network architecture
+// (a layer table per distinct network), the events, the full configuration and the machine and
+// library versions of each run.
 // Plots are QWidgets rendered offscreen, so a QApplication must exist (run_report_command
 // creates one with the offscreen platform when there is none).
 #pragma once

@@ -2,7 +2,11 @@
 // QTextDocument prints to PDF.
 #include "app/report/report_html.h"
 
+#include "app/report/report_sections.h"
+
 #include <QDateTime>
+#include <QLocale>
+#include <algorithm>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <cmath>
@@ -32,7 +36,7 @@ QString json_value_text(const std::optional<std::string>& v) {
     return s;
 }
 
-// versions_json flattened to "key: value" lines.
+// The library and tool versions of versions_json as "key: value" lines.
 QStringList version_lines(const std::string& json) {
     QStringList lines;
     const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(json));
@@ -40,29 +44,23 @@ QStringList version_lines(const std::string& json) {
                                                                        const QString& prefix) {
         for (auto it = o.begin(); it != o.end(); ++it) {
             const QString key = prefix.isEmpty() ? it.key() : prefix + QLatin1Char('.') + it.key();
-            if (it->isObject())
-                walk(it->toObject(), key);
-            else
-                lines << key + QStringLiteral(": ") + it->toVariant().toString();
+            // Versions are text ("gcc 12.2.0"); the machine object and the run's numbers
+            // (parameters, samples, steps) are shown in their own sections.
+            if (it->isString()) lines << key + QStringLiteral(": ") + it->toString();
         }
     };
     if (doc.isObject()) walk(doc.object(), {});
     return lines;
 }
 
-struct Table {
-    QStringList header;
-    QList<QStringList> rows;
-    // Column widths in percent, or empty: QTextDocument otherwise shares a wide table's width
-    // out evenly and breaks numbers like "4.919e+06" inside narrow columns.
-    QList<int> widths;
-};
+}  // namespace
 
 Table runs_table(const ReportContent& c) {
     Table t;
     t.header = {QStringLiteral("run"),    QStringLiteral("precision"), QStringLiteral("dataset"),
                 QStringLiteral("status"), QStringLiteral("started"),   QStringLiteral("duration"),
-                QStringLiteral("steps"),  QStringLiteral("seed")};
+                QStringLiteral("steps"),  QStringLiteral("seed"),      QStringLiteral("backend / device")};
+    t.widths = {14, 10, 9, 8, 14, 8, 7, 6, 24};
     for (const RunRow& r : c.rows) {
         t.rows << QStringList{
             html_escape(r.label),
@@ -72,9 +70,91 @@ Table runs_table(const ReportContent& c) {
             date_text(r.run.started.value_or(r.run.created)),
             r.figures.duration_seconds ? seconds_text(*r.figures.duration_seconds) : QStringLiteral("—"),
             QString::number(r.figures.steps),
-            r.run.seed ? QString::number(*r.run.seed) : QStringLiteral("—")};
+            r.run.seed ? QString::number(*r.run.seed) : QStringLiteral("—"),
+            html_escape(QString::fromStdString(r.run.backend + " / " + r.run.device))};
     }
     return t;
+}
+
+Table notes_table(const ReportContent& c) {
+    Table t;
+    t.header = {QStringLiteral("run"), QStringLiteral("tags"), QStringLiteral("note")};
+    t.widths = {20, 30, 50};
+    for (const RunRow& r : c.rows) {
+        QStringList tags;
+        for (const auto& [key, value] : r.run.tags)
+            tags << html_escape(QString::fromStdString(value.empty() ? key : key + "=" + value));
+        const QString note =
+            html_escape(QString::fromStdString(r.run.note)).replace(QLatin1Char('\n'), "<br>");
+        t.rows << QStringList{html_escape(r.label), tags.isEmpty() ? QStringLiteral("—") : tags.join(", "),
+                              note.isEmpty() ? QStringLiteral("—") : note};
+    }
+    return t;
+}
+
+Table architecture_table(const Architecture& a) {
+    Table t;
+    t.header = {QStringLiteral("layer"), QStringLiteral("kind"), QStringLiteral("output shape"),
+                QStringLiteral("parameters")};
+    t.widths = {10, 30, 35, 25};
+    for (const LayerRow& l : a.layers)
+        t.rows << QStringList{QString::number(l.index), html_escape(l.kind),
+                              l.error.isEmpty() ? html_escape(l.output) : html_escape(l.error),
+                              QLocale::c().toString(qlonglong(l.parameters))};
+    t.rows << QStringList{
+        QString(), QStringLiteral("<b>total</b>"), QString(),
+        QStringLiteral("<b>%1</b>").arg(QLocale::c().toString(qlonglong(a.total_parameters)))};
+    return t;
+}
+
+QString architecture_heading(const Architecture& a) {
+    QString s =
+        a.name.isEmpty() ? QStringLiteral("Network") : QStringLiteral("Network ") + html_escape(a.name);
+    if (!a.input.isEmpty()) s += QStringLiteral(", input ") + html_escape(a.input);
+    return s + QStringLiteral(" (") + html_escape(a.runs.join(QStringLiteral(", "))) + QLatin1Char(')');
+}
+
+Table config_table(const ReportContent& c) {
+    Table t;
+    t.header << QStringLiteral("setting");
+    for (const RunRow& r : c.rows) t.header << html_escape(r.label);
+    for (const ConfigDiffEntry& e : c.config) {
+        const bool differs =
+            std::adjacent_find(e.values.begin(), e.values.end(), std::not_equal_to<>()) != e.values.end();
+        QStringList row{html_escape(breakable(QString::fromStdString(e.path)))};
+        for (const auto& v : e.values) {
+            const QString text = v ? html_escape(breakable(setting_text(*v))) : QStringLiteral("(absent)");
+            row << (differs ? QStringLiteral("<b>") + text + QStringLiteral("</b>") : text);
+        }
+        t.rows << row;
+    }
+    return t;
+}
+
+Table events_table(const RunEvents& e) {
+    Table t;
+    t.header = {QStringLiteral("step"), QStringLiteral("kind"), QStringLiteral("event")};
+    t.widths = {10, 20, 70};
+    for (const EventRow& r : e.shown)
+        t.rows << QStringList{QString::number(r.step), html_escape(r.kind), html_escape(breakable(r.text))};
+    if (e.more > 0) t.rows << QStringList{QString(), QString(), QStringLiteral("… and %1 more").arg(e.more)};
+    return t;
+}
+
+QString breakable(const QString& text) {
+    // QTextDocument breaks lines only at spaces: a zero-width space after separators lets long
+    // paths, JSON and version strings wrap inside a table cell instead of widening it.
+    QString out;
+    int run = 0;
+    for (const QChar ch : text) {
+        out += ch;
+        run = ch.isSpace() ? 0 : run + 1;
+        if (run >= 12 && QStringLiteral("/._,:=-]}").contains(ch)) {
+            out += QChar(0x200B);
+            run = 0;
+        }
+    }
+    return out;
 }
 
 Table summary_table(const ReportContent& c) {
@@ -134,19 +214,20 @@ Table diff_table(const ReportContent& c) {
 
 Table machine_table(const ReportContent& c) {
     Table t;
-    t.header = {QStringLiteral("run"), QStringLiteral("machine"), QStringLiteral("backend / device"),
-                QStringLiteral("versions")};
+    t.header = {QStringLiteral("run"), QStringLiteral("machine"), QStringLiteral("versions")};
+    t.widths = {20, 35, 45};
     for (const RunRow& r : c.rows) {
         QStringList v;
-        for (const QString& l : version_lines(r.run.versions_json)) v << html_escape(l);
+        for (const QString& l : version_lines(r.run.versions_json)) v << html_escape(breakable(l));
         t.rows << QStringList{
             html_escape(r.label),
             html_escape(QString::fromStdString(r.run.machine.empty() ? r.run.owner_host : r.run.machine)),
-            html_escape(QString::fromStdString(r.run.backend + " / " + r.run.device)),
             v.isEmpty() ? QStringLiteral("—") : v.join(QStringLiteral("<br>"))};
     }
     return t;
 }
+
+namespace {
 
 // Four significant digits, the exponent without '+' and leading zeros ("4.919e6"), so a number
 // fits the narrow columns of the PDF's scaling table.
@@ -162,6 +243,8 @@ QString sqnr_text(double db) {
     if (std::isnan(db)) return QStringLiteral("—");
     return db >= 999 ? QStringLiteral("lossless") : QString::number(db, 'f', 1);
 }
+
+}  // namespace
 
 Table sqnr_table(const ScalingSection& section) {
     Table t;
@@ -191,7 +274,7 @@ Table sqnr_table(const ScalingSection& section) {
     return t;
 }
 
-const QString kScalingNote = QStringLiteral(
+extern const QString kScalingNote = QStringLiteral(
     "Per layer and quantized GEMM operand (x: input, w: weight, dy: output gradient; a second copy such as "
     "\"x (wgrad)\" is the block recipes' quantization along the other dimension). Amax, scale, underflow "
     "(non-zero values that became zero) and saturation (values clamped at the format's maximum) are the "
@@ -200,7 +283,7 @@ const QString kScalingNote = QStringLiteral(
     "statistics "
     "step, whose maximum did not fit under its scale.");
 
-QString table_html(const Table& t, const QString& attrs, const QString& head_attrs = {}) {
+QString table_html(const Table& t, const QString& attrs, const QString& head_attrs) {
     QString s = QStringLiteral("<table %1><thead><tr>").arg(attrs);
     for (int i = 0; i < t.header.size(); ++i) {
         const QString width =
@@ -230,9 +313,20 @@ QString target_note(const ReportContent& c) {
              c.target_chosen ? QStringLiteral(" (95% of the best final accuracy)") : QString());
 }
 
-}  // namespace
-
 QString html_escape(const QString& s) { return s.toHtmlEscaped(); }
+
+QString grid_note(const HistogramGrid& g) {
+    return QStringLiteral(
+               "Bars: share of each gradient's elements per power of two (scaled values, as the trainer "
+               "takes them); background: %1 zones; strips: FP16, BF16, FP8.")
+        .arg(g.reference);
+}
+
+QString pretty_json(const std::string& json) {
+    const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(json));
+    return doc.isNull() ? QString::fromStdString(json)
+                        : QString::fromUtf8(doc.toJson(QJsonDocument::Indented));
+}
 
 QString percent_text(std::optional<double> fraction, int decimals) {
     if (!fraction) return QStringLiteral("—");
@@ -256,6 +350,10 @@ QString to_browser_html(const ReportContent& c) {
         "td:not(:first-child){font-variant-numeric:tabular-nums}\n"
         "figure{margin:14px 0}figure img{max-width:100%;height:auto;border:1px solid #eee}\n"
         "figcaption{color:#555;font-size:12px}\n.note{color:#555;font-size:12px}\ncode{font-size:12px}\n"
+        ".grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:6px}\n"
+        ".grid figure{margin:0}.pair{display:flex;flex-wrap:wrap;gap:12px}.pair figure{margin:0}\n"
+        "details{margin:6px 0}summary{cursor:pointer;font-weight:600}pre{font-size:12px;background:#f7f7f7;"
+        "padding:8px;overflow-x:auto}\n"
         "@media print{h2{page-break-after:avoid}figure{page-break-inside:avoid}}\n");
     h += QStringLiteral("</style></head><body>\n");
     h += QStringLiteral("<h1>") + html_escape(c.title) + QStringLiteral("</h1>\n");
@@ -263,6 +361,7 @@ QString to_browser_html(const ReportContent& c) {
              .arg(html_escape(c.generated), html_escape(c.database));
     const QString attrs = QStringLiteral("class=\"t\"");
     h += QStringLiteral("<h2>Runs</h2>\n") + table_html(runs_table(c), attrs);
+    h += QStringLiteral("<h3>Tags and notes</h3>\n") + table_html(notes_table(c), attrs);
     h += QStringLiteral("<h2>Summary</h2>\n") + table_html(summary_table(c), attrs);
     h += QStringLiteral("<p class=\"note\">") + html_escape(target_note(c)) + QStringLiteral("</p>\n");
     h += QStringLiteral("<h2>Configuration differences</h2>\n");
@@ -289,9 +388,23 @@ QString to_browser_html(const ReportContent& c) {
          html_escape(QString::fromStdString(smoothing_statement(c.smoothing))) + QStringLiteral("</p>\n");
     if (c.curves.empty()) h += QStringLiteral("<p>No metrics stored.</p>\n");
     figures(c.curves);
+    if (!c.boundaries.empty()) {
+        h += QStringLiteral("<h2>Decision boundaries</h2>\n<div class=\"pair\">");
+        figures(c.boundaries);
+        h += QStringLiteral("</div>\n");
+    }
     h += QStringLiteral("<h2>Gradient exponent histograms</h2>\n");
-    if (c.histograms.empty())
+    if (c.gradient_grids.empty())
         h += QStringLiteral("<p>No gradient statistics stored (train with statistics every K steps).</p>\n");
+    for (const HistogramGrid& g : c.gradient_grids) {
+        h += QStringLiteral(
+                 "<h3>%1 · every layer at step %2</h3>\n<p class=\"note\">%3</p>\n<div class=\"grid\">")
+                 .arg(html_escape(g.run_label))
+                 .arg(g.step)
+                 .arg(html_escape(grid_note(g)));
+        figures(g.cells);
+        h += QStringLiteral("</div>\n");
+    }
     figures(c.histograms);
     if (!c.scaling.empty()) {
         h += QStringLiteral("<h2>Scaling</h2>\n<p class=\"note\">") + html_escape(kScalingNote) +
@@ -302,72 +415,24 @@ QString to_browser_html(const ReportContent& c) {
             figures(section.figures);
         }
     }
+    h += QStringLiteral("<h2>Network architecture</h2>\n");
+    for (const Architecture& a : c.architectures) {
+        h += QStringLiteral("<h3>") + architecture_heading(a) + QStringLiteral("</h3>\n");
+        h += a.error.isEmpty() ? table_html(architecture_table(a), attrs)
+                               : QStringLiteral("<p>") + html_escape(a.error) + QStringLiteral("</p>\n");
+    }
+    h += QStringLiteral("<h2>Events</h2>\n");
+    for (const RunEvents& e : c.events) {
+        h += QStringLiteral("<h3>") + html_escape(e.run_label) + QStringLiteral("</h3>\n");
+        h += e.shown.empty() ? QStringLiteral("<p>No events.</p>\n") : table_html(events_table(e), attrs);
+    }
+    h += QStringLiteral("<h2>Configuration</h2>\n");
+    for (std::size_t i = 0; i < c.rows.size(); ++i) {
+        h += QStringLiteral("<details><summary>%1</summary><pre>").arg(html_escape(c.rows[i].label));
+        h += html_escape(pretty_json(c.rows[i].run.config_json)) + QStringLiteral("</pre></details>\n");
+    }
     h += QStringLiteral("<h2>Machine and versions</h2>\n") + table_html(machine_table(c), attrs);
     h += QStringLiteral("</body></html>\n");
-    return h;
-}
-
-QString to_document_html(const ReportContent& c) {
-    // QTextDocument: tables styled with attributes, page breaks with CSS it understands.
-    const QString attrs = QStringLiteral(
-        "border=\"1\" cellspacing=\"0\" cellpadding=\"3\" width=\"100%\" style=\"border-color:#bbbbbb; "
-        "font-size:7.5pt\"");
-    const QString head = QStringLiteral("bgcolor=\"#e8edf3\" align=\"left\"");
-    QString h = QStringLiteral("<html><body>");
-    h += QStringLiteral("<h2 style=\"margin-bottom:2px\">") + html_escape(c.title) + QStringLiteral("</h2>");
-    h += QStringLiteral("<p style=\"color:#666666\">Generated %1 by MP Workbench from %2</p>")
-             .arg(html_escape(c.generated), html_escape(c.database));
-    h += QStringLiteral("<h3>Runs</h3>") + table_html(runs_table(c), attrs, head);
-    h += QStringLiteral("<h3>Summary</h3>") + table_html(summary_table(c), attrs, head);
-    h += QStringLiteral("<p style=\"color:#555555; font-size:small\">") + html_escape(target_note(c)) +
-         QStringLiteral("</p>");
-    h += QStringLiteral("<h3>Configuration differences</h3>");
-    if (c.rows.size() < 2)
-        h += QStringLiteral("<p>One run: nothing to compare.</p>");
-    else if (c.diff.empty())
-        h += QStringLiteral("<p>The runs have the same configuration.</p>");
-    else
-        h += table_html(diff_table(c), attrs, head);
-    int index = 0;
-    // A4 less QTextDocument's 2 cm print margins: 170 mm, about 640 layout pixels.
-    auto figures = [&](const std::vector<Figure>& list) {
-        for (const Figure& f : list) {
-            const int w = 620;
-            const int hgt = f.height * w / std::max(1, f.width);
-            h +=
-                QStringLiteral(
-                    "<p style=\"page-break-inside:avoid\"><img src=\"img:%1\" width=\"%2\" height=\"%3\"><br>"
-                    "<span style=\"color:#555555; font-size:small\"><b>%4.</b> %5</span></p>")
-                    .arg(index++)
-                    .arg(w)
-                    .arg(hgt)
-                    .arg(html_escape(f.title), html_escape(f.caption));
-        }
-    };
-    h += QStringLiteral("<h3 style=\"page-break-before:always\">Training curves</h3>");
-    h += QStringLiteral("<p style=\"color:#555555; font-size:small\">") +
-         html_escape(QString::fromStdString(smoothing_statement(c.smoothing))) + QStringLiteral("</p>");
-    if (c.curves.empty()) h += QStringLiteral("<p>No metrics stored.</p>");
-    figures(c.curves);
-    h += QStringLiteral("<h3 style=\"page-break-before:always\">Gradient exponent histograms</h3>");
-    if (c.histograms.empty()) h += QStringLiteral("<p>No gradient statistics stored.</p>");
-    figures(c.histograms);
-    if (!c.scaling.empty()) {
-        h += QStringLiteral("<h3 style=\"page-break-before:always\">Scaling</h3>");
-        h += QStringLiteral("<p style=\"color:#555555; font-size:small\">") + html_escape(kScalingNote) +
-             QStringLiteral("</p>");
-        for (const ScalingSection& section : c.scaling) {
-            // Each run after the first starts a page, so its heading never ends one alone.
-            const bool first = &section == &c.scaling.front();
-            h +=
-                (first ? QStringLiteral("<h4>") : QStringLiteral("<h4 style=\"page-break-before:always\">")) +
-                html_escape(section.run_label) + QStringLiteral("</h4>");
-            h += table_html(sqnr_table(section), attrs, head);
-            figures(section.figures);
-        }
-    }
-    h += QStringLiteral("<h3>Machine and versions</h3>") + table_html(machine_table(c), attrs, head);
-    h += QStringLiteral("</body></html>");
     return h;
 }
 

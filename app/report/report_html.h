@@ -9,7 +9,9 @@
 
 #include <QByteArray>
 #include <QString>
+#include <QStringList>
 #include <QVector>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -30,6 +32,45 @@ struct Figure {
     int width = 0, height = 0;  // display size in CSS pixels (the PNG is twice that)
 };
 
+// One layer of a network as Network::inspect sees it at the dataset's input shape.
+struct LayerRow {
+    int index = 0;
+    QString kind;
+    QString output;  // "[64]", "[8, 14, 14]"; empty when the layer does not fit
+    std::int64_t parameters = 0;
+    QString error;  // the shape error, when the layer does not fit
+};
+
+// A network shown once for every run that trained it (same description, same input shape).
+struct Architecture {
+    QStringList runs;  // run labels
+    QString name;
+    QString input;  // the per-sample input shape, "[2]"; empty when the dataset cannot be read
+    std::vector<LayerRow> layers;
+    std::int64_t total_parameters = 0;
+    QString error;  // why there is no layer table (unreadable description)
+};
+
+struct EventRow {
+    std::int64_t step = 0;
+    QString kind;
+    QString text;  // core/train/event_text.h
+};
+
+struct RunEvents {
+    QString run_label;
+    std::vector<EventRow> shown;  // the first kMaxEventsPerRun
+    std::size_t more = 0;         // left out
+};
+
+// One run's gradient exponent histograms of every layer and kind at its last statistics step.
+struct HistogramGrid {
+    QString run_label;
+    std::int64_t step = 0;
+    QString reference;          // the format whose zones the backgrounds show ("FP16")
+    std::vector<Figure> cells;  // small plots; the title names layer and kind
+};
+
 // The scaling statistics of one run of a scaled recipe (report_scaling.h).
 struct ScalingSection {
     QString run_label;
@@ -46,6 +87,11 @@ struct ReportContent {
     double smoothing = 0;        // EMA weight of the training curves (ReportRequest::smoothing)
     std::vector<RunRow> rows;
     std::vector<ConfigDiffEntry> diff;
+    std::vector<Architecture> architectures;
+    std::vector<ConfigDiffEntry> config;  // every setting of every run (ConfigDiffEntry layout)
+    std::vector<RunEvents> events;
+    std::vector<HistogramGrid> gradient_grids;
+    std::vector<Figure> boundaries;  // 2-D runs with a stored decision boundary
     std::vector<Figure> curves;
     std::vector<Figure> histograms;
     std::vector<ScalingSection> scaling;  // only runs that stored scaling statistics
@@ -55,9 +101,33 @@ struct ReportContent {
 std::string smoothing_statement(double smoothing);
 
 QString to_browser_html(const ReportContent& c);
-// For QTextDocument: images referenced as "img:<index>" (curves first, then histograms, then
-// the scaling sections' figures in order).
-QString to_document_html(const ReportContent& c);
+
+// A table of cells that are HTML already; both renderings (and report_pdf's pagination, which
+// splits a long table between its rows) build their markup from these.
+struct Table {
+    QStringList header;
+    QList<QStringList> rows;
+    // Column widths in percent, or empty: QTextDocument otherwise shares a wide table's width
+    // out evenly and breaks numbers like "4.919e+06" inside narrow columns.
+    QList<int> widths;
+};
+Table runs_table(const ReportContent& c);
+Table notes_table(const ReportContent& c);
+Table summary_table(const ReportContent& c);
+Table diff_table(const ReportContent& c);
+Table config_table(const ReportContent& c);  // every setting; differing values in bold
+Table architecture_table(const Architecture& a);
+QString architecture_heading(const Architecture& a);
+Table events_table(const RunEvents& e);
+Table sqnr_table(const ScalingSection& section);
+Table machine_table(const ReportContent& c);  // machine and library versions only
+QString table_html(const Table& t, const QString& attrs, const QString& head_attrs = {});
+QString target_note(const ReportContent& c);
+extern const QString kScalingNote;
+QString grid_note(const HistogramGrid& g);  // what the small multiples show
+QString pretty_json(const std::string& json);
+// Zero-width spaces after separators in long words, so QTextDocument can wrap them.
+QString breakable(const QString& text);
 
 // Cell texts shared by both renderings.
 QString percent_text(std::optional<double> fraction, int decimals = 2);

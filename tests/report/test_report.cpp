@@ -3,6 +3,9 @@
 // here from the inserted data, embed its images and reach no external URL; the PDF must be a PDF
 // with pages; the CSV beside it must hold every stored point; bad requests give clear errors.
 #include "app/report/report.h"
+#include "app/report/report_pdf.h"
+#include "app/report/report_sections.h"
+#include "core/train/decision_boundary.h"
 #include "sessions/run_figures.h"
 #include "core/numeric/exponent_histogram.h"
 #include "sessions/run_store.h"
@@ -43,6 +46,13 @@ std::vector<float> gradient(std::mt19937& rng, double center, double sigma, int 
     return v;
 }
 
+// Spiral points (2-D) through 16 hidden units to 3 classes; the parameter count the report must
+// show is computed from these sizes in architectureTableCountsParameters.
+constexpr int kInputs = 2, kHidden = 16, kClasses = 3;
+const std::string kNetworkJson = R"({"name":"tiny","layers":[{"type":"Linear","out":16},{"type":"ReLU"},)"
+                                 R"({"type":"Linear","out":3}],"loss":"cross_entropy"})";
+constexpr int kEventsPerRun = 30;
+
 Inserted insert_run(const std::string& db, bool mixed) {
     Inserted r;
     RunStore store(db);
@@ -55,9 +65,13 @@ Inserted insert_run(const std::string& db, bool mixed) {
     info.machine = "testhost / Test CPU (2 cores)";
     info.versions_json = R"({"compiler":"gcc 12.2","sqlite":"3.40.1","openblas_core":"Haswell"})";
     info.config_json = std::string(R"({"precision":")") + info.precision +
-                       R"(","optimizer":{"kind":"sgd","lr":0.1},"batch_size":64,"seed":7})";
+                       R"(","optimizer":{"kind":"sgd"},"lr":0.1,"batch_size":64,"seed":7})";
     info.seed = 7;
+    info.network_json = kNetworkJson;
     r.id = store.create_run(info);
+    store.set_tag(r.id, "suite", mixed ? "mixed" : "baseline");
+    store.set_tag(r.id, "reviewed");
+    store.set_note(r.id, mixed ? "mixed note: scale backs off twice" : "baseline note: reference run");
     r.name = QString::fromStdString(info.name);
     const double t0 = store.get_run(r.id).started.value_or(store_now());
 
@@ -109,7 +123,11 @@ Inserted insert_run(const std::string& db, bool mixed) {
             r.mean_underflow += range_stats(ha, Format::FP16).underflow_fraction / 4;
             w.log_histogram(s, "1 Linear", "activation_grad", ha.to_blob());
             w.log_histogram(s, "1 Linear", "weight_grad:weight", hw.to_blob());
+            // A layer recorded only once, early: not part of the last step's small multiples.
+            if (s == 100) w.log_histogram(s, "3 Linear", "weight_grad:weight", hw.to_blob());
         }
+        if (s <= kEventsPerRun)
+            w.log_event(s, t, "growth", R"({"from":1024.0,"to":2048.0,"source":"scaler"})");
     }
     r.throughput = samples / train_seconds;
     r.skipped = overflow;
@@ -154,6 +172,13 @@ private slots:
     void csvHoldsEveryPoint();
     void commandLineWritesTheReport();
     void badRequestsGiveClearErrors();
+    void notesAndTagsAreShown();
+    void architectureTableCountsParameters();
+    void configurationIsComplete();
+    void eventsAreListedAndCapped();
+    void histogramSmallMultiplePerRecordedLayer();
+    void boundaryOnlyForTwoDimensionalRuns();
+    void pdfLayoutKeepsPagesFullAndInsideMargins();
     void smoothingIsStated();
     void badSmoothingNamesTheOption();
 
@@ -207,7 +232,7 @@ void TestReport::htmlHoldsTheComparison() {
     QVERIFY(html.contains(QStringLiteral("time to 80.0%")));
     // Configuration differences: precision differs, lr does not.
     QVERIFY(html.contains(QStringLiteral("<code>precision</code>")));
-    QVERIFY(!html.contains(QStringLiteral("<code>optimizer.lr</code>")));
+    QVERIFY(!html.contains(QStringLiteral("<code>lr</code>")));
     // Machine and versions.
     QVERIFY(html.contains(QStringLiteral("testhost / Test CPU (2 cores)")));
     QVERIFY(html.contains(QStringLiteral("sqlite: 3.40.1")));
@@ -364,6 +389,156 @@ void TestReport::badSmoothingNamesTheOption() {
     } catch (const ReportError& e) {
         QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("smoothing 1")), e.what());
     }
+}
+
+void TestReport::notesAndTagsAreShown() {
+    const QString html = read_all(dir_.filePath(QStringLiteral("report.html")));
+    QVERIFY(html.contains(QStringLiteral("baseline note: reference run")));
+    QVERIFY(html.contains(QStringLiteral("mixed note: scale backs off twice")));
+    QVERIFY(html.contains(QStringLiteral("reviewed, suite=baseline")));
+    QVERIFY(html.contains(QStringLiteral("reviewed, suite=mixed")));
+}
+
+void TestReport::architectureTableCountsParameters() {
+    const QString html = read_all(dir_.filePath(QStringLiteral("report.html")));
+    // Weights and biases of the two Linear layers, from the sizes the network was given.
+    const int first = kInputs * kHidden + kHidden;
+    const int second = kHidden * kClasses + kClasses;
+    QVERIFY2(html.contains(QStringLiteral("<tr><td>0</td><td>Linear</td><td>[%1]</td><td>%2</td></tr>")
+                               .arg(kHidden)
+                               .arg(first)),
+             qPrintable(html.mid(html.indexOf(QStringLiteral("Network architecture")), 800)));
+    QVERIFY(html.contains(
+        QStringLiteral("<tr><td>1</td><td>ReLU</td><td>[%1]</td><td>0</td></tr>").arg(kHidden)));
+    QVERIFY(html.contains(QStringLiteral("<tr><td>2</td><td>Linear</td><td>[%1]</td><td>%2</td></tr>")
+                              .arg(kClasses)
+                              .arg(second)));
+    QVERIFY(html.contains(QStringLiteral("<b>%1</b>").arg(first + second)));
+    // Both runs trained the same network on the same data: one table naming both.
+    QCOMPARE(html.count(QStringLiteral("<h3>Network tiny, input [%1]").arg(kInputs)), 1);
+}
+
+void TestReport::configurationIsComplete() {
+    const QString html = read_all(dir_.filePath(QStringLiteral("report.html")));
+    const int start = html.indexOf(QStringLiteral("<h2>Configuration</h2>"));
+    QVERIFY(start > 0);
+    const QString section = html.mid(start, html.indexOf(QStringLiteral("<h2>"), start + 5) - start);
+    QCOMPARE(section.count(QStringLiteral("<details>")), 2);
+    // Every stored setting, not only the differences (lr and batch size are the same in both).
+    QVERIFY(section.contains(QStringLiteral("&quot;batch_size&quot;: 64")));
+    QVERIFY(section.contains(QStringLiteral("&quot;lr&quot;: 0.1")));
+    QVERIFY(section.contains(QStringLiteral("&quot;precision&quot;: &quot;fp16-mixed&quot;")));
+}
+
+void TestReport::eventsAreListedAndCapped() {
+    const QString html = read_all(dir_.filePath(QStringLiteral("report.html")));
+    const int start = html.indexOf(QStringLiteral("<h2>Events</h2>"));
+    QVERIFY(start > 0);
+    const QString section = html.mid(start, html.indexOf(QStringLiteral("<h2>"), start + 5) - start);
+    // The readable text of core/train/event_text.h, not the stored JSON.
+    QCOMPARE(section.count(QStringLiteral("scale 2^10 → 2^11")), 2 * int(report_detail::kMaxEventsPerRun));
+    QCOMPARE(
+        section.count(QStringLiteral("… and %1 more").arg(kEventsPerRun - report_detail::kMaxEventsPerRun)),
+        2);
+}
+
+void TestReport::histogramSmallMultiplePerRecordedLayer() {
+    const QString html = read_all(dir_.filePath(QStringLiteral("report.html")));
+    // Each run recorded "1 Linear" (activation and weight gradient) at its last step; "3 Linear"
+    // only at step 100.
+    QCOMPARE(html.count(QStringLiteral("alt=\"1 Linear · activation grad\"")), 2);
+    QCOMPARE(html.count(QStringLiteral("alt=\"1 Linear · weight grad\"")), 2);
+    QCOMPARE(html.count(QStringLiteral("alt=\"3 Linear")), 0);
+    QCOMPARE(html.count(QStringLiteral("every layer at step 400")), 2);
+}
+
+void TestReport::boundaryOnlyForTwoDimensionalRuns() {
+    // A run on 3-feature CSV data, with a boundary blob stored anyway: the report shows none.
+    const QString csv = dir_.filePath(QStringLiteral("three.csv"));
+    {
+        QFile f(csv);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("a,b,c,label\n");
+        for (int i = 0; i < 40; ++i)
+            f.write(QByteArray::number(i % 7) + ",1," + QByteArray::number(i) + "," +
+                    QByteArray::number(i % 2) + "\n");
+    }
+    BoundaryGrid grid;
+    grid.step = 400;
+    grid.x_min = grid.y_min = -2;
+    grid.x_max = grid.y_max = 2;
+    grid.nx = grid.ny = 8;
+    grid.classes = kClasses;
+    for (int i = 0; i < 64; ++i) {
+        grid.predicted.push_back(i % kClasses);
+        grid.confidence.push_back(0.9f);
+    }
+    std::int64_t csv_run = 0;
+    {
+        RunStore store(db_);
+        RunInfo info;
+        info.name = "csv run";
+        info.precision = "fp32";
+        info.dataset = "csv";
+        info.network_json = kNetworkJson;
+        info.config_json = R"({"dataset":{"kind":"csv","path":")" + csv.toStdString() + R"("}})";
+        csv_run = store.create_run(info);
+        store.set_boundary(csv_run, 400, boundary_to_blob(grid));
+        store.set_boundary(mixed_.id, 400, boundary_to_blob(grid));
+    }
+    ReportRequest req;
+    req.database = db_;
+    req.run_ids = {mixed_.id, csv_run};
+    req.output = dir_.filePath(QStringLiteral("boundary.html")).toStdString();
+    write_report(req);
+    const QString html = read_all(dir_.filePath(QStringLiteral("boundary.html")));
+    QCOMPARE(html.count(QStringLiteral(" · decision boundary at step 400\" width=")), 1);
+    QVERIFY(html.contains(
+        QStringLiteral("alt=\"#%1 mixed fp16 run · decision boundary at step 400\"").arg(mixed_.id)));
+    QVERIFY(!html.contains(QStringLiteral("#%1 csv run · decision boundary").arg(csv_run)));
+    // The CSV run's network sees 3 inputs: a second layer table with its own count.
+    QVERIFY(html.contains(QStringLiteral("<h3>Network tiny, input [3]")));
+    QVERIFY(html.contains(
+        QStringLiteral("<b>%1</b>").arg(3 * kHidden + kHidden + kHidden * kClasses + kClasses)));
+    // The report of the runs without a stored boundary has no boundary section.
+    QVERIFY(!read_all(dir_.filePath(QStringLiteral("smoothed.html")))
+                 .contains(QStringLiteral("Decision boundaries")));
+}
+
+void TestReport::pdfLayoutKeepsPagesFullAndInsideMargins() {
+    ReportRequest req;
+    req.database = db_;
+    req.run_ids = {fp32_.id, mixed_.id};
+    const report_detail::PdfLayout layout = report_detail::layout_report_pdf(req);
+    QVERIFY(layout.text_width > 1000 && layout.page_height > layout.text_width);
+    QVERIFY2(layout.pages.size() >= 3 && layout.pages.size() <= 14,
+             qPrintable(QString::number(layout.pages.size())));
+    int figures = 0;
+    for (std::size_t p = 0; p < layout.pages.size(); ++p) {
+        double used = 0;
+        for (const report_detail::PdfPiece& piece : layout.pages[p]) {
+            used += piece.height;
+            figures += piece.figure;
+            // Tables wrap or shrink to the text width; nothing runs into the margin.
+            QVERIFY2(piece.width <= layout.text_width + 0.5, qPrintable(QStringLiteral("page %1: %2 > %3: %4")
+                                                                            .arg(p + 1)
+                                                                            .arg(piece.width)
+                                                                            .arg(layout.text_width)
+                                                                            .arg(piece.html.left(200))));
+        }
+        QVERIFY2(used <= layout.page_height + 0.5 || layout.pages[p].size() == 1,
+                 qPrintable(QString::number(p + 1)));
+        // No page but the last is mostly empty; none ends with a heading.
+        if (p + 1 < layout.pages.size()) {
+            QVERIFY2(
+                used >= 0.5 * layout.page_height,
+                qPrintable(
+                    QStringLiteral("page %1 is %2% full").arg(p + 1).arg(100 * used / layout.page_height)));
+            QVERIFY2(!layout.pages[p].back().heading, qPrintable(layout.pages[p].back().html));
+        }
+    }
+    // Curves, heatmaps and small-multiple rows: each image with its caption in one piece.
+    QVERIFY(figures >= 4 + 2);
 }
 
 QTEST_MAIN(TestReport)
