@@ -1,0 +1,236 @@
+// The PyTorch export round trip (issue 17, item 4): a run trained through mpwb-cli, exported with
+// `runs export --safetensors --pytorch`, and a conv net with BatchNorm, pooling, Flatten and every
+// activation, exported through the core API, give PyTorch outputs equal to ours within FP32
+// tolerance (tests/cli/check_pytorch_export.py compares), with the safetensors package where it is
+// installed and with the script's own numpy reader (forced by MPWB_EXPORT_NO_SAFETENSORS); a
+// transposed weight is caught. Needs a python3 that imports torch and numpy: where there is none,
+// the test says why and exits 77, which CTest reports as skipped.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest/QtTest>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/backend/backend.h"
+#include "core/common/rng.h"
+#include "core/nn/network_weights.h"
+#include "core/nn/pytorch_export.h"
+#include "core/precision/precision_policy.h"
+#include "sessions/run_store.h"
+#include "tests/cli/program_runner.h"
+
+using namespace mpwb;
+
+namespace {
+
+const QString kCli = QStringLiteral(MPWB_BINARY_DIR "/app/cli/mpwb-cli");
+const QString kChecker = QStringLiteral(MPWB_SOURCE_DIR "/tests/cli/check_pytorch_export.py");
+
+// A python3 that imports torch and numpy: $MPWB_PYTHON, Debian's, then the one on PATH (a pyenv
+// shim on PATH may lack Debian's packages). Empty when none does; `why` then lists the tries.
+QString find_python(QString& why) {
+    QStringList candidates;
+    if (qEnvironmentVariableIsSet("MPWB_PYTHON")) candidates << qEnvironmentVariable("MPWB_PYTHON");
+    candidates << "/usr/bin/python3"
+               << "python3";
+    for (const QString& python : candidates) {
+        const ProgramResult r = run_program(python, {"-c", "import torch, numpy"}, 120000);
+        if (r.exit_code == 0) return python;
+        why += python + ": " +
+               (r.exit_code < 0 ? QString("does not run")
+                                : QString::fromUtf8(r.err).trimmed().split('\n').last()) +
+               "; ";
+    }
+    return {};
+}
+
+void write_floats(const QString& path, const Tensor& t) {
+    std::ofstream f(path.toStdString(), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(t.data()), static_cast<std::streamsize>(t.numel() * sizeof(float)));
+    QVERIFY(f.good());
+}
+
+// Our outputs in eval mode (dropout off, BatchNorm on its running statistics), FP32.
+Tensor our_outputs(Network& network, const Tensor& x) {
+    auto backend = make_cpu_backend();
+    const PrecisionPolicy policy = PrecisionPolicy::make(PrecisionKind::FP32);
+    LayerContext ctx{*backend, Format::FP32, false, nullptr};
+    const Tensor& y = network.forward(ctx, x, policy);
+    Tensor out(y.shape());
+    std::copy(y.span().begin(), y.span().end(), out.span().begin());
+    return out;
+}
+
+Tensor random_inputs(const Shape& sample, int64_t batch, uint64_t seed) {
+    Tensor x(with_batch(batch, sample));
+    Rng rng(seed);
+    for (float& v : x.span()) v = rng.uniform(-2.0f, 2.0f);
+    return x;
+}
+
+}  // namespace
+
+class TestPytorchExport : public QObject {
+    Q_OBJECT
+
+public:
+    bool skipped() const { return python_.isEmpty(); }
+
+private:
+    QTemporaryDir dir_;
+    QString python_, why_;
+
+    QString path(const QString& name) const { return dir_.filePath(name); }
+
+    // Writes the case file for the checker and runs it; its exit status (0 agree, 1 differ).
+    int check(const QString& name, const QString& script, const QString& weights, const Tensor& x,
+              const Tensor& y, const QString& reader, bool force_numpy) {
+        write_floats(path(name + ".in"), x);
+        write_floats(path(name + ".out"), y);
+        const nlohmann::json c{{"script", script.toStdString()},
+                               {"weights", weights.toStdString()},
+                               {"inputs", path(name + ".in").toStdString()},
+                               {"input_shape", x.shape()},
+                               {"outputs", path(name + ".out").toStdString()},
+                               {"output_shape", y.shape()},
+                               {"reader", reader.toStdString()}};
+        std::ofstream(path(name + ".json").toStdString()) << c.dump();
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        if (force_numpy) env.insert("MPWB_EXPORT_NO_SAFETENSORS", "1");
+        p.setProcessEnvironment(env);
+        p.start(python_, {kChecker, path(name + ".json")});
+        if (!p.waitForFinished(300000)) return -1;
+        std::printf("%s%s", p.readAllStandardOutput().constData(), p.readAllStandardError().constData());
+        return p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    }
+
+    // A network with every kind the export maps, on a small image-like input, its BatchNorm
+    // statistics and affine parameters away from their initial values so eval mode matters.
+    static Network conv_network(nlohmann::json& description) {
+        description = {
+            {"layers",
+             {{{"type", "Conv2d"}, {"out_channels", 6}, {"kernel", 3}, {"stride", 1}, {"padding", 1}},
+              {{"type", "BatchNorm"}, {"momentum", 0.2}, {"eps", 1e-3}},
+              {{"type", "LeakyReLU"}, {"slope", 0.05}},
+              {{"type", "MaxPool2d"}, {"kernel", 2}, {"stride", 2}, {"padding", 0}},
+              {{"type", "Conv2d"}, {"out_channels", 5}, {"kernel", 3}, {"stride", 2}, {"padding", 1}},
+              {{"type", "GELU"}},
+              {{"type", "AvgPool2d"}, {"kernel", 2}, {"stride", 1}, {"padding", 1}},
+              {{"type", "Flatten"}},
+              {{"type", "Dropout"}, {"p", 0.3}},
+              {{"type", "Linear"}, {"out", 7}},
+              {{"type", "BatchNorm"}},
+              {{"type", "Tanh"}},
+              {{"type", "Linear"}, {"out", 5}, {"bias", false}},
+              {{"type", "Sigmoid"}},
+              {{"type", "Linear"}, {"out", 3}},
+              {{"type", "ReLU"}}}}};
+        Network network = Network::from_json(description);
+        network.build({3, 12, 12}, 8);
+        network.init(7);
+        Rng rng(11);
+        for (size_t i = 0; i < network.size(); ++i) {
+            if (network.layer(i).kind() != "BatchNorm") continue;
+            for (Parameter* p : network.layer(i).parameters())
+                for (float& v : p->value.span()) v = rng.uniform(0.5f, 1.5f);
+            const auto buffers = network.layer(i).buffers();
+            for (float& v : buffers[0]->span()) v = rng.uniform(-0.5f, 0.5f);
+            for (float& v : buffers[1]->span()) v = rng.uniform(0.5f, 2.0f);
+        }
+        return network;
+    }
+
+    // The conv network's export written to files; returns our outputs on x.
+    Tensor export_conv(const QString& stem, const Tensor& x, NetworkWeights* weights_out = nullptr) {
+        nlohmann::json description;
+        Network network = conv_network(description);
+        const NetworkWeights weights = network_weights(network, 1);
+        PytorchExportInfo info;
+        info.title = "test conv net";
+        info.weights_file = (stem + ".safetensors").toStdString();
+        const PytorchExport e = make_pytorch_export(description, weights, info);
+        write_safetensors_file(path(stem + ".safetensors").toStdString(), e.weights);
+        write_new_file(path(stem + ".py").toStdString(), e.script.data(), e.script.size(), "script");
+        if (weights_out) *weights_out = weights;
+        return our_outputs(network, x);
+    }
+
+private slots:
+    void initTestCase() {
+        QVERIFY(dir_.isValid());
+        python_ = find_python(why_);
+        if (python_.isEmpty()) std::printf("SKIP: no python3 with torch and numpy (%s)\n", qPrintable(why_));
+    }
+
+    // spiral-mlp trained 40 steps by mpwb-cli, exported by mpwb-cli, our outputs from the weights
+    // the store holds.
+    void trainedRunRoundTrip() {
+        if (python_.isEmpty()) QSKIP(qPrintable("no python3 with torch and numpy: " + why_));
+        const QString db = path("runs.sqlite");
+        const auto train =
+            run_program(kCli, {"train", "--preset", "spiral-mlp", "--max-steps", "40", "--db", db});
+        QVERIFY2(train.exit_code == 0, train.err.constData());
+        const auto exp = run_program(kCli, {"runs", "export", "1", "--safetensors", path("mlp.safetensors"),
+                                            "--pytorch", path("mlp.py"), "--db", db});
+        QVERIFY2(exp.exit_code == 0, exp.err.constData());
+        QVERIFY(exp.out.contains("step 40"));
+
+        RunStore store(db.toStdString());
+        const Run run = store.get_run(1);
+        const auto weights = store.final_weights(1);
+        QVERIFY(weights);
+        QCOMPARE(weights->step, int64_t{40});
+        Network network = Network::from_json(nlohmann::json::parse(run.network_json));
+        network.build(weights->input_shape, 32);
+        load_network_weights(network, *weights);
+        const Tensor x = random_inputs(weights->input_shape, 32, 3);
+        const Tensor y = our_outputs(network, x);
+        QCOMPARE(check("mlp", path("mlp.py"), path("mlp.safetensors"), x, y, "any", false), 0);
+        QCOMPARE(check("mlp_numpy", path("mlp.py"), path("mlp.safetensors"), x, y, "numpy", true), 0);
+    }
+
+    void convNetRoundTrip() {
+        if (python_.isEmpty()) QSKIP(qPrintable("no python3 with torch and numpy: " + why_));
+        const Tensor x = random_inputs({3, 12, 12}, 8, 5);
+        const Tensor y = export_conv("conv", x);
+        QCOMPARE(check("conv", path("conv.py"), path("conv.safetensors"), x, y, "any", false), 0);
+        QCOMPARE(check("conv_numpy", path("conv.py"), path("conv.safetensors"), x, y, "numpy", true), 0);
+    }
+
+    // The check can fail: the first Linear's weight written transposed (same shape in the header,
+    // values in [in, out] order) is caught.
+    void transposedWeightIsCaught() {
+        if (python_.isEmpty()) QSKIP(qPrintable("no python3 with torch and numpy: " + why_));
+        const Tensor x = random_inputs({3, 12, 12}, 8, 6);
+        NetworkWeights weights;
+        const Tensor y = export_conv("bad", x, &weights);
+        SafetensorsFile file = read_safetensors_file(path("bad.safetensors").toStdString());
+        bool transposed = false;
+        for (auto& t : file.tensors) {
+            if (t.name != "9.weight") continue;
+            const int64_t rows = t.shape[0], cols = t.shape[1];
+            std::vector<float> v(t.values.size());
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t c = 0; c < cols; ++c) v[c * rows + r] = t.values[r * cols + c];
+            t.values = v;
+            transposed = true;
+        }
+        QVERIFY(transposed);
+        write_safetensors_file(path("transposed.safetensors").toStdString(), file);
+        QCOMPARE(check("transposed", path("bad.py"), path("transposed.safetensors"), x, y, "any", false), 1);
+        QCOMPARE(
+            check("transposed_numpy", path("bad.py"), path("transposed.safetensors"), x, y, "numpy", true),
+            1);
+    }
+};
+
+int main(int argc, char** argv) {
+    TestPytorchExport test;
+    const int failures = QTest::qExec(&test, argc, argv);
+    return failures == 0 && test.skipped() ? 77 : failures;
+}
+
+#include "test_pytorch_export.moc"
