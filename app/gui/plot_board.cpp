@@ -3,6 +3,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDateTime>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -110,7 +111,9 @@ PlotBoard::PlotBoard(QWidget* parent) : QWidget(parent) {
     auto* hl = new QHBoxLayout(boundary_host_);
     hl->setContentsMargins(0, 0, 0, 0);
     bl->addWidget(boundary_host_, 1);
-    tabs_->addTab(with_margins(bl), tr("Decision boundary"));
+    boundary_page_ = with_margins(bl);
+    boundary_page_->setParent(this);  // added to the tabs when a 2-D run arrives
+    boundary_page_->hide();
     connect(tabs_, &QTabWidget::currentChanged, this, [this] { replot(); });
     board_clock_.start();
     for (SeriesPlot* plot : curve_plots_) watchDrawCost(plot);
@@ -151,9 +154,32 @@ QWidget* PlotBoard::makeCurvesTab() {
     log_loss_->setObjectName(QStringLiteral("logLoss"));
     bar->addSpacing(16);
     bar->addWidget(log_loss_);
-    bar->addStretch(1);
-    bar->addWidget(
-        new QLabel(tr("Drag to pan, wheel to zoom, double-click to follow; right-click to export")));
+    bar->addSpacing(16);
+    bar->addWidget(new QLabel(tr("X axis")));
+    x_axis_ = new QComboBox;
+    x_axis_->setObjectName(QStringLiteral("xAxisMode"));
+    x_axis_->addItem(tr("Step"), static_cast<int>(SeriesPlot::XAxis::Step));
+    x_axis_->addItem(tr("Wall time"), static_cast<int>(SeriesPlot::XAxis::WallTime));
+    x_axis_->addItem(tr("Relative time"), static_cast<int>(SeriesPlot::XAxis::RelativeTime));
+    x_axis_->setToolTip(tr("Training step, clock time of day, or time since the run started"));
+    bar->addWidget(x_axis_);
+    log_x_ = new QCheckBox(tr("Log x"));
+    log_x_->setObjectName(QStringLiteral("logX"));
+    bar->addWidget(log_x_);
+    connect(x_axis_, &QComboBox::currentIndexChanged, this, &PlotBoard::setXAxisMode);
+    connect(log_x_, &QCheckBox::toggled, this, [this](bool on) {
+        for (SeriesPlot* p : curve_plots_) p->setLogX(on);
+    });
+    for (SeriesPlot* plot : curve_plots_)
+        connect(plot, &SeriesPlot::runVisibilityToggled, this, [this](int key, bool visible) {
+            for (SeriesPlot* p : curve_plots_) p->setRunVisible(key, visible);
+        });
+    auto* hint =
+        new QLabel(tr("Drag to pan, wheel to zoom, double-click to follow; click a legend entry "
+                      "to hide a run; right-click to export"));
+    hint->setWordWrap(true);
+    hint->setMinimumWidth(120);
+    bar->addWidget(hint, 1);
     connect(smoothing_, &QSlider::valueChanged, this, &PlotBoard::onSmoothingChanged);
     connect(log_loss_, &QCheckBox::toggled, this, [this](bool on) {
         lossPlot()->setLogY(on);
@@ -310,6 +336,40 @@ void PlotBoard::applyScaledZone(const RunView& r) {
     histogram_->setScaledZone(latest->stats.element, *shift, latest->step);
 }
 
+void PlotBoard::setXAxisMode(int index) {
+    const auto mode = static_cast<SeriesPlot::XAxis>(x_axis_->itemData(index).toInt());
+    // Clock times of day on a log axis mean nothing: the checkbox waits for another mode.
+    log_x_->setEnabled(mode != SeriesPlot::XAxis::WallTime);
+    for (SeriesPlot* p : curve_plots_) p->setXAxisMode(mode);
+}
+
+bool PlotBoard::runShown(int run) const {
+    if (run < 0 || run >= runCount()) return false;
+    return lossPlot()->runVisible(runs_[static_cast<size_t>(run)]->key);
+}
+
+void PlotBoard::setRunShown(int run, bool shown) {
+    if (run < 0 || run >= runCount()) return;
+    for (SeriesPlot* p : curve_plots_) p->setRunVisible(runs_[static_cast<size_t>(run)]->key, shown);
+}
+
+// The loss-scale plot of runs that all train without a scaler says so, instead of empty axes.
+void PlotBoard::updateScaleEmptyText() {
+    QStringList unscaled;
+    bool any_scaled = false;
+    for (const auto& r : runs_) {
+        if (shows_loss_scale(r->precision))
+            any_scaled = true;
+        else
+            unscaled << r->label;
+    }
+    scalePlot()->setEmptyText(any_scaled || unscaled.isEmpty()
+                                  ? QString()
+                                  : tr("No loss scaling\n%1 trains in full precision (FP32/TF32): its "
+                                       "gradients need no loss scale.")
+                                        .arg(unscaled.join(QStringLiteral(", "))));
+}
+
 void PlotBoard::onSmoothingChanged(int value) {
     const double alpha = value / 100.0;
     smoothing_label_->setText(QString::number(alpha, 'f', 2));
@@ -328,6 +388,7 @@ int PlotBoard::addRun(const QString& label, const QString& precision, Format ref
     r->run_id = run_id;
     for (SeriesPlot* p : curve_plots_) r->key = p->addRun(label, precision);  // the same key in each
     runs_.push_back(std::move(r));
+    updateScaleEmptyText();
     updating_selectors_ = true;
     run_select_->addItem(label);
     scaling_run_->addItem(label);
@@ -369,7 +430,9 @@ void PlotBoard::clear() {
     histogram_->requestReplot();
     heatmap_->requestReplot();
     boundary_hint_->show();
+    if (const int tab = tabs_->indexOf(boundary_page_); tab >= 0) tabs_->removeTab(tab);
     scaling_->clear();
+    updateScaleEmptyText();
 }
 
 void PlotBoard::setRunId(int run, int64_t run_id) { runs_.at(static_cast<size_t>(run))->run_id = run_id; }
@@ -390,11 +453,20 @@ DecisionBoundaryPlot* PlotBoard::boundaryPlot(int run) const {
 void PlotBoard::appendSteps(int run, const std::vector<StepMetrics>& steps) {
     if (steps.empty() || run < 0 || run >= runCount()) return;
     RunView& r = *runs_[static_cast<size_t>(run)];
-    QVector<double> s, over_s, over_v, skip_s, skip_v;
+    QVector<double> s, seconds, over_s, over_v, skip_s, skip_v;
     s.reserve(static_cast<qsizetype>(steps.size()));
+    seconds.reserve(static_cast<qsizetype>(steps.size()));
+    if (!r.start_known) {
+        // A live run started its first step's wall time ago.
+        r.start_known = true;
+        const double start =
+            static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0 - steps.front().wall_time;
+        for (SeriesPlot* p : curve_plots_) p->setRunStartTime(r.key, start);
+    }
     for (const auto& m : steps) {
         const double st = static_cast<double>(m.step);
         s.push_back(st);
+        seconds.push_back(m.wall_time);
         if (m.overflow_count > r.last_overflows) {
             over_s.push_back(st);
             over_v.push_back(m.loss_scale);
@@ -406,6 +478,8 @@ void PlotBoard::appendSteps(int run, const std::vector<StepMetrics>& steps) {
         r.last_overflows = m.overflow_count;
         r.last_scale = m.loss_scale;
     }
+    // The times first: the queued points of every curve find them when they are handed over.
+    for (SeriesPlot* p : curve_plots_) p->appendRunTimes(r.key, s, seconds);
     const bool scale_shown = shows_loss_scale(r.precision);
     for (const MetricCurve& c : kMetricCurves) {
         if (!c.from_step || (c.plot == SeriesPlot::Kind::LossScale && !scale_shown)) continue;
@@ -477,6 +551,7 @@ void PlotBoard::setBoundaryPoints(int run, const Dataset& data) {
             0, 0, new QCPTextElement(r.boundary, r.label, QFont(font().family(), 10, QFont::Bold)));
         boundary_host_->layout()->addWidget(r.boundary);
         boundary_hint_->hide();
+        if (tabs_->indexOf(boundary_page_) < 0) tabs_->addTab(boundary_page_, tr("Decision boundary"));
     }
     auto fill = [&](const Tensor& x, const Tensor& y, bool test) {
         QVector<double> px, py;
@@ -683,6 +758,30 @@ namespace {
 QVector<double> to_qvector(const std::vector<double>& v) { return QVector<double>(v.begin(), v.end()); }
 }  // namespace
 
+// A stored run's start and the wall times of its training steps (metrics.wall_time, seconds
+// since the epoch), thinned to kMaxTimePoints: the curve plots interpolate between them.
+void PlotBoard::addStoredTimes(RunStore& store, const Run& run, int key) {
+    constexpr size_t kMaxTimePoints = 4000;
+    std::vector<MetricPoint> points;
+    try {
+        points = store.series(run.id, metric_key::train_loss);
+    } catch (const std::exception&) {
+        return;  // no times: the time axes leave this run out, the step axis shows it
+    }
+    if (points.empty()) return;
+    const double start = run.started.value_or(points.front().wall_time);
+    const size_t stride = std::max<size_t>(1, points.size() / kMaxTimePoints);
+    QVector<double> steps, seconds;
+    for (size_t i = 0; i < points.size(); i += stride) {
+        steps.push_back(static_cast<double>(points[i].step));
+        seconds.push_back(std::max(0.0, points[i].wall_time - start));
+    }
+    for (SeriesPlot* p : curve_plots_) {
+        p->setRunStartTime(key, start);
+        p->appendRunTimes(key, steps, seconds);
+    }
+}
+
 SeriesPlot* PlotBoard::plotFor(SeriesPlot::Kind kind) const {
     for (SeriesPlot* p : curve_plots_)
         if (p->kind() == kind) return p;
@@ -696,6 +795,8 @@ int PlotBoard::addStoredRun(RunStore& store, int64_t id, int max_points) {
         QString::fromStdString(run.name.empty() ? run.precision : run.name));
     const int index = addRun(label, precision, reference_format_for(precision), id);
     RunView& r = *runs_[static_cast<size_t>(index)];
+    r.start_known = true;
+    addStoredTimes(store, run, r.key);
     const bool scale_shown = shows_loss_scale(r.precision);
     for (const MetricCurve& c : kMetricCurves) {
         if (c.plot == SeriesPlot::Kind::LossScale && !scale_shown) continue;

@@ -5,7 +5,9 @@
 // same gradient over the steps; with a scaled recipe the histogram also shows the zone of the
 // operand's element format shifted by its current scale), "Scaling" (ScalingView: amax, scale,
 // SQNR and block scales of one layer's GEMM operand, for one run) and "Decision boundary" (2-D
-// sets, one plot per live run).
+// sets, one plot per live run; the tab is there only while a 2-D run is on the board).
+// The curve plots share an x axis choice (step, wall time, time since start; log or linear),
+// and a click on a run's legend entry hides or shows that run in all four.
 // Data comes in batches (one call per GUI drain tick); each plot gets one queued replot per batch.
 #pragma once
 #include <QElapsedTimer>
@@ -37,6 +39,7 @@ class DecisionBoundaryPlot;
 class HeatmapPlot;
 class HistogramPlot;
 class RunStore;
+struct Run;
 class ScalingView;
 class SeriesPlot;
 struct BoundaryGrid;
@@ -83,6 +86,11 @@ public:
     HeatmapPlot* heatmapPlot() const { return heatmap_; }
     DecisionBoundaryPlot* boundaryPlot(int run) const;
     QTabWidget* tabs() const { return tabs_; }
+    QComboBox* xAxisSelector() const { return x_axis_; }
+    QCheckBox* logXCheck() const { return log_x_; }
+    // Whether the run (board index) is shown in the curve plots (a legend click toggles it).
+    bool runShown(int run) const;
+    void setRunShown(int run, bool shown);
     QComboBox* layerSelector() const { return layer_; }
     QComboBox* kindSelector() const { return kind_; }
     QComboBox* runSelector() const { return run_select_; }
@@ -109,7 +117,8 @@ private:
         QString precision;
         Format reference = Format::FP16;
         int64_t run_id = 0;
-        int key = -1;  // in every SeriesPlot
+        int key = -1;              // in every SeriesPlot
+        bool start_known = false;  // a live run's start time, taken from its first step
         // "layer\nkind" -> statistics in step order
         std::map<QString, std::vector<StatEntry>> stats;
         std::vector<ScalingStatsRecord> scaling;
@@ -157,6 +166,12 @@ private:
     QSlider* smoothing_ = nullptr;
     QLabel* smoothing_label_ = nullptr;
     QCheckBox* log_loss_ = nullptr;
+    QComboBox* x_axis_ = nullptr;
+    QCheckBox* log_x_ = nullptr;
+    QWidget* boundary_page_ = nullptr;  // in the tabs only while a run has a boundary plot
+    void updateScaleEmptyText();
+    void addStoredTimes(RunStore& store, const Run& run, int key);
+    void setXAxisMode(int index);
     HistogramPlot* histogram_ = nullptr;
     HeatmapPlot* heatmap_ = nullptr;
     QComboBox* run_select_ = nullptr;

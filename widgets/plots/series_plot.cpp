@@ -1,7 +1,10 @@
 // SeriesPlot: loss / accuracy / throughput / loss-scale curves of runs over steps.
 #include "widgets/plots/series_plot.h"
 
+#include "widgets/plots/plot_ticker.h"
+
 #include <QMouseEvent>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -76,10 +79,29 @@ const char* curve_name(SeriesPlot::Curve c) {
     return "?";
 }
 
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr int kRawAlpha = 60;     // the raw curve behind a smoothed one
+constexpr int kHiddenAlpha = 70;  // the legend icon of a hidden run
+
+// One step of the debiased EMA (like TensorBoard, so the first points are not pulled towards
+// zero); a NaN/inf is shown as is (a gap or a spike), not smeared over later points.
+double ema_step(double alpha, double x, double* ema, double* count) {
+    if (!std::isfinite(x)) return x;
+    *ema = alpha * *ema + (1 - alpha) * x;
+    *count += 1;
+    return *ema / (1 - std::pow(alpha, *count));
+}
+
 }  // namespace
 
 SeriesPlot::SeriesPlot(Kind kind, QWidget* parent) : PlotWidget(parent), kind_(kind) {
     setupAxes();
+    empty_label_ = new QCPItemText(this);
+    empty_label_->position->setType(QCPItemPosition::ptAxisRectRatio);
+    empty_label_->position->setCoords(0.5, 0.5);
+    empty_label_->setPositionAlignment(Qt::AlignCenter);
+    empty_label_->setTextAlignment(Qt::AlignCenter);
+    empty_label_->setVisible(false);
     setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     legend->setVisible(false);  // until a curve has data (updateLegend)
     axisRect()->insetLayout()->setInsetAlignment(
@@ -99,10 +121,11 @@ SeriesPlot::SeriesPlot(Kind kind, QWidget* parent) : PlotWidget(parent), kind_(k
         rescale();
         requestReplot();
     });
+    applyTheme();
 }
 
 void SeriesPlot::setupAxes() {
-    xAxis->setLabel(tr("step"));
+    setupXAxis();
     switch (kind_) {
         case Kind::Loss:
             yAxis->setLabel(tr("loss (cross-entropy)"));
@@ -123,6 +146,141 @@ void SeriesPlot::setupAxes() {
         }
     }
     xAxis->setRange(0, 100);
+}
+
+void SeriesPlot::setupXAxis() {
+    const bool log = log_x_ && x_mode_ != XAxis::WallTime;
+    xAxis->setScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    switch (x_mode_) {
+        case XAxis::Step:
+            xAxis->setLabel(tr("step"));
+            xAxis->setTicker(log ? make_uniform_log_ticker() : make_uniform_ticker());
+            break;
+        case XAxis::RelativeTime:
+            if (log) {
+                xAxis->setLabel(tr("time since start (s)"));
+                xAxis->setTicker(make_uniform_log_ticker());
+            } else {
+                xAxis->setLabel(tr("time since start (h:mm:ss)"));
+                QSharedPointer<QCPAxisTickerTime> ticker(new QCPAxisTickerTime);
+                ticker->setTimeFormat(QStringLiteral("%h:%m:%s"));
+                xAxis->setTicker(ticker);
+            }
+            break;
+        case XAxis::WallTime: {
+            xAxis->setLabel(tr("time of day"));
+            QSharedPointer<QCPAxisTickerDateTime> ticker(new QCPAxisTickerDateTime);
+            ticker->setDateTimeFormat(QStringLiteral("HH:mm:ss"));
+            ticker->setDateTimeSpec(Qt::LocalTime);
+            xAxis->setTicker(ticker);
+            break;
+        }
+    }
+}
+
+void SeriesPlot::setXAxisMode(XAxis mode) {
+    if (mode == x_mode_) return;
+    x_mode_ = mode;
+    setupXAxis();
+    for (auto& [k, r] : runs_) rebuildKeys(r);
+    rescale();
+    requestReplot();
+}
+
+void SeriesPlot::setLogX(bool log) {
+    if (log == log_x_) return;
+    log_x_ = log;
+    setupXAxis();
+    rescale();
+    requestReplot();
+}
+
+void SeriesPlot::setRunStartTime(int run, double epoch_seconds) {
+    RunData* r = find(run);
+    if (!r) return;
+    r->start_epoch = epoch_seconds;
+    if (x_mode_ == XAxis::WallTime) {
+        rebuildKeys(*r);
+        afterAppend();
+    }
+}
+
+void SeriesPlot::appendRunTimes(int run, const QVector<double>& steps, const QVector<double>& seconds) {
+    RunData* r = find(run);
+    if (!r) return;
+    const qsizetype n = std::min(steps.size(), seconds.size());
+    const bool had_none = r->time_steps.isEmpty();
+    for (qsizetype i = 0; i < n; ++i) {
+        if (!std::isfinite(seconds[i]) || (!r->time_steps.isEmpty() && steps[i] <= r->time_steps.back()))
+            continue;  // out of order (a resumed run's repeated steps): the first time stays
+        r->time_steps.append(steps[i]);
+        r->time_seconds.append(seconds[i]);
+    }
+    // Curves that arrived before their times were not drawable in a time mode until now.
+    if (had_none && !r->time_steps.isEmpty() && x_mode_ != XAxis::Step) {
+        rebuildKeys(*r);
+        afterAppend();
+    }
+}
+
+// Seconds since the run's start at a step: the recorded time, or interpolated (extrapolated
+// past the ends) between the nearest recorded ones.
+double SeriesPlot::secondsAt(const RunData& r, double step) const {
+    const QVector<double>& s = r.time_steps;
+    const QVector<double>& t = r.time_seconds;
+    if (s.isEmpty()) return kNaN;
+    if (s.size() == 1) return t[0];
+    const auto it = std::lower_bound(s.begin(), s.end(), step);
+    qsizetype hi = std::clamp<qsizetype>(it - s.begin(), 1, s.size() - 1);
+    if (it != s.end() && *it == step) return t[it - s.begin()];
+    const qsizetype lo = hi - 1;
+    const double span = s[hi] - s[lo];
+    return std::max(0.0, span > 0 ? t[lo] + (t[hi] - t[lo]) * (step - s[lo]) / span : t[lo]);
+}
+
+// The keys of steps in the x-axis mode; empty when the mode needs times the run lacks.
+QVector<double> SeriesPlot::keysFor(const RunData& r, const QVector<double>& steps) const {
+    if (x_mode_ == XAxis::Step) return steps;
+    if (r.time_steps.isEmpty()) return {};
+    const double offset = x_mode_ == XAxis::WallTime ? r.start_epoch : 0.0;
+    QVector<double> keys(steps.size());
+    for (qsizetype i = 0; i < steps.size(); ++i) keys[i] = offset + secondsAt(r, steps[i]);
+    return keys;
+}
+
+double SeriesPlot::keyForStep(int run, double step) const {
+    const RunData* r = find(run);
+    if (!r) return kNaN;
+    const QVector<double> keys = keysFor(*r, QVector<double>{step});
+    return keys.isEmpty() ? kNaN : keys.front();
+}
+
+// Every graph of a run again from its steps, in the current x-axis mode.
+void SeriesPlot::rebuildKeys(RunData& r) {
+    rebuildSmoothed(r);
+    for (int c = 0; c < kCurveCount; ++c) {
+        QCPGraph* g = r.graphs[c];
+        if (!g || static_cast<Curve>(c) == Curve::Train) continue;
+        g->data()->clear();
+        const QVector<double> keys = keysFor(r, r.steps[c]);
+        if (!keys.isEmpty()) g->setData(keys, r.values[c], true);
+    }
+}
+
+void SeriesPlot::setEmptyText(const QString& text) {
+    empty_text_ = text;
+    empty_label_->setText(text);
+    updateEmptyText();
+    requestReplot();
+}
+
+bool SeriesPlot::emptyTextShown() const { return empty_label_->visible(); }
+
+void SeriesPlot::updateEmptyText() {
+    bool any = false;
+    for (auto& [k, r] : runs_)
+        for (QCPGraph* g : r.graphs) any = any || (g && !g->data()->isEmpty());
+    empty_label_->setVisible(!any && !empty_text_.isEmpty());
 }
 
 SeriesPlot::RunData* SeriesPlot::find(int run) {
@@ -152,6 +310,7 @@ void SeriesPlot::removeRun(int run) {
         if (it->first != run) continue;
         for (QCPGraph* g : it->second.graphs)
             if (g) removeGraph(g);
+        if (it->second.raw_graph) removeGraph(it->second.raw_graph);
         runs_.erase(it);
         updateLegend();
         afterAppend();
@@ -160,9 +319,11 @@ void SeriesPlot::removeRun(int run) {
 }
 
 void SeriesPlot::clearRuns() {
-    for (auto& [k, r] : runs_)
+    for (auto& [k, r] : runs_) {
         for (QCPGraph* g : r.graphs)
             if (g) removeGraph(g);
+        if (r.raw_graph) removeGraph(r.raw_graph);
+    }
     runs_.clear();
     cool_used_ = warm_used_ = 0;
     updateLegend();
@@ -197,50 +358,114 @@ void SeriesPlot::setRunLabel(int run, const QString& label) {
 
 void SeriesPlot::setRunVisible(int run, bool visible) {
     RunData* r = find(run);
-    if (!r) return;
+    if (!r || r->visible == visible) return;
     r->visible = visible;
-    for (QCPGraph* g : r->graphs)
-        if (g) g->setVisible(visible);
+    styleGraphs(*r);
     updateLegend();
     afterAppend();
+}
+
+bool SeriesPlot::runVisible(int run) const {
+    const RunData* r = find(run);
+    return r && r->visible;
+}
+
+QRectF SeriesPlot::legendItemRect(int run) const {
+    const RunData* r = find(run);
+    if (!r || !legend->visible()) return {};
+    for (Curve c : {Curve::Train, Curve::Scale, Curve::Test})
+        if (QCPGraph* g = r->graphs[static_cast<int>(c)])
+            if (QCPPlottableLegendItem* item = legend->itemWithPlottable(g)) return item->outerRect();
+    return {};
+}
+
+void SeriesPlot::legendItemClicked(QCPAbstractLegendItem* item) {
+    auto* entry = qobject_cast<QCPPlottableLegendItem*>(item);
+    if (!entry) return;
+    for (auto& [k, r] : runs_)
+        for (Curve c : {Curve::Train, Curve::Test, Curve::Scale})
+            if (r.graphs[static_cast<int>(c)] == entry->plottable()) {
+                const int run = k;  // setRunVisible may reorder nothing, but keep the key
+                setRunVisible(run, !r.visible);
+                emit runVisibilityToggled(run, runVisible(run));
+                return;
+            }
+}
+
+// The run's colour, lightened where it would lose contrast on a dark background.
+QColor SeriesPlot::displayColor(const RunData& r) const {
+    if (darkTheme() && r.color.lightness() < 130) return r.color.lighter(170);
+    return r.color;
+}
+
+// Pens and markers of a run's graphs: its colour, faded while hidden (the graphs are not drawn
+// then, but the legend draws their icons).
+void SeriesPlot::styleGraphs(RunData& r) {
+    QColor color = displayColor(r);
+    if (!r.visible) color.setAlpha(kHiddenAlpha);
+    for (int c = 0; c < kCurveCount; ++c) {
+        QCPGraph* g = r.graphs[c];
+        if (!g) continue;
+        g->setVisible(r.visible);
+        QPen pen(color);
+        switch (static_cast<Curve>(c)) {
+            case Curve::Train:
+                pen.setWidthF(1.0);
+                g->setPen(pen);
+                break;
+            case Curve::Test:
+                // Solid and thicker than the train curve, with open circles on at most
+                // kMaxTestMarkers of its points: a dashed pen and a marker per evaluation cost
+                // most of a replot once a run had evaluated some hundred times.
+                pen.setWidthF(1.6);
+                g->setPen(pen);
+                g->setScatterStyle(
+                    circle_marker(QPen(color, 1.2), themeBackground(), 5, devicePixelRatioF()));
+                break;
+            case Curve::Scale:
+                pen.setWidthF(1.4);
+                g->setPen(pen);
+                g->setLineStyle(QCPGraph::lsStepLeft);
+                break;
+            case Curve::Overflow:
+                g->setLineStyle(QCPGraph::lsNone);
+                g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, QColor(0x90, 0, 0),
+                                                   QColor(0xe0, 0x20, 0x20), 8));
+                break;
+            case Curve::Skip:
+                g->setLineStyle(QCPGraph::lsNone);
+                g->setScatterStyle(
+                    QCPScatterStyle(QCPScatterStyle::ssCross, QPen(themeForeground(), 1.5), Qt::NoBrush, 7));
+                break;
+        }
+    }
+    if (r.raw_graph) {
+        QColor faded = displayColor(r);
+        faded.setAlpha(kRawAlpha);
+        r.raw_graph->setPen(QPen(faded, 1.0));
+        r.raw_graph->setVisible(r.visible && smoothing_ > 0);
+    }
+}
+
+void SeriesPlot::applyTheme() {
+    PlotWidget::applyTheme();
+    if (empty_label_) empty_label_->setColor(themeForeground());
+    for (auto& [k, r] : runs_) styleGraphs(r);
+    updateLegend();
 }
 
 QCPGraph* SeriesPlot::makeGraph(RunData& r, Curve c) {
     QCPGraph*& g = r.graphs[static_cast<int>(c)];
     if (g) return g;
+    if (c == Curve::Train) {
+        // Created first, so the smoothed curve is drawn over it.
+        r.raw_graph = addGraph();
+        r.raw_graph->setAdaptiveSampling(true);
+        r.raw_graph->removeFromLegend();
+    }
     g = addGraph();
     g->setAdaptiveSampling(true);
-    g->setVisible(r.visible);
-    QPen pen(r.color);
-    switch (c) {
-        case Curve::Train:
-            pen.setWidthF(1.0);
-            g->setPen(pen);
-            break;
-        case Curve::Test:
-            // Solid and thicker than the train curve, with open circles on at most
-            // kMaxTestMarkers of its points: a dashed pen and a marker per evaluation cost
-            // most of a replot once a run had evaluated some hundred times.
-            pen.setWidthF(1.6);
-            g->setPen(pen);
-            g->setScatterStyle(circle_marker(QPen(r.color, 1.2), Qt::white, 5, devicePixelRatioF()));
-            break;
-        case Curve::Scale:
-            pen.setWidthF(1.4);
-            g->setPen(pen);
-            g->setLineStyle(QCPGraph::lsStepLeft);
-            break;
-        case Curve::Overflow:
-            g->setLineStyle(QCPGraph::lsNone);
-            g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, QColor(0x90, 0, 0),
-                                               QColor(0xe0, 0x20, 0x20), 8));
-            break;
-        case Curve::Skip:
-            g->setLineStyle(QCPGraph::lsNone);
-            g->setScatterStyle(
-                QCPScatterStyle(QCPScatterStyle::ssCross, QPen(Qt::black, 1.5), Qt::NoBrush, 7));
-            break;
-    }
+    styleGraphs(r);
     updateLegend();
     return g;
 }
@@ -254,7 +479,7 @@ void SeriesPlot::updateLegend() {
             if (!g) continue;
             const auto curve = static_cast<Curve>(c);
             QString name;
-            bool listed = r.visible;
+            bool listed = true;  // a hidden run keeps its entry (faded): a click shows it again
             switch (curve) {
                 case Curve::Train:
                     name =
@@ -268,12 +493,12 @@ void SeriesPlot::updateLegend() {
                     break;
                 case Curve::Overflow:
                     name = tr("overflow");
-                    listed = listed && !overflow_listed;
+                    listed = r.visible && !overflow_listed;
                     overflow_listed = overflow_listed || listed;
                     break;
                 case Curve::Skip:
                     name = tr("skipped step");
-                    listed = listed && !skip_listed;
+                    listed = r.visible && !skip_listed;
                     skip_listed = skip_listed || listed;
                     break;
             }
@@ -282,49 +507,54 @@ void SeriesPlot::updateLegend() {
                 g->addToLegend();
             else
                 g->removeFromLegend();
+            if (QCPPlottableLegendItem* item = legend->itemWithPlottable(g)) {
+                QColor text = themeForeground();
+                if (!r.visible) text.setAlpha(110);
+                item->setTextColor(text);
+            }
         }
     }
     legend->setVisible(legend->itemCount() > 0);  // no empty box over a plot without data
+    updateEmptyText();
 }
 
 double SeriesPlot::scaleAt(const RunData& r, double step) const {
-    QCPGraph* g = r.graphs[static_cast<int>(Curve::Scale)];
-    if (!g || g->data()->isEmpty()) return std::numeric_limits<double>::quiet_NaN();
-    // The last scale at or before the step (findEnd gives the first key > step).
-    auto it = g->data()->findEnd(step, false);
-    if (it == g->data()->constBegin()) return it->value;
-    --it;
-    return it->value;
+    const QVector<double>& steps = r.steps[static_cast<int>(Curve::Scale)];
+    const QVector<double>& values = r.values[static_cast<int>(Curve::Scale)];
+    if (steps.isEmpty()) return kNaN;
+    // The last scale at or before the step (the first one when the step comes before all).
+    const auto it = std::upper_bound(steps.begin(), steps.end(), step);
+    return values[std::max<qsizetype>(0, it - steps.begin() - 1)];
 }
 
 void SeriesPlot::appendSmoothed(RunData& r, const QVector<double>& steps, const QVector<double>& values) {
     QCPGraph* g = r.graphs[static_cast<int>(Curve::Train)];
+    const QVector<double> keys = keysFor(r, steps);
+    if (keys.isEmpty()) return;  // no times yet for a time axis: drawn once they come
     if (smoothing_ <= 0) {
-        g->addData(steps, values, true);
+        g->addData(keys, values, true);
         return;
     }
     QVector<double> out(values.size());
-    for (int i = 0; i < values.size(); ++i) {
-        const double x = values[i];
-        if (!std::isfinite(x)) {
-            out[i] = x;  // a NaN/inf is shown as is (a gap or a spike), not smeared over later points
-            continue;
-        }
-        // Debiased EMA (like TensorBoard) so the first points are not pulled towards zero.
-        r.ema = smoothing_ * r.ema + (1 - smoothing_) * x;
-        r.ema_count += 1;
-        out[i] = r.ema / (1 - std::pow(smoothing_, r.ema_count));
-    }
-    g->addData(steps, out, true);
+    for (int i = 0; i < values.size(); ++i) out[i] = ema_step(smoothing_, values[i], &r.ema, &r.ema_count);
+    g->addData(keys, out, true);
+    r.raw_graph->addData(keys, values, true);
 }
 
 void SeriesPlot::rebuildSmoothed(RunData& r) {
     QCPGraph* g = r.graphs[static_cast<int>(Curve::Train)];
     if (!g) return;
     g->data()->clear();
+    r.raw_graph->data()->clear();
+    r.raw_graph->setVisible(r.visible && smoothing_ > 0);
     r.ema = 0;
     r.ema_count = 0;
     appendSmoothed(r, r.raw_steps, r.raw_values);
+}
+
+QCPGraph* SeriesPlot::rawGraph(int run) const {
+    const RunData* r = find(run);
+    return r ? r->raw_graph : nullptr;
 }
 
 void SeriesPlot::appendPoints(int run, Curve curve, const QVector<double>& steps,
@@ -342,12 +572,18 @@ void SeriesPlot::appendPoints(int run, Curve curve, const QVector<double>& steps
         r->raw_steps += s;
         r->raw_values += v;
         appendSmoothed(*r, s, v);
-    } else if (markers && values.isEmpty()) {
-        QVector<double> v(n);
-        for (int i = 0; i < n; ++i) v[i] = scaleAt(*r, s[i]);
-        g->addData(s, v, true);
     } else {
-        g->addData(s, n == values.size() ? values : values.mid(0, n), true);
+        QVector<double> v;
+        if (markers && values.isEmpty()) {
+            v.resize(n);
+            for (int i = 0; i < n; ++i) v[i] = scaleAt(*r, s[i]);
+        } else {
+            v = n == values.size() ? values : values.mid(0, n);
+        }
+        r->steps[static_cast<int>(curve)] += s;
+        r->values[static_cast<int>(curve)] += v;
+        const QVector<double> keys = keysFor(*r, s);
+        if (!keys.isEmpty()) g->addData(keys, v, true);
     }
     if (curve == Curve::Test) g->setScatterSkip(std::max(0, g->dataCount() / kMaxTestMarkers - 1));
     afterAppend();
@@ -362,7 +598,10 @@ void SeriesPlot::setPoints(int run, Curve curve, const QVector<double>& steps,
     RunData* r = find(run);
     if (!r) return;
     if (QCPGraph* g = r->graphs[static_cast<int>(curve)]) g->data()->clear();
+    r->steps[static_cast<int>(curve)].clear();
+    r->values[static_cast<int>(curve)].clear();
     if (curve == Curve::Train) {
+        if (r->raw_graph) r->raw_graph->data()->clear();
         r->raw_steps.clear();
         r->raw_values.clear();
         r->ema = 0;
@@ -375,7 +614,10 @@ void SeriesPlot::setSmoothing(double alpha) {
     alpha = std::clamp(alpha, 0.0, 0.999);
     if (alpha == smoothing_) return;
     smoothing_ = alpha;
-    for (auto& [k, r] : runs_) rebuildSmoothed(r);
+    for (auto& [k, r] : runs_) {
+        rebuildSmoothed(r);
+        styleGraphs(r);
+    }
     afterAppend();
 }
 
@@ -408,6 +650,7 @@ void SeriesPlot::setFollow(bool follow) {
 void SeriesPlot::afterAppend() {
     // The rescale waits for the replot: several appends in one timer tick cost one range scan.
     range_dirty_ = true;
+    updateEmptyText();
     requestReplot();
 }
 
@@ -420,9 +663,16 @@ void SeriesPlot::rescale() {
     QCPRange keys, values;
     for (auto& [k, r] : runs_) {
         if (!r.visible) continue;
-        for (QCPGraph* g : r.graphs) {
+        QCPGraph* shown[kCurveCount + 1];
+        std::copy(std::begin(r.graphs), std::end(r.graphs), shown);
+        shown[kCurveCount] = r.raw_graph && r.raw_graph->visible() ? r.raw_graph : nullptr;
+        for (QCPGraph* g : shown) {
             if (!g || g->data()->isEmpty()) continue;
-            const QCPRange kr(g->data()->constBegin()->key, (g->data()->constEnd() - 1)->key);
+            // On a log x axis the range starts at the first positive key.
+            auto first = log_x_ ? g->data()->findBegin(std::numeric_limits<double>::min(), false)
+                                : g->data()->constBegin();
+            if (first == g->data()->constEnd()) continue;
+            const QCPRange kr(first->key, (g->data()->constEnd() - 1)->key);
             keys = have_key ? QCPRange(std::min(keys.lower, kr.lower), std::max(keys.upper, kr.upper)) : kr;
             have_key = true;
             bool found = false;
@@ -435,7 +685,10 @@ void SeriesPlot::rescale() {
     }
     if (have_key) {
         if (keys.size() <= 0) keys = QCPRange(keys.lower - 1, keys.upper + 1);
-        xAxis->setRange(keys.lower, keys.upper + keys.size() * 0.01);
+        if (xAxis->scaleType() == QCPAxis::stLogarithmic)
+            xAxis->setRange(std::max(keys.lower, std::numeric_limits<double>::min()), keys.upper * 1.05);
+        else
+            xAxis->setRange(keys.lower, keys.upper + keys.size() * 0.01);
     }
     if (kind_ == Kind::Accuracy) {
         const double lo = have_value ? std::min(0.0, values.lower) : 0.0;
@@ -479,12 +732,8 @@ void SeriesPlot::rawPoints(int run, Curve curve, QVector<double>* steps, QVector
         *values = r->raw_values;
         return;
     }
-    QCPGraph* g = r->graphs[static_cast<int>(curve)];
-    if (!g) return;
-    for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) {
-        steps->append(it->key);
-        values->append(it->value);
-    }
+    *steps = r->steps[static_cast<int>(curve)];
+    *values = r->values[static_cast<int>(curve)];
 }
 
 QString SeriesPlot::csv() const {
@@ -497,17 +746,22 @@ QString SeriesPlot::csv() const {
             const QString prefix =
                 run + QLatin1Char(',') + QLatin1String(curve_name(static_cast<Curve>(c))) + QLatin1Char(',');
             if (static_cast<Curve>(c) == Curve::Train) {
-                auto it = g->data()->constBegin();
-                for (int i = 0; i < r.raw_steps.size(); ++i, ++it)
+                // The displayed value again from the raw ones: the graph's keys follow the x
+                // axis mode, the CSV's are steps.
+                double ema = 0, count = 0;
+                for (int i = 0; i < r.raw_steps.size(); ++i) {
+                    const double x = r.raw_values[i];
+                    const double shown = smoothing_ > 0 ? ema_step(smoothing_, x, &ema, &count) : x;
                     out += prefix + QString::number(r.raw_steps[i], 'g', 17) + QLatin1Char(',') +
-                           QString::number(r.raw_values[i], 'g', 17) + QLatin1Char(',') +
-                           QString::number(it->value, 'g', 17) + QLatin1Char('\n');
+                           QString::number(x, 'g', 17) + QLatin1Char(',') + QString::number(shown, 'g', 17) +
+                           QLatin1Char('\n');
+                }
                 continue;
             }
-            for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) {
-                const QString v = QString::number(it->value, 'g', 17);
-                out += prefix + QString::number(it->key, 'g', 17) + QLatin1Char(',') + v + QLatin1Char(',') +
-                       v + QLatin1Char('\n');
+            for (int i = 0; i < r.steps[c].size(); ++i) {
+                const QString v = QString::number(r.values[c][i], 'g', 17);
+                out += prefix + QString::number(r.steps[c][i], 'g', 17) + QLatin1Char(',') + v +
+                       QLatin1Char(',') + v + QLatin1Char('\n');
             }
         }
     }

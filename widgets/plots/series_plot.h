@@ -24,6 +24,10 @@ public:
     static constexpr int kCurveCount = 5;
     static constexpr int kMaxTestMarkers = 40;  // evaluation markers drawn per test curve
 
+    // What the x axis shows: the step, the clock time of day (the run's start time plus each
+    // step's wall time) or the seconds since the run started.
+    enum class XAxis { Step, WallTime, RelativeTime };
+
     explicit SeriesPlot(Kind kind, QWidget* parent = nullptr);
     Kind kind() const { return kind_; }
 
@@ -37,7 +41,25 @@ public:
     QString runLabel(int run) const;
     void setRunLabel(int run, const QString& label);
     void setRunVisible(int run, bool visible);
+    bool runVisible(int run) const;
     QColor runColor(int run) const;
+    // The pixel rect of the run's legend entry (empty when it has none): what a click toggles.
+    QRectF legendItemRect(int run) const;
+
+    // Wall times of a run: its start (seconds since the Unix epoch) and, in step order, the
+    // seconds since that start at some steps; other steps are interpolated between them.
+    void setRunStartTime(int run, double epoch_seconds);
+    void appendRunTimes(int run, const QVector<double>& steps, const QVector<double>& seconds);
+    void setXAxisMode(XAxis mode);
+    XAxis xAxisMode() const { return x_mode_; }
+    void setLogX(bool log);
+    bool logX() const { return log_x_; }
+    // The x coordinate of a run's step in the current mode (NaN when the run has no times).
+    double keyForStep(int run, double step) const;
+    // Centred text shown while no curve has data (e.g. "no loss scaling" for FP32 runs).
+    void setEmptyText(const QString& text);
+    QString emptyText() const { return empty_text_; }
+    bool emptyTextShown() const;
 
     // Appends points (steps ascending, after the points already there). Throws nothing: a
     // mismatched size appends the common prefix; an unknown run is ignored.
@@ -62,10 +84,20 @@ public:
     // The graph showing a curve (nullptr for an unknown run). For Train it holds the smoothed
     // values when smoothing is on; rawPoints returns what was appended.
     QCPGraph* graph(int run, Curve curve) const;
+    // The raw training curve drawn faded behind the smoothed one (nullptr until smoothing > 0).
+    QCPGraph* rawGraph(int run) const;
     int pointCount(int run, Curve curve) const;
     void rawPoints(int run, Curve curve, QVector<double>* steps, QVector<double>* values) const;
 
     QString csv() const override;
+
+signals:
+    // The user clicked the run's legend entry, which hid or showed the run in this plot.
+    void runVisibilityToggled(int run, bool visible);
+
+protected:
+    void legendItemClicked(QCPAbstractLegendItem* item) override;
+    void applyTheme() override;
 
 private:
     struct RunData {
@@ -73,13 +105,27 @@ private:
         QColor color;
         bool visible = true;
         QCPGraph* graphs[kCurveCount] = {};
-        QVector<double> raw_steps;  // Train curve before smoothing
+        QCPGraph* raw_graph = nullptr;  // faded raw Train curve while smoothing
+        QVector<double> raw_steps;      // Train curve before smoothing
         QVector<double> raw_values;
+        // The other curves' points by step (their graphs hold the keys of the x-axis mode).
+        QVector<double> steps[kCurveCount];
+        QVector<double> values[kCurveCount];
         double ema = 0;
         bool ema_started = false;
         double ema_count = 0;  // for the bias correction of the first points
+        double start_epoch = 0;
+        QVector<double> time_steps;  // ascending steps with a known wall time
+        QVector<double> time_seconds;
     };
     void setupAxes();
+    void setupXAxis();
+    QVector<double> keysFor(const RunData& r, const QVector<double>& steps) const;
+    double secondsAt(const RunData& r, double step) const;
+    void rebuildKeys(RunData& r);
+    void styleGraphs(RunData& r);
+    void updateEmptyText();
+    QColor displayColor(const RunData& r) const;
     QCPGraph* makeGraph(RunData& r, Curve c);
     void rebuildSmoothed(RunData& r);
     void appendSmoothed(RunData& r, const QVector<double>& steps, const QVector<double>& values);
@@ -94,6 +140,10 @@ private:
     int warm_used_ = 0;
     double smoothing_ = 0;
     bool log_y_ = false;
+    bool log_x_ = false;
+    XAxis x_mode_ = XAxis::Step;
+    QString empty_text_;
+    QCPItemText* empty_label_ = nullptr;
     bool follow_ = true;
     bool range_dirty_ = false;
     RunData* find(int run);
