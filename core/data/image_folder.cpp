@@ -195,13 +195,88 @@ std::string failure_reason() {
     return reason ? reason : "unknown error";
 }
 
-// A JPEG ends with its end-of-image marker (FF D9); entropy-coded data never holds one (an FF
-// there is followed by 00), so a file without it was cut off. stb_image would decode such a file
-// into an image whose missing part is grey.
-bool has_jpeg_end_marker(std::span<const uint8_t> bytes) {
-    for (size_t i = bytes.size(); i >= 2; --i)
-        if (bytes[i - 2] == 0xFF && bytes[i - 1] == 0xD9) return true;
-    return false;
+// The byte at pos, 0 past the end: how stb_image reads a stream that ends early.
+uint8_t byte_at(std::span<const uint8_t> bytes, size_t pos) { return pos < bytes.size() ? bytes[pos] : 0; }
+
+// The Huffman tables a JPEG has defined so far: [DC or AC][0..3].
+using HuffmanTables = std::array<std::array<bool, 4>, 2>;
+
+// A DHT segment read as stb_image reads it: each table's 16 code counts must sum to at most 256,
+// as the standard says. stb_image 2.27 (Debian 12's) does not check that and writes past its
+// tables (fixed upstream in 2.28); the fuzz harness found it. Marks the tables it defines.
+std::string huffman_problem(std::span<const uint8_t> bytes, size_t segment, size_t length,
+                            HuffmanTables& defined) {
+    int64_t left = static_cast<int64_t>(length) - 2;
+    size_t pos = segment + 4;
+    while (left > 0) {
+        const uint8_t table = byte_at(bytes, pos);
+        size_t codes = 0;
+        for (size_t k = 1; k <= 16; ++k) codes += byte_at(bytes, pos + k);
+        if (codes > 256)
+            return "a Huffman table holds " + std::to_string(codes) +
+                   " codes, more than the 256 a JPEG may have";
+        if ((table >> 4) < 2 && (table & 15) < 4) defined[table >> 4][table & 15] = true;
+        pos += 17 + codes;
+        left -= static_cast<int64_t>(17 + codes);
+    }
+    return {};
+}
+
+// A scan (SOS) that decodes with a Huffman table no DHT has defined: stb_image 2.27 then reads
+// its uninitialised table and indexes past it (fixed upstream in 2.28; found by the fuzz
+// harness). A baseline scan uses both tables of each component; a progressive one the DC table
+// in a first DC scan, the AC table in an AC scan.
+std::string scan_problem(std::span<const uint8_t> bytes, size_t segment, bool progressive,
+                         const HuffmanTables& defined) {
+    const size_t components = byte_at(bytes, segment + 4);
+    const size_t tail = segment + 5 + 2 * components;  // Ss, Se, Ah/Al
+    const uint8_t spectral_start = byte_at(bytes, tail), spectral_end = byte_at(bytes, tail + 1);
+    const bool first_pass = (byte_at(bytes, tail + 2) >> 4) == 0;
+    const bool uses_dc = !progressive || (spectral_start == 0 && first_pass);
+    const bool uses_ac = !progressive || spectral_end > 0;
+    for (size_t c = 0; c < components; ++c) {
+        const uint8_t tables = byte_at(bytes, segment + 6 + 2 * c);
+        const bool dc_missing = uses_dc && (tables >> 4) < 4 && !defined[0][tables >> 4];
+        const bool ac_missing = uses_ac && (tables & 15) < 4 && !defined[1][tables & 15];
+        if (dc_missing || ac_missing) return "a scan uses a Huffman table the file does not define";
+    }
+    return {};
+}
+
+// Markers without a length: stuffed zero, TEM, RST0-7, SOI; FF FF is fill.
+bool marker_without_length(uint8_t marker) {
+    return marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8);
+}
+
+// Walks a JPEG's segments (skipping each by its length, and the entropy-coded data after a scan
+// byte by byte, where an FF is always followed by 00 or a marker) up to the end-of-image marker.
+// Returns what is wrong, or "" for a sound structure: Huffman tables stb_image cannot take, or
+// no end-of-image marker, which means the file was cut off (stb_image would decode it anyway,
+// into an image whose missing part is grey).
+std::string jpeg_structure_problem(std::span<const uint8_t> bytes) {
+    HuffmanTables defined{};
+    bool progressive = false;
+    size_t i = 2;
+    while (i + 1 < bytes.size()) {
+        const uint8_t marker = bytes[i + 1];
+        if (bytes[i] != 0xFF || marker == 0xFF) {
+            ++i;
+            continue;
+        }
+        if (marker == 0xD9) return {};
+        if (marker_without_length(marker)) {
+            i += 2;
+            continue;
+        }
+        const size_t length = (size_t{byte_at(bytes, i + 2)} << 8) | byte_at(bytes, i + 3);
+        std::string problem;
+        if (marker == 0xC2) progressive = true;
+        if (marker == 0xC4) problem = huffman_problem(bytes, i, length, defined);
+        if (marker == 0xDA) problem = scan_problem(bytes, i, progressive, defined);
+        if (!problem.empty()) return problem;
+        i += 2 + std::max<size_t>(length, 2);
+    }
+    return "it is truncated (it has no end-of-image marker)";
 }
 
 void check_header_size(int width, int height, const std::string& name, const ImageSampleOptions& options,
@@ -279,13 +354,14 @@ std::vector<float> decode_image_sample(std::span<const uint8_t> bytes, const std
     if (bytes.size() > static_cast<size_t>(INT_MAX))
         throw DataError("image file '" + name + "' is too large to decode");
     const int length = static_cast<int>(bytes.size());
+    if (format == ImageFormat::Jpeg)
+        if (const std::string problem = jpeg_structure_problem(bytes); !problem.empty())
+            throw DataError("image file '" + name + "' is not a sound JPEG: " + problem);
     int width = 0, height = 0, file_channels = 0;
     if (!stbi_info_from_memory(bytes.data(), length, &width, &height, &file_channels))
         throw DataError("cannot read the header of image file '" + name + "': " + failure_reason() +
                         " (truncated or corrupt)");
     check_header_size(width, height, name, options, limits);
-    if (format == ImageFormat::Jpeg && !has_jpeg_end_marker(bytes))
-        throw DataError("image file '" + name + "' is a truncated JPEG (it has no end-of-image marker)");
     std::unique_ptr<stbi_uc, StbFree> pixels(
         stbi_load_from_memory(bytes.data(), length, &width, &height, &file_channels, options.channels));
     if (!pixels)

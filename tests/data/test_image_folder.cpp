@@ -219,7 +219,29 @@ private slots:
              [](auto&, auto& jpg) {
                  return std::vector<uint8_t>(jpg.begin(), jpg.begin() + long(jpg.size() * 2 / 3));
              },
-             "truncated JPEG"},
+             "is truncated (it has no end-of-image marker)"},
+            {"tables.jpg",
+             [](auto&, auto& jpg) {  // the first Huffman table claims 16 x 32 = 512 codes
+                 auto b = jpg;
+                 for (size_t i = 2; i + 21 < b.size(); ++i)
+                     if (b[i] == 0xFF && b[i + 1] == 0xC4) {
+                         std::fill(b.begin() + long(i) + 5, b.begin() + long(i) + 21, uint8_t{32});
+                         break;
+                     }
+                 return b;
+             },
+             "a Huffman table holds 512 codes"},
+            {"undefined.jpg",
+             [](auto&, auto& jpg) {  // the scan's first component takes DC and AC table 3, never defined
+                 auto b = jpg;
+                 for (size_t i = 2; i + 6 < b.size(); ++i)
+                     if (b[i] == 0xFF && b[i + 1] == 0xDA) {
+                         b[i + 6] = 0x33;
+                         break;
+                     }
+                 return b;
+             },
+             "a scan uses a Huffman table the file does not define"},
             {"garbled.png",
              [](auto& png, auto&) {
                  auto b = png;
