@@ -165,11 +165,23 @@ std::string pytorch_tensor_name(const std::string& layer_kind, const NamedTensor
 
 PytorchExport make_pytorch_export(const nlohmann::json& network_description, const NetworkWeights& weights,
                                   const PytorchExportInfo& info) {
-    // Building and loading proves the weights fit the description, tensor by tensor.
+    // The plan first, which allocates nothing: a network larger than the values given (a damaged
+    // store, a hostile bundle) is refused before it is built. Then building and loading proves
+    // the weights fit the description, tensor by tensor.
+    const auto reports = Network::inspect(network_description, weights.input_shape);
+    int64_t planned = 0, given = 0;
+    for (const LayerReport& r : reports) {
+        if (!r.error.empty())
+            throw NetworkError("layer " + std::to_string(r.index) + " (" + r.kind + "): " + r.error);
+        planned = saturating_add(planned, r.parameters);
+    }
+    for (const NamedTensor& t : weights.tensors) given += static_cast<int64_t>(t.values.size());
+    if (planned > given)
+        throw NetworkError("the network has " + std::to_string(planned) + " parameters, the weights hold " +
+                           std::to_string(given) + " values");
     Network network = Network::from_json(network_description);
     network.build(weights.input_shape);
     load_network_weights(network, weights);
-    const auto reports = Network::inspect(network_description, weights.input_shape);
 
     PytorchExport out;
     out.weights.metadata = info.metadata;

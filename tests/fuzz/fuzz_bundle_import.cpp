@@ -1,9 +1,12 @@
 // libFuzzer harness: importing a run bundle (sessions/run_bundle.cpp, `mpwb-cli runs import`)
 // into an empty store, then reading back what `runs show` and `runs compare` read: every
 // imported run with its configuration, events, histograms, metric series and the
-// configuration diff, its scaling statistics, and the sweeps the bundle carried.
+// configuration diff, its scaling statistics, the sweeps the bundle carried, and its final weights
+// through the PyTorch export.
 #include <filesystem>
 
+#include "core/common/json_input.h"
+#include "core/nn/pytorch_export.h"
 #include "sessions/run_bundle.h"
 #include "sessions/run_query.h"
 #include "tests/fuzz/fuzz_support.h"
@@ -21,6 +24,10 @@ void read_back(mpwb::RunStore& store, const mpwb::ImportReport& report) {
         (void)store.scaling_stats(run.store_id);
         (void)store.boundary(run.store_id);
         (void)store.sweep_of_run(run.store_id);
+        // The final weights as the PyTorch export reads them (in memory; no file is written).
+        if (const auto weights = store.final_weights(run.store_id))
+            (void)mpwb::make_pytorch_export(mpwb::parse_json_text(r.network_json, "network_json"), *weights,
+                                            {});
         for (const auto& key : store.metric_keys(run.store_id)) (void)store.downsample(run.store_id, key, 50);
     }
     if (!ids.empty()) (void)store.config_diff(ids);
