@@ -30,10 +30,9 @@ constexpr const char* kBundleFormat = "mpwb-run-bundle";
 constexpr int kBundleFormatVersion = 1;
 
 // Tables owned by a run, keyed by run_id.
-const std::vector<std::string> kRunTables = {"metrics",       "latest_metrics", "metric_blocks",
-                                             "histograms",    "events",         "tags",
-                                             "notes",         "boundaries",     "scaling_stats",
-                                             "final_weights", "final_weight_tensors"};
+const std::vector<std::string> kRunTables = {
+    "metrics",    "latest_metrics", "metric_blocks", "histograms",          "events", "tags", "notes",
+    "boundaries", "scaling_stats",  "final_weights", "final_weight_tensors"};
 
 std::vector<std::string> columns(sqlite::Db& db, const std::string& schema, const std::string& table) {
     sqlite::Stmt s(db, "PRAGMA " + schema + ".table_info(" + table + ")");
@@ -191,8 +190,8 @@ void check_bundle_final_weights(const std::string& path) {
         try {
             if (!read_final_weights(db, "main", run_id, "bundle " + path, false))
                 throw StoreError(StoreError::Kind::Corrupt,
-                                 "bundle " + path + ": table final_weight_tensors, run " + std::to_string(run_id) +
-                                     ": tensors without a row in final_weights");
+                                 "bundle " + path + ": table final_weight_tensors, run " +
+                                     std::to_string(run_id) + ": tensors without a row in final_weights");
         } catch (const StoreError& e) {
             throw StoreError(StoreError::Kind::Invalid, std::string(e.what()) + "; nothing was imported");
         }

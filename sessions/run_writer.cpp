@@ -333,7 +333,8 @@ void RunWriter::commit(const Batch& batch) {
         for (const auto& r : batch.scaling) insert_scaling_row(s.scaling, run_id_, r);
         for (const auto& c : batch.checkpoints)
             insert_checkpoint_row(store_->db(), run_id_, c, options_.keep_checkpoints);
-        if (!batch.final_weights.empty()) insert_final_weights(store_->db(), run_id_, batch.final_weights.back());
+        if (!batch.final_weights.empty())
+            insert_final_weights(store_->db(), run_id_, batch.final_weights.back());
         if (batch.status) {
             s.status.bind(1, to_string(batch.status->first)).bind(2, batch.status->second);
             s.status.bind(3, run_id_).run("setting run status");
