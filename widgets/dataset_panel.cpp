@@ -575,20 +575,20 @@ void DatasetPanel::loadImageFolder() {
     }
 }
 
-void DatasetPanel::browseImageFolder() {
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Image folder"), image_folder_->text());
+void DatasetPanel::browseFolderFor(QLineEdit* edit, const QString& title, void (DatasetPanel::*load)()) {
+    const QString dir = QFileDialog::getExistingDirectory(this, title, edit->text());
     if (dir.isEmpty()) return;
-    image_folder_->setText(dir);
-    loadImageFolder();
+    edit->setText(dir);
+    (this->*load)();
     onSettingChanged();
 }
 
+void DatasetPanel::browseImageFolder() {
+    browseFolderFor(image_folder_, tr("Image folder"), &DatasetPanel::loadImageFolder);
+}
+
 void DatasetPanel::browseFolder() {
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("IDX dataset folder"), folder_->text());
-    if (dir.isEmpty()) return;
-    folder_->setText(dir);
-    loadIdxFolder();
-    onSettingChanged();
+    browseFolderFor(folder_, tr("IDX dataset folder"), &DatasetPanel::loadIdxFolder);
 }
 
 void DatasetPanel::browseCsv() {

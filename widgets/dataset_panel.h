@@ -72,6 +72,8 @@ private:
     void browseFolder();
     void browseCsv();
     void browseImageFolder();
+    // Lets the user pick a folder for edit; a chosen one is loaded with `load`.
+    void browseFolderFor(QLineEdit* edit, const QString& title, void (DatasetPanel::*load)());
 
     bool updating_ = false;  // setDatasetSpec in progress: one datasetChanged at the end
     QString error_;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/train/train_config.h"
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -79,6 +81,17 @@ inline bool write_image_folder(const std::string& root, const ImageFolderSpec& s
         }
     }
     return true;
+}
+
+// The settings that load root as an image folder of size x size images with `channels`.
+inline DatasetSpec image_folder_dataset(const std::string& root, int size, int channels) {
+    DatasetSpec spec;
+    spec.kind = "image-folder";
+    spec.path = root;
+    spec.image_height = size;
+    spec.image_width = size;
+    spec.channels = channels;
+    return spec;
 }
 
 }  // namespace mpwb::test

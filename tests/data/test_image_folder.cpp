@@ -373,12 +373,8 @@ private slots:
     }
 
     void datasetSpecSettingsRoundTripAndName() {
-        DatasetSpec spec;
-        spec.kind = "image-folder";
-        spec.path = "/data/pets";
-        spec.image_height = 12;
+        DatasetSpec spec = image_folder_dataset("/data/pets", 12, 3);
         spec.image_width = 16;
-        spec.channels = 3;
         spec.size_mismatch = "error";
         spec.test_ratio = 0.25;
         spec.seed = 9;
@@ -416,12 +412,7 @@ private slots:
         ImageFolderSpec spec;
         spec.channels = 3;
         QVERIFY(write_image_folder(root, spec));
-        DatasetSpec ds_spec;
-        ds_spec.kind = "image-folder";
-        ds_spec.path = root;
-        ds_spec.image_height = 10;
-        ds_spec.image_width = 10;
-        ds_spec.channels = 3;
+        DatasetSpec ds_spec = image_folder_dataset(root, 10, 3);
         const Dataset ds = load_dataset(ds_spec);
         QCOMPARE(ds.sample_shape, (Shape{3, 10, 10}));
         for (int ch = 0; ch < 3; ++ch) {  // train split: mean 0 per channel after normalisation

@@ -17,12 +17,7 @@ using namespace mpwb;
 namespace {
 
 DatasetSpec image_folder_spec(const std::string& root, int size, int channels) {
-    DatasetSpec spec;
-    spec.kind = "image-folder";
-    spec.path = root;
-    spec.image_height = size;
-    spec.image_width = size;
-    spec.channels = channels;
+    DatasetSpec spec = test::image_folder_dataset(root, size, channels);
     spec.test_ratio = 0.3;
     spec.seed = 3;
     return spec;

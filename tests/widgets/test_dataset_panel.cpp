@@ -136,12 +136,8 @@ private slots:
         const std::string root = dir.path().toStdString();
         QVERIFY(test::write_image_folder(root, {}));
         DatasetPanel p;
-        DatasetSpec s;
-        s.kind = "image-folder";
-        s.path = root;
-        s.image_height = 12;
+        DatasetSpec s = test::image_folder_dataset(root, 12, 3);
         s.image_width = 16;
-        s.channels = 3;
         s.size_mismatch = "error";
         s.test_ratio = 0.3;
         p.setDatasetSpec(s);
