@@ -60,7 +60,7 @@ Table runs_table(const ReportContent& c) {
     t.header = {QStringLiteral("run"),    QStringLiteral("precision"), QStringLiteral("dataset"),
                 QStringLiteral("status"), QStringLiteral("started"),   QStringLiteral("duration"),
                 QStringLiteral("steps"),  QStringLiteral("seed"),      QStringLiteral("backend / device")};
-    t.widths = {14, 10, 9, 8, 14, 8, 7, 6, 24};
+    t.widths = {15, 11, 9, 11, 12, 9, 7, 6, 20};
     for (const RunRow& r : c.rows) {
         t.rows << QStringList{
             html_escape(r.label),

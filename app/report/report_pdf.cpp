@@ -20,6 +20,7 @@ namespace {
 constexpr int kResolution = 300;
 constexpr int kFigureWidth = 620;  // CSS pixels (96 per inch); the text is 642 wide
 constexpr int kGridColumns = 3;
+constexpr int kImageDpi = 150;  // plots on paper: sharp enough, and the PDF stays small
 const QString kNoteStyle = QStringLiteral("color:#555555; font-size:7.5pt");
 
 void set_up_writer(QPdfWriter& pdf, const QString& title) {
@@ -32,7 +33,7 @@ void set_up_writer(QPdfWriter& pdf, const QString& title) {
 
 QString table_attrs(double font_pt) {
     return QStringLiteral(
-               "border=\"1\" cellspacing=\"0\" cellpadding=\"8\" width=\"100%\" "
+               "border=\"1\" cellspacing=\"0\" cellpadding=\"2\" width=\"100%\" "
                "style=\"border-color:#bbbbbb; "
                "font-size:%1pt\"")
         .arg(font_pt);
@@ -46,6 +47,7 @@ struct Block {
     std::optional<Table> table;
     bool heading = false;
     bool figure = false;
+    bool keep = false;  // kept on the page of the block after it (headings always are)
 };
 
 class Measurer {
@@ -105,13 +107,17 @@ public:
     void paragraph(const QString& escaped, const QString& style = {}) {
         blocks.push_back({QStringLiteral("<p style=\"%1\">%2</p>").arg(style, escaped), {}, false, false});
     }
-    void note(const QString& text) { paragraph(html_escape(text), kNoteStyle); }
+    // A note introduces what follows: it stays on its page.
+    void note(const QString& text) {
+        paragraph(html_escape(text), kNoteStyle);
+        blocks.back().keep = true;
+    }
     void table(Table t) { blocks.push_back({{}, std::move(t), false, false}); }
     void figure(const Figure& f) {
         const int h = f.height * kFigureWidth / std::max(1, f.width);
         blocks.push_back({QStringLiteral("<p><img src=\"img:%1\" width=\"%2\" height=\"%3\"><br>"
                                          "<span style=\"%4\"><b>%5.</b> %6</span></p>")
-                              .arg(add_image(f))
+                              .arg(add_image(f, kFigureWidth))
                               .arg(kFigureWidth)
                               .arg(h)
                               .arg(kNoteStyle, html_escape(f.title), html_escape(breakable(f.caption))),
@@ -128,7 +134,7 @@ public:
                 const Figure& f = cells[j];
                 row += QStringLiteral("<td width=\"%1%\"><img src=\"img:%2\" width=\"%3\" height=\"%4\">")
                            .arg(100 / columns)
-                           .arg(add_image(f))
+                           .arg(add_image(f, cell_width))
                            .arg(cell_width)
                            .arg(f.height * cell_width / std::max(1, f.width));
                 if (captions)
@@ -141,16 +147,20 @@ public:
     }
 
 private:
-    int add_image(const Figure& f) {
+    // The PNG at the pixels it fills on paper at kImageDpi, opaque, so that the PDF writer stores
+    // it as JPEG: a plot at 300 dpi in deflated pixels made a report of a few plots megabytes.
+    int add_image(const Figure& f, int css_width) {
         QImage image;
         image.loadFromData(f.png, "PNG");
-        // Opaque RGB lets the PDF writer store the image as JPEG (much smaller than deflated pixels).
-        images.push_back(image.convertToFormat(QImage::Format_RGB32));
+        const int pixels = css_width * kImageDpi / 96;
+        if (image.width() > pixels) image = image.scaledToWidth(pixels, Qt::SmoothTransformation);
+        images.push_back(
+            image.convertToFormat(QImage::Format_Indexed8, Qt::ThresholdDither | Qt::AvoidDither));
         return static_cast<int>(images.size()) - 1;
     }
 };
 
-std::vector<Block> build_blocks(const ReportContent& c, std::vector<QImage>* images) {
+std::vector<Block> build_blocks(const ReportContent& c, PdfLayout* layout) {
     BlockBuilder b;
     b.blocks.push_back(
         {QStringLiteral("<h2 style=\"margin-bottom:2px\">") + html_escape(c.title) +
@@ -179,7 +189,7 @@ std::vector<Block> build_blocks(const ReportContent& c, std::vector<QImage>* ima
     for (const Figure& f : c.curves) b.figure(f);
     if (!c.boundaries.empty()) {
         b.heading(3, QStringLiteral("Decision boundaries"));
-        b.grid(c.boundaries, 2, true);
+        b.grid(c.boundaries, kGridColumns, true);
     }
     b.heading(3, QStringLiteral("Gradient exponent histograms"));
     if (c.gradient_grids.empty()) b.paragraph(QStringLiteral("No gradient statistics stored."));
@@ -219,7 +229,7 @@ std::vector<Block> build_blocks(const ReportContent& c, std::vector<QImage>* ima
     b.table(config_table(c));
     b.heading(3, QStringLiteral("Machine and versions"));
     b.table(machine_table(c));
-    *images = std::move(b.images);
+    layout->images = std::move(b.images);
     return std::move(b.blocks);
 }
 
@@ -247,7 +257,7 @@ public:
             p.heading = b.heading;
             // A heading starts a page rather than end one: it needs room for the start of
             // what follows (through any headings below it).
-            const double need = p.height + (b.heading ? following_height(blocks, i + 1) : 0);
+            const double need = p.height + (b.heading || b.keep ? following_height(blocks, i + 1) : 0);
             place(p, need);
         }
     }
@@ -275,7 +285,7 @@ private:
                 return h + m_.table(rows_of(*b.table, 0, rows)).height;
             }
             h += m_.measure(b.html).height;
-            if (!b.heading) break;
+            if (!b.heading && !b.keep) break;
         }
         return h;
     }
@@ -292,10 +302,14 @@ private:
                 count = guess < count ? guess : count - 1;
                 p = m_.table(rows_of(t, first, count));
             }
-            if (p.height > room() && used_ > 0) {
+            const int rest = n - first;
+            // Neither part of a split table is a lone row: a row alone goes with its neighbours.
+            const bool lone_first = count < rest && count < 2 && used_ > 0;
+            if ((p.height > room() || lone_first) && used_ > 0) {
                 new_page();
                 continue;  // the whole page for the rest
             }
+            if (count == rest - 1 && count >= 3) p = m_.table(rows_of(t, first, --count));
             pages_.back().push_back(p);
             used_ += p.height;
             first += count;
@@ -311,7 +325,7 @@ private:
 
 PdfLayout layout_on(QPdfWriter& pdf, const ReportContent& content) {
     PdfLayout layout;
-    const std::vector<Block> blocks = build_blocks(content, &layout.images);
+    const std::vector<Block> blocks = build_blocks(content, &layout);
     const Measurer m(&pdf, &layout.images);
     layout.text_width = m.text_width();
     layout.page_height = pdf.height();
@@ -341,6 +355,7 @@ void write_pdf(const QString& path, const ReportContent& content) {
         const Measurer m(&pdf, &layout.images);
         QPainter painter;
         if (!painter.begin(&pdf)) throw ReportError("cannot write " + path.toStdString());
+        painter.setRenderHint(QPainter::LosslessImageRendering);
         for (std::size_t page = 0; page < layout.pages.size(); ++page) {
             if (page > 0) pdf.newPage();
             double y = 0;

@@ -57,6 +57,15 @@ QString kind_text(const std::string& kind) {
     return QString::fromStdString(kind);
 }
 
+// A small multiple keeps bars, zones, strips and axes: the legend and the statistics box would
+// cover the bars at this size, and the section's note says what the colours are.
+void hide_small_print(HistogramPlot& plot) {
+    plot.legend->setVisible(false);
+    for (int i = 0; i < plot.itemCount(); ++i)
+        if (auto* text = qobject_cast<QCPItemText*>(plot.item(i)); text && text->text().contains('\n'))
+            text->setVisible(false);
+}
+
 }  // namespace
 
 const Dataset* DatasetCache::get(const Run& run, QString* error) {
@@ -222,6 +231,7 @@ std::vector<HistogramGrid> gradient_grids(RunStore& store, const std::vector<Run
             const QString title = QString::fromStdString(h.layer) + QStringLiteral(" · ") + kind_text(h.kind);
             HistogramPlot plot;
             plot.setHistogram(eh, title, ref, static_cast<float>(scale));
+            hide_small_print(plot);
             grid.cells.push_back(render_plot(&plot, title, {}, cell_width, cell_height));
         }
         if (!grid.cells.empty()) out.push_back(std::move(grid));
