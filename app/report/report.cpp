@@ -44,13 +44,6 @@ constexpr int kCellHeight = 220;
 constexpr int kBoundarySize = 420;
 constexpr std::int64_t kMaxPlotPoints = 20000;  // longer series are read downsampled
 
-std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-    return s;
-}
-
-bool is_fp32(const Run& r) { return lower(r.precision) == "fp32"; }
-
 QString run_label(const Run& r) {
     return QStringLiteral("#%1 %2").arg(r.id).arg(
         QString::fromStdString(r.name.empty() ? r.precision : r.name));
@@ -80,7 +73,7 @@ std::string report_detail::smoothing_statement(double smoothing) {
 }
 
 Figure report_detail::render_plot(QCustomPlot* plot, const QString& title, const QString& caption, int width,
-                                  int height) {
+                                  int height, double pixel_ratio) {
     Figure f;
     f.title = title;
     f.caption = caption;
@@ -92,7 +85,7 @@ Figure report_detail::render_plot(QCustomPlot* plot, const QString& title, const
     buffer.open(QIODevice::WriteOnly);
     // A palette of 256 colours, without dithering: plots have few colours, and the PNG (embedded
     // in the HTML as base64) becomes a third of the size.
-    plot->toPixmap(width, height, 2.0)
+    plot->toPixmap(width, height, pixel_ratio)
         .toImage()
         .convertToFormat(QImage::Format_Indexed8, Qt::ThresholdDither | Qt::AvoidDither)
         .save(&buffer, "PNG", 9);
@@ -144,13 +137,19 @@ std::optional<Figure> curve_figure(RunStore& store, const std::vector<RunRow>& r
     return render(&plot, QString::fromLatin1(spec.title), caption.trimmed());
 }
 
-// Loss scale with overflow and skip markers; runs without a scaler (constant 1) are left out.
+// Loss scale with overflow and skip markers; runs whose scale stayed 1 (no loss scaling: FP32,
+// BF16) are left out and named in the caption.
 std::optional<Figure> scale_figure(RunStore& store, const std::vector<RunRow>& rows, const CurvePlot& spec) {
     SeriesPlot plot(spec.kind);
     bool any = false;
+    QStringList unscaled;
     for (const RunRow& row : rows) {
         const auto& range = row.figures.loss_scale;
-        if (!range || (range->min == 1 && range->max == 1 && is_fp32(row.run))) continue;
+        if (!range) continue;
+        if (range->min == 1 && range->max == 1) {
+            unscaled << row.label;
+            continue;
+        }
         const int key = plot.addRun(row.label, QString::fromStdString(row.run.precision));
         for (const MetricCurve& c : kMetricCurves)
             if (c.plot == spec.kind) any = !add_curve(store, row.run, c, plot, key).steps.empty() || any;
@@ -159,9 +158,12 @@ std::optional<Figure> scale_figure(RunStore& store, const std::vector<RunRow>& r
         plot.appendPoints(key, SeriesPlot::Curve::Skip, to_qvector(markers.skip_steps), {});
     }
     if (!any) return std::nullopt;
-    return render(
-        &plot, QString::fromLatin1(spec.title),
-        QStringLiteral("log₂ axis; red triangles: overflow (non-finite gradient), crosses: skipped steps."));
+    QString caption =
+        QStringLiteral("log₂ axis; red triangles: overflow (non-finite gradient), crosses: skipped steps.");
+    if (!unscaled.isEmpty())
+        caption += QStringLiteral(" No loss scaling (scale 1 throughout): ") +
+                   unscaled.join(QStringLiteral(", ")) + QLatin1Char('.');
+    return render(&plot, QString::fromLatin1(spec.title), caption);
 }
 
 std::vector<Figure> curve_figures(RunStore& store, const std::vector<RunRow>& rows, double smoothing) {

@@ -169,6 +169,7 @@ Table summary_table(const ReportContent& c) {
                 QStringLiteral("skipped"),
                 QStringLiteral("scale range"),
                 QStringLiteral("underflow (mean)")};
+    t.widths = {14, 9, 9, 14, 10, 9, 9, 12, 14};
     for (const RunRow& r : c.rows) {
         QString ttt = QStringLiteral("not reached");
         if (r.target)

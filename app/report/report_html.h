@@ -29,7 +29,7 @@ struct Figure {
     QString title;
     QString caption;
     QByteArray png;
-    int width = 0, height = 0;  // display size in CSS pixels (the PNG is twice that)
+    int width = 0, height = 0;  // display size in CSS pixels (the PNG has more pixels: render_plot)
 };
 
 // One layer of a network as Network::inspect sees it at the dataset's input shape.

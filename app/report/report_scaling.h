@@ -11,8 +11,11 @@ class QCustomPlot;
 
 namespace mpwb::report_detail {
 
-// plot replotted and saved as a PNG at twice width x height (report.cpp).
-Figure render_plot(QCustomPlot* plot, const QString& title, const QString& caption, int width, int height);
+// plot replotted and saved as a PNG of width x height CSS pixels at pixel_ratio pixels each
+// (report.cpp): 1.5 is sharp in a browser and on paper; small multiples need less.
+inline constexpr double kPlotPixelRatio = 1.5;
+Figure render_plot(QCustomPlot* plot, const QString& title, const QString& caption, int width, int height,
+                   double pixel_ratio = kPlotPixelRatio);
 
 // The section of each run in rows that has scaling statistics (none for the others), with its
 // plots rendered at width x (height as each plot needs) CSS pixels.

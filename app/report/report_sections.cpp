@@ -24,6 +24,8 @@
 namespace mpwb::report_detail {
 namespace {
 
+constexpr double kCellPixelRatio = 1.25;  // about 200 dpi where a PDF page holds three across
+
 QString run_label_of(const RunRow& row) { return row.label; }
 
 QString shape_text(const Shape& shape) { return QString::fromStdString(shape_to_string(shape)); }
@@ -232,7 +234,7 @@ std::vector<HistogramGrid> gradient_grids(RunStore& store, const std::vector<Run
             HistogramPlot plot;
             plot.setHistogram(eh, title, ref, static_cast<float>(scale));
             hide_small_print(plot);
-            grid.cells.push_back(render_plot(&plot, title, {}, cell_width, cell_height));
+            grid.cells.push_back(render_plot(&plot, title, {}, cell_width, cell_height, kCellPixelRatio));
         }
         if (!grid.cells.empty()) out.push_back(std::move(grid));
     }
