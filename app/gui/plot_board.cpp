@@ -132,7 +132,7 @@ QWidget* PlotBoard::makeCurvesTab() {
     for (const CurvePlot& spec : kCurvePlots) {
         auto* plot = new SeriesPlot(spec.kind);
         plot->setObjectName(QString::fromLatin1(spec.object_name));
-        plot->setMinimumSize(260, 180);
+        plot->setMinimumSize(240, 130);  // two rows fit a 1366x768 screen beside the bottom docks
         const int index = static_cast<int>(curve_plots_.size());
         grid->addWidget(plot, index / 2, index % 2);
         curve_plots_.push_back(plot);
@@ -487,6 +487,10 @@ void PlotBoard::appendSteps(int run, const std::vector<StepMetrics>& steps) {
         values.reserve(s.size());
         for (const auto& m : steps) values.push_back(c.from_step(m));
         queue(plotFor(c.plot), r.key, c.curve, s, values);
+    }
+    if (!scale_shown) {
+        dirty_series_ = true;  // markers without a scale line have nothing to sit on
+        return;
     }
     if (!over_s.isEmpty()) queue(scalePlot(), r.key, SeriesPlot::Curve::Overflow, over_s, over_v);
     if (!skip_s.isEmpty()) queue(scalePlot(), r.key, SeriesPlot::Curve::Skip, skip_s, skip_v);

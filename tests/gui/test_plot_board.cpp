@@ -10,8 +10,10 @@
 
 #include <algorithm>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
+#include <QSignalSpy>
 #include <QTabWidget>
 
 #include "app/gui/plot_board.h"
@@ -25,6 +27,36 @@
 using namespace mpwb;
 
 namespace {
+// Steps 1..n of a live run: wall time 10 s + 0.5 s per step, loss falling, the scale dropping
+// at step 5 with an overflow.
+std::vector<StepMetrics> live_steps(int n) {
+    std::vector<StepMetrics> steps;
+    for (int i = 1; i <= n; ++i) {
+        StepMetrics m;
+        m.step = i;
+        m.wall_time = 10 + 0.5 * i;
+        m.loss = 2.0 / i;
+        m.accuracy = 0.5;
+        m.samples_per_second = 1000;
+        m.loss_scale = i < 5 ? 65536.0f : 32768.0f;
+        m.overflow_count = i < 5 ? 0 : 1;
+        steps.push_back(m);
+    }
+    return steps;
+}
+
+QVector<double> graph_keys(QCPGraph* g) {
+    QVector<double> keys;
+    for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) keys.append(it->key);
+    return keys;
+}
+
+bool has_tab(PlotBoard& board, const QString& title) {
+    for (int i = 0; i < board.tabs()->count(); ++i)
+        if (board.tabs()->tabText(i) == title) return true;
+    return false;
+}
+
 ScalingStatsRecord scaling_record(int64_t step, const char* layer, const char* operand, float amax,
                                   float scale) {
     ScalingStatsRecord r;
@@ -164,6 +196,146 @@ private slots:
                 scaled_max = z.x1;
             }
         QCOMPARE(scaled_max, std::log2(57344.0) - 11.0);
+    }
+
+    void legendClickHidesAndShowsARunInAllCurvePlots() {
+        PlotBoard board;
+        board.resize(1200, 800);
+        board.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&board));
+        const int a = board.addRun("fp32", "fp32", Format::FP16);
+        const int b = board.addRun("fp16-mixed", "fp16-mixed", Format::FP16);
+        board.appendSteps(a, live_steps(20));
+        board.appendSteps(b, live_steps(20));
+        board.flushAll();
+        SeriesPlot* loss = board.lossPlot();
+        loss->replot(QCustomPlot::rpImmediateRefresh);
+        const int key = board.seriesKey(b);
+        const QRectF entry = loss->legendItemRect(key);
+        QVERIFY(!entry.isEmpty());
+        QSignalSpy toggled(loss, &SeriesPlot::runVisibilityToggled);
+        QTest::mouseClick(loss, Qt::LeftButton, {}, entry.center().toPoint());
+        QCOMPARE(toggled.count(), 1);
+        QVERIFY(!board.runShown(b));
+        QVERIFY(board.runShown(a));
+        for (SeriesPlot* p :
+             {board.lossPlot(), board.accuracyPlot(), board.throughputPlot(), board.scalePlot()}) {
+            QVERIFY(!p->runVisible(key));
+            if (QCPGraph* g = p->graph(key, SeriesPlot::Curve::Train)) QVERIFY(!g->visible());
+        }
+        // The entry stays, faded, and a second click shows the run again.
+        loss->replot(QCustomPlot::rpImmediateRefresh);
+        const QRectF faded = loss->legendItemRect(key);
+        QVERIFY(!faded.isEmpty());
+        QVERIFY(
+            loss->legend->itemWithPlottable(loss->graph(key, SeriesPlot::Curve::Train))->textColor().alpha() <
+            255);
+        QTest::mouseClick(loss, Qt::LeftButton, {}, faded.center().toPoint());
+        QVERIFY(board.runShown(b));
+        for (SeriesPlot* p :
+             {board.lossPlot(), board.accuracyPlot(), board.throughputPlot(), board.scalePlot()})
+            QVERIFY(p->runVisible(key));
+        QVERIFY(loss->graph(key, SeriesPlot::Curve::Train)->visible());
+    }
+
+    void xAxisModesMoveTheKeys() {
+        PlotBoard board;
+        board.resize(1200, 800);
+        board.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&board));
+        const int run = board.addRun("fp16-mixed", "fp16-mixed", Format::FP16);
+        board.appendSteps(run, live_steps(10));
+        EvalMetrics eval;
+        eval.step = 10;
+        eval.wall_time = 15;
+        eval.test_loss = 0.3;
+        board.appendEvals(run, {eval});
+        board.flushAll();
+        const int key = board.seriesKey(run);
+        QCPGraph* train = board.lossPlot()->graph(key, SeriesPlot::Curve::Train);
+        QCPGraph* test = board.lossPlot()->graph(key, SeriesPlot::Curve::Test);
+        QCPGraph* overflow = board.scalePlot()->graph(key, SeriesPlot::Curve::Overflow);
+        QVERIFY(train && test && overflow);
+        QCOMPARE(graph_keys(train).front(), 1.0);
+        QCOMPARE(graph_keys(train).back(), 10.0);
+        QComboBox* mode = board.xAxisSelector();
+        mode->setFocus();
+        // Step -> Wall time -> Relative time, as the arrow keys step through the combo box.
+        QTest::keyClick(mode, Qt::Key_Down);
+        QCOMPARE(mode->currentText(), QStringLiteral("Wall time"));
+        QCOMPARE(board.lossPlot()->xAxisMode(), SeriesPlot::XAxis::WallTime);
+        const QVector<double> wall = graph_keys(train);
+        QVERIFY2(wall.front() > 1e9, "clock time: seconds since the epoch");
+        QCOMPARE(wall.back() - wall.front(), 4.5);  // 0.5 s per step
+        QVERIFY(!board.logXCheck()->isEnabled());
+        QTest::keyClick(mode, Qt::Key_Down);
+        QCOMPARE(board.lossPlot()->xAxisMode(), SeriesPlot::XAxis::RelativeTime);
+        QCOMPARE(graph_keys(train).front(), 10.5);
+        QCOMPARE(graph_keys(train).back(), 15.0);
+        QCOMPARE(graph_keys(test), QVector<double>{15.0});
+        QCOMPARE(graph_keys(overflow), QVector<double>{12.5});  // step 5
+        QCOMPARE(board.throughputPlot()->graph(key, SeriesPlot::Curve::Train)->dataCount(), 10);
+        QVERIFY(board.lossPlot()->xAxis->label().contains(QStringLiteral("since start")));
+        // Log x: a click on the checkbox sets every curve plot's x axis to log scale.
+        QVERIFY(board.logXCheck()->isEnabled());
+        QTest::mouseClick(board.logXCheck(), Qt::LeftButton);
+        for (SeriesPlot* p :
+             {board.lossPlot(), board.accuracyPlot(), board.throughputPlot(), board.scalePlot()})
+            QCOMPARE(p->xAxis->scaleType(), QCPAxis::stLogarithmic);
+        QTest::mouseClick(board.logXCheck(), Qt::LeftButton);
+        QCOMPARE(board.lossPlot()->xAxis->scaleType(), QCPAxis::stLinear);
+        QTest::keyClick(mode, Qt::Key_Up);
+        QTest::keyClick(mode, Qt::Key_Up);
+        QCOMPARE(board.lossPlot()->xAxisMode(), SeriesPlot::XAxis::Step);
+        QCOMPARE(graph_keys(test), QVector<double>{10.0});
+        QCOMPARE(graph_keys(overflow), QVector<double>{5.0});
+    }
+
+    void fp32LossScalePlotSaysThereIsNoScaling() {
+        PlotBoard board;
+        const int run = board.addRun("fp32 baseline", "fp32", Format::FP16);
+        board.appendSteps(run, live_steps(5));
+        board.flushAll();
+        QVERIFY(board.scalePlot()->emptyTextShown());
+        QVERIFY2(board.scalePlot()->emptyText().contains(QStringLiteral("No loss scaling")),
+                 qPrintable(board.scalePlot()->emptyText()));
+        QVERIFY(!board.lossPlot()->emptyTextShown());
+        const int mixed = board.addRun("fp16", "fp16-mixed", Format::FP16);
+        board.appendSteps(mixed, live_steps(5));
+        board.flushAll();
+        QVERIFY(!board.scalePlot()->emptyTextShown());
+        board.clear();
+        board.addRun("fp32 again", "fp32", Format::FP16);
+        QVERIFY(board.scalePlot()->emptyTextShown());
+    }
+
+    void boundaryTabOnlyForTwoDimensionalData() {
+        PlotBoard board;
+        const QString tab = QStringLiteral("Decision boundary");
+        QVERIFY(!has_tab(board, tab));
+        // A Fashion-MNIST-like set: 28x28 images, 10 classes.
+        Dataset images;
+        images.sample_shape = Shape{784};
+        images.num_classes = 10;
+        images.train_x = Tensor(Shape{4, 784}, 0.5f);
+        images.train_y = Tensor(Shape{4}, 1.0f);
+        images.test_x = Tensor(Shape{2, 784}, 0.5f);
+        images.test_y = Tensor(Shape{2}, 1.0f);
+        const int fashion = board.addRun("fashion", "fp32", Format::FP16);
+        board.setBoundaryPoints(fashion, images);
+        QVERIFY(!has_tab(board, tab));
+        Dataset spiral;
+        spiral.sample_shape = Shape{2};
+        spiral.num_classes = 2;
+        spiral.train_x = Tensor(Shape{4, 2}, 0.1f);
+        spiral.train_y = Tensor(Shape{4}, 1.0f);
+        spiral.test_x = Tensor(Shape{2, 2}, 0.1f);
+        spiral.test_y = Tensor(Shape{2}, 0.0f);
+        const int two_d = board.addRun("spiral", "fp32", Format::FP16);
+        board.setBoundaryPoints(two_d, spiral);
+        QVERIFY(has_tab(board, tab));
+        board.clear();
+        QVERIFY(!has_tab(board, tab));
     }
 };
 

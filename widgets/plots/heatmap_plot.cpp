@@ -49,7 +49,73 @@ HeatmapPlot::HeatmapPlot(QWidget* parent) : PlotWidget(parent) {
     setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     axisRect()->setRangeDrag(Qt::Horizontal);
     axisRect()->setRangeZoom(Qt::Horizontal);
+    // The boundary labels move off the data once the layout maps cells to pixels.
+    connect(this, &QCustomPlot::afterLayout, this, &HeatmapPlot::placeLineLabels);
+    applyTheme();
     clear();
+}
+
+void HeatmapPlot::applyTheme() {
+    PlotWidget::applyTheme();
+    for (QCPItemText* label : line_labels_) styleLineLabel(label);
+}
+
+void HeatmapPlot::styleLineLabel(QCPItemText* label) const {
+    QColor box = themeBackground();
+    box.setAlpha(200);
+    label->setBrush(box);
+    label->setColor(darkTheme() ? QColor(0x7c, 0xd0, 0xff) : QColor(0x00, 0x60, 0xa0));
+}
+
+// Non-empty cells under a pixel rect of the axis rect.
+int HeatmapPlot::cellsUnder(const QRectF& r) const {
+    QCPColorMapData* data = map_->data();  // cell() is not const
+    int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+    const QRectF inner = r.adjusted(1, 1, -1, -1);  // a rect touching a row's edge is not on it
+    data->coordToCell(xAxis->pixelToCoord(inner.left()), yAxis->pixelToCoord(inner.bottom()), &x0, &y0);
+    data->coordToCell(xAxis->pixelToCoord(inner.right()), yAxis->pixelToCoord(inner.top()), &x1, &y1);
+    if (x0 > x1) std::swap(x0, x1);
+    if (y0 > y1) std::swap(y0, y1);
+    x0 = std::max(x0, 0);
+    y0 = std::max(y0, 0);
+    x1 = std::min(x1, data->keySize() - 1);
+    y1 = std::min(y1, data->valueSize() - 1);
+    int filled = 0;
+    for (int x = x0; x <= x1; ++x)
+        for (int y = y0; y <= y1; ++y)
+            if (!std::isnan(data->cell(x, y))) ++filled;
+    return filled;
+}
+
+// Each boundary label goes to the end of its line (left or right, above or below) where it
+// covers the fewest non-empty cells.
+void HeatmapPlot::placeLineLabels() {
+    struct Spot {
+        double x;
+        Qt::Alignment alignment;
+    };
+    const Spot spots[] = {{0.005, Qt::AlignLeft | Qt::AlignBottom},
+                          {0.995, Qt::AlignRight | Qt::AlignBottom},
+                          {0.005, Qt::AlignLeft | Qt::AlignTop},
+                          {0.995, Qt::AlignRight | Qt::AlignTop}};
+    for (QCPItemText* label : line_labels_) {
+        const double y = label->position->coords().y();
+        int best = -1, best_cells = 0;
+        for (int i = 0; i < 4; ++i) {
+            label->position->setCoords(spots[i].x, y);
+            label->setPositionAlignment(spots[i].alignment);
+            const QRectF rect =
+                QRectF(label->topLeft->pixelPosition(), label->bottomRight->pixelPosition()).normalized();
+            const int cells = axisRect()->rect().contains(rect.toRect()) ? cellsUnder(rect) : 1 << 30;
+            if (best < 0 || cells < best_cells) {
+                best = i;
+                best_cells = cells;
+            }
+            if (cells == 0) break;
+        }
+        label->position->setCoords(spots[best].x, y);
+        label->setPositionAlignment(spots[best].alignment);
+    }
 }
 
 void HeatmapPlot::setTitle(const QString& title) {
@@ -215,8 +281,7 @@ void HeatmapPlot::updateBoundaries() {
             label->position->setCoords(0.005, y);
             label->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
             label->setText(text);
-            label->setColor(QColor(0x00, 0x60, 0xa0));
-            label->setBrush(QColor(255, 255, 255, 190));
+            styleLineLabel(label);
             QFont lf = font();
             lf.setPointSizeF(7.5);
             label->setFont(lf);

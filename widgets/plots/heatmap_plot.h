@@ -1,7 +1,8 @@
 // HeatmapPlot: the exponent histogram of one gradient over the steps of a run: x = step,
 // y = log2|g| (one row per binade), colour = log10 of the fraction of elements in that binade;
 // empty cells are transparent. Lines mark a format's smallest subnormal and largest finite value
-// (FP16 by default), so a distribution drifting out of range is visible at a glance.
+// (FP16 by default), so a distribution drifting out of range is visible at a glance; their labels
+// sit at the end of the line (left or right, above or below) where they hide no data.
 // Columns are appended as statistics arrive; the grid grows by doubling so appending stays cheap.
 #pragma once
 #include "core/numeric/exponent_histogram.h"
@@ -35,8 +36,16 @@ public:
     QCPColorMap* colorMap() const { return map_; }
 
     QString csv() const override;
+    QList<QCPItemText*> lineLabels() const { return line_labels_; }
+    // Non-empty cells under a pixel rect of the axis rect (what a label there would hide).
+    int cellsUnder(const QRectF& r) const;
+
+protected:
+    void applyTheme() override;
 
 private:
+    void placeLineLabels();
+    void styleLineLabel(QCPItemText* label) const;
     struct Column {
         std::int64_t step;
         ExponentHistogram histogram;

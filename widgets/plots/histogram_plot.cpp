@@ -51,6 +51,29 @@ QString upper_name(Format f) {
     }
 }
 
+// The reference format's zone colours (underflow, subnormal, normal, overflow): pale on a light
+// theme, deep on a dark one, so the bars and the light text of a dark theme keep their contrast.
+QColor zone_color(HistogramPlot::ZoneKind kind, bool dark) {
+    switch (kind) {
+        case HistogramPlot::ZoneKind::Underflow:
+            return dark ? QColor(0x3a, 0x3c, 0x40) : QColor(0xd8, 0xd8, 0xd8);
+        case HistogramPlot::ZoneKind::Subnormal:
+            return dark ? QColor(0x55, 0x4a, 0x22) : QColor(0xff, 0xec, 0xb0);
+        case HistogramPlot::ZoneKind::Normal:
+            return dark ? QColor(0x24, 0x40, 0x2a) : QColor(0xdd, 0xf2, 0xdd);
+        case HistogramPlot::ZoneKind::Overflow:
+            return dark ? QColor(0x55, 0x28, 0x28) : QColor(0xf6, 0xc8, 0xc8);
+    }
+    return Qt::gray;
+}
+
+// Black or white, whichever reads better on `background`.
+QColor text_on(const QColor& background) {
+    const double luminance =
+        0.2126 * background.redF() + 0.7152 * background.greenF() + 0.0722 * background.blueF();
+    return luminance > 0.5 ? Qt::black : Qt::white;
+}
+
 QString percent(double fraction) {
     if (fraction == 0) return QStringLiteral("0%");
     const double p = fraction * 100;
@@ -104,18 +127,40 @@ HistogramPlot::HistogramPlot(QWidget* parent) : PlotWidget(parent) {
     legend->setVisible(true);
     axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignRight | Qt::AlignBottom);
     legend->setFont(f);
-    const std::pair<QString, QColor> keys[] = {
-        {tr("underflow (lost)"), QColor(0xd8, 0xd8, 0xd8)},
-        {tr("subnormal (reduced precision)"), QColor(0xff, 0xec, 0xb0)},
-        {tr("normal range"), QColor(0xdd, 0xf2, 0xdd)},
-        {tr("overflow (inf)"), QColor(0xf6, 0xc8, 0xc8)}};
-    for (const auto& [name, color] : keys) {
+    const QString keys[] = {tr("underflow (lost)"), tr("subnormal (reduced precision)"), tr("normal range"),
+                            tr("overflow (inf)")};
+    for (const QString& name : keys) {
         QCPGraph* g = addGraph();
         g->setName(name);
         g->setPen(Qt::NoPen);
-        g->setBrush(color);
     }
+    applyTheme();
     clear();
+}
+
+void HistogramPlot::applyTheme() {
+    PlotWidget::applyTheme();
+    const bool dark = darkTheme();
+    for (int i = 0; i < 4 && i < graphCount(); ++i)
+        graph(i)->setBrush(zone_color(static_cast<ZoneKind>(i), dark));
+    bars_->setPen(QPen(dark ? QColor(0x9e, 0xc5, 0xf0) : QColor(0x22, 0x33, 0x55)));
+    bars_->setBrush(dark ? QColor(0x5b, 0x8f, 0xd0) : QColor(0x2b, 0x4c, 0x7e));
+    QColor box = themeBackground();
+    box.setAlpha(225);
+    stats_label_->setBrush(box);
+    stats_label_->setColor(themeForeground());
+    stats_label_->setPen(QPen(dark ? QColor(0x70, 0x74, 0x7c) : QColor(170, 170, 170)));
+    if (!zone_items_.isEmpty()) rebuild();
+}
+
+// The format strips at the top and the stats box under them hold text the legend must not hide.
+void HistogramPlot::legendObstacles(QVector<QRectF>* rects) const {
+    const QRect area = const_cast<HistogramPlot*>(this)->axisRect()->rect();
+    rects->append(QRectF(area.left(), area.top(), area.width(), area.height() * strip_space_));
+    if (stats_label_->visible())
+        rects->append(
+            QRectF(stats_label_->topLeft->pixelPosition(), stats_label_->bottomRight->pixelPosition())
+                .normalized());
 }
 
 void HistogramPlot::clear() {
@@ -202,7 +247,7 @@ void HistogramPlot::addStrip(Format f, double shift, double y0, double x_lo, dou
     light.setAlpha(90);
     addZoneRect(f, ZoneKind::Subnormal, smin, nmin, y0, y1, light, false);
     zones_.last().scaled = scaled;
-    c.setAlpha(200);
+    c.setAlpha(235);
     addZoneRect(f, ZoneKind::Normal, nmin, fmax, y0, y1, c, false);
     zones_.last().scaled = scaled;
     auto* label = new QCPItemText(this);
@@ -215,10 +260,10 @@ void HistogramPlot::addStrip(Format f, double shift, double y0, double x_lo, dou
     label->setPositionAlignment(Qt::AlignCenter);
     label->setText(text);
     QFont lf = font();
-    lf.setPointSizeF(7.5);
+    lf.setPointSizeF(8);
     lf.setBold(true);
     label->setFont(lf);
-    label->setColor(Qt::white);
+    label->setColor(text_on(strip_color(f)));
     zone_items_.append(label);
 }
 
@@ -257,16 +302,22 @@ void HistogramPlot::rebuild() {
     const int strips = formats_.size();
     const int strip_rows = strips + (scaled_zone_ ? 1 : 0);
     const double strip_space = strip_rows * (kStripHeight + kStripGap) + kStripGap;
+    strip_space_ = strip_space;
     const double usable = std::max(0.3, 1.0 - strip_space - 0.2);  // 0.2 for the stats box
     yAxis->setRange(0, max_pct > 0 ? max_pct / usable : 10);
 
     // Reference zones, full height.
     const double ref_normal = log2_of(ref.min_normal);
     const double inf = std::numeric_limits<double>::infinity();
-    addZoneRect(reference_, ZoneKind::Underflow, -inf, ref_min, 0, 1, QColor(0xd8, 0xd8, 0xd8), true);
-    addZoneRect(reference_, ZoneKind::Subnormal, ref_min, ref_normal, 0, 1, QColor(0xff, 0xec, 0xb0), true);
-    addZoneRect(reference_, ZoneKind::Normal, ref_normal, ref_max, 0, 1, QColor(0xdd, 0xf2, 0xdd), true);
-    addZoneRect(reference_, ZoneKind::Overflow, ref_max, inf, 0, 1, QColor(0xf6, 0xc8, 0xc8), true);
+    const bool dark = darkTheme();
+    addZoneRect(reference_, ZoneKind::Underflow, -inf, ref_min, 0, 1, zone_color(ZoneKind::Underflow, dark),
+                true);
+    addZoneRect(reference_, ZoneKind::Subnormal, ref_min, ref_normal, 0, 1,
+                zone_color(ZoneKind::Subnormal, dark), true);
+    addZoneRect(reference_, ZoneKind::Normal, ref_normal, ref_max, 0, 1, zone_color(ZoneKind::Normal, dark),
+                true);
+    addZoneRect(reference_, ZoneKind::Overflow, ref_max, inf, 0, 1, zone_color(ZoneKind::Overflow, dark),
+                true);
 
     // Format strips, then the scaled element format's.
     for (int i = 0; i < strips; ++i) {

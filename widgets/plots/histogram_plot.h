@@ -56,6 +56,10 @@ public:
 
     QString csv() const override;
 
+protected:
+    void applyTheme() override;
+    void legendObstacles(QVector<QRectF>* rects) const override;
+
 private:
     void rebuild();
     void addZoneRect(Format f, ZoneKind kind, double x0, double x1, double y0, double y1, const QColor& color,
@@ -69,6 +73,7 @@ private:
     FormatRangeStats stats_;
     QVector<Format> formats_;
     QVector<Zone> zones_;
+    double strip_space_ = 0;  // the strips' share of the axis rect's height, from the top
     QCPBars* bars_ = nullptr;
     QCPTextElement* title_element_ = nullptr;
     QCPItemText* stats_label_ = nullptr;
