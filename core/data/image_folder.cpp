@@ -243,6 +243,29 @@ std::string scan_problem(std::span<const uint8_t> bytes, size_t segment, bool pr
     return {};
 }
 
+uint32_t read_be32(std::span<const uint8_t> bytes, size_t pos) {
+    return (uint32_t{bytes[pos]} << 24) | (uint32_t{bytes[pos + 1]} << 16) | (uint32_t{bytes[pos + 2]} << 8) |
+           uint32_t{bytes[pos + 3]};
+}
+
+// Walks a PNG's chunks up to IEND. Each chunk's length must fit in what is left of the file:
+// stb_image 2.27 grows its buffer to an IDAT chunk's stated length before reading it, so a
+// 40-byte file could claim 2 GB (found by the fuzz harness). Returns what is wrong, or "".
+std::string png_structure_problem(std::span<const uint8_t> bytes) {
+    size_t pos = kPngSignature.size();
+    while (pos + 8 <= bytes.size()) {
+        const uint64_t length = read_be32(bytes, pos);
+        const std::string type(reinterpret_cast<const char*>(bytes.data()) + pos + 4, 4);
+        const size_t left = bytes.size() - pos - 8;
+        if (length + 4 > left)
+            return "it is truncated (chunk '" + display_text(type) + "' says " + std::to_string(length) +
+                   " bytes, " + std::to_string(left < 4 ? 0 : left - 4) + " are left)";
+        if (type == "IEND") return {};
+        pos += 12 + length;
+    }
+    return "it is truncated (it has no IEND chunk)";
+}
+
 // Markers without a length: stuffed zero, TEM, RST0-7, SOI; FF FF is fill.
 bool marker_without_length(uint8_t marker) {
     return marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8);
@@ -354,9 +377,11 @@ std::vector<float> decode_image_sample(std::span<const uint8_t> bytes, const std
     if (bytes.size() > static_cast<size_t>(INT_MAX))
         throw DataError("image file '" + name + "' is too large to decode");
     const int length = static_cast<int>(bytes.size());
-    if (format == ImageFormat::Jpeg)
-        if (const std::string problem = jpeg_structure_problem(bytes); !problem.empty())
-            throw DataError("image file '" + name + "' is not a sound JPEG: " + problem);
+    const std::string problem =
+        format == ImageFormat::Jpeg ? jpeg_structure_problem(bytes) : png_structure_problem(bytes);
+    if (!problem.empty())
+        throw DataError("image file '" + name + "' is not a sound " +
+                        (format == ImageFormat::Jpeg ? "JPEG" : "PNG") + ": " + problem);
     int width = 0, height = 0, file_channels = 0;
     if (!stbi_info_from_memory(bytes.data(), length, &width, &height, &file_channels))
         throw DataError("cannot read the header of image file '" + name + "': " + failure_reason() +

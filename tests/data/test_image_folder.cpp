@@ -211,10 +211,17 @@ private slots:
              [](auto& png, auto&) {
                  return std::vector<uint8_t>(png.begin(), png.begin() + long(png.size() / 2));
              },
-             "truncated or corrupt"},
+             "is not a sound PNG: it is truncated (chunk 'IDAT' says"},
             {"header.png",
              [](auto& png, auto&) { return std::vector<uint8_t>(png.begin(), png.begin() + 12); },
-             "cannot read the header"},
+             "is not a sound PNG: it is truncated (it has no IEND chunk)"},
+            {"long.png",
+             [](auto& png, auto&) {  // the IDAT chunk (after the 33 bytes of signature and IHDR) says 2 GB
+                 auto b = png;
+                 b[33] = 0x80;
+                 return b;
+             },
+             "chunk 'IDAT' says 2147483"},
             {"cut.jpg",
              [](auto&, auto& jpg) {
                  return std::vector<uint8_t>(jpg.begin(), jpg.begin() + long(jpg.size() * 2 / 3));
@@ -244,8 +251,9 @@ private slots:
              "a scan uses a Huffman table the file does not define"},
             {"garbled.png",
              [](auto& png, auto&) {
-                 auto b = png;
-                 for (size_t i = 40; i < b.size(); ++i) b[i] ^= 0x5A;  // past IHDR: the pixel data
+                 auto b = png;  // the compressed pixels of the IDAT chunk (its length at byte 33)
+                 const size_t length = (size_t{b[35]} << 8) | b[36];
+                 for (size_t i = 41; i < 41 + length; ++i) b[i] ^= 0x5A;
                  return b;
              },
              "truncated or corrupt"},
