@@ -25,6 +25,7 @@
 #include "core/common/error.h"
 #include "core/common/json_input.h"
 #include "core/train/checkpoint.h"
+#include "sessions/final_weights_rows.h"
 #include "sessions/metric_keys.h"
 #include "sessions/run_bundle.h"
 #include "sessions/run_export.h"
@@ -405,6 +406,12 @@ void cmd_show(const RunsArgs& a) {
                     r.status == RunStatus::Interrupted || r.status == RunStatus::Stopped
                         ? ("; mpwb-cli train --resume " + std::to_string(r.id) + " continues it").c_str()
                         : "");
+    // Checked without loading the values: a CNN's weights are megabytes.
+    if (const auto w = read_final_weights(store->db(), "main", id, "database " + store->path(), false))
+        std::printf(
+            "  weights    the final FP32 weights of step %lld; runs export %lld --safetensors FILE "
+            "[--pytorch FILE] takes them to PyTorch\n",
+            static_cast<long long>(w->step), static_cast<long long>(id));
 
     std::printf("\nconfiguration\n");
     for (const auto& [p, v] : flatten_config(r.config_json, "configuration of run " + std::to_string(r.id)))

@@ -139,6 +139,10 @@ private slots:
                  r.out.constData());
         QVERIFY(!r.out.contains("0.0030000000"));
         QVERIFY(r.out.contains("optimizer.weight_decay               0.0\n"));  // a float stays a float
+        const auto one = cli({"runs", "show", "1"});  // run 2's weights were deleted above
+        QVERIFY2(one.out.contains("the final FP32 weights of step 12; runs export 1 --safetensors"),
+                 one.out.constData());
+        QVERIFY(!r.out.contains("final FP32 weights"));
     }
 
     void deleteEndsItsLines() {
