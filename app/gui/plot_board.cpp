@@ -555,7 +555,10 @@ void PlotBoard::setBoundaryPoints(int run, const Dataset& data) {
             0, 0, new QCPTextElement(r.boundary, r.label, QFont(font().family(), 10, QFont::Bold)));
         boundary_host_->layout()->addWidget(r.boundary);
         boundary_hint_->hide();
-        if (tabs_->indexOf(boundary_page_) < 0) tabs_->addTab(boundary_page_, tr("Decision boundary"));
+        if (tabs_->indexOf(boundary_page_) < 0) {
+            const int tab = tabs_->addTab(boundary_page_, tr("Decision boundary"));
+            if (pending_tab_ == tabs_->tabText(tab)) tabs_->setCurrentIndex(tab);
+        }
     }
     auto fill = [&](const Tensor& x, const Tensor& y, bool test) {
         QVector<double> px, py;
@@ -754,8 +757,13 @@ void PlotBoard::selectGradient(int run, const QString& layer, const QString& kin
 }
 
 void PlotBoard::showTab(const QString& title) {
+    pending_tab_.clear();
     for (int i = 0; i < tabs_->count(); ++i)
-        if (tabs_->tabText(i) == title) tabs_->setCurrentIndex(i);
+        if (tabs_->tabText(i) == title) {
+            tabs_->setCurrentIndex(i);
+            return;
+        }
+    pending_tab_ = title;  // a tab that comes with the data (the boundary of a 2-D run) opens then
 }
 
 namespace {

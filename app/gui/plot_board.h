@@ -104,6 +104,7 @@ public:
     int statsCount(int run) const;
     // Selects the gradient view (run, layer label, kind text like "activation_grad").
     void selectGradient(int run, const QString& layer, const QString& kind);
+    // Shows the tab; one that is not there yet (the decision boundary) is shown when it comes.
     void showTab(const QString& title);
 
 private:
@@ -169,6 +170,7 @@ private:
     QComboBox* x_axis_ = nullptr;
     QCheckBox* log_x_ = nullptr;
     QWidget* boundary_page_ = nullptr;  // in the tabs only while a run has a boundary plot
+    QString pending_tab_;               // asked for by showTab before it existed
     void updateScaleEmptyText();
     void addStoredTimes(RunStore& store, const Run& run, int key);
     void setXAxisMode(int index);

@@ -16,6 +16,7 @@
 #include <QPixmap>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 namespace mpwb {
@@ -163,15 +164,21 @@ void PlotWidget::applyTheme() {
             a->setLabelColor(fg);
         }
     }
+    styleLegendBox();
+    legend->setTextColor(fg);
+    for (int i = 0; i < legend->itemCount(); ++i)
+        if (QCPAbstractLegendItem* item = legend->item(i)) item->setTextColor(fg);
+}
+
+// A box over the data inside the axis rect; no box around the row above it.
+void PlotWidget::styleLegendBox() {
     QColor box = themeBackground();
     box.setAlpha(legend_outside_ ? 0 : 215);
     legend->setBrush(box);
-    legend->setBorderPen(
-        legend_outside_ ? Qt::NoPen : QPen(theme_dark_ ? QColor(0x70, 0x74, 0x7c) : QColor(180, 180, 180)));
-    legend->setTextColor(fg);
-    for (int i = 0; i < legend->itemCount(); ++i) legend->item(i)->setTextColor(fg);
+    legend->setBorderPen(legend_outside_
+                             ? QPen(Qt::NoPen)
+                             : QPen(theme_dark_ ? QColor(0x70, 0x74, 0x7c) : QColor(180, 180, 180)));
 }
-
 void PlotWidget::changeEvent(QEvent* event) {
     QCustomPlot::changeEvent(event);
     if (event->type() == QEvent::PaletteChange && darkTheme() != theme_dark_) {
@@ -184,8 +191,8 @@ void PlotWidget::changeEvent(QEvent* event) {
 
 namespace {
 
-constexpr int kMaxSamplesPerGraph = 2048;  // points of one graph tested per placement
-constexpr int kObstacleWeight = 1000;      // a label under the legend counts as much data
+constexpr int kExactPoints = 2048;     // up to this many points under a rect are tested in pixels
+constexpr int kObstacleWeight = 1000;  // a label under the legend counts as much data
 
 bool segment_hits(const QRectF& r, const QPointF& a, const QPointF& b) {
     if (r.contains(a) || r.contains(b)) return true;
@@ -202,31 +209,43 @@ bool segment_hits(const QRectF& r, const QPointF& a, const QPointF& b) {
     return false;
 }
 
-// Points of a graph (segments, when it draws lines) inside r, read in place from its data.
-int graph_hits(const QCPGraph* g, const QRectF& r) {
+// Points of a graph (segments, when it draws lines) inside r, read in place from its data. A
+// short span is tested in pixels; a long one by comparing values with the rect's value band,
+// every point (a one-step spike must count), which costs a compare per point and stops once
+// `limit` is passed.
+int graph_hits(const QCPGraph* g, const QRectF& r, int limit) {
     const QCPAxis* key = g->keyAxis();
     const QCPAxis* value = g->valueAxis();
-    if (!key || !value || g->data()->isEmpty()) return 0;
-    double k0 = key->pixelToCoord(key->orientation() == Qt::Horizontal ? r.left() : r.bottom());
-    double k1 = key->pixelToCoord(key->orientation() == Qt::Horizontal ? r.right() : r.top());
+    if (!key || !value || g->data()->isEmpty() || key->orientation() != Qt::Horizontal) return 0;
+    double k0 = key->pixelToCoord(r.left()), k1 = key->pixelToCoord(r.right());
+    double v0 = value->pixelToCoord(r.bottom()), v1 = value->pixelToCoord(r.top());
     if (k0 > k1) std::swap(k0, k1);
-    auto begin = g->data()->findBegin(k0, true);
-    auto end = g->data()->findEnd(k1, true);
-    const auto count = end - begin;
-    if (count <= 0) return 0;
-    const auto stride = std::max<qsizetype>(1, count / kMaxSamplesPerGraph);
+    if (v0 > v1) std::swap(v0, v1);
+    const auto begin = g->data()->findBegin(k0, true);
+    const auto end = g->data()->findEnd(k1, true);
+    if (end - begin <= 0) return 0;
     const bool lines = g->lineStyle() != QCPGraph::lsNone;
+    const bool exact = end - begin <= kExactPoints;
     int hits = 0;
     QPointF previous;
+    double previous_value = 0;
     bool have_previous = false;
-    for (auto it = begin; it < end; it += std::min<qsizetype>(stride, end - it)) {
-        if (!std::isfinite(it->value)) {
+    for (auto it = begin; it != end && hits <= limit; ++it) {
+        const double v = it->value;
+        if (!std::isfinite(v)) {
             have_previous = false;
             continue;
         }
-        const QPointF p = g->coordsToPixels(it->key, it->value);
-        if (lines && have_previous ? segment_hits(r, previous, p) : r.contains(p)) ++hits;
-        previous = p;
+        const bool joined = lines && have_previous;
+        if (exact) {
+            const QPointF p = g->coordsToPixels(it->key, v);
+            if (joined ? segment_hits(r, previous, p) : r.contains(p)) ++hits;
+            previous = p;
+        } else if (joined ? std::min(previous_value, v) <= v1 && std::max(previous_value, v) >= v0
+                          : v >= v0 && v <= v1) {
+            ++hits;
+        }
+        previous_value = v;
         have_previous = true;
     }
     return hits;
@@ -250,14 +269,16 @@ int bars_hits(const QCPBars* bars, const QRectF& r) {
 void PlotWidget::legendObstacles(QVector<QRectF>*) const {}
 void PlotWidget::legendItemClicked(QCPAbstractLegendItem*) {}
 
-int PlotWidget::coveredPoints(const QRectF& r) const {
+int PlotWidget::coveredPoints(const QRectF& r) const { return coveredPoints(r, INT_MAX / 2); }
+
+int PlotWidget::coveredPoints(const QRectF& r, int limit) const {
     int hits = 0;
     auto* self = const_cast<PlotWidget*>(this);  // QCustomPlot's accessors are not const
     for (int i = 0; i < plottableCount(); ++i) {
         const QCPAbstractPlottable* p = self->plottable(i);
         if (!p->visible() || !p->keyAxis() || p->keyAxis()->axisRect() != self->axisRect()) continue;
         if (const auto* g = qobject_cast<const QCPGraph*>(p))
-            hits += graph_hits(g, r);
+            hits += graph_hits(g, r, limit - hits);
         else if (const auto* b = qobject_cast<const QCPBars*>(p))
             hits += bars_hits(b, r);
     }
@@ -282,6 +303,7 @@ bool PlotWidget::legendInInset(int* index) const {
 QSize PlotWidget::insetLegendSize() const {
     int width = 0, height = 0, items = 0;
     for (int i = 0; i < legend->itemCount(); ++i) {
+        if (!legend->item(i)) continue;  // an empty cell of a wrapped row
         const QSize s = legend->item(i)->minimumOuterSizeHint();
         width = std::max(width, s.width());
         height += s.height();
@@ -313,7 +335,8 @@ void PlotWidget::placeLegend() {
         for (Qt::Alignment corner : corners) {
             const int x = (corner & Qt::AlignLeft) ? area.left() : area.right() - size.width();
             const int y = (corner & Qt::AlignTop) ? area.top() : area.bottom() - size.height();
-            const int hits = coveredPoints(QRectF(x, y, size.width(), size.height()));
+            const int hits = coveredPoints(QRectF(x, y, size.width(), size.height()),
+                                           best_hits < 0 ? INT_MAX / 2 : best_hits);
             if (best_hits < 0 || hits < best_hits) {
                 best_hits = hits;
                 best = corner;
@@ -361,24 +384,25 @@ void PlotWidget::moveLegendOutside() {
     // A row of entries, as many per line as fit the axis rect's width.
     int widest = 1;
     for (int i = 0; i < legend->itemCount(); ++i)
-        widest = std::max(widest, legend->item(i)->minimumOuterSizeHint().width() + legend->columnSpacing());
-    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+        if (QCPAbstractLegendItem* item = legend->item(i))
+            widest = std::max(widest, item->minimumOuterSizeHint().width() + legend->columnSpacing());
     legend->setWrap(std::max(1, axisRect()->width() / widest));
+    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // rearranges the items by the wrap
     legend->setSizeConstraintRect(QCPLayoutElement::scrOuterRect);
     legend->setMaximumSize(QWIDGETSIZE_MAX, legend->minimumOuterSizeHint().height());
-    applyTheme();  // no box around a row
+    styleLegendBox();
 }
 
 void PlotWidget::moveLegendInside() {
     plotLayout()->take(legend);
     plotLayout()->simplify();
+    legend->setWrap(0);  // before the order: setFillOrder rearranges the items by the wrap
     legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
-    legend->setWrap(0);
     legend->setSizeConstraintRect(QCPLayoutElement::scrInnerRect);
     legend->setMaximumSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX);
     axisRect()->insetLayout()->addElement(legend, preferred_corner_);
     legend_outside_ = false;
-    applyTheme();
+    styleLegendBox();
 }
 
 void PlotWidget::setLegendAutomatic() {
@@ -435,7 +459,7 @@ void PlotWidget::mouseReleaseEvent(QMouseEvent* event) {
         legend_pressed_ = false;
         if (!legend_dragging_) {
             for (int i = 0; i < legend->itemCount(); ++i)
-                if (legend->item(i)->outerRect().contains(event->position().toPoint())) {
+                if (legend->item(i) && legend->item(i)->outerRect().contains(event->position().toPoint())) {
                     legendItemClicked(legend->item(i));
                     break;
                 }

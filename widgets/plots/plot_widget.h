@@ -73,6 +73,8 @@ private:
     void placeLegend();
     bool legendInInset(int* index = nullptr) const;
     QSize insetLegendSize() const;
+    int coveredPoints(const QRectF& r, int limit) const;
+    void styleLegendBox();
     void moveLegendOutside();
     void moveLegendInside();
     void dragLegendTo(const QPointF& top_left);
