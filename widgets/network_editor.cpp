@@ -271,6 +271,9 @@ QLayout* NetworkEditor::makeToolbar() {
     bar->addSpacing(8);
     bar->addWidget(makeUndoButton(true));
     bar->addWidget(makeUndoButton(false));
+    bar->addSpacing(8);
+    // The row buttons share the toolbar's line, so a short dock gives the layer table the height.
+    bar->addLayout(makeRowButtons());
     bar->addStretch(1);
     bar->addWidget(input_label_);
     return bar;
@@ -341,6 +344,9 @@ QWidget* NetworkEditor::makeLayerTable() {
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     table_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
     table_->setAlternatingRowColors(true);
+    // Compact rows: a preset's layers fit the default height of the bottom dock.
+    table_->verticalHeader()->setMinimumSectionSize(fontMetrics().height() + 4);
+    table_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex& cur) {
                 const int row = cur.isValid() ? cur.row() : -1;
@@ -355,9 +361,7 @@ QWidget* NetworkEditor::makeLayerTable() {
     summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     auto* table_box = new QVBoxLayout;
     table_box->setContentsMargins(0, 0, 0, 0);
-    table_box->addWidget(new QLabel(tr("<b>Network</b>")));
     table_box->addWidget(table_, 1);
-    table_box->addLayout(makeRowButtons());
     table_box->addWidget(summary_);
     auto* host = new QWidget;
     host->setLayout(table_box);
@@ -382,7 +386,6 @@ QLayout* NetworkEditor::makeRowButtons() {
     buttons->addWidget(remove_);
     buttons->addWidget(up_);
     buttons->addWidget(down_);
-    buttons->addStretch(1);
     return buttons;
 }
 
@@ -409,6 +412,13 @@ NetworkEditor::~NetworkEditor() = default;
 nlohmann::json NetworkEditor::networkJson() const { return network_; }
 
 int NetworkEditor::layerCount() const { return int(network_["layers"].size()); }
+
+int NetworkEditor::heightForAllLayers() const {
+    const int rows = std::max(layerCount(), 3);
+    const int needed = rows * table_->verticalHeader()->defaultSectionSize();
+    if (!isVisible()) return sizeHint().height();  // not laid out yet: no measure to extend
+    return height() + std::max(0, needed - table_->viewport()->height());
+}
 
 int NetworkEditor::currentLayer() const { return current_; }
 

@@ -65,6 +65,8 @@ public:
     // field merge into one undo step.
     void setLayerField(int row, const QString& key, const nlohmann::json& value);
     int layerCount() const;
+    // The editor's height that shows every layer (at least three rows) without scrolling.
+    int heightForAllLayers() const;
     int currentLayer() const;
     void setCurrentLayer(int row);
 

@@ -13,6 +13,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QAbstractSpinBox>
+#include <QBoxLayout>
+#include <QResizeEvent>
 #include <QPushButton>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -65,9 +67,11 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     right->addWidget(makeReadoutBox());
     right->addWidget(new QLabel(tr("<b>Scaler and tuning events</b>")));
     right->addWidget(events_, 1);
-    auto* top = new QHBoxLayout(this);
-    top->addLayout(left, 3);
-    top->addLayout(right, 2);
+    columns_ = new QBoxLayout(QBoxLayout::LeftToRight, this);
+    columns_->addLayout(left, 3);
+    columns_->addLayout(right, 2);
+    left_column_ = left;
+    right_column_ = right;
 
     connect(policy_, &QComboBox::currentIndexChanged, this, &PrecisionPanel::onPolicyChanged);
     connect(device_, &QComboBox::currentIndexChanged, this, [this] { emit settingsChanged(); });
@@ -200,6 +204,25 @@ void PrecisionPanel::makeEventTable() {
     events_->setTextElideMode(Qt::ElideRight);
     events_->setMinimumHeight(120);
 }
+
+// Side by side where both columns fit at their minimum width, else one above the other, so no
+// number is ever cut (a settings dock on a 1366-pixel screen is about 400 pixels wide).
+void PrecisionPanel::resizeEvent(QResizeEvent* event) {
+    const int both = left_column_->minimumSize().width() + right_column_->minimumSize().width() +
+                     columns_->spacing() + contentsMargins().left() + contentsMargins().right();
+    const auto direction = width() >= both ? QBoxLayout::LeftToRight : QBoxLayout::TopToBottom;
+    if (columns_->direction() != direction) columns_->setDirection(direction);
+    QWidget::resizeEvent(event);
+}
+
+// The narrow arrangement's width: the panel may always be given it (it then stacks its columns).
+QSize PrecisionPanel::minimumSizeHint() const {
+    const QMargins m = contentsMargins();
+    const int width = std::max(left_column_->minimumSize().width(), right_column_->minimumSize().width());
+    return {width + m.left() + m.right(), QWidget::minimumSizeHint().height()};
+}
+
+bool PrecisionPanel::sideBySide() const { return columns_->direction() == QBoxLayout::LeftToRight; }
 
 PrecisionKind PrecisionPanel::precision() const {
     return parse_precision(policy_->currentData().toString().toStdString());

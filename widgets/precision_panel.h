@@ -22,6 +22,7 @@
 #include "core/precision/scaled_recipe_config.h"
 #include "core/train/train_config.h"
 
+class QBoxLayout;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -82,6 +83,9 @@ public:
                   const QString& json = {});
     void clearEvents();
     int eventCount() const;
+    // True while the settings and the live column sit side by side (wide enough for both).
+    bool sideBySide() const;
+    QSize minimumSizeHint() const override;
 
 signals:
     // Any field changed (not running): the app may re-read the settings.
@@ -92,6 +96,9 @@ signals:
     void recipeConfigRequested(const mpwb::ScaledRecipeConfig& config);
     void lossScaleRequested(double scale);
     void learningRateRequested(float lr);
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     void onScalerFieldChanged();
@@ -107,6 +114,9 @@ private:
     void makeEventTable();
 
     bool running_ = false;
+    QBoxLayout* columns_ = nullptr;  // the two columns, side by side or stacked
+    QBoxLayout* left_column_ = nullptr;
+    QBoxLayout* right_column_ = nullptr;
 
     QComboBox* policy_ = nullptr;
     QComboBox* device_ = nullptr;

@@ -12,6 +12,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QLocale>
+#include <QMenu>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -251,11 +252,18 @@ QWidget* RunBrowser::makeTablePane() {
     connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
             &RunBrowser::onSelectionChanged);
     connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
-        if (row >= 0) emit openRunRequested(runIdAt(row));
+        if (row >= 0) emit openRunsRequested({runIdAt(row)});
     });
+    table_->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(table_, &QWidget::customContextMenuRequested, this, &RunBrowser::showContextMenu);
     count_label_ = new QLabel;
     count_label_->setObjectName("countLabel");
     open_ = make_button(tr("Open"), "openButton");
+    open_->setToolTip(
+        tr("Show the selected runs' curves together; the first run's network and "
+           "settings load into the panels"));
+    train_again_ = make_button(tr("Train again"), "trainAgainButton");
+    train_again_->setToolTip(tr("Train a new run with the selected run's network and settings"));
     compare_ = make_button(tr("Compare"), "compareButton");
     report_ = make_button(tr("Export report…"), "reportButton");
     delete_ = make_button(tr("Delete"), "deleteButton");
@@ -269,13 +277,17 @@ QWidget* RunBrowser::makeTablePane() {
     });
     connect(open_, &QPushButton::clicked, this, [this] {
         const auto ids = selectedRunIds();
-        if (!ids.isEmpty()) emit openRunRequested(ids.first());
+        if (!ids.isEmpty()) emit openRunsRequested(ids);
+    });
+    connect(train_again_, &QPushButton::clicked, this, [this] {
+        const auto ids = selectedRunIds();
+        if (ids.size() == 1) emit trainAgainRequested(ids.first());
     });
     connect(compare_, &QPushButton::clicked, this, [this] { emit compareRequested(selectedRunIds()); });
     connect(report_, &QPushButton::clicked, this, [this] { emit reportRequested(selectedRunIds()); });
     connect(delete_, &QPushButton::clicked, this, &RunBrowser::onDeleteClicked);
     connect(restore_, &QPushButton::clicked, this, &RunBrowser::onRestoreClicked);
-    auto* actions = row_of({open_, compare_, hparams_, resume_, report_, delete_, restore_});
+    auto* actions = row_of({open_, train_again_, compare_, hparams_, resume_, report_, delete_, restore_});
     actions->insertWidget(0, count_label_, 1);
     auto* pane = new QWidget;
     auto* v = new QVBoxLayout(pane);
@@ -329,6 +341,21 @@ QWidget* RunBrowser::makeDetailsPane() {
 }
 
 RunBrowser::~RunBrowser() = default;
+
+// The buttons' actions for the row under the mouse (selected first when it was not).
+void RunBrowser::showContextMenu(const QPoint& at) {
+    const int row = table_->rowAt(at.y());
+    if (row < 0) return;
+    if (!selectedRunIds().contains(runIdAt(row))) selectRuns({runIdAt(row)});
+    QMenu menu(this);
+    for (QPushButton* b : {open_, train_again_, compare_, hparams_, resume_, report_, delete_, restore_}) {
+        QAction* a = menu.addAction(b->text(), b, &QPushButton::click);
+        a->setObjectName(b->objectName() + QStringLiteral("Action"));
+        a->setEnabled(b->isEnabled());
+        a->setToolTip(b->toolTip());
+    }
+    menu.exec(table_->viewport()->mapToGlobal(at));
+}
 
 void RunBrowser::setError(const QString& message) {
     error_ = message;
@@ -468,7 +495,8 @@ void RunBrowser::onSelectionChanged() {
     if (filling_) return;
     const QList<qint64> ids = selectedRunIds();
     const bool trash = show_deleted_->isChecked();
-    open_->setEnabled(ids.size() == 1 && !trash);
+    open_->setEnabled(!ids.isEmpty() && !trash);
+    train_again_->setEnabled(ids.size() == 1 && !trash);
     compare_->setEnabled(ids.size() >= 2 && !trash);
     report_->setEnabled(!ids.isEmpty() && !trash);
     delete_->setEnabled(!ids.isEmpty() && !trash);

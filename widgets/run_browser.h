@@ -1,6 +1,7 @@
 // RunBrowser: the table of runs in a RunStore (the SQLite run database): filter by text,
 // precision, dataset, status and tag; rename, tag, annotate, delete (soft, with confirmation)
-// and restore; open one run or ask for a comparison report of several. The list comes from
+// and restore; open runs (their curves overlay), train again with a run's settings, or ask for
+// a comparison report of several. The list comes from
 // list_runs, whose latest-metrics summary means it never scans a metric series. A database
 // that is locked, corrupt or written by a newer version is explained in the widget.
 #pragma once
@@ -62,7 +63,10 @@ public:
     QString resumeBlockReason() const;
 
 signals:
-    void openRunRequested(qint64 id);
+    // "Open" (or a double-click): show the runs; the app loads the first one's settings.
+    void openRunsRequested(const QList<qint64>& ids);
+    // "Train again": start a new run with this run's network and settings.
+    void trainAgainRequested(qint64 id);
     void compareRequested(const QList<qint64>& ids);
     void reportRequested(const QList<qint64>& ids);
     // "Hyperparameters": the selected runs in the hyperparameter view.
@@ -76,6 +80,7 @@ private:
     QWidget* makeTablePane();
     QWidget* makeDetailsPane();
     void onSelectionChanged();
+    void showContextMenu(const QPoint& at);
     void onDeleteClicked();
     void onRestoreClicked();
     void onRenameClicked();
@@ -105,6 +110,7 @@ private:
     QLabel* error_label_ = nullptr;
     QLabel* count_label_ = nullptr;
     QPushButton* open_ = nullptr;
+    QPushButton* train_again_ = nullptr;
     QPushButton* compare_ = nullptr;
     QPushButton* report_ = nullptr;
     QPushButton* hparams_ = nullptr;

@@ -28,7 +28,7 @@ const QColor kScaleColor(0xd6, 0x27, 0x28);
 PlotWidget* make_plot(const char* name, const QString& title, const QString& y_label) {
     auto* p = new PlotWidget;
     p->setObjectName(QString::fromLatin1(name));
-    p->setMinimumSize(260, 170);
+    p->setMinimumSize(240, 120);  // two rows fit a 1366x768 screen
     p->plotLayout()->insertRow(0);
     p->plotLayout()->addElement(0, 0,
                                 new QCPTextElement(p, title, QFont(p->font().family(), 10, QFont::Bold)));
@@ -110,7 +110,7 @@ ScalingView::ScalingView(QWidget* parent) : QWidget(parent) {
     block_bars_->setPen(QPen(QColor(0x22, 0x33, 0x55)));
     heatmap_ = new HeatmapPlot;
     heatmap_->setObjectName(QStringLiteral("scalingHeatmap"));
-    heatmap_->setMinimumSize(260, 170);
+    heatmap_->setMinimumSize(240, 120);  // two rows fit a 1366x768 screen
     heatmap_->setBoundaryFormats({});
     heatmap_->yAxis->setLabel(tr("log₂ block scale"));
     heatmap_->setTitle(tr("block-scale exponents over steps"));

@@ -24,6 +24,9 @@ constexpr double kRealFormMax = 1e6;
 constexpr double kIntegerFormMax = 1e9;
 constexpr const char* kIssueStyle = "background: #ffd0d0;";
 
+// The exact value beside a power-of-two editor.
+QString exact_text(double value) { return "= " + QString::number(value, 'g', 7); }
+
 }  // namespace
 
 SettingsFormBase::SettingsFormBase(const QString& title, const QString& prefix, QWidget* parent)
@@ -110,7 +113,8 @@ QWidget* SettingsFormBase::makeScaleEditor(size_t index) {
     spin->setPrefix("2^");
     Row& row = rows_[index];
     row.value = new QLabel;
-    row.value->setMinimumWidth(110);
+    // Wide enough for the widest exact value (FP32's range, 7 digits), so it is never cut.
+    row.value->setMinimumWidth(row.value->fontMetrics().horizontalAdvance(exact_text(-8.888888e-88)) + 4);
     // By index: rows_ is complete only after buildRows.
     connect(spin, &QDoubleSpinBox::valueChanged, this, [this, index](double k) {
         if (loading_) return;
@@ -209,7 +213,7 @@ void SettingsFormBase::showState(std::vector<ConfigIssue> issues, const std::vec
         row.editor->setStyleSheet(marked ? kIssueStyle : "");
         row.editor->setToolTip(marked ? QString::fromStdString(issue->message) : tr(row.field.help));
         row.editor->setEnabled(i < applies.size() && applies[i]);
-        if (row.value) row.value->setText("= " + QString::number(row.exact, 'g', 7));
+        if (row.value) row.value->setText(exact_text(row.exact));
     }
     error_->setText(errorText());
     error_->setVisible(!issues_.empty());

@@ -6,6 +6,8 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDateTime>
+#include <QDesktopServices>
+#include <QDialog>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
@@ -18,17 +20,21 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTableWidget>
 #include <QTimer>
 #include <QToolBar>
+#include <QUrl>
 #include <QWindow>
 
 #include <cmath>
 #include <limits>
 
+#include "app/gui/event_list.h"
+#include "app/gui/help_dialogs.h"
 #include "app/gui/plot_board.h"
 #include "app/gui/sweep_launcher.h"
 #include "app/report/report.h"
@@ -53,8 +59,6 @@
 namespace mpwb {
 
 namespace {
-constexpr int kMaxEventRows = 5000;  // the list keeps the newest; the store keeps them all
-
 QString eta_text(double seconds) {
     if (seconds < 0 || !std::isfinite(seconds)) return QObject::tr("ETA –");
     const int s = static_cast<int>(std::lround(seconds));
@@ -63,22 +67,19 @@ QString eta_text(double seconds) {
     return QObject::tr("ETA %1 s").arg(s);
 }
 
-// The right column's settings panels scroll and keep a readable width; the bottom strip's
-// widgets fill their dock.
+// Every dock's content scrolls when the dock is smaller than it (a 768-pixel screen is shorter
+// than the settings panels), so the window fits small screens and nothing is cut off; the right
+// column's settings panels keep a readable width.
 QDockWidget* make_dock(QMainWindow* window, const QString& title, const QString& name, QWidget* content,
                        Qt::DockWidgetArea area) {
     auto* dock = new QDockWidget(title, window);
     dock->setObjectName(name);  // saveState/restoreState find docks by name
-    if (area == Qt::RightDockWidgetArea) {
-        content->setMinimumWidth(340);
-        auto* area_widget = new QScrollArea;
-        area_widget->setWidgetResizable(true);
-        area_widget->setFrameShape(QFrame::NoFrame);
-        area_widget->setWidget(content);
-        dock->setWidget(area_widget);
-    } else {
-        dock->setWidget(content);
-    }
+    if (area == Qt::RightDockWidgetArea) content->setMinimumWidth(300);
+    auto* area_widget = new QScrollArea;
+    area_widget->setWidgetResizable(true);
+    area_widget->setFrameShape(QFrame::NoFrame);
+    area_widget->setWidget(content);
+    dock->setWidget(area_widget);
     window->addDockWidget(area, dock);
     return dock;
 }
@@ -151,7 +152,9 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
         guarded(tr("Learning rate"), [&] { controller_->request_learning_rate(lr); });
     });
 
-    connect(browser_, &RunBrowser::openRunRequested, this, [this](qint64 id) { openStoredRuns({id}); });
+    connect(browser_, &RunBrowser::openRunsRequested, this, &MainWindow::openRuns);
+    connect(browser_, &RunBrowser::trainAgainRequested, this, &MainWindow::trainAgain);
+    connect(browser_, &RunBrowser::selectionChanged, this, &MainWindow::updateActions);
     connect(browser_, &RunBrowser::compareRequested, this,
             [this](const QList<qint64>& ids) { openStoredRuns(ids); });
     connect(browser_, &RunBrowser::reportRequested, this, &MainWindow::onReportRequested);
@@ -164,19 +167,17 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
     });
     connect(sweeps_, &SweepLauncher::finished, this, &MainWindow::onSweepFinished);
 
-    resize(1580, 960);
+    default_state_ = saveState(1);
+    resize(defaultSize());
     if (options_.restore_layout) restoreLayout();
     layout_restored_ = options_.restore_layout && QSettings().contains(QStringLiteral("mainwindow/state"));
 
     // The slow parts (the default dataset's preview, the database, the device probe) wait until
     // the window is on screen, so it appears at once.
     connect(this, &MainWindow::firstExposed, this, [this] {
-        if (!layout_restored_) {
-            resizeDocks({docks_.precision}, {620}, Qt::Horizontal);
-            resizeDocks({docks_.network}, {270}, Qt::Vertical);
-        }
+        if (!layout_restored_) applyDefaultDockSizes();
         QTimer::singleShot(0, this, [this] {
-            if (preset_name_.isEmpty()) {
+            if (experiment_name_.isEmpty()) {
                 QString preset = options_.preset;
                 if (preset.isEmpty())
                     preset = QFileInfo::exists(QString::fromUtf8(kDefaultFashionMnistPath))
@@ -249,6 +250,15 @@ void MainWindow::buildActions() {
     auto* run = menuBar()->addMenu(tr("&Run"));
     for (auto* a : {train_, pause_, stop_, compare_}) run->addAction(a);
     run->addSeparator();
+    train_again_ = run->addAction(tr("Train again with these settings"));
+    train_again_->setObjectName(QStringLiteral("trainAgainAction"));
+    train_again_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_T));
+    train_again_->setToolTip(
+        tr("Load the run selected in the run browser into the panels and train a new run with it"));
+    connect(train_again_, &QAction::triggered, this, [this] {
+        const auto ids = browser_->selectedRunIds();
+        if (ids.size() == 1) trainAgain(ids.first());
+    });
     sweep_action_ = run->addAction(tr("Run sweep…"));
     sweep_action_->setObjectName(QStringLiteral("sweepAction"));
     sweep_action_->setToolTip(tr("Run a sweep spec (docs/SWEEPS.md) through mpwb-cli into the run database"));
@@ -263,13 +273,7 @@ void MainWindow::buildDocks() {
     browser_ = new RunBrowser;
     hparams_ = new HparamView;
     sweeps_ = new SweepLauncher(this);
-    events_ = new QTableWidget(0, 5);
-    events_->setObjectName(QStringLiteral("eventList"));
-    events_->setHorizontalHeaderLabels({tr("Run"), tr("Step"), tr("Event"), tr("Source"), tr("Detail")});
-    events_->horizontalHeader()->setStretchLastSection(true);
-    events_->verticalHeader()->hide();
-    events_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    events_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    events_ = new EventList;
 
     // The plots get the middle; the network editor (palette, table and form side by side) fits
     // the wide bottom strip, tabbed with the run browser and the event list; the settings
@@ -297,6 +301,97 @@ void MainWindow::buildDocks() {
 
     auto* view = menuBar()->addMenu(tr("&View"));
     for (auto* d : docks_.all()) view->addAction(d->toggleViewAction());
+    view->addSeparator();
+    reset_layout_ = view->addAction(tr("Reset layout"));
+    reset_layout_->setObjectName(QStringLiteral("resetLayoutAction"));
+    reset_layout_->setToolTip(tr("Put every panel back where it starts and the window at its default size"));
+    connect(reset_layout_, &QAction::triggered, this, &MainWindow::resetLayout);
+    buildHelpMenu();
+}
+
+void MainWindow::buildHelpMenu() {
+    auto* help = menuBar()->addMenu(tr("&Help"));
+    auto* docs = help->addAction(tr("Documentation"), this, &MainWindow::openDocumentation);
+    docs->setObjectName(QStringLiteral("documentationAction"));
+    docs->setShortcut(QKeySequence::HelpContents);
+    auto* keys = help->addAction(tr("Keyboard shortcuts"), this, &MainWindow::showShortcuts);
+    keys->setObjectName(QStringLiteral("shortcutsAction"));
+    help->addSeparator();
+    auto* about = help->addAction(tr("About MP Workbench"), this, &MainWindow::showAbout);
+    about->setObjectName(QStringLiteral("aboutAction"));
+    about->setMenuRole(QAction::AboutRole);
+}
+
+QDialog* MainWindow::showAbout() {
+    auto* box = new QMessageBox(QMessageBox::NoIcon, tr("About MP Workbench"),
+                                about_text(device_label_->text()), QMessageBox::Ok, this);
+    box->setObjectName(QStringLiteral("aboutBox"));
+    box->setTextFormat(Qt::RichText);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setModal(false);
+    box->show();
+    return box;
+}
+
+QDialog* MainWindow::showShortcuts() {
+    QList<QAction*> actions = menu_actions(menuBar()->actions());
+    auto* dialog = make_shortcuts_dialog(shortcut_rows(actions), this);
+    dialog->show();
+    return dialog;
+}
+
+bool MainWindow::openDocumentation() {
+    const QString folder = documentation_folder();
+    if (folder.isEmpty()) {
+        showError(tr("Documentation"), tr("No local documentation was found next to the program."));
+        return false;
+    }
+    const QString readme = QDir(folder).filePath(QStringLiteral("README.md"));
+    const QString target = QFileInfo::exists(readme) ? readme : folder;
+    if (!QDesktopServices::openUrl(QUrl::fromLocalFile(target))) {
+        showError(tr("Documentation"),
+                  tr("No program to open %1; the documentation is in %2").arg(target, folder));
+        return false;
+    }
+    statusBar()->showMessage(tr("Opened %1").arg(target), 8000);
+    return true;
+}
+
+QSize MainWindow::defaultSize() const {
+    const QScreen* s = screen() ? screen() : QGuiApplication::primaryScreen();
+    const QRect free = s ? s->availableGeometry() : QRect(0, 0, 1600, 1000);
+    // Leave room for the window frame and title bar the window manager adds.
+    return {std::min(1580, free.width() - 20), std::min(960, free.height() - 40)};
+}
+
+void MainWindow::applyDefaultDockSizes() {
+    // The settings column takes about a third of the width; the bottom strip is as tall as
+    // the network editor needs to show every layer of the network, up to 45% of the height.
+    resizeDocks({docks_.precision}, {std::clamp(width() / 3, 380, 620)}, Qt::Horizontal);
+    const QWidget* shown = docks_.network->widget();  // the editor's scroll area
+    // The dock's title and tab bar are outside the measured area: grow by what is missing and
+    // measure again once laid out, a few times at most (the first growth is taken by the tab bar).
+    int request = docks_.network->height();
+    for (int pass = 0; pass < 4; ++pass) {
+        layout()->activate();
+        const int missing = editor_->heightForAllLayers() - shown->height();
+        if (missing == 0 || (missing < 0 && pass > 0)) break;  // only the first pass shrinks it
+        request = std::clamp(request + missing, 160, height() * 45 / 100);
+        resizeDocks({docks_.network}, {request}, Qt::Vertical);
+    }
+    layout()->activate();
+}
+
+void MainWindow::resetLayout() {
+    for (auto* d : docks_.all()) d->setFloating(false);
+    restoreState(default_state_, 1);
+    if (isMaximized() || isFullScreen()) showNormal();
+    resize(defaultSize());
+    docks_.network->raise();
+    docks_.precision->raise();
+    // Sized once the restored layout has been applied (its layout requests come first).
+    QTimer::singleShot(0, this, &MainWindow::applyDefaultDockSizes);
+    statusBar()->showMessage(tr("Layout reset"), 5000);
 }
 
 void MainWindow::buildStatusBar() {
@@ -331,23 +426,72 @@ void MainWindow::loadPreset(const QString& name) {
         return;
     }
     preset_name_ = name;
+    experiment_name_ = name;
     TrainConfig c = preset.training;
     // The workbench shows gradient statistics and test curves: give presets that leave them off
     // a cadence that draws a useful histogram and heatmap without slowing the run.
     if (c.stats_every == 0) c.stats_every = 25;
     if (c.eval_every == 0 && !c.dataset.is_synthetic()) c.eval_every = 200;
+    showExperiment(c, preset.network, tr("Load preset %1").arg(name));
+    statusBar()->showMessage(tr("Preset %1: %2").arg(name, QString::fromStdString(preset.description)), 8000);
+}
+
+void MainWindow::showExperiment(const TrainConfig& c, const nlohmann::json& network,
+                                const QString& undo_text) {
     base_config_ = c;
     dataset_->setDatasetSpec(c.dataset);
     editor_->setInputShape(dataset_->sampleShape());
     editor_->setClassCount(dataset_->classCount());
-    editor_->setNetworkJson(preset.network, tr("Load preset %1").arg(name));
+    editor_->setNetworkJson(network, undo_text);
     training_->setFromConfig(c);
     precision_->setPrecision(c.precision);
-    if (c.scaler) precision_->setScalerConfig(*c.scaler);
+    precision_->setWeightGradFormat(c.weight_grad_format);
+    // A configuration without a scaler trains with the policy's default one: show that one, not
+    // whatever the fields held before.
+    precision_->setScalerConfig(c.scaler ? *c.scaler : c.effective_scaler());
     precision_->setRecipeConfig(c.recipe);
     precision_->setLearningRate(c.lr);
-    statusBar()->showMessage(tr("Preset %1: %2").arg(name, QString::fromStdString(preset.description)), 8000);
     updateActions();
+}
+
+bool MainWindow::loadRunSettings(qint64 id) {
+    try {
+        RunStore store(options_.db_path, reading_options());
+        const Run run = store.get_run(id);
+        const std::string what = "run " + std::to_string(id);
+        const TrainConfig config =
+            train_config_from_json(parse_json_text(run.config_json, "configuration of " + what));
+        const nlohmann::json network = parse_json_text(run.network_json, "network of " + what);
+        preset_name_.clear();  // the preset menu may load the same preset again
+        experiment_name_ = tr("rerun of #%1").arg(id);
+        showExperiment(config, network, tr("Load run #%1").arg(id));
+        return true;
+    } catch (const std::exception& e) {
+        last_error_ = tr("Run #%1's settings cannot be loaded: %2").arg(id).arg(QString::fromUtf8(e.what()));
+        statusBar()->showMessage(last_error_, 15000);
+        return false;
+    }
+}
+
+bool MainWindow::openRuns(const QList<qint64>& ids) {
+    if (!openStoredRuns(ids)) return false;
+    if (!loadRunSettings(ids.first()))
+        return true;  // the curves are shown; the status bar says why not the settings
+    statusBar()->showMessage(ids.size() == 1
+                                 ? tr("Showing run #%1; the panels hold its settings").arg(ids.first())
+                                 : tr("Showing %1 stored runs; the panels hold the settings of run #%2")
+                                       .arg(ids.size())
+                                       .arg(ids.first()),
+                             10000);
+    return true;
+}
+
+bool MainWindow::trainAgain(qint64 id) {
+    if (controller_->busy()) {
+        statusBar()->showMessage(tr("Cannot train again: a run is going"), 8000);
+        return false;
+    }
+    return loadRunSettings(id) && startTraining();
 }
 
 TrainConfig MainWindow::currentConfig() const {
@@ -376,6 +520,7 @@ void MainWindow::updateActions() {
     const bool busy = controller_->busy();
     const QString why = blockReason();
     train_->setEnabled(why.isEmpty());
+    train_again_->setEnabled(!busy && browser_->selectedRunIds().size() == 1);
     compare_->setEnabled(why.isEmpty());
     train_->setStatusTip(why.isEmpty() ? QString() : tr("Train is disabled: %1").arg(why));
     if (!why.isEmpty() && !busy) state_label_->setToolTip(tr("Train is disabled: %1").arg(why));
@@ -403,7 +548,7 @@ void MainWindow::beginLive(const std::vector<std::pair<QString, QString>>& runs)
     // the format can lose.
     board_->runSelector()->setCurrentIndex(static_cast<int>(runs.size()) - 1);
     precision_->clearEvents();
-    events_->setRowCount(0);
+    events_->clear();
     board_->showTab(tr("Curves"));
 }
 
@@ -427,7 +572,7 @@ bool MainWindow::startTraining() {
         const QString precision = QString::fromStdString(precision_name(c.precision));
         beginLive({{precision, precision}});
         return controller_->start(editor_->networkJson(), c,
-                                  preset_name_.toStdString() + " " + precision.toStdString());
+                                  experiment_name_.toStdString() + " " + precision.toStdString());
     });
 }
 
@@ -443,7 +588,8 @@ bool MainWindow::startComparison() {
         const PrecisionKind mixed = c.precision;
         const QString low = QString::fromStdString(precision_name(mixed));
         beginLive({{QStringLiteral("fp32"), QStringLiteral("fp32")}, {low, low}});
-        return controller_->start_comparison(editor_->networkJson(), c, mixed, preset_name_.toStdString());
+        return controller_->start_comparison(editor_->networkJson(), c, mixed,
+                                             experiment_name_.toStdString());
     });
 }
 
@@ -465,6 +611,8 @@ void MainWindow::onStateChanged(TrainingController::State state) {
     QString text = tr(names[static_cast<int>(state)]);
     if (controller_->comparing() && state != TrainingController::State::Idle) text += tr(" (comparison)");
     state_label_->setText(text);
+    // A paused run has no time left to estimate.
+    eta_label_->setVisible(state != TrainingController::State::Paused);
     // Points still waiting for their plot's drawing turn are drawn when the run pauses or ends.
     if (state == TrainingController::State::Paused) board_->flushAll();
     if (state == TrainingController::State::Idle) {
@@ -511,7 +659,7 @@ void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
                 }
             precision_->setReadout(m.loss_scale, m.skipped_count, m.overflow_count, headroom);
         }
-        if (!u.events.empty()) events_->setUpdatesEnabled(false);  // one repaint per batch
+        if (!u.events.empty()) events_->beginBatch();  // one repaint per batch
         for (const auto& e : u.events) {
             const QString text = QString::fromStdString(event_text(e.kind, e.detail));
             const QString json = QString::fromStdString(e.detail.dump());
@@ -521,10 +669,7 @@ void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
                 precision_->addEvent(e.step, QString::fromStdString(e.kind), QString::fromStdString(e.source),
                                      text, json);
         }
-        if (!u.events.empty()) {
-            events_->setUpdatesEnabled(true);
-            events_->scrollToBottom();
-        }
+        if (!u.events.empty()) events_->endBatch();
         if (u.end) {
             const auto& s = *u.end;
             QString text = tr("%1: %2 after %3 steps, test accuracy %4, %5 samples/s")
@@ -550,13 +695,10 @@ void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
 
 void MainWindow::addEventRow(const QString& run, int64_t step, const QString& kind, const QString& source,
                              const QString& text, const QString& json) {
-    if (events_->rowCount() >= kMaxEventRows) events_->removeRow(0);
-    const int row = events_->rowCount();
-    events_->insertRow(row);
-    const QString cells[] = {run, QString::number(step), kind, source, text};
-    for (int c = 0; c < 5; ++c) events_->setItem(row, c, new QTableWidgetItem(cells[c]));
-    events_->item(row, 4)->setToolTip(json.isEmpty() ? text : json);  // the numbers as recorded
+    events_->addEvent(run, step, kind, source, text, json);
 }
+
+QTableWidget* MainWindow::eventList() const { return events_->table(); }
 
 void MainWindow::showError(const QString& title, const QString& text) {
     last_error_ = text;
@@ -579,7 +721,8 @@ bool MainWindow::openStoredRuns(const QList<qint64>& ids) {
         board_->clear();
         live_runs_.clear();
         live_labels_.clear();
-        events_->setRowCount(0);
+        events_->clear();
+        events_->beginBatch();
         docks_.runs->raise();  // the run browser, where the runs came from
         for (qint64 id : ids) {
             const int index = board_->addStoredRun(store, id);
@@ -606,12 +749,13 @@ bool MainWindow::openStoredRuns(const QList<qint64>& ids) {
                             text, QString::fromStdString(e.json));
             }
         }
-        events_->scrollToBottom();
+        events_->endBatch();
         board_->replot();
         board_->showTab(tr("Curves"));
         statusBar()->showMessage(tr("Showing %n stored run(s)", nullptr, static_cast<int>(ids.size())), 8000);
         return true;
     } catch (const std::exception& e) {
+        events_->endBatch();
         showError(tr("Open runs"), QString::fromUtf8(e.what()));
         return false;
     }

@@ -1,8 +1,11 @@
 // MainWindow: the workbench. Dockable panels (network editor, dataset, precision, training
 // settings, run browser, event list) around the PlotBoard; a toolbar and shortcuts for Train,
 // Pause, Stop and Compare (FP32 vs the selected mixed policy); a status bar with device, backend,
-// run state, progress and ETA. The window only wires widgets to the TrainingController: it never
-// touches the engine itself. The dock layout is saved and restored with QSettings.
+// run state, progress and ETA (hidden while paused). Stored runs open with their network and
+// settings in the docks, and train again from there. A Help menu (About, shortcuts, the local
+// documentation). The window only wires widgets to the TrainingController: it never touches the
+// engine itself. The dock layout is saved and restored with QSettings; View › Reset layout
+// brings back the default one, sized to the screen (it fits 1366×768).
 #pragma once
 #include <QElapsedTimer>
 #include <QList>
@@ -21,6 +24,7 @@
 #include "core/train/train_config.h"
 
 class QAction;
+class QDialog;
 class QDockWidget;
 class QLabel;
 class QProgressBar;
@@ -29,6 +33,7 @@ class QTableWidget;
 namespace mpwb {
 
 class DatasetPanel;
+class EventList;
 class HparamView;
 class SweepLauncher;
 class SweepProgress;
@@ -65,8 +70,27 @@ public:
     bool startComparison();
     void togglePause();
     void stopTraining();
-    // Shows stored runs (run browser "Open" / "Compare"); refused while training.
+    // Shows stored runs' curves together (run browser "Compare", the hyperparameter view's
+    // overlay); refused while training. The docks keep their settings.
     bool openStoredRuns(const QList<qint64>& ids);
+    // Run browser "Open": openStoredRuns, then the first run's network and settings in the docks.
+    bool openRuns(const QList<qint64>& ids);
+    // A stored run's network, dataset, precision, scaler, recipe and training settings into the
+    // docks; the network replaces the editor's as one undoable step. False with the reason in
+    // lastError() (and the status bar) when the run's stored settings cannot be read.
+    bool loadRunSettings(qint64 id);
+    // "Train again with these settings": loadRunSettings, then Train.
+    bool trainAgain(qint64 id);
+    // View › Reset layout: the default dock layout and window size.
+    void resetLayout();
+    // Help menu: the About box and the shortcut list (non-modal, returned for tests); the local
+    // documentation's README through the desktop (false when none is found).
+    QDialog* showAbout();
+    QDialog* showShortcuts();
+    bool openDocumentation();
+    // The window size the default layout is made for: 1580×960 where the screen allows it,
+    // else what its free area holds.
+    QSize defaultSize() const;
     // Writes a comparison report without a dialog; returns the files written (empty on error,
     // with the message in the status bar and lastError()).
     QStringList exportReport(const QList<qint64>& ids, const QString& path);
@@ -90,7 +114,11 @@ public:
     QAction* sweepAction() const { return sweep_action_; }
     PlotBoard* plots() const { return board_; }
     TrainingController* controller() const { return controller_; }
-    QTableWidget* eventList() const { return events_; }
+    QTableWidget* eventList() const;
+    EventList* eventPanel() const { return events_; }
+    QLabel* etaLabel() const { return eta_label_; }
+    QAction* trainAgainAction() const { return train_again_; }
+    QAction* resetLayoutAction() const { return reset_layout_; }
     QAction* trainAction() const { return train_; }
     QAction* pauseAction() const { return pause_; }
     QAction* stopAction() const { return stop_; }
@@ -120,6 +148,12 @@ private:
     void buildActions();
     void buildDocks();
     void buildStatusBar();
+    void buildHelpMenu();
+    // The docks' default sizes for the window's size (after the first show and Reset layout).
+    void applyDefaultDockSizes();
+    // Network, dataset, precision and training settings into the docks; the network as one
+    // undoable edit named undo_text.
+    void showExperiment(const TrainConfig& config, const nlohmann::json& network, const QString& undo_text);
     void updateActions();
     void onUpdates(const std::vector<RunUpdate>& updates);
     void onStateChanged(TrainingController::State state);
@@ -149,8 +183,10 @@ private:
     SweepLauncher* sweeps_ = nullptr;
     SweepProgress* sweep_progress_ = nullptr;
     QAction* sweep_action_ = nullptr;
-    QTableWidget* events_ = nullptr;
+    EventList* events_ = nullptr;
     QAction* train_ = nullptr;
+    QAction* train_again_ = nullptr;
+    QAction* reset_layout_ = nullptr;
     QAction* pause_ = nullptr;
     QAction* stop_ = nullptr;
     QAction* compare_ = nullptr;
@@ -163,6 +199,9 @@ private:
 
     TrainConfig base_config_;  // the preset's settings the panels do not show
     QString preset_name_;
+    // What new runs are named after: the preset, or the stored run whose settings were loaded.
+    QString experiment_name_;
+    QByteArray default_state_;          // the docks as built, for Reset layout
     std::vector<int> live_runs_;        // slot -> board index
     std::vector<QString> live_labels_;  // slot -> label
     bool exposed_ = false;

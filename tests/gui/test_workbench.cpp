@@ -490,14 +490,16 @@ private slots:
         w_->plots()->showTab("Curves");
     }
 
-    // Every dock is in the View menu, in the order the docks are laid out, and found by its name.
+    // Every dock is in the View menu, in the order the docks are laid out, and found by its name
+    // (Reset layout follows them).
     void docksListedInViewMenu() {
         QMenu* view = nullptr;
         for (QAction* a : w_->menuBar()->actions())
             if (a->text() == "&View") view = a->menu();
         QVERIFY(view);
         QStringList titles;
-        for (QAction* a : view->actions()) titles << a->text();
+        for (QAction* a : view->actions())
+            if (!a->isSeparator() && a != w_->resetLayoutAction()) titles << a->text();
         QCOMPARE(titles, QStringList({"Network", "Runs", "Hyperparameters", "Events", "Precision", "Training",
                                       "Dataset"}));
         for (const char* name : {"dockNetwork", "dockRuns", "dockHparams", "dockEvents", "dockPrecision",
