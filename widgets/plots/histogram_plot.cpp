@@ -134,6 +134,14 @@ HistogramPlot::HistogramPlot(QWidget* parent) : PlotWidget(parent) {
         g->setName(name);
         g->setPen(Qt::NoPen);
     }
+    // A strip label is only drawn where its strip is tall enough to hold it (a short plot
+    // otherwise stacks the names over each other).
+    connect(this, &QCustomPlot::afterLayout, this, [this] {
+        const double strip_px = axisRect()->height() * kStripHeight;
+        for (QCPAbstractItem* item : zone_items_)
+            if (auto* label = qobject_cast<QCPItemText*>(item))
+                label->setVisible(strip_px >= QFontMetricsF(label->font()).height() * 0.8);
+    });
     applyTheme();
     clear();
 }
