@@ -175,7 +175,8 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
     // The slow parts (the default dataset's preview, the database, the device probe) wait until
     // the window is on screen, so it appears at once.
     connect(this, &MainWindow::firstExposed, this, [this] {
-        if (!layout_restored_) applyDefaultDockSizes();
+        // Sized once the first layout has been applied (its layout requests come first).
+        if (!layout_restored_) QTimer::singleShot(0, this, &MainWindow::applyDefaultDockSizes);
         QTimer::singleShot(0, this, [this] {
             if (experiment_name_.isEmpty()) {
                 QString preset = options_.preset;
