@@ -17,7 +17,6 @@
 #include "widgets/plots/decision_boundary_plot.h"
 #include "widgets/plots/histogram_plot.h"
 
-#include <QFont>
 #include <algorithm>
 #include <set>
 
@@ -25,8 +24,6 @@ namespace mpwb::report_detail {
 namespace {
 
 constexpr double kCellPixelRatio = 1.25;  // about 200 dpi where a PDF page holds three across
-
-QString run_label_of(const RunRow& row) { return row.label; }
 
 QString shape_text(const Shape& shape) { return QString::fromStdString(shape_to_string(shape)); }
 
@@ -122,11 +119,11 @@ std::vector<Architecture> architectures(const std::vector<RunRow>& rows, Dataset
         const Shape input = dataset ? dataset->sample_shape : Shape{};
         const auto key = std::make_pair(row.run.network_json, shape_to_string(input));
         if (auto it = index.find(key); it != index.end()) {
-            out[it->second].runs << run_label_of(row);
+            out[it->second].runs << row.label;
             continue;
         }
         Architecture a;
-        a.runs << run_label_of(row);
+        a.runs << row.label;
         a.input = dataset ? shape_text(input) : QString();
         try {
             const nlohmann::json description =
