@@ -354,6 +354,13 @@ void RunBrowser::showContextMenu(const QPoint& at) {
         a->setEnabled(b->isEnabled());
         a->setToolTip(b->toolTip());
     }
+    const QList<qint64> ids = selectedRunIds();
+    QAction* pytorch = menu.addAction(tr("Export for PyTorch…"), this, [this, ids] {
+        if (ids.size() == 1) emit pytorchExportRequested(ids.first());
+    });
+    pytorch->setObjectName(QStringLiteral("pytorchExportAction"));
+    pytorch->setEnabled(ids.size() == 1);
+    pytorch->setToolTip(tr("The run's final weights as safetensors and a PyTorch script that loads them"));
     menu.exec(table_->viewport()->mapToGlobal(at));
 }
 

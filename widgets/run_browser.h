@@ -69,6 +69,8 @@ signals:
     void trainAgainRequested(qint64 id);
     void compareRequested(const QList<qint64>& ids);
     void reportRequested(const QList<qint64>& ids);
+    // "Export for PyTorch…" (context menu): the run's final weights and an nn.Sequential script.
+    void pytorchExportRequested(qint64 id);
     // "Hyperparameters": the selected runs in the hyperparameter view.
     void hparamsRequested(const QList<qint64>& ids);
     // "Resume": continue an INTERRUPTED run from its newest checkpoint.

@@ -46,6 +46,7 @@
 #include "core/train/decision_boundary.h"
 #include "core/train/event_text.h"
 #include "resources/presets.h"
+#include "sessions/run_export.h"
 #include "sessions/run_store.h"
 #include "widgets/dataset_panel.h"
 #include "widgets/hparam_view.h"
@@ -158,6 +159,7 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
     connect(browser_, &RunBrowser::compareRequested, this,
             [this](const QList<qint64>& ids) { openStoredRuns(ids); });
     connect(browser_, &RunBrowser::reportRequested, this, &MainWindow::onReportRequested);
+    connect(browser_, &RunBrowser::pytorchExportRequested, this, &MainWindow::onPyTorchExportRequested);
     connect(browser_, &RunBrowser::hparamsRequested, this, &MainWindow::showHyperparameters);
     connect(browser_, &RunBrowser::resumeRequested, this, &MainWindow::resumeRun);
     // The curves of runs picked in the hyperparameter view, which stays in front.
@@ -789,12 +791,46 @@ QStringList MainWindow::exportReport(const QList<qint64>& ids, const QString& pa
         r.database = options_.db_path;
         r.run_ids.assign(ids.begin(), ids.end());
         r.output = path.toStdString();
+        r.smoothing = board_->lossPlot()->smoothing();  // the report says what the user chose
         for (const auto& f : write_report(r)) written << QString::fromStdString(f);
         statusBar()->showMessage(tr("Report written: %1").arg(written.join(QStringLiteral(", "))), 10000);
     } catch (const std::exception& e) {
         showError(tr("Report"), QString::fromUtf8(e.what()));
     }
     return written;
+}
+
+QStringList MainWindow::exportForPyTorch(qint64 id, const QString& safetensors_path) {
+    QStringList written;
+    try {
+        const QString script =
+            QFileInfo(safetensors_path)
+                .dir()
+                .filePath(QFileInfo(safetensors_path).completeBaseName() + QStringLiteral(".py"));
+        RunStore store(options_.db_path);
+        const ExportedModel model =
+            export_run_for_pytorch(store, id, safetensors_path.toStdString(), script.toStdString(),
+                                   ("mpwb " + QApplication::applicationVersion()).toStdString());
+        written << QString::fromStdString(model.safetensors_path)
+                << QString::fromStdString(model.script_path);
+        statusBar()->showMessage(tr("Run #%1 exported for PyTorch (%2 tensors, weights of step %3): %4")
+                                     .arg(id)
+                                     .arg(model.tensors)
+                                     .arg(model.step)
+                                     .arg(written.join(QStringLiteral(", "))),
+                                 10000);
+    } catch (const std::exception& e) {
+        showError(tr("Export for PyTorch"), QString::fromUtf8(e.what()));
+    }
+    return written;
+}
+
+void MainWindow::onPyTorchExportRequested(qint64 id) {
+    const QString suggested = QDir::home().filePath(QStringLiteral("mpwb-run-%1.safetensors").arg(id));
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export run #%1 for PyTorch").arg(id),
+                                                      suggested, tr("safetensors weights (*.safetensors)"),
+                                                      nullptr, QFileDialog::DontConfirmOverwrite);
+    if (!path.isEmpty()) exportForPyTorch(id, path);  // refuses an existing file with its name
 }
 
 void MainWindow::onReportRequested(const QList<qint64>& ids) {

@@ -94,6 +94,10 @@ public:
     // Writes a comparison report without a dialog; returns the files written (empty on error,
     // with the message in the status bar and lastError()).
     QStringList exportReport(const QList<qint64>& ids, const QString& path);
+    // Writes a run's final weights as safetensors at `safetensors_path` and the PyTorch script
+    // beside it (same name, .py); never overwrites. Returns the files written (empty on error,
+    // shown in a message box).
+    QStringList exportForPyTorch(qint64 id, const QString& safetensors_path);
     // Runs a sweep spec through mpwb-cli into this window's database (no dialogs); when it
     // ends, its runs open in the hyperparameter view. False with the reason in lastError().
     bool startSweep(const QString& spec_path, int jobs);
@@ -160,6 +164,7 @@ private:
     void onProgress(double fraction, double eta_seconds);
     void onDatasetChanged();
     void onReportRequested(const QList<qint64>& ids);
+    void onPyTorchExportRequested(qint64 id);
     void onSweepActionTriggered();
     void raiseHyperparameters();
     void onSweepFinished(qint64 sweep_id, bool ok, const QString& message);

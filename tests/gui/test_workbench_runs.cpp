@@ -5,7 +5,9 @@
 // recorded into a temporary database first; the real MainWindow runs offscreen, driven by clicks.
 // Waits are on states only.
 #include <QComboBox>
+#include <QFile>
 #include <QPushButton>
+#include <QSlider>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTableWidget>
@@ -231,6 +233,38 @@ private slots:
         QVERIFY(table->rowCount() > mixed_rows);
         runs->setCurrentIndex(0);
         QCOMPARE(events->visibleRowCount(), table->rowCount());
+    }
+
+    // The run browser's "Export for PyTorch…" path: both files beside each other, and an
+    // existing file is refused, left as it was.
+    void exportForPyTorchWritesWeightsAndScript() {
+        const QString weights = tmp_.path() + "/plain.safetensors";
+        const QStringList written = w_->exportForPyTorch(plain_, weights);
+        QCOMPARE(written, QStringList({weights, tmp_.path() + "/plain.py"}));
+        QFile script(tmp_.path() + "/plain.py");
+        QVERIFY(script.open(QIODevice::ReadOnly));
+        QVERIFY(script.readAll().contains("nn.Sequential"));
+        QFile file(weights);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QByteArray before = file.readAll();
+        QVERIFY(before.size() > 8);
+        file.close();
+        QVERIFY(w_->exportForPyTorch(plain_, weights).isEmpty());
+        QVERIFY2(w_->lastError().contains("plain.safetensors"), qPrintable(w_->lastError()));
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QCOMPARE(file.readAll(), before);
+    }
+
+    // A report exported from the workbench uses the smoothing slider's value and says so.
+    void reportUsesTheChosenSmoothing() {
+        auto* slider = w_->plots()->findChild<QSlider*>("smoothing");
+        QVERIFY(slider);
+        slider->setValue(40);
+        const QString path = tmp_.path() + "/smoothed.html";
+        QVERIFY(!w_->exportReport({mixed_, plain_}, path).isEmpty());
+        QFile html(path);
+        QVERIFY(html.open(QIODevice::ReadOnly));
+        QVERIFY(QString::fromUtf8(html.readAll()).contains(QString::fromUtf8("EMA α = 0.4")));
     }
 
     void cleanupTestCase() { w_.reset(); }
