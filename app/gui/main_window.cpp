@@ -187,6 +187,8 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
                                  ? QStringLiteral("fashion-mlp")
                                  : QStringLiteral("spiral-mlp");
                 loadPreset(preset);
+                // The bottom strip fits the network, which only now has its layers.
+                if (!layout_restored_) QTimer::singleShot(0, this, &MainWindow::applyDefaultDockSizes);
             }
             if (browser_->databasePath().isEmpty())
                 browser_->setDatabase(QString::fromStdString(options_.db_path));
@@ -368,18 +370,21 @@ QSize MainWindow::defaultSize() const {
 }
 
 void MainWindow::applyDefaultDockSizes() {
+    constexpr int kMinNetworkDockHeight = 160;
     // The settings column takes about a third of the width; the bottom strip is as tall as
-    // the network editor needs to show every layer of the network, up to 45% of the height.
+    // the network editor needs to show every layer of the network, up to 40% of the height.
     resizeDocks({docks_.precision}, {std::clamp(width() / 3, 380, 620)}, Qt::Horizontal);
     const QWidget* shown = docks_.network->widget();  // the editor's scroll area
     // The dock's title and tab bar are outside the measured area: grow by what is missing and
     // measure again once laid out, a few times at most (the first growth is taken by the tab bar).
-    int request = docks_.network->height();
+    // Start small (the layer palette would otherwise ask for room for every kind) and grow.
+    int request = kMinNetworkDockHeight;
+    resizeDocks({docks_.network}, {request}, Qt::Vertical);
     for (int pass = 0; pass < 4; ++pass) {
         layout()->activate();
         const int missing = editor_->heightForAllLayers() - shown->height();
         if (missing == 0 || (missing < 0 && pass > 0)) break;  // only the first pass shrinks it
-        request = std::clamp(request + missing, 160, height() * 45 / 100);
+        request = std::clamp(request + missing, kMinNetworkDockHeight, height() * 40 / 100);
         resizeDocks({docks_.network}, {request}, Qt::Vertical);
     }
     layout()->activate();
