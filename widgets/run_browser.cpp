@@ -337,6 +337,10 @@ QWidget* RunBrowser::makeDetailsPane() {
     grid->setColumnStretch(1, 1);
     grid->setRowStretch(3, 1);
     box->setMinimumWidth(360);
+    // The dock shares the bottom strip with the network editor: the table and the note give up
+    // height before the buttons under them do.
+    note_->setMinimumHeight(note_->fontMetrics().lineSpacing() * 2 + 8);
+    table_->setMinimumHeight(table_->verticalHeader()->defaultSectionSize() * 3);
     return box;
 }
 

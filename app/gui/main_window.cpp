@@ -60,6 +60,9 @@
 namespace mpwb {
 
 namespace {
+// A bottom dock's title bar and the tab bar under it, beyond its content's height.
+constexpr int kDockChromeHeight = 60;
+
 QString eta_text(double seconds) {
     if (seconds < 0 || !std::isfinite(seconds)) return QObject::tr("ETA –");
     const int s = static_cast<int>(std::lround(seconds));
@@ -732,6 +735,10 @@ bool MainWindow::openStoredRuns(const QList<qint64>& ids) {
         events_->clear();
         events_->beginBatch();
         docks_.runs->raise();  // the run browser, where the runs came from
+        // Tall enough for its buttons (the strip was sized for the network editor).
+        const int wanted =
+            std::min(browser_->minimumSizeHint().height() + kDockChromeHeight, height() * 45 / 100);
+        if (docks_.runs->height() < wanted) resizeDocks({docks_.runs}, {wanted}, Qt::Vertical);
         for (qint64 id : ids) {
             const int index = board_->addStoredRun(store, id);
             const Run run = store.get_run(id);

@@ -377,19 +377,36 @@ void PlotWidget::moveLegendOutside() {
                 column = c;
             }
     axisRect()->insetLayout()->take(legend);
-    grid->insertRow(row);
-    grid->addElement(row, column, legend);
-    grid->setRowStretchFactor(row, 0.001);
     legend_outside_ = true;
-    // A row of entries, as many per line as fit the axis rect's width.
-    int widest = 1;
+    // A row of entries above the plot, as many per line as fit the axis rect's width; when
+    // those lines would take more than a third of a short plot, a column beside it instead.
+    int widest = 1, tallest = 1, items = 0;
     for (int i = 0; i < legend->itemCount(); ++i)
-        if (QCPAbstractLegendItem* item = legend->item(i))
+        if (QCPAbstractLegendItem* item = legend->item(i)) {
             widest = std::max(widest, item->minimumOuterSizeHint().width() + legend->columnSpacing());
-    legend->setWrap(std::max(1, axisRect()->width() / widest));
-    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // rearranges the items by the wrap
+            tallest = std::max(tallest, item->minimumOuterSizeHint().height() + legend->rowSpacing());
+            ++items;
+        }
+    const int per_line = std::max(1, axisRect()->width() / widest);
+    const int lines = (items + per_line - 1) / per_line;
     legend->setSizeConstraintRect(QCPLayoutElement::scrOuterRect);
-    legend->setMaximumSize(QWIDGETSIZE_MAX, legend->minimumOuterSizeHint().height());
+    if (lines * tallest > height() / 3 && widest < width() * 11 / 20) {
+        grid->insertColumn(column + 1);
+        grid->addElement(row, column + 1, legend);
+        grid->setColumnStretchFactor(column + 1, 0.001);
+        legend->setWrap(0);
+        legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
+        legend->setMaximumSize(legend->minimumOuterSizeHint().width(), QWIDGETSIZE_MAX);
+    } else {
+        grid->insertRow(row);
+        grid->addElement(row, column, legend);
+        grid->setRowStretchFactor(row, 0.001);
+        legend->setWrap(per_line);
+        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // rearranges the items by the wrap
+        // Its lines keep their height (squeezed, they would be drawn over each other).
+        legend->setMinimumSize(0, legend->minimumOuterSizeHint().height());
+        legend->setMaximumSize(QWIDGETSIZE_MAX, legend->minimumOuterSizeHint().height());
+    }
     styleLegendBox();
 }
 
@@ -399,6 +416,7 @@ void PlotWidget::moveLegendInside() {
     legend->setWrap(0);  // before the order: setFillOrder rearranges the items by the wrap
     legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
     legend->setSizeConstraintRect(QCPLayoutElement::scrInnerRect);
+    legend->setMinimumSize(0, 0);
     legend->setMaximumSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX);
     axisRect()->insetLayout()->addElement(legend, preferred_corner_);
     legend_outside_ = false;
