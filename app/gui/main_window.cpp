@@ -815,10 +815,8 @@ QStringList MainWindow::exportReport(const QList<qint64>& ids, const QString& pa
 QStringList MainWindow::exportForPyTorch(qint64 id, const QString& safetensors_path) {
     QStringList written;
     try {
-        const QString script =
-            QFileInfo(safetensors_path)
-                .dir()
-                .filePath(QFileInfo(safetensors_path).completeBaseName() + QStringLiteral(".py"));
+        const QFileInfo weights(safetensors_path);
+        const QString script = weights.dir().filePath(weights.completeBaseName() + QStringLiteral(".py"));
         RunStore store(options_.db_path);
         const ExportedModel model =
             export_run_for_pytorch(store, id, safetensors_path.toStdString(), script.toStdString(),

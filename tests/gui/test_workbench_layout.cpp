@@ -89,11 +89,12 @@ private slots:
         QVERIFY(table);
         const int rows = w_->networkEditor()->layerCount();
         QVERIFY(rows >= 5);
-        QTRY_VERIFY2(
+        QTRY_VERIFY2_WITH_TIMEOUT(
             table->rowViewportPosition(rows - 1) + table->rowHeight(rows - 1) <= table->viewport()->height(),
             qPrintable(QStringLiteral("last row ends at %1 of %2")
                            .arg(table->rowViewportPosition(rows - 1) + table->rowHeight(rows - 1))
-                           .arg(table->viewport()->height())));
+                           .arg(table->viewport()->height())),
+            kStateWaitMs);
     }
 
     // The exact values beside the scaler's power-of-two fields ("= 5.960464e-08") are shown

@@ -403,8 +403,6 @@ void PlotWidget::moveLegendOutside() {
         grid->setRowStretchFactor(row, 0.001);
         legend->setWrap(per_line);
         legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // rearranges the items by the wrap
-        // Its lines keep their height (squeezed, they would be drawn over each other).
-        legend->setMinimumSize(0, legend->minimumOuterSizeHint().height());
         legend->setMaximumSize(QWIDGETSIZE_MAX, legend->minimumOuterSizeHint().height());
     }
     styleLegendBox();
@@ -416,7 +414,6 @@ void PlotWidget::moveLegendInside() {
     legend->setWrap(0);  // before the order: setFillOrder rearranges the items by the wrap
     legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
     legend->setSizeConstraintRect(QCPLayoutElement::scrInnerRect);
-    legend->setMinimumSize(0, 0);
     legend->setMaximumSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX);
     axisRect()->insetLayout()->addElement(legend, preferred_corner_);
     legend_outside_ = false;
