@@ -336,7 +336,7 @@ void check_header_size(ImageSize size, const std::string& file, const ImageSampl
                        const ImageFolderLimits& limits) {
     const std::string text = std::to_string(size.height) + "x" + std::to_string(size.width);
     if (size.height > limits.max_image_side || size.width > limits.max_image_side ||
-        size.height * size.width > limits.max_image_pixels)
+        saturating_mul(size.height, size.width) > limits.max_image_pixels)
         throw DataError(file + " is " + text + " (height x width), more than the limit of " +
                         std::to_string(limits.max_image_side) + " pixels a side and " +
                         size_text(limits.max_image_pixels) + " pixels");
