@@ -108,9 +108,28 @@ std::uint64_t RunRecorder::pending_rows() const { return writer_ ? writer_->pend
 void RunRecorder::fail(const std::string& message) {
     {
         std::lock_guard lock(error_mu_);
-        if (error_.empty()) error_ = message;
+        if (!error_.empty()) return;  // said once: the first failure is the cause
+        error_ = message;
     }
     if (options_.on_failure) options_.on_failure(message);
+}
+
+void RunRecorder::report_stopped_writer(std::int64_t step) {
+    if (writer_stop_reported_ || !writer_->has_stopped()) return;
+    writer_stop_reported_ = true;
+    const std::int64_t kept = writer_->committed_step();
+    fail("recording of run " + std::to_string(run_id_) + " stopped at step " + std::to_string(step) + ": " +
+         writer_->last_error().value_or("the store refused a write") + " (the database holds " +
+         (kept >= 0 ? "the run up to step " + std::to_string(kept) : "none of its steps") + ")");
+}
+
+void RunRecorder::mark_cut_short() {
+    try {
+        store_->set_status(run_id_, RunStatus::Interrupted);
+    } catch (const std::exception&) {
+        // A full disk may refuse this too: the run stays RUNNING until this process ends, and
+        // the next open of the store marks it INTERRUPTED all the same.
+    }
 }
 
 std::int64_t RunRecorder::create_run(const RunStartInfo& info) {
@@ -186,6 +205,7 @@ void RunRecorder::on_run_start(const RunStartInfo& info) {
 
 void RunRecorder::on_step(const StepMetrics& m) {
     if (!writer_) return;
+    report_stopped_writer(m.step);
     const double t = t0_ + m.wall_time;
     const auto s = m.step;
     last_step_ = s;
@@ -275,12 +295,17 @@ void RunRecorder::on_run_end(const RunSummary& summary) {
         summary_json["final_weights_digest"] = checkpoint_digest_;
     writer_->log_event(summary.steps, t0_ + summary.wall_seconds, metric_key::summary_event,
                        summary_json.dump());
-    if (!writer_->finish(status)) {
-        fail("run " + std::to_string(run_id_) + ": the last rows could not be written to " + path_ + ": " +
-             writer_->last_error().value_or("timed out"));
+    if (writer_->finish(status)) {
+        complete_ = true;
         return;
     }
-    complete_ = true;
+    if (writer_->has_stopped()) {
+        report_stopped_writer(summary.steps);
+        mark_cut_short();
+        return;
+    }
+    fail("run " + std::to_string(run_id_) + ": the last rows could not be written to " + path_ + ": " +
+         writer_->last_error().value_or("timed out"));
 }
 
 }  // namespace mpwb

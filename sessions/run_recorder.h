@@ -6,7 +6,12 @@
 // Checkpoints (on_checkpoint) go through the writer too, the newest two kept per run. A trainer
 // that resumes from a checkpoint (RunStartInfo::resumed_from_step > 0) is recorded into the run
 // it continues (Options::resume_run_id): on_run_start reopens that run (RunStore::reopen_for_resume,
-// dropping what it recorded after the checkpoint) instead of creating one.
+// dropping what it recorded after the checkpoint) instead of creating one. When the writer stops
+// for good (disk full, I/O error: RunWriter::has_stopped), the next on_step says so through
+// on_failure, with the step and how far the database holds the run, and on_run_end marks the run
+// INTERRUPTED (cut short; resumable from its checkpoint once there is room) instead of the
+// trainer's status. Should even that write fail, the run stays RUNNING until this process ends
+// and the next open of the store marks it INTERRUPTED.
 //
 // Stored per run (keys are the constants of sessions/metric_keys.h, which the run browser,
 // `mpwb-cli runs`, the plot board and the reports read):
@@ -56,9 +61,10 @@ public:
         RunWriter::Options writer;
         // Training thread, after the run row exists: e.g. to print "recording run 12 in ...".
         std::function<void(std::int64_t run_id)> on_created;
-        // Training thread, when recording cannot go on (the run could not be created); the
-        // caller decides whether to stop training. Later commit failures are retried by the
-        // writer and show up in error() after the run.
+        // Training thread, once, when recording cannot go on: the run could not be created, the
+        // writer stopped ("recording of run 7 stopped at step 120: the disk holding ... is
+        // full; ..."), or the last rows could not be written at the end. The caller decides
+        // whether to stop training. A locked database is waited out by the writer instead.
         std::function<void(const std::string& message)> on_failure;
         // The run to go on recording into when the trainer resumes from a checkpoint; name, tags,
         // note and group then stay the run's own. A fresh run (resumed_from_step 0) ignores it.
@@ -108,6 +114,10 @@ public:
 
 private:
     void fail(const std::string& message);
+    // Reports a stopped writer once (fail), at the step the trainer is at.
+    void report_stopped_writer(std::int64_t step);
+    // The end of a run whose writer stopped: INTERRUPTED when the store still takes that.
+    void mark_cut_short();
     // on_run_start's two ways to a run id: a new run, or the reopened one a resume continues.
     std::int64_t create_run(const RunStartInfo& info);
     std::int64_t reopen_run(const RunStartInfo& info);
@@ -123,6 +133,7 @@ private:
     std::int64_t checkpoint_step_ = -1;
     std::string checkpoint_digest_;
     bool complete_ = false;
+    bool writer_stop_reported_ = false;
     mutable std::mutex error_mu_;
     std::string error_;
 };

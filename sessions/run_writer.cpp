@@ -7,6 +7,7 @@
 #include "sessions/scaling_stats_rows.h"
 #include "sessions/store_schema.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -122,6 +123,12 @@ RunWriter::~RunWriter() {
     stmts_.reset();  // finalize before the connection closes
 }
 
+bool RunWriter::accepting_locked() {
+    if (!stopped_) return true;
+    ++lost_rows_;
+    return false;
+}
+
 void RunWriter::pushed_locked() {
     ++pushed_seq_;
     if (pending_.rows() >= options_.max_pending_rows) {
@@ -131,6 +138,7 @@ void RunWriter::pushed_locked() {
 
 void RunWriter::log_metric(std::string_view key, std::int64_t step, double wall_time, double value) {
     std::lock_guard lk(mu_);
+    if (!accepting_locked()) return;
     pending_.metrics.push_back({std::string(key), step, wall_time, value});
     pushed_locked();
 }
@@ -138,12 +146,14 @@ void RunWriter::log_metric(std::string_view key, std::int64_t step, double wall_
 void RunWriter::log_histogram(std::int64_t step, std::string_view layer, std::string_view kind,
                               std::vector<std::uint8_t> blob) {
     std::lock_guard lk(mu_);
+    if (!accepting_locked()) return;
     pending_.histograms.push_back({step, std::string(layer), std::string(kind), std::move(blob)});
     pushed_locked();
 }
 
 void RunWriter::log_event(std::int64_t step, double time, std::string_view kind, std::string_view json_text) {
     std::lock_guard lk(mu_);
+    if (!accepting_locked()) return;
     pending_.events.push_back(
         {step, time, std::string(kind), json_text.empty() ? "{}" : std::string(json_text)});
     pushed_locked();
@@ -151,6 +161,7 @@ void RunWriter::log_event(std::int64_t step, double time, std::string_view kind,
 
 void RunWriter::log_scaling_stats(ScalingStatsRecord record) {
     std::lock_guard lk(mu_);
+    if (!accepting_locked()) return;
     pending_.scaling.push_back(std::move(record));
     pushed_locked();
 }
@@ -158,12 +169,14 @@ void RunWriter::log_scaling_stats(ScalingStatsRecord record) {
 void RunWriter::log_checkpoint(const TrainingCheckpoint& checkpoint) {
     TrainingCheckpoint copy = checkpoint;  // copied outside the lock: the state may be megabytes
     std::lock_guard lk(mu_);
+    if (!accepting_locked()) return;
     pending_.checkpoints.push_back(std::move(copy));
     pushed_locked();
 }
 
 void RunWriter::log_final_weights(NetworkWeights weights) {
     std::lock_guard lk(mu_);
+    if (!accepting_locked()) return;
     pending_.final_weights.push_back(std::move(weights));
     pushed_locked();
 }
@@ -173,14 +186,15 @@ bool RunWriter::flush(std::chrono::milliseconds timeout) {
     const auto target = pushed_seq_;
     ++flush_waiters_;
     wake_.notify_one();
-    const bool ok = done_.wait_for(lk, timeout, [&] { return committed_seq_ >= target; });
+    done_.wait_for(lk, timeout, [&] { return committed_seq_ >= target || stopped_; });
     --flush_waiters_;
-    return ok;
+    return committed_seq_ >= target;
 }
 
 bool RunWriter::finish(RunStatus status, std::chrono::milliseconds timeout) {
     {
         std::lock_guard lk(mu_);
+        if (stopped_) return false;
         pending_.status = std::make_pair(status, store_now());
         ++pushed_seq_;
     }
@@ -194,7 +208,7 @@ std::optional<std::string> RunWriter::last_error() const {
 
 std::uint64_t RunWriter::pending_rows() const {
     std::lock_guard lk(mu_);
-    return pushed_seq_ - committed_seq_;
+    return stopped_ ? 0 : pushed_seq_ - committed_seq_;  // a stopped writer's rows are lost
 }
 
 void RunWriter::loop() {
@@ -236,25 +250,8 @@ void RunWriter::loop() {
             batch_seq = pushed_seq_;
         }
         if (!batch.empty()) {
-            try {
-                commit(batch);
-                const auto rows = batch.rows();
-                batch = Batch{};
-                failed_last = false;
-                failing_ = false;
-                committed_rows_ += rows;
-                {
-                    std::lock_guard lk(mu_);
-                    committed_seq_ = batch_seq;
-                }
-                done_.notify_all();
-            } catch (const std::exception& e) {
-                failed_last = true;
-                failing_ = true;
-                ++failed_commits_;
-                std::lock_guard lk(mu_);
-                last_error_ = e.what();
-            }
+            failed_last = !try_commit(batch, batch_seq);
+            if (stopped_) return;
         } else {
             std::lock_guard lk(mu_);
             committed_seq_ = batch_seq;
@@ -266,6 +263,48 @@ void RunWriter::loop() {
             return;
         }
     }
+}
+
+bool RunWriter::try_commit(Batch& batch, std::uint64_t batch_seq) {
+    bool retry = false;
+    std::string error;
+    try {
+        commit(batch);
+        std::int64_t top = committed_step_;
+        for (const auto& m : batch.metrics) top = std::max(top, m.step);
+        committed_step_ = top;
+        committed_rows_ += batch.rows();
+        batch = Batch{};
+        failing_ = false;
+        {
+            std::lock_guard lk(mu_);
+            committed_seq_ = batch_seq;
+        }
+        done_.notify_all();
+        return true;
+    } catch (const StoreError& e) {
+        retry = e.kind() == StoreError::Kind::Locked;  // the other process's transaction ends
+        error = e.what();
+    } catch (const std::exception& e) {
+        error = e.what();
+    }
+    failing_ = true;
+    ++failed_commits_;
+    {
+        std::lock_guard lk(mu_);
+        last_error_ = error;
+        if (!retry) {
+            // A full disk or a broken file fails every retry the same way: stop now, so the
+            // caller hears of it while the run goes on, and drop what cannot be written rather
+            // than keep a growing buffer.
+            stopped_ = true;
+            lost_rows_ += batch.rows() + pending_.rows();
+            batch = Batch{};
+            pending_ = Batch{};
+        }
+    }
+    if (!retry) done_.notify_all();
+    return false;
 }
 
 void RunWriter::commit(const Batch& batch) {

@@ -2,9 +2,12 @@
 // thread only appends rows to an in-memory buffer under a mutex (no I/O, no SQLite); a
 // background thread with its own connection commits them in one transaction every
 // commit_interval or when max_pending_rows are waiting, keeping latest_metrics and the
-// downsampling blocks up to date in the same transaction. A failing write (disk full, database
-// locked beyond the busy timeout) never reaches the training thread: the rows stay pending, the
-// writer retries, and the failure is readable through last_error().
+// downsampling blocks up to date in the same transaction. A failing write never reaches the
+// training thread. A database locked beyond the busy timeout is waited out: the rows stay
+// pending and the writer retries. Any other failure (disk full, I/O error, read-only, corrupt)
+// would fail again on every retry, so the writer stops at once: has_stopped() turns true, the
+// failed batch and every row logged afterwards are dropped (lost_rows()), flush() and finish()
+// return false without waiting, and last_error() says why.
 #pragma once
 #include "sessions/run_store.h"
 
@@ -57,15 +60,22 @@ public:
     void log_final_weights(NetworkWeights weights);
 
     // Blocks until every row logged before the call is committed; false when that did not
-    // happen within `timeout` (the rows stay pending; last_error() says why).
+    // happen within `timeout` (the rows stay pending; last_error() says why), or as soon as the
+    // writer has stopped with some of them uncommitted.
     bool flush(std::chrono::milliseconds timeout = std::chrono::seconds(30));
-    // Queues the final status and end time behind every pending row, then flushes.
+    // Queues the final status and end time behind every pending row, then flushes; false at
+    // once when the writer has stopped (the status is not written).
     bool finish(RunStatus status, std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
     // The message of the most recent failed commit (kept after a later success, so a poller
     // cannot miss it); is_failing() says whether the latest attempt failed.
     std::optional<std::string> last_error() const;
     bool is_failing() const { return failing_.load(); }
+    // True once a failure that retrying cannot mend stopped the writer (see the file comment).
+    bool has_stopped() const { return stopped_.load(); }
+    std::uint64_t lost_rows() const { return lost_rows_.load(); }
+    // The highest step of the metrics committed so far; -1 before the first.
+    std::int64_t committed_step() const { return committed_step_.load(); }
     std::uint64_t failed_commits() const { return failed_commits_.load(); }
     std::uint64_t committed_rows() const { return committed_rows_.load(); }
     std::uint64_t pending_rows() const;
@@ -106,8 +116,12 @@ private:
     };
     struct Statements;
 
+    // False (the row is dropped and counted lost) once the writer has stopped.
+    bool accepting_locked();
     void pushed_locked();
     void loop();
+    // The batch's commit, or what a failure means: retry later (false) or stop for good.
+    bool try_commit(Batch& batch, std::uint64_t batch_seq);
     void commit(const Batch& batch);  // throws StoreError; rolls back on failure
 
     Options options_;
@@ -126,6 +140,9 @@ private:
     std::optional<std::string> last_error_;
 
     std::atomic<bool> failing_{false};
+    std::atomic<bool> stopped_{false};
+    std::atomic<std::uint64_t> lost_rows_{0};
+    std::atomic<std::int64_t> committed_step_{-1};
     std::atomic<std::uint64_t> failed_commits_{0};
     std::atomic<std::uint64_t> committed_rows_{0};
     std::thread thread_;

@@ -18,6 +18,7 @@
 #include "app/gui/gui_benchmark.h"
 #include "app/gui/main_window.h"
 #include "app/gui/plot_board.h"
+#include "app/gui/run_id_list.h"
 #include "app/gui/startup_clock.h"
 #include "app/gui/workbench_application.h"
 #include "app/report/report.h"
@@ -109,7 +110,9 @@ int main(int argc, char** argv) {
                            QStringLiteral("Plot tab to show: Curves, Gradients, Scaling, Decision boundary"),
                            QStringLiteral("title"));
     QCommandLineOption open({QStringLiteral("open-runs")},
-                            QStringLiteral("Show stored runs (comma-separated ids)"), QStringLiteral("ids"));
+                            QStringLiteral("Show stored runs (comma-separated ids, at most %1 different)")
+                                .arg(mpwb::kMaxOpenRuns),
+                            QStringLiteral("ids"));
     QCommandLineOption sweep({QStringLiteral("sweep")},
                              QStringLiteral("Show a sweep of the database in the hyperparameter view"),
                              QStringLiteral("id"));
@@ -159,11 +162,11 @@ int main(int argc, char** argv) {
         cli.value(start) != QLatin1String("compare"))
         return option_error(QStringLiteral("start"), cli.value(start),
                             QStringLiteral("is not train or compare"));
-    if (cli.isSet(open))
-        for (const auto& part : cli.value(open).split(QLatin1Char(','), Qt::SkipEmptyParts))
-            if (!whole_in(part, 1, std::numeric_limits<qlonglong>::max()))
-                return option_error(QStringLiteral("open-runs"), part,
-                                    QStringLiteral("is not a run id (a positive whole number)"));
+    // Each run once and a bounded count: one id given 1,000 times loaded 1,000 copies on the GUI
+    // thread, and --quit-after could not fire for minutes.
+    const mpwb::OpenRunsArgument open_runs = mpwb::parse_open_runs(cli.value(open));
+    if (cli.isSet(open) && !open_runs.problem.isEmpty())
+        return option_error(QStringLiteral("open-runs"), open_runs.value, open_runs.problem);
     if (cli.isSet(sweep) && !whole_in(cli.value(sweep), 1, std::numeric_limits<qlonglong>::max()))
         return option_error(QStringLiteral("sweep"), cli.value(sweep),
                             QStringLiteral("is not a sweep id (a positive whole number)"));
@@ -228,11 +231,8 @@ int main(int argc, char** argv) {
                 window.precisionPanel()->setPrecision(
                     mpwb::parse_precision(cli.value(precision).toStdString()));
             if (cli.isSet(open)) {
-                QList<qint64> ids;
-                for (const auto& part : cli.value(open).split(QLatin1Char(','), Qt::SkipEmptyParts))
-                    ids << part.toLongLong();
-                window.openStoredRuns(ids);
-                window.runBrowser()->selectRuns(ids);
+                window.openStoredRuns(open_runs.ids);
+                window.runBrowser()->selectRuns(open_runs.ids);
             }
             if (cli.isSet(sweep) && window.showSweep(cli.value(sweep).toLongLong()) && cli.isSet(open))
                 window.hparamView()->selectRuns(window.runBrowser()->selectedRunIds());

@@ -36,6 +36,7 @@
 #include "app/gui/event_list.h"
 #include "app/gui/help_dialogs.h"
 #include "app/gui/plot_board.h"
+#include "app/gui/run_id_list.h"
 #include "app/gui/sweep_launcher.h"
 #include "app/report/report.h"
 #include "core/backend/default_backend.h"
@@ -484,7 +485,8 @@ bool MainWindow::loadRunSettings(qint64 id) {
     }
 }
 
-bool MainWindow::openRuns(const QList<qint64>& ids) {
+bool MainWindow::openRuns(const QList<qint64>& requested) {
+    const QList<qint64> ids = distinct_run_ids(requested);
     if (!openStoredRuns(ids)) return false;
     if (!loadRunSettings(ids.first()))
         return true;  // the curves are shown; the status bar says why not the settings
@@ -721,12 +723,19 @@ void MainWindow::showError(const QString& title, const QString& text) {
     box->show();
 }
 
-bool MainWindow::openStoredRuns(const QList<qint64>& ids) {
+bool MainWindow::openStoredRuns(const QList<qint64>& requested) {
     if (controller_->busy()) {
         statusBar()->showMessage(tr("Stop the run before opening stored runs"), 8000);
         return false;
     }
+    const QList<qint64> ids = distinct_run_ids(requested);
     if (ids.isEmpty()) return false;
+    if (ids.size() > kMaxOpenRuns) {
+        showError(tr("Open runs"), tr("%1 runs are selected; the workbench shows at most %2 together")
+                                       .arg(ids.size())
+                                       .arg(kMaxOpenRuns));
+        return false;
+    }
     try {
         RunStore store(options_.db_path, reading_options());
         board_->clear();

@@ -71,7 +71,8 @@ public:
     void togglePause();
     void stopTraining();
     // Shows stored runs' curves together (run browser "Compare", the hyperparameter view's
-    // overlay); refused while training. The docks keep their settings.
+    // overlay), each run once; refused while training or past kMaxOpenRuns (run_id_list.h). The
+    // docks keep their settings.
     bool openStoredRuns(const QList<qint64>& ids);
     // Run browser "Open": openStoredRuns, then the first run's network and settings in the docks.
     bool openRuns(const QList<qint64>& ids);

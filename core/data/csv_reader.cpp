@@ -16,6 +16,7 @@
 
 #include "core/common/error.h"
 #include "core/common/input_file.h"
+#include "core/common/printable.h"
 #include "core/common/rng.h"
 
 namespace mpwb {
@@ -25,6 +26,9 @@ struct Row {
     int64_t line;
     std::vector<std::string> cells;
 };
+
+// How much of a cell a message quotes: a cell may be megabytes long.
+constexpr size_t kShownCellBytes = 64;
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -62,7 +66,7 @@ std::vector<std::string> split_cells(std::string_view line, char delim, const st
         }
     }
     if (quoted)
-        throw DataError("CSV file '" + path + "', line " + std::to_string(line_no) +
+        throw DataError("CSV file " + quoted_text(path) + ", line " + std::to_string(line_no) +
                         ": unterminated quoted cell");
     cells.emplace_back(was_quoted ? cell : std::string(trim(cell)));
     return cells;
@@ -93,19 +97,23 @@ public:
         : path_(std::move(path)), header_(header) {}
 
     std::string where(int64_t line, size_t col) const {
-        std::string s =
-            "CSV file '" + path_ + "', line " + std::to_string(line) + ", column " + std::to_string(col + 1);
-        if (header_ && col < header_->size()) s += " ('" + (*header_)[col] + "')";
+        std::string s = "CSV file " + quoted_text(path_) + ", line " + std::to_string(line) + ", column " +
+                        std::to_string(col + 1);
+        if (header_ && col < header_->size()) s += " (" + quoted_text((*header_)[col]) + ")";
         return s;
     }
     // A finite float from a cell, or a DataError naming line, column and text.
     float number(const std::string& cell, int64_t line, size_t col) const {
         if (trim(cell).empty()) throw DataError(where(line, col) + ": empty cell");
         const auto v = parse_number(cell);
-        if (!v) throw DataError(where(line, col) + ": '" + cell + "' is not a number");
-        if (std::isnan(*v)) throw DataError(where(line, col) + ": NaN value '" + cell + "'");
+        if (!v)
+            throw DataError(where(line, col) + ": " + quoted_text(cell, kShownCellBytes) +
+                            " is not a number");
+        if (std::isnan(*v))
+            throw DataError(where(line, col) + ": NaN value " + quoted_text(cell, kShownCellBytes));
         if (!std::isfinite(*v) || std::fabs(*v) > FLT_MAX)
-            throw DataError(where(line, col) + ": infinite value '" + cell + "' (out of FP32 range)");
+            throw DataError(where(line, col) + ": infinite value " + quoted_text(cell, kShownCellBytes) +
+                            " (out of FP32 range)");
         return static_cast<float>(*v);
     }
 
@@ -124,16 +132,16 @@ std::string number_name(double v) {
 // with "basic_filebuf::underflow"; a huge file is refused from its size).
 std::string read_csv_text(const std::string& path) {
     if (const std::string problem = input_file_problem(path); !problem.empty())
-        throw DataError("cannot open CSV file '" + path + "': it " + problem);
+        throw DataError("cannot open CSV file " + quoted_text(path) + ": it " + problem);
     const uint64_t size = input_file_size(path);
     if (size > kCsvMaxBytes)
-        throw DataError("CSV file '" + path + "' is " + byte_size_text(size) + ", more than the " +
+        throw DataError("CSV file " + quoted_text(path) + " is " + byte_size_text(size) + ", more than the " +
                         byte_size_text(kCsvMaxBytes) + " limit");
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw DataError("cannot open CSV file '" + path + "'");
+    if (!in) throw DataError("cannot open CSV file " + quoted_text(path));
     std::string text(static_cast<size_t>(size), '\0');
     in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    if (in.bad()) throw DataError("cannot read CSV file '" + path + "'");
+    if (in.bad()) throw DataError("cannot read CSV file " + quoted_text(path));
     text.resize(static_cast<size_t>(in.gcount()));
     return text;
 }
@@ -153,11 +161,11 @@ void set_label_column(CsvOptions& options, const std::string& text, const std::s
     int index = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), index);
     if (ec == std::errc::result_out_of_range)
-        throw ConfigError("CSV label_column '" + text + "' for '" + path +
-                          "' is out of range for a column index");
+        throw ConfigError("CSV label_column " + quoted_text(text) + " for " + quoted_text(path) +
+                          " is out of range for a column index");
     if (ec != std::errc() || end != text.data() + text.size())
-        throw ConfigError("CSV label_column '" + text + "' for '" + path +
-                          "' is not a column index (an integer such as 0 or -1) or a column name");
+        throw ConfigError("CSV label_column " + quoted_text(text) + " for " + quoted_text(path) +
+                          " is not a column index (an integer such as 0 or -1) or a column name");
     options.label_index = index;
 }
 
@@ -169,7 +177,8 @@ Dataset load_csv_dataset(const std::string& path, const CsvOptions& opt) {
     try {
         return parse_csv(path, std::move(text), opt);
     } catch (const std::bad_alloc&) {
-        throw DataError("not enough memory to load CSV file '" + path + "' (" + byte_size_text(size) + ")");
+        throw DataError("not enough memory to load CSV file " + quoted_text(path) + " (" +
+                        byte_size_text(size) + ")");
     }
 }
 
@@ -191,7 +200,7 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
         if (line.empty() || line.front() == '#') continue;
         rows.push_back({line_no, split_cells(line, opt.delimiter, path, line_no)});
     }
-    if (rows.empty()) throw DataError("CSV file '" + path + "' is empty (no rows)");
+    if (rows.empty()) throw DataError("CSV file " + quoted_text(path) + " is empty (no rows)");
 
     bool has_header = opt.header == CsvHeader::Yes;
     if (opt.header == CsvHeader::Auto) {
@@ -203,25 +212,28 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
     const size_t first = has_header ? 1 : 0;
     const size_t ncols = rows[0].cells.size();
     if (ncols < 2)
-        throw DataError("CSV file '" + path + "' has " + std::to_string(ncols) +
+        throw DataError("CSV file " + quoted_text(path) + " has " + std::to_string(ncols) +
                         " column; it needs at least one feature column and a label column");
-    if (rows.size() <= first) throw DataError("CSV file '" + path + "' has a header but no data rows");
+    if (rows.size() <= first)
+        throw DataError("CSV file " + quoted_text(path) + " has a header but no data rows");
     // Before the classes are counted: one row is one class, but the problem is the row count.
     if (rows.size() - first < 2)
-        throw DataError("CSV file '" + path + "' has 1 data row; a train/test split needs at least 2");
+        throw DataError("CSV file " + quoted_text(path) +
+                        " has 1 data row; a train/test split needs at least 2");
 
     // Label column.
     size_t label_col = 0;
     if (!opt.label_name.empty()) {
         if (!has_header)
-            throw ConfigError("CSV label column '" + opt.label_name + "' given by name, but '" + path +
-                              "' has no header row");
+            throw ConfigError("CSV label column " + quoted_text(opt.label_name) + " given by name, but " +
+                              quoted_text(path) + " has no header row");
         const auto it = std::find(header.begin(), header.end(), opt.label_name);
         if (it == header.end()) {
             std::string names;
-            for (const auto& h : header) names += (names.empty() ? "" : ", ") + h;
-            throw ConfigError("CSV file '" + path + "' has no column '" + opt.label_name +
-                              "' (columns: " + names + ")");
+            for (const auto& h : header)
+                names += (names.empty() ? "" : ", ") + printable_text(h, kShownCellBytes);
+            throw ConfigError("CSV file " + quoted_text(path) + " has no column " +
+                              quoted_text(opt.label_name) + " (columns: " + names + ")");
         }
         label_col = static_cast<size_t>(it - header.begin());
     } else {
@@ -229,7 +241,8 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
             opt.label_index < 0 ? static_cast<int64_t>(ncols) + opt.label_index : opt.label_index;
         if (idx < 0 || idx >= static_cast<int64_t>(ncols))
             throw ConfigError("CSV label column index " + std::to_string(opt.label_index) +
-                              " out of range for '" + path + "' with " + std::to_string(ncols) + " columns");
+                              " out of range for " + quoted_text(path) + " with " + std::to_string(ncols) +
+                              " columns");
         label_col = static_cast<size_t>(idx);
     }
 
@@ -241,7 +254,7 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
     for (int64_t r = 0; r < n; ++r) {
         const Row& row = rows[first + static_cast<size_t>(r)];
         if (row.cells.size() != ncols)
-            throw DataError("CSV file '" + path + "', line " + std::to_string(row.line) +
+            throw DataError("CSV file " + quoted_text(path) + ", line " + std::to_string(row.line) +
                             ": ragged row with " + std::to_string(row.cells.size()) + " cells, expected " +
                             std::to_string(ncols) + " (as on line " + std::to_string(rows[0].line) + ")");
         float* f = features.data() + r * nf;
@@ -253,7 +266,7 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
     }
 
     Dataset ds;
-    ds.name = std::filesystem::path(path).stem().string();
+    ds.name = printable_text(std::filesystem::path(path).stem().string());
     ds.sample_shape = {nf};
     std::vector<float> targets(static_cast<size_t>(n));
     if (opt.regression) {
@@ -277,9 +290,9 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
                 const size_t i = static_cast<size_t>(r);
                 const double v = err.number(label_text[i], rows[first + i].line, label_col);
                 if (v != std::floor(v))
-                    throw DataError(err.where(rows[first + i].line, label_col) + ": class label '" +
-                                    label_text[i] +
-                                    "' is not an integer (load the file as regression for "
+                    throw DataError(err.where(rows[first + i].line, label_col) + ": class label " +
+                                    quoted_text(label_text[i], kShownCellBytes) +
+                                    " is not an integer (load the file as regression for "
                                     "continuous targets)");
                 values[i] = v;
                 distinct.insert(v);
@@ -306,7 +319,7 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
             int k = 0;
             for (auto& [name, index] : string_class) {
                 index = k++;
-                ds.class_names.push_back(name);
+                ds.class_names.push_back(printable_text(name));
             }
             for (int64_t r = 0; r < n; ++r)
                 targets[static_cast<size_t>(r)] =
@@ -314,9 +327,10 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
         }
         ds.num_classes = static_cast<int>(ds.class_names.size());
         if (ds.num_classes < 2)
-            throw DataError("CSV file '" + path + "': label column " + std::to_string(label_col + 1) +
-                            " holds a single class '" + ds.class_names[0] +
-                            "'; classification needs at least 2 (or load it as regression)");
+            throw DataError("CSV file " + quoted_text(path) + ": label column " +
+                            std::to_string(label_col + 1) + " holds a single class " +
+                            quoted_text(ds.class_names[0]) +
+                            "; classification needs at least 2 (or load it as regression)");
     }
 
     std::vector<int64_t> order(static_cast<size_t>(n));

@@ -15,6 +15,7 @@
 #include "core/common/checked_arith.h"
 #include "core/common/error.h"
 #include "core/common/input_file.h"
+#include "core/common/printable.h"
 
 namespace mpwb {
 namespace {
@@ -53,7 +54,7 @@ size_t gzip_size_hint(std::FILE* f) {
 
 std::vector<uint8_t> read_gzip(const std::string& path, size_t hint, size_t max_bytes, bool* truncated) {
     std::unique_ptr<gzFile_s, GzCloser> gz(gzopen(path.c_str(), "rb"));
-    if (!gz) throw DataError("cannot open '" + path + "' for reading");
+    if (!gz) throw DataError("cannot open " + quoted_text(path) + " for reading");
     gzbuffer(gz.get(), 1 << 18);
     std::vector<uint8_t> out;
     // The hint is a hint: a corrupt trailer must not cause a huge allocation.
@@ -67,7 +68,7 @@ std::vector<uint8_t> read_gzip(const std::string& path, size_t hint, size_t max_
         if (got < 0) {
             int err = 0;
             const char* msg = gzerror(gz.get(), &err);
-            throw DataError("corrupt gzip file '" + path + "': " + (msg ? msg : "read error"));
+            throw DataError("corrupt gzip file " + quoted_text(path) + ": " + (msg ? msg : "read error"));
         }
         if (got == 0) break;
         have += static_cast<size_t>(got);
@@ -79,9 +80,9 @@ std::vector<uint8_t> read_gzip(const std::string& path, size_t hint, size_t max_
         if (truncated)
             *truncated = true;
         else
-            throw DataError("truncated gzip file '" + path + "': " + (msg ? msg : ""));
+            throw DataError("truncated gzip file " + quoted_text(path) + ": " + (msg ? msg : ""));
     } else if (err != Z_OK) {
-        throw DataError("corrupt gzip file '" + path + "': " + (msg ? msg : "read error"));
+        throw DataError("corrupt gzip file " + quoted_text(path) + ": " + (msg ? msg : "read error"));
     }
     out.resize(have);
     return out;
@@ -102,15 +103,15 @@ std::string size_note(bool truncated_gzip) { return truncated_gzip ? " (the gzip
 void need_header(const std::string& path, const std::vector<uint8_t>& bytes, size_t header, const char* kind,
                  bool truncated_gzip) {
     if (bytes.size() < header)
-        throw DataError("truncated IDX " + std::string(kind) + " file '" + path + "': expected at least " +
-                        std::to_string(header) + " header bytes, file has " + std::to_string(bytes.size()) +
-                        " bytes" + size_note(truncated_gzip));
+        throw DataError("truncated IDX " + std::string(kind) + " file " + quoted_text(path) +
+                        ": expected at least " + std::to_string(header) + " header bytes, file has " +
+                        std::to_string(bytes.size()) + " bytes" + size_note(truncated_gzip));
 }
 
 void check_magic(const std::string& path, uint32_t magic, uint32_t expected, const char* kind) {
     if (magic == expected) return;
-    std::string msg = "'" + path + "' is not an IDX " + kind + " file: bad magic number " + hex32(magic) +
-                      " (expected " + hex32(expected) + ")";
+    std::string msg = quoted_text(path) + " is not an IDX " + kind + " file: bad magic number " +
+                      hex32(magic) + " (expected " + hex32(expected) + ")";
     if (magic == kIdxLabelsMagic)
         msg += "; it looks like an IDX label file";
     else if (magic == kIdxImagesMagic)
@@ -127,15 +128,17 @@ void check_length(const std::string& path, size_t actual, unsigned __int128 expe
                   bool truncated_gzip) {
     if (actual == expected) {
         if (truncated_gzip)  // the data is all there but the CRC/length trailer is not
-            throw DataError("truncated gzip file '" + path + "': the stream ends before its trailer");
+            throw DataError("truncated gzip file " + quoted_text(path) +
+                            ": the stream ends before its trailer");
         return;
     }
     const auto exp = static_cast<unsigned long long>(expected);
     const std::string counts = "header says " + what + ", expected " + std::to_string(exp) +
                                " bytes, file has " + std::to_string(actual) + " bytes";
     if (actual < expected)
-        throw DataError("truncated IDX file '" + path + "': " + counts + size_note(truncated_gzip));
-    throw DataError("IDX file '" + path + "' has " + std::to_string(actual - exp) +
+        throw DataError("truncated IDX file " + quoted_text(path) + ": " + counts +
+                        size_note(truncated_gzip));
+    throw DataError("IDX file " + quoted_text(path) + " has " + std::to_string(actual - exp) +
                     " unexpected trailing bytes: " + counts);
 }
 
@@ -148,8 +151,9 @@ struct ImagesHeader {
 // Values (pixels or labels) the header promises, against kIdxMaxElements.
 void check_element_limit(const std::string& path, int64_t elements, const std::string& what) {
     if (elements > kIdxMaxElements)
-        throw DataError("IDX file '" + path + "': header says " + what + ", " + size_text(elements) +
-                        " values, more than the limit of " + size_text(kIdxMaxElements));
+        throw DataError("IDX file " + quoted_text(path) + ": header says " + what + ", " +
+                        size_text(elements) + " values, more than the limit of " +
+                        size_text(kIdxMaxElements));
 }
 
 // A raw file's length is known without reading it: a wrong one is refused before its body.
@@ -170,9 +174,9 @@ ImagesHeader read_images_header(const std::string& path) {
     h.count = read_be32(head.data() + 4);
     h.rows = read_be32(head.data() + 8);
     h.cols = read_be32(head.data() + 12);
-    if (h.count == 0) throw DataError("IDX image file '" + path + "' holds no images");
+    if (h.count == 0) throw DataError("IDX image file " + quoted_text(path) + " holds no images");
     if (h.rows == 0 || h.cols == 0 || h.rows > 65536 || h.cols > 65536)
-        throw DataError("IDX image file '" + path + "' has implausible image dimensions " +
+        throw DataError("IDX image file " + quoted_text(path) + " has implausible image dimensions " +
                         std::to_string(h.rows) + "x" + std::to_string(h.cols));
     h.payload = saturating_mul(saturating_mul(h.count, h.rows), h.cols);
     h.what = std::to_string(h.count) + " images of " + std::to_string(h.rows) + "x" + std::to_string(h.cols);
@@ -189,7 +193,7 @@ uint32_t read_labels_header(const std::string& path) {
     check_magic(path, read_be32(head.data()), kIdxLabelsMagic, "label");
     need_header(path, head, 8, "label", trunc);
     const uint32_t count = read_be32(head.data() + 4);
-    if (count == 0) throw DataError("IDX label file '" + path + "' holds no labels");
+    if (count == 0) throw DataError("IDX label file " + quoted_text(path) + " holds no labels");
     const std::string what = std::to_string(count) + " labels";
     check_element_limit(path, count, what);
     check_raw_length(path, 8 + int64_t{count}, what);
@@ -205,11 +209,11 @@ std::vector<uint8_t> read_body(const std::string& path, int64_t expected, const 
     try {
         bytes = read_file_bytes(path, &trunc, cap);
     } catch (const std::bad_alloc&) {
-        throw DataError("not enough memory to read IDX file '" + path + "' (" + what + ", " +
+        throw DataError("not enough memory to read IDX file " + quoted_text(path) + " (" + what + ", " +
                         size_text(expected) + " bytes)");
     }
     if (bytes.size() == cap)
-        throw DataError("IDX file '" + path + "' has more than " + std::to_string(kTrailingSlack) +
+        throw DataError("IDX file " + quoted_text(path) + " has more than " + std::to_string(kTrailingSlack) +
                         " unexpected trailing bytes after " + what);
     check_length(path, bytes.size(), static_cast<unsigned __int128>(expected), what, trunc);
     return bytes;
@@ -222,7 +226,8 @@ std::string find_idx_file(const fs::path& folder, const std::string& base) {
     std::error_code ec;
     if (fs::is_regular_file(raw, ec)) return raw.string();
     if (fs::is_regular_file(gz, ec)) return gz.string();
-    throw DataError("missing IDX file '" + raw.string() + "' (also looked for '" + gz.string() + "')");
+    throw DataError("missing IDX file " + quoted_text(raw.string()) + " (also looked for " +
+                    quoted_text(gz.string()) + ")");
 }
 
 struct Split {
@@ -239,8 +244,8 @@ Split load_split(const fs::path& folder, const std::string& prefix) {
     const uint32_t images = read_images_header(s.images_path).count;
     const uint32_t labels = read_labels_header(s.labels_path);
     if (images != labels)
-        throw DataError("image/label count mismatch: '" + s.images_path + "' holds " +
-                        std::to_string(images) + " images but '" + s.labels_path + "' holds " +
+        throw DataError("image/label count mismatch: " + quoted_text(s.images_path) + " holds " +
+                        std::to_string(images) + " images but " + quoted_text(s.labels_path) + " holds " +
                         std::to_string(labels) + " labels");
     s.images = read_idx_images(s.images_path);
     s.labels = read_idx_labels(s.labels_path, 10);
@@ -266,9 +271,9 @@ std::vector<uint8_t> read_file_bytes(const std::string& path, bool* gzip_truncat
     if (gzip_truncated) *gzip_truncated = false;
     // fopen succeeds on a folder; what follows would size a buffer from its nonsense length.
     if (const std::string problem = input_file_problem(path); !problem.empty())
-        throw DataError("cannot open '" + path + "': it " + problem);
+        throw DataError("cannot open " + quoted_text(path) + ": it " + problem);
     std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
-    if (!f) throw DataError("cannot open '" + path + "' for reading");
+    if (!f) throw DataError("cannot open " + quoted_text(path) + " for reading");
     uint8_t magic[2] = {0, 0};
     const size_t got = std::fread(magic, 1, 2, f.get());
     if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
@@ -276,13 +281,13 @@ std::vector<uint8_t> read_file_bytes(const std::string& path, bool* gzip_truncat
         f.reset();
         return read_gzip(path, hint, max_bytes, gzip_truncated);
     }
-    if (std::fseek(f.get(), 0, SEEK_END) != 0) throw DataError("cannot seek in '" + path + "'");
+    if (std::fseek(f.get(), 0, SEEK_END) != 0) throw DataError("cannot seek in " + quoted_text(path));
     const long size = std::ftell(f.get());
-    if (size < 0) throw DataError("cannot determine the size of '" + path + "'");
+    if (size < 0) throw DataError("cannot determine the size of " + quoted_text(path));
     std::rewind(f.get());
     std::vector<uint8_t> out(std::min(static_cast<size_t>(size), max_bytes));
     if (size && std::fread(out.data(), 1, out.size(), f.get()) != out.size())
-        throw DataError("read error in '" + path + "'");
+        throw DataError("read error in " + quoted_text(path));
     return out;
 }
 
@@ -303,7 +308,7 @@ std::vector<uint8_t> read_idx_labels(const std::string& path, int max_label) {
     std::vector<uint8_t> labels(bytes.begin() + 8, bytes.end());
     for (size_t i = 0; i < labels.size(); ++i)
         if (labels[i] >= max_label)
-            throw DataError("IDX label file '" + path + "': label " + std::to_string(labels[i]) +
+            throw DataError("IDX label file " + quoted_text(path) + ": label " + std::to_string(labels[i]) +
                             " at index " + std::to_string(i) + " out of range [0, " +
                             std::to_string(max_label) + ")");
     return labels;
@@ -312,7 +317,7 @@ std::vector<uint8_t> read_idx_labels(const std::string& path, int max_label) {
 Dataset load_idx_dataset(const std::string& folder) {
     std::error_code ec;
     if (!fs::is_directory(folder, ec))
-        throw DataError("IDX dataset folder '" + folder + "' does not exist or is not a folder");
+        throw DataError("IDX dataset folder " + quoted_text(folder) + " does not exist or is not a folder");
     fs::path dir = fs::path(folder);
     if (!dir.has_filename()) dir = dir.parent_path();  // "…/fashion-mnist/"
 
@@ -328,12 +333,12 @@ Dataset load_idx_dataset(const std::string& folder) {
     to_tensors(train, ds.train_x, ds.train_y);
     const Split test = test_future.get();
     if (train.images.rows != test.images.rows || train.images.cols != test.images.cols)
-        throw DataError("IDX image size mismatch: '" + train.images_path + "' holds " +
+        throw DataError("IDX image size mismatch: " + quoted_text(train.images_path) + " holds " +
                         std::to_string(train.images.rows) + "x" + std::to_string(train.images.cols) +
-                        " images but '" + test.images_path + "' holds " + std::to_string(test.images.rows) +
-                        "x" + std::to_string(test.images.cols));
+                        " images but " + quoted_text(test.images_path) + " holds " +
+                        std::to_string(test.images.rows) + "x" + std::to_string(test.images.cols));
 
-    ds.name = dir.filename().string();
+    ds.name = printable_text(dir.filename().string());
     ds.sample_shape = {1, train.images.rows, train.images.cols};
     ds.num_classes = 10;
 

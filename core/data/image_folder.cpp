@@ -16,10 +16,13 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <string_view>
 
 #include "core/common/checked_arith.h"
 #include "core/common/error.h"
 #include "core/common/input_file.h"
+#include "core/common/printable.h"
 #include "core/common/rng.h"
 #include "core/data/idx_reader.h"
 
@@ -41,37 +44,7 @@ ImageFormat sniff_format(std::span<const uint8_t> head) {
     return ImageFormat::None;
 }
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0.
-size_t utf8_sequence_length(const std::string& s, size_t i) {
-    const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-    const unsigned char c = byte(i);
-    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (len == 0 || i + len > s.size()) return 0;
-    for (size_t k = 1; k < len; ++k)
-        if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    if (len == 2 && c < 0xC2) return 0;  // overlong
-    return len;
-}
-
-// Names from the file system are bytes; messages, class names and stored runs are UTF-8 (the
-// JSON writer throws on anything else), so each invalid byte becomes U+FFFD.
-std::string display_text(const std::string& bytes) {
-    std::string out;
-    out.reserve(bytes.size());
-    for (size_t i = 0; i < bytes.size();) {
-        const size_t len = utf8_sequence_length(bytes, i);
-        if (len == 0) {
-            out += "\xEF\xBF\xBD";
-            ++i;
-        } else {
-            out.append(bytes, i, len);
-            i += len;
-        }
-    }
-    return out;
-}
-
-std::string quoted(const fs::path& path) { return "'" + display_text(path.string()) + "'"; }
+std::string quoted(const fs::path& path) { return quoted_text(path.string()); }
 
 bool has_image_extension(const fs::path& path) {
     std::string ext = path.extension().string();
@@ -156,18 +129,35 @@ void scan_file(const fs::path& path, const ImageFolderLimits& limits, ImageFolde
     files.push_back(path.string());
 }
 
+// What an entry that is not a regular file is, for the message that refuses one named like an
+// image: "a FIFO", "a link to a character device", ...
+std::string non_regular_kind(const fs::directory_entry& entry, fs::file_type type) {
+    std::string kind = type == fs::file_type::directory   ? "a folder"
+                       : type == fs::file_type::fifo      ? "a FIFO (named pipe)"
+                       : type == fs::file_type::character ? "a character device"
+                       : type == fs::file_type::block     ? "a block device"
+                       : type == fs::file_type::socket    ? "a socket"
+                                                          : "a special file";
+    std::error_code ec;
+    return entry.is_symlink(ec) ? "a link to " + kind : kind;
+}
+
 void scan_class_folder(const fs::path& folder, const ImageFolderLimits& limits, EntryBudget& budget,
                        ImageFolderScan& scan) {
     std::vector<std::string> files;
     for (const fs::directory_entry& entry : sorted_entries(folder, budget)) {
+        // Only the type from stat: a FIFO or device is never opened (opening a FIFO blocks).
         const fs::file_type type = entry_type(entry);
         if (type == fs::file_type::regular)
             scan_file(entry.path(), limits, scan, files);
+        else if (has_image_extension(entry.path()))
+            throw DataError("image file " + quoted(entry.path()) + " is " + non_regular_kind(entry, type) +
+                            ", not a regular file");
         else
             ++scan.ignored_files;  // nested folders, FIFOs, devices: not read
     }
     if (files.empty()) throw DataError("class folder " + quoted(folder) + " holds no PNG or JPEG images");
-    scan.class_names.push_back(display_text(folder.filename().string()));
+    scan.class_names.push_back(printable_text(folder.filename().string()));
     scan.files.push_back(std::move(files));
 }
 
@@ -258,7 +248,7 @@ std::string png_structure_problem(std::span<const uint8_t> bytes) {
         const std::string type(reinterpret_cast<const char*>(bytes.data()) + pos + 4, 4);
         const size_t left = bytes.size() - pos - 8;
         if (length + 4 > left)
-            return "it is truncated (chunk '" + display_text(type) + "' says " + std::to_string(length) +
+            return "it is truncated (chunk " + quoted_text(type) + " says " + std::to_string(length) +
                    " bytes, " + std::to_string(left < 4 ? 0 : left - 4) + " are left)";
         if (type == "IEND") return {};
         pos += 12 + length;
@@ -302,18 +292,87 @@ std::string jpeg_structure_problem(std::span<const uint8_t> bytes) {
     return "it is truncated (it has no end-of-image marker)";
 }
 
-void check_header_size(int width, int height, const std::string& name, const ImageSampleOptions& options,
+struct ImageSize {
+    int64_t height = 0, width = 0;
+};
+
+// The size in a PNG's IHDR chunk, which must come first with its 13 bytes; nullopt without it.
+std::optional<ImageSize> png_declared_size(std::span<const uint8_t> bytes) {
+    constexpr size_t kIhdr = kPngSignature.size();
+    constexpr std::string_view kType = "IHDR";
+    if (bytes.size() < kIhdr + 16 || read_be32(bytes, kIhdr) != 13 ||
+        !std::equal(kType.begin(), kType.end(), bytes.begin() + kIhdr + 4))
+        return std::nullopt;
+    return ImageSize{.height = read_be32(bytes, kIhdr + 12), .width = read_be32(bytes, kIhdr + 8)};
+}
+
+// The size in a JPEG's frame header (SOF0-SOF15 but for DHT, JPG and DAC, which share the
+// range), found by skipping the segments before it; nullopt when a scan or the end comes first.
+std::optional<ImageSize> jpeg_declared_size(std::span<const uint8_t> bytes) {
+    const auto be16 = [&](size_t pos) {
+        return (int64_t{byte_at(bytes, pos)} << 8) | byte_at(bytes, pos + 1);
+    };
+    size_t i = 2;
+    while (i + 1 < bytes.size()) {
+        const uint8_t marker = bytes[i + 1];
+        if (bytes[i] != 0xFF || marker == 0xFF) {
+            ++i;
+            continue;
+        }
+        if (marker == 0xDA || marker == 0xD9) return std::nullopt;
+        if (marker_without_length(marker)) {
+            i += 2;
+            continue;
+        }
+        const bool frame =
+            marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
+        if (frame) return ImageSize{.height = be16(i + 5), .width = be16(i + 7)};
+        i += 2 + std::max<size_t>(static_cast<size_t>(be16(i + 2)), 2);
+    }
+    return std::nullopt;
+}
+
+void check_header_size(ImageSize size, const std::string& file, const ImageSampleOptions& options,
                        const ImageFolderLimits& limits) {
-    const std::string size = std::to_string(height) + "x" + std::to_string(width);
-    if (height > limits.max_image_side || width > limits.max_image_side ||
-        int64_t{height} * width > limits.max_image_pixels)
-        throw DataError("image file '" + name + "' is " + size +
-                        " (height x width), more than the limit of " + std::to_string(limits.max_image_side) +
-                        " pixels a side and " + size_text(limits.max_image_pixels) + " pixels");
-    if (options.mismatch == SizeMismatch::Error && (height != options.height || width != options.width))
-        throw DataError("image file '" + name + "' is " + size + " (height x width), not the chosen " +
+    const std::string text = std::to_string(size.height) + "x" + std::to_string(size.width);
+    if (size.height > limits.max_image_side || size.width > limits.max_image_side ||
+        saturating_mul(size.height, size.width) > limits.max_image_pixels)
+        throw DataError(file + " is " + text + " (height x width), more than the limit of " +
+                        std::to_string(limits.max_image_side) + " pixels a side and " +
+                        size_text(limits.max_image_pixels) + " pixels");
+    if (options.mismatch == SizeMismatch::Error &&
+        (size.height != options.height || size.width != options.width))
+        throw DataError(file + " is " + text + " (height x width), not the chosen " +
                         std::to_string(options.height) + "x" + std::to_string(options.width) +
                         "; resize the images or choose size_mismatch \"resize\"");
+}
+
+// The image's size, read from its own header and checked against the limits before stb_image
+// reads it: stb refuses a header past its own limit as "not of any known type", which would hide
+// the size from the message. Throws DataError naming `file` (already quoted).
+ImageSize checked_header(std::span<const uint8_t> bytes, const std::string& file,
+                         const ImageSampleOptions& options, const ImageFolderLimits& limits) {
+    if (bytes.empty()) throw DataError(file + " is empty (0 bytes)");
+    const ImageFormat format = sniff_format(bytes);
+    if (format == ImageFormat::None) throw DataError(file + " is not a PNG or JPEG file");
+    if (bytes.size() > static_cast<size_t>(INT_MAX)) throw DataError(file + " is too large to decode");
+    const bool jpeg = format == ImageFormat::Jpeg;
+    const std::string kind = jpeg ? "JPEG" : "PNG";
+    const std::string problem = jpeg ? jpeg_structure_problem(bytes) : png_structure_problem(bytes);
+    if (!problem.empty()) throw DataError(file + " is not a sound " + kind + ": " + problem);
+    const std::optional<ImageSize> declared = jpeg ? jpeg_declared_size(bytes) : png_declared_size(bytes);
+    if (!declared)
+        throw DataError(
+            file + " is not a sound " + kind + ": " +
+            (jpeg ? "it has no frame header before its first scan" : "its first chunk is not IHDR"));
+    check_header_size(*declared, file, options, limits);
+    int width = 0, height = 0, file_channels = 0;
+    if (!stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width, &height, &file_channels))
+        throw DataError("cannot read the header of " + file + ": " + failure_reason() +
+                        " (truncated or corrupt)");
+    const ImageSize size{.height = height, .width = width};
+    check_header_size(size, file, options, limits);  // stb's reading, should it differ from ours
+    return size;
 }
 
 }  // namespace
@@ -325,7 +384,7 @@ const char* size_mismatch_name(SizeMismatch policy) {
 SizeMismatch parse_size_mismatch(const std::string& name, const std::string& field) {
     if (name == "resize") return SizeMismatch::Resize;
     if (name == "error") return SizeMismatch::Error;
-    throw ConfigError(field + " must be \"resize\" or \"error\", gets \"" + display_text(name) + "\"");
+    throw ConfigError(field + " must be \"resize\" or \"error\", gets \"" + printable_text(name) + "\"");
 }
 
 void check_image_sample_options(const ImageSampleOptions& options, const std::string& where) {
@@ -371,27 +430,13 @@ ImageFolderScan scan_image_folder(const std::string& root_text, const ImageFolde
 
 std::vector<float> decode_image_sample(std::span<const uint8_t> bytes, const std::string& name,
                                        const ImageSampleOptions& options, const ImageFolderLimits& limits) {
-    if (bytes.empty()) throw DataError("image file '" + name + "' is empty (0 bytes)");
-    const ImageFormat format = sniff_format(bytes);
-    if (format == ImageFormat::None) throw DataError("image file '" + name + "' is not a PNG or JPEG file");
-    if (bytes.size() > static_cast<size_t>(INT_MAX))
-        throw DataError("image file '" + name + "' is too large to decode");
-    const int length = static_cast<int>(bytes.size());
-    const std::string problem =
-        format == ImageFormat::Jpeg ? jpeg_structure_problem(bytes) : png_structure_problem(bytes);
-    if (!problem.empty())
-        throw DataError("image file '" + name + "' is not a sound " +
-                        (format == ImageFormat::Jpeg ? "JPEG" : "PNG") + ": " + problem);
+    const std::string file = "image file " + quoted_text(name);
+    checked_header(bytes, file, options, limits);
     int width = 0, height = 0, file_channels = 0;
-    if (!stbi_info_from_memory(bytes.data(), length, &width, &height, &file_channels))
-        throw DataError("cannot read the header of image file '" + name + "': " + failure_reason() +
-                        " (truncated or corrupt)");
-    check_header_size(width, height, name, options, limits);
-    std::unique_ptr<stbi_uc, StbFree> pixels(
-        stbi_load_from_memory(bytes.data(), length, &width, &height, &file_channels, options.channels));
+    std::unique_ptr<stbi_uc, StbFree> pixels(stbi_load_from_memory(
+        bytes.data(), static_cast<int>(bytes.size()), &width, &height, &file_channels, options.channels));
     if (!pixels)
-        throw DataError("cannot decode image file '" + name + "': " + failure_reason() +
-                        " (truncated or corrupt)");
+        throw DataError("cannot decode " + file + ": " + failure_reason() + " (truncated or corrupt)");
 
     const int c = options.channels, h = options.height, w = options.width;
     const stbi_uc* source = pixels.get();
@@ -399,8 +444,7 @@ std::vector<float> decode_image_sample(std::span<const uint8_t> bytes, const std
     if (height != h || width != w) {
         resized.resize(static_cast<size_t>(h) * w * c);
         if (!stbir_resize_uint8(source, width, height, 0, resized.data(), w, h, 0, c))
-            throw DataError("cannot resize image file '" + name + "' to " + std::to_string(h) + "x" +
-                            std::to_string(w));
+            throw DataError("cannot resize " + file + " to " + std::to_string(h) + "x" + std::to_string(w));
         source = resized.data();
     }
     // Interleaved HWC bytes to planar CHW floats, scaled like the IDX images.
@@ -453,7 +497,7 @@ void decode_split(const std::vector<ImageRef>& items, const ImageFolderOptions& 
     for (size_t i = 0; i < items.size(); ++i) {
         const std::string& path = *items[i].path;
         const std::vector<uint8_t> bytes = read_file_bytes(path, nullptr, options.limits.max_file_bytes);
-        const std::vector<float> sample = decode_image_sample(bytes, display_text(path), s, options.limits);
+        const std::vector<float> sample = decode_image_sample(bytes, path, s, options.limits);
         std::copy_n(sample.data(), values, x.data() + i * values);
         y[static_cast<int64_t>(i)] = static_cast<float>(items[i].label);
     }
@@ -471,22 +515,22 @@ Dataset load_image_folder(const std::string& root, const ImageFolderOptions& opt
     const int64_t values =
         saturating_mul(saturating_mul(scan.image_count(), s.channels), int64_t{s.height} * s.width);
     if (values > options.limits.max_values)
-        throw DataError("image folder '" + display_text(root) + "': " + std::to_string(scan.image_count()) +
+        throw DataError("image folder " + quoted_text(root) + ": " + std::to_string(scan.image_count()) +
                         " images of " + std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" +
                         std::to_string(s.width) + " are " + size_text(values) +
                         " values, more than the limit of " + size_text(options.limits.max_values));
     std::vector<ImageRef> train, test;
     split_images(scan, options, train, test);
     if (test.empty())
-        throw DataError("image folder '" + display_text(root) +
-                        "' has too few images for a test split: every class needs at least 2");
+        throw DataError("image folder " + quoted_text(root) +
+                        " has too few images for a test split: every class needs at least 2");
     Dataset ds;
     decode_split(train, options, ds.train_x, ds.train_y);
     decode_split(test, options, ds.test_x, ds.test_y);
     ds.sample_shape = {s.channels, s.height, s.width};
     ds.num_classes = static_cast<int>(scan.class_names.size());
     ds.class_names = scan.class_names;
-    ds.name = display_text(without_trailing_separator(root).filename().string());
+    ds.name = printable_text(without_trailing_separator(root).filename().string());
     return ds;
 }
 

@@ -60,7 +60,7 @@ struct ImageFolderOptions {
 
 // What listing a folder finds, without decoding anything.
 struct ImageFolderScan {
-    std::vector<std::string> class_names;         // sorted sub-folder names (invalid UTF-8 as U+FFFD)
+    std::vector<std::string> class_names;         // sorted sub-folder names, printable_text
     std::vector<std::vector<std::string>> files;  // per class, sorted paths of PNG and JPEG files
     int64_t ignored_files = 0;                    // entries that are neither (notes, hidden files,
                                                   // nested folders, files beside the class folders)
@@ -71,13 +71,16 @@ struct ImageFolderScan {
 
 // Lists root. Throws DataError naming the folder or file and the problem: root missing or not
 // a folder, an entry that cannot be examined (broken link, link loop, no permission), a file
-// named .png/.jpg/.jpeg that is not PNG or JPEG (or is empty), a class folder without images,
-// fewer than 2 classes, or a limit passed (with the limit).
+// named .png/.jpg/.jpeg that is not PNG or JPEG (or is empty), or is no regular file at all (a
+// FIFO, folder or device, or a link to one: told from its type, never opened), a class folder
+// without images, fewer than 2 classes, or a limit passed (with the limit). Every name in a
+// message is printable_text (core/common/printable.h).
 ImageFolderScan scan_image_folder(const std::string& root, const ImageFolderLimits& limits = {});
 
 // One image file's bytes as a sample: channels x height x width floats in [0, 1] (CHW, like the
-// IDX images' {1, rows, cols}). name is the file's path for messages. Throws DataError naming the
-// file: not PNG or JPEG, dimensions over the limits (checked from the header, before decoding),
+// IDX images' {1, rows, cols}). name is the file's path for messages, as read from the folder
+// (it is made printable here). Throws DataError naming the file: not PNG or JPEG, dimensions
+// over the limits (read from the PNG's IHDR or the JPEG's frame header, before stb_image),
 // truncated or corrupt data, or a size other than the chosen one under SizeMismatch::Error.
 std::vector<float> decode_image_sample(std::span<const uint8_t> bytes, const std::string& name,
                                        const ImageSampleOptions& options,

@@ -225,6 +225,17 @@ private slots:
         EXPECT_FAILS_WITH(
             run_program(kGui, {"--db", good, "--epochs", "99999999999999999999", "--quit-after", "30"}),
             "--epochs");
+        // Issue 24: one id 1,000 times loaded 1,000 copies (minutes; --quit-after never fired):
+        // the run opens once and the scripted start ends; past the limit is refused at once.
+        const QString repeated = QStringList(1000, QStringLiteral("1")).join(QLatin1Char(','));
+        const Result opened = run_program(
+            kGui, {"--db", good, "--default-layout", "--open-runs", repeated, "--quit-when-done"});
+        QVERIFY2(opened.finished && opened.exit_code == 0, opened.err.constData());
+        QStringList distinct;
+        for (int id = 1; id <= 65; ++id) distinct << QString::number(id);
+        EXPECT_FAILS_WITH(run_program(kGui, {"--db", good, "--open-runs", distinct.join(QLatin1Char(',')),
+                                             "--quit-after", "30"}),
+                          "names 65 runs; the workbench shows at most 64 together");
         QCOMPARE(run_count(good.toStdString()), std::size_t(1));
     }
 

@@ -3,6 +3,7 @@
 #include <QtTest>
 #include <QTemporaryDir>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -229,6 +230,32 @@ private slots:
         std::filesystem::resize_file(huge, 300u << 20);
         msg = error_text<DataError>([&] { load_csv_dataset(huge); });
         VERIFY_MSG(msg, "huge.csv", "300 MiB", "256 MiB");
+    }
+
+    // A file name, a cell or a header field holding escape or bell would act on the terminal that
+    // prints the message; each is escaped, and a long cell is cut.
+    void messages_escape_what_the_file_holds() {
+        QTemporaryDir tmp;
+        const auto has_control = [](const QString& m) {
+            return std::any_of(m.begin(), m.end(), [](QChar c) { return c.unicode() < 0x20; });
+        };
+        const std::string named = write(tmp, "t\x1b[2J\a.csv", "a,b\n1,0\n");
+        QString msg = error_text<DataError>([&] { load_csv_dataset(named); });
+        VERIFY_MSG(msg, "t\\x1b[2J\\a.csv", "1 data row");
+        QVERIFY2(!has_control(msg), qPrintable(msg));
+        const std::string cell = write(tmp, "cell.csv", "x\x1b]0;t\a,label\n1\x1b[31m,0\n2,1\n");
+        msg = error_text<DataError>([&] { load_csv_dataset(cell); });
+        VERIFY_MSG(msg, "'x\\x1b]0;t\\a'", "'1\\x1b[31m' is not a number");
+        QVERIFY2(!has_control(msg), qPrintable(msg));
+        const std::string long_cell =
+            write(tmp, "long.csv", "a,b\n" + std::string(100000, '7') + "z,0\n2,1\n");
+        msg = error_text<DataError>([&] { load_csv_dataset(long_cell); });
+        VERIFY_MSG(msg, "is not a number", "\u2026'");
+        QVERIFY2(msg.size() < 300, qPrintable(msg));
+        // String class names are stored with the run: escaped like the messages.
+        const std::string labels =
+            write(tmp, "labels.csv", "a,label\n1,cat\a\n2,dog\xFF\n3,cat\a\n4,dog\xFF\n");
+        QCOMPARE(load_csv_dataset(labels).class_names, (std::vector<std::string>{"cat\\a", "dog\\xff"}));
     }
 
     void explicit_header_modes() {

@@ -7,6 +7,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -223,6 +224,19 @@ private slots:
         write_file(d2 + "/t10k-images-idx3-ubyte", images_bytes(3, 5, 5, pattern(75, 0)), false);
         msg = error_text<DataError>([&] { load_idx_dataset(d2); });
         VERIFY_MSG(msg, "4x4", "5x5", "t10k-images-idx3-ubyte");
+    }
+
+    // A path holding escape or bell is escaped in the message, not printed raw to the terminal.
+    void messages_escape_the_path() {
+        QTemporaryDir tmp;
+        const std::string dir = tmp.path().toStdString() + "/set\x1b[31m\a";
+        std::filesystem::create_directory(dir);
+        write_set(dir, 4, 4, false);
+        write_file(dir + "/train-labels-idx1-ubyte", labels_bytes(4, {1, 2, 3, 4}), false);
+        const QString msg = error_text<DataError>([&] { load_idx_dataset(dir); });
+        VERIFY_MSG(msg, "mismatch", "set\\x1b[31m\\a/train-labels-idx1-ubyte");
+        QVERIFY2(std::none_of(msg.begin(), msg.end(), [](QChar c) { return c.unicode() < 0x20; }),
+                 qPrintable(msg));
     }
 
     void label_out_of_range() {

@@ -279,7 +279,21 @@ private slots:
             png[size_t(k + 3)] = 0xA0;
         }
         write_bytes(root + "/a/huge.png", png);
-        VERIFY_MSG(load_error(root), "huge.png", "cannot read the header");
+        VERIFY_MSG(load_error(root), "huge.png", "is 100000x100000 (height x width)",
+                   "more than the limit of 16384 pixels a side");
+        fs::remove(root + "/a/huge.png");
+        // A JPEG's frame header at its largest, 65535 x 65535: stb_image refuses it as an unknown
+        // type, so the size is read from the header itself.
+        auto jpg = read_bytes(root + "/a/1.jpg");
+        bool patched = false;
+        for (size_t i = 2; i + 8 < jpg.size() && !patched; ++i)
+            if (jpg[i] == 0xFF && jpg[i + 1] == 0xC0) {
+                std::fill(jpg.begin() + long(i) + 5, jpg.begin() + long(i) + 9, uint8_t{0xFF});
+                patched = true;
+            }
+        QVERIFY(patched);
+        write_bytes(root + "/b/huge.jpg", jpg);
+        VERIFY_MSG(load_error(root), "huge.jpg", "is 65535x65535 (height x width)", "more than the limit");
 
         // Our own limits, checked from stb's header read.
         const std::string wide = dir.filePath("wide.png").toStdString();
@@ -344,9 +358,23 @@ private slots:
         const std::string root = two_class_folder(dir);
         // A link back up and a FIFO inside a class folder are not read: the folder loads.
         fs::create_directory_symlink("..", root + "/a/up");
-        QCOMPARE(::mkfifo((root + "/b/pipe.png").c_str(), 0600), 0);
+        QCOMPARE(::mkfifo((root + "/b/pipe").c_str(), 0600), 0);
         QCOMPARE(load_image_folder(root, options_for(10, 10, 1)).num_classes, 2);
         QCOMPARE(scan_image_folder(root).ignored_files, int64_t{2});
+        // The same named like images are errors, told from their type without opening them (a
+        // FIFO's open would block until a writer came).
+        QCOMPARE(::mkfifo((root + "/b/pipe.png").c_str(), 0600), 0);
+        VERIFY_MSG(load_error(root), "pipe.png", "is a FIFO (named pipe), not a regular file");
+        fs::remove(root + "/b/pipe.png");
+        fs::create_directory(root + "/b/folder.jpg");
+        VERIFY_MSG(load_error(root), "folder.jpg", "is a folder, not a regular file");
+        fs::remove(root + "/b/folder.jpg");
+        fs::create_symlink("/dev/zero", root + "/b/zero.png");
+        VERIFY_MSG(load_error(root), "zero.png", "is a link to a character device, not a regular file");
+        fs::remove(root + "/b/zero.png");
+        fs::create_directory_symlink("..", root + "/b/up.jpeg");
+        VERIFY_MSG(load_error(root), "up.jpeg", "is a link to a folder, not a regular file");
+        fs::remove(root + "/b/up.jpeg");
         // A link loop cannot be examined: an error naming it, not an endless walk.
         fs::create_symlink("loop", root + "/b/loop");
         VERIFY_MSG(load_error(root), "loop", "cannot examine");
@@ -360,13 +388,46 @@ private slots:
         spec.per_class = 2;
         QVERIFY(write_image_folder(root, spec));
         const Dataset ds = load_image_folder(root, options_for(10, 10, 1));
-        QCOMPARE(ds.class_names[0], std::string("caf\xEF\xBF\xBD"));
+        QCOMPARE(ds.class_names[0], std::string("caf\\xe9"));     // the byte spelled out, as in messages
         QVERIFY(!nlohmann::json(ds.class_names).dump().empty());  // throws on invalid UTF-8
         write_bytes(root + "/caf\xE9/bad\xFF.png", {'x'});
         const QString msg = load_error(root);
-        VERIFY_MSG(msg, "caf\xEF\xBF\xBD", "bad\xEF\xBF\xBD.png", "not a PNG or JPEG");
+        VERIFY_MSG(msg, "caf\\xe9", "bad\\xff.png", "not a PNG or JPEG");
         QVERIFY(!nlohmann::json(msg.toStdString()).dump().empty());
         fs::remove_all(root + "/caf\xE9");  // QTemporaryDir cannot name it to remove it
+    }
+
+    // Escape and bell in names would act on the terminal that prints the message: every name
+    // from the folder reaches a message (and a class name) escaped.
+    void controlCharactersInNamesAreEscaped() {
+        QTemporaryDir dir;
+        const std::string root = dir.path().toStdString();
+        ImageFolderSpec spec;
+        spec.classes = {"red\x1b[31m", "bell\a"};
+        spec.per_class = 2;
+        QVERIFY(write_image_folder(root, spec));
+        const Dataset ds = load_image_folder(root, options_for(10, 10, 1));
+        QCOMPARE(ds.class_names, (std::vector<std::string>{"bell\\a", "red\\x1b[31m"}));
+        const auto has_control = [](const QString& m) {
+            return std::any_of(m.begin(), m.end(), [](QChar c) { return c.unicode() < 0x20; });
+        };
+        // Scanning: a file that is not an image; decoding: a truncated one.
+        write_bytes(root + "/bell\a/x\x1b]0;title\a.png", {'x'});
+        QString msg = load_error(root);
+        VERIFY_MSG(msg, "bell\\a/x\\x1b]0;title\\a.png", "not a PNG or JPEG");
+        QVERIFY2(!has_control(msg), qPrintable(msg));
+        const auto png = read_bytes(root + "/bell\a/0.png");
+        write_bytes(root + "/bell\a/x\x1b]0;title\a.png",
+                    std::vector<uint8_t>(png.begin(), png.begin() + 40));
+        msg = load_error(root);
+        VERIFY_MSG(msg, "bell\\a/x\\x1b]0;title\\a.png", "is not a sound PNG");
+        QVERIFY2(!has_control(msg), qPrintable(msg));
+        // The root's own name, in the folder-level messages.
+        const std::string odd_root = root + "/set\x07";
+        fs::create_directory(odd_root);
+        msg = load_error(odd_root);
+        VERIFY_MSG(msg, "set\\a", "class folder");
+        QVERIFY2(!has_control(msg), qPrintable(msg));
     }
 
     void readingWritesNothing() {

@@ -37,6 +37,8 @@
 #include "app/gui/plot_board.h"
 #include "app/gui/training_controller.h"
 #include "sessions/run_store.h"
+#include "tests/common/test_support.h"
+#include "tests/sessions/full_disk_vfs.h"
 #include "widgets/network_editor.h"
 #include "core/common/error.h"
 #include "widgets/plots/decision_boundary_plot.h"
@@ -424,6 +426,52 @@ private slots:
         QVERIFY2(QString::fromStdString(errors.front()).contains("missing.csv"), errors.front().c_str());
         // Issue 12, 3.9: the run failed before its first step, so nothing "recorded so far" stays.
         QVERIFY2(QString::fromStdString(kept).contains("nothing was recorded"), kept.c_str());
+    }
+
+    // Issue 24: on a full disk the run trained on to its end, then waited 30 s for the last
+    // commit before the workbench heard anything. Now the recording's end comes in an update
+    // while the run still trains, naming the step, the file and the cause.
+    void fullDiskIsShownWhileTheRunGoesOn() {
+        testsupport::full_disk::Filler disk;
+        TrainingController::Options o;
+        o.db_path = db_;
+        TrainingController ctl(o);
+        std::vector<std::string> errors;
+        bool error_came_before_the_end = false, finished = false;
+        connect(&ctl, &TrainingController::updates, this, [&](const std::vector<RunUpdate>& us) {
+            for (const auto& u : us) {
+                if (!u.errors.empty() && errors.empty()) error_came_before_the_end = !u.end && !u.finished;
+                errors.insert(errors.end(), u.errors.begin(), u.errors.end());
+                finished = finished || u.finished;
+            }
+        });
+        TrainConfig c = w_->currentConfig();
+        c.epochs = 400;  // 10,000 steps: the run is stopped long before
+        c.max_steps = 0;
+        ctl.hold_after_step(20);
+        QVERIFY(ctl.start(w_->networkEditor()->networkJson(), c, "full disk"));
+        // Held after step 20 with every row committed, then the disk fills and the run goes on.
+        const auto committed = [&] {
+            const int64_t id = ctl.run_ids().at(0);
+            if (id == 0) return false;
+            RunStore::Options ro;
+            ro.read_only = true;
+            return RunStore(db_, ro).series(id, "train_loss").size() == 20;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(committed(), kStateWaitMs);
+        disk.fill();
+        ctl.hold_after_step(0);
+        ctl.pause();
+        ctl.resume();
+        QTRY_VERIFY_WITH_TIMEOUT(!errors.empty(), kStateWaitMs);
+        QVERIFY(error_came_before_the_end);
+        const QString message = QString::fromStdString(errors.front());
+        VERIFY_MSG(message, "recording of run", "stopped at step", "is full",
+                   "(the database holds the run up to step 20)");
+        QVERIFY2(message.contains(QString::fromStdString(db_)), qPrintable(message));
+        ctl.stop();
+        QTRY_VERIFY_WITH_TIMEOUT(finished, kStateWaitMs);
+        disk.free();
     }
 
     // Runs started one after the other while the event loop does not run in between (as

@@ -20,6 +20,7 @@
 #include "app/gui/event_list.h"
 #include "app/gui/main_window.h"
 #include "app/gui/plot_board.h"
+#include "app/gui/run_id_list.h"
 #include "core/backend/default_backend.h"
 #include "core/common/json_input.h"
 #include "core/train/dataset_source.h"
@@ -265,6 +266,23 @@ private slots:
         QFile html(path);
         QVERIFY(html.open(QIODevice::ReadOnly));
         QVERIFY(QString::fromUtf8(html.readAll()).contains(QString::fromUtf8("EMA α = 0.4")));
+    }
+
+    // Issue 24: the same run asked for 1,000 times loaded 1,000 copies on the GUI thread. A run
+    // shows once however often it is asked for, and more runs than kMaxOpenRuns are refused,
+    // with the limit, before anything loads.
+    void repeatedRunsOpenOnceAndTheCountIsBounded() {
+        const QList<qint64> repeated(100, mixed_);
+        QVERIFY(w_->openStoredRuns(repeated));
+        QCOMPARE(w_->plots()->runCount(), 1);
+        QCOMPARE(w_->plots()->runId(0), mixed_);
+        QList<qint64> too_many;
+        for (int i = 0; i < kMaxOpenRuns + 1; ++i) too_many << mixed_ + 1000 + i;
+        QVERIFY(!w_->openStoredRuns(too_many));
+        QVERIFY2(w_->lastError().contains(QString("%1 runs are selected").arg(kMaxOpenRuns + 1)) &&
+                     w_->lastError().contains(QString("at most %1").arg(kMaxOpenRuns)),
+                 qPrintable(w_->lastError()));
+        QCOMPARE(w_->plots()->runCount(), 1);  // what was shown stays
     }
 
     void cleanupTestCase() { w_.reset(); }

@@ -4,18 +4,22 @@
 // configuration change requested mid-run shows up with its step), gradient histograms that decode
 // to the observer's histograms, the summary. A stopped run is STOPPED with exactly its steps. A
 // database that cannot be written (corrupt, newer schema, locked) fails the constructor, before
-// any training. Rows are read back with raw SQL where the recorder's own store code could hide a
-// mistake.
+// any training. A disk that fills mid-run (full_disk_vfs.h) is said through on_failure at the
+// next step, and the run is left INTERRUPTED with what was committed. Rows are read back with raw
+// SQL where the recorder's own store code could hide a mistake.
 #include "sessions/run_recorder.h"
 #include "sessions/run_store.h"
 #include "core/backend/cpu/cpu_backend.h"
 #include "core/train/dataset_source.h"
 #include "core/train/trainer.h"
 #include "resources/presets.h"
+#include "full_disk_vfs.h"
 #include "test_support.h"
 
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 using namespace mpwb;
 using testsupport::Raw;
@@ -32,6 +36,7 @@ public:
     std::vector<GradientStatsRecord> stats;
     RunSummary summary;
     std::function<void(const StepMetrics&)> hook;
+    std::function<void()> end_hook;
 
     void on_step(const StepMetrics& m) override {
         steps.push_back(m);
@@ -40,7 +45,17 @@ public:
     void on_eval(const EvalMetrics& m) override { evals.push_back(m); }
     void on_event(const TrainingEvent& e) override { events.push_back(e); }
     void on_gradient_stats(const GradientStatsRecord& r) override { stats.push_back(r); }
-    void on_run_end(const RunSummary& s) override { summary = s; }
+    void on_run_end(const RunSummary& s) override {
+        summary = s;
+        if (end_hook) end_hook();
+    }
+};
+
+// Runs `step_hook` after the observers before it (the recorder) have seen each step.
+class After final : public TrainingObserver {
+public:
+    std::function<void(const StepMetrics&)> step_hook;
+    void on_step(const StepMetrics& m) override { step_hook(m); }
 };
 
 struct Setup {
@@ -234,6 +249,66 @@ private slots:
         QCOMPARE(store.series(run.id, "train_loss").size(), std::size_t(15));
         QCOMPARE(store.events(run.id, "stopped").size(), std::size_t(1));
         QCOMPARE(store.histograms(run.id).size(), std::size_t(0));  // stats_every = 0
+    }
+
+    // Issue 24: on a full disk training went on to FINISHED, then waited 30 s for the last commit
+    // before saying anything. Now the step after the writer stopped says so, naming the step, the
+    // file and the cause, and the run is left INTERRUPTED (resumable once there is room).
+    void fullDiskIsSaidAtOnce() {
+        testsupport::full_disk::Filler disk;
+        const auto path = fresh();
+        Setup s(0, 0, 0);
+        s.preset.training.epochs = 50;  // far more steps than the run gets to
+        Trainer trainer(s.net, s.data, s.preset.training, s.backend);
+        Tape tape;
+        tape.end_hook = [&] { disk.free(); };  // before the recorder's end: its status fits again
+        RunRecorder::Options o;
+        o.db_path = path;
+        o.writer.commit_interval = std::chrono::milliseconds(10);
+        std::vector<std::pair<int64_t, std::string>> failures;  // (step the trainer was at, message)
+        o.on_failure = [&](const std::string& m) {
+            failures.emplace_back(tape.steps.back().step, m);
+            trainer.stop();  // as mpwb-cli does
+        };
+        RunRecorder recorder(o);
+        After filler;
+        // Waits for the writer's state, not for time (the limit only ends a hang).
+        const auto wait_until_nothing_pending = [&] {
+            for (int i = 0; i < 60000 && recorder.pending_rows() != 0; ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        };
+        filler.step_hook = [&](const StepMetrics& m) {
+            if (m.step == 10) {
+                wait_until_nothing_pending();  // steps 1-10 committed
+                disk.fill();
+            }
+            // Step 11's rows were logged onto the full disk: they leave the writer only by its
+            // stopping.
+            if (m.step == 11) wait_until_nothing_pending();
+        };
+        trainer.add_observer(&tape);
+        trainer.add_observer(&recorder);
+        trainer.add_observer(&filler);
+        const auto summary = trainer.run();
+        QCOMPARE(failures.size(), std::size_t(1));
+        QCOMPARE(failures[0].first, int64_t(12));
+        const std::string& message = failures[0].second;
+        const std::string id = std::to_string(recorder.run_id());
+        const std::vector<std::string> needles = {
+            "recording of run " + id + " stopped at step 12: ", "the disk holding " + path + " is full",
+            "(the database holds the run up to step 10)"};
+        for (const std::string& needle : needles)
+            QVERIFY2(message.find(needle) != std::string::npos, message.c_str());
+        QCOMPARE(summary.status, RunStatus::Stopped);
+        QCOMPARE(summary.steps, int64_t(12));
+        QVERIFY(!recorder.complete());
+        QCOMPARE(recorder.error(), message);
+        RunStore store(path);
+        const Run run = store.get_run(recorder.run_id());
+        QCOMPARE(run.status, RunStatus::Interrupted);
+        const auto losses = store.series(run.id, "train_loss");
+        QCOMPARE(losses.size(), std::size_t(10));  // what was committed before the disk filled
+        QCOMPARE(losses.back().step, int64_t(10));
     }
 
     void unwritableDatabaseFailsBeforeTraining() {

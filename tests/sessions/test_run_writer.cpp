@@ -2,10 +2,11 @@
 // right last/min/max/count (NaN and inf included, steps out of order), histograms and events
 // round-trip, commits happen on the timer and on the row threshold without flush(), and a
 // database locked by another process makes the writer retry and report, never lose or
-// duplicate rows.
+// duplicate rows, and a full disk stops it at once (full_disk_vfs.h), saying why.
 #include "sessions/run_store.h"
 #include "sessions/run_writer.h"
 #include "core/common/rng.h"
+#include "full_disk_vfs.h"
 #include "test_support.h"
 
 #include <chrono>
@@ -218,6 +219,41 @@ private slots:
         QCOMPARE(raw.integer("SELECT count FROM latest_metrics WHERE key='loss'"), 5000LL);
         QCOMPARE(raw.integer("SELECT count(*) FROM events"), 1LL);
         QCOMPARE(store.get_run(id).name, std::string("held"));
+    }
+
+    // Issue 24: a full disk was retried every 250 ms until finish() gave up after 30 s. It fails
+    // every retry the same way, so the writer stops at the first failed commit: flush and finish
+    // return at once, later rows are dropped and counted, the committed rows stay.
+    void fullDiskStopsTheWriterAtOnce() {
+        testsupport::full_disk::Filler disk;
+        const auto path = fresh();
+        RunStore store(path);
+        const auto id = store.create_run(RunInfo{});
+        RunWriter::Options o;
+        o.commit_interval = 20ms;
+        RunWriter w(path, id, o);
+        for (int i = 0; i < 100; ++i) w.log_metric("loss", i, i, i);
+        QVERIFY(w.flush());
+        QCOMPARE(w.committed_step(), std::int64_t(99));
+        disk.fill();
+        for (int i = 100; i < 200; ++i) w.log_metric("loss", i, i, i);
+        // Waits for the writer's state, not for time: without the stop this would wait out the hour.
+        QVERIFY(!w.flush(std::chrono::hours(1)));
+        QVERIFY(w.has_stopped());
+        QVERIFY(w.last_error().has_value());
+        QVERIFY2(w.last_error()->find("the disk holding " + path + " is full") != std::string::npos,
+                 w.last_error()->c_str());
+        QCOMPARE(w.lost_rows(), std::uint64_t(100));
+        QCOMPARE(w.pending_rows(), std::uint64_t(0));
+        w.log_metric("loss", 200, 200, 200);
+        w.log_event(200, 200, "user", "{}");
+        QCOMPARE(w.lost_rows(), std::uint64_t(102));
+        QCOMPARE(w.pending_rows(), std::uint64_t(0));
+        QVERIFY(!w.finish(RunStatus::Finished, std::chrono::hours(1)));
+        QCOMPARE(w.committed_step(), std::int64_t(99));
+        disk.free();
+        QCOMPARE(store.series(id, "loss").size(), std::size_t(100));
+        QCOMPARE(store.get_run(id).status, RunStatus::Running);  // the writer wrote no status
     }
 
     void destructorCommitsPending() {

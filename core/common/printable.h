@@ -1,0 +1,24 @@
+// Text that came from outside the program (file names, class folder names, cells and header
+// fields of a data file) made safe to print: a name holding ESC could otherwise recolour or
+// rewrite the user's terminal when a message names it, a bell would ring, invalid UTF-8 would
+// make the JSON writer throw on a stored class name. One definition, used by every message and
+// every stored name that carries such text.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace mpwb {
+
+// Valid UTF-8 text stays as it is except: a backslash becomes "\\"; the C0 controls and DEL
+// become C escapes ("\a", "\t", "\n", ...) or "\xNN" ("\x1b" for ESC); the C1 controls and the
+// bidirectional overrides, which a terminal or editor acts on, become "\uNNNN"; every byte that
+// is not part of valid UTF-8 becomes "\xNN". The result is valid UTF-8 without controls, and
+// different bytes never give the same text. Input longer than max_bytes is cut there (at a
+// character boundary) and ends in "…".
+std::string printable_text(std::string_view bytes, std::size_t max_bytes = std::string_view::npos);
+
+// printable_text in single quotes: how a message names a file or quotes a value it read.
+std::string quoted_text(std::string_view bytes, std::size_t max_bytes = std::string_view::npos);
+
+}  // namespace mpwb
