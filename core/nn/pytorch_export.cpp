@@ -1,6 +1,7 @@
 // PyTorch export: state_dict names and the generated script (see pytorch_export.h).
 #include "core/nn/pytorch_export.h"
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -64,8 +65,15 @@ std::string python_string_literal(std::string_view text) {
 
 namespace {
 
-// A float setting as Python reads it back to the same float.
-std::string py_float(const nlohmann::json& v) { return shortest_text(v.get<float>()); }
+// A float as Python reads it back to the same float; nan and inf as float("nan") and
+// float("inf"), since Python has no such names.
+std::string py_float(float v) {
+    if (std::isnan(v)) return "float(\"nan\")";
+    if (std::isinf(v)) return v > 0 ? "float(\"inf\")" : "-float(\"inf\")";
+    return shortest_text(v);
+}
+
+std::string py_float(const nlohmann::json& v) { return py_float(v.get<float>()); }
 
 std::string py_bool(bool v) { return v ? "True" : "False"; }
 
@@ -77,7 +85,7 @@ std::string py_tuple(const Shape& s) {
 
 std::string py_list(const std::vector<float>& v) {
     std::string t = "[";
-    for (size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + shortest_text(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + py_float(v[i]);
     return t + "]";
 }
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 #include <nlohmann/json.hpp>
 
@@ -294,6 +295,35 @@ private slots:
         QVERIFY2(script.exitStatus() == QProcess::NormalExit && script.exitCode() == 0, said.constData());
         QVERIFY2(said.contains("weights read with"), said.constData());
         QVERIFY2(!QFile::exists(path("pwned")), "a text of the script ran as code");
+    }
+
+    // Statistics that are not finite (a dataset whose values overflow the float sums) are
+    // written as Python floats, not as the names nan and inf, which the script does not define.
+    void nonFiniteStatisticsAreFloats() {
+        if (python_.isEmpty()) QSKIP(qPrintable("no python3 with torch and numpy: " + why_));
+        const nlohmann::json description = {{"layers", {{{"type", "Linear"}, {"out", 2}}}}};
+        Network network = Network::from_json(description);
+        network.build({3});
+        network.init(1);
+        PytorchExportInfo info;
+        info.weights_file = "finite.safetensors";
+        info.normalisation.applied = true;
+        info.normalisation.stats_shape = {3};
+        info.normalisation.mean = {std::numeric_limits<float>::quiet_NaN(), 1.0f, 0.0f};
+        info.normalisation.stddev = {1.0f, std::numeric_limits<float>::infinity(),
+                                     -std::numeric_limits<float>::infinity()};
+        const PytorchExport e = make_pytorch_export(description, network_weights(network, 1), info);
+        write_new_file(path("finite.py").toStdString(), e.script.data(), e.script.size(), "script");
+        const auto r =
+            run_program(python_, {"-c",
+                                  "import importlib.util, sys, torch\n"
+                                  "spec = importlib.util.spec_from_file_location('m', sys.argv[1])\n"
+                                  "m = importlib.util.module_from_spec(spec)\n"
+                                  "spec.loader.exec_module(m)\n"
+                                  "print(m.normalise(torch.ones(1, 3)).tolist())\n",
+                                  path("finite.py")});
+        QVERIFY2(r.exit_code == 0, r.err.constData());
+        QCOMPARE(r.out.trimmed(), QByteArray("[[nan, 0.0, -0.0]]"));
     }
 
     void convNetRoundTrip() {
