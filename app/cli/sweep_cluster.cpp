@@ -128,11 +128,65 @@ std::string this_program() {
     return exe.string();
 }
 
-// Quotes text for bash: single quotes, with embedded ones closed and escaped.
+// A text as an error message shows it: in double quotes, a control character as \n or \u00XX,
+// bytes that are not UTF-8 replaced, so the message itself cannot break a line or a terminal.
+std::string shown(const std::string& text) {
+    return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Quotes text for bash: single quotes, with embedded ones closed and escaped. Every value of the
+// script's shell lines goes through here.
 std::string shell_quote(const std::string& text) {
     std::string quoted = "'";
     for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return quoted + "'";
+}
+
+// Refuses a value with a control character: a newline would end its line of the script and
+// start another, which every task would run.
+void refuse_control_characters(const std::string& what, const std::string& value) {
+    for (unsigned char c : value)
+        if (c < 0x20 || c == 0x7F)
+            throw Error(what + ": " + shown(value) +
+                        " has a control character, which a line of the sbatch script cannot hold; "
+                        "nothing was written");
+}
+
+// One #SBATCH line. sbatch reads these itself, not the shell (Slurm's src/sbatch/opt.c,
+// _get_argument): whitespace ends an argument unless quoted (a backslash before it does not
+// help), '"' and '\'' quote, a backslash takes the next character as it is, an unquoted '#'
+// starts a comment, and "hetjob" or "packjob" (any case) anywhere in the line starts another
+// component of a heterogeneous job. So the value goes in double quotes with '"' and '\'
+// escaped, and those two words are refused. `what` names the option of ours it came from.
+std::string sbatch_line(const std::string& option, const std::string& value, const std::string& what) {
+    refuse_control_characters(what, value);
+    std::string lower = value;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    for (const char* word : {"hetjob", "packjob"})
+        if (lower.find(word) != std::string::npos)
+            throw Error(what + ": " + shown(value) + " holds \"" + word +
+                        "\", which sbatch reads in an #SBATCH " + option +
+                        " line as the start of another job; nothing was written");
+    std::string quoted = "\"";
+    for (char c : value) {
+        if (c == '"' || c == '\\') quoted += '\\';
+        quoted += c;
+    }
+    return "#SBATCH " + option + "=" + quoted + "\"\n";
+}
+
+// A folder as the start of a Slurm file name pattern (--output): '%' doubled, since Slurm
+// replaces %a, %j, ... and reads %% as '%'. A backslash is refused: anywhere in the pattern it
+// turns every replacement off, so %a would not become the task's index.
+std::string slurm_pattern_folder(const std::string& folder, const std::string& what) {
+    if (folder.find('\\') != std::string::npos)
+        throw Error(what + ": " + shown(folder) +
+                    " has a backslash, which turns off the %a of the tasks' log file names "
+                    "(#SBATCH --output); nothing was written");
+    std::string pattern;
+    for (char c : folder) pattern += c == '%' ? std::string("%%") : std::string(1, c);
+    return pattern;
 }
 
 // A Slurm option value goes into an #SBATCH line, which the shell does not read: it must be one
@@ -158,11 +212,25 @@ std::string hold_lines(const SlurmArraySettings& s) {
 // ---- the script ---------------------------------------------------------------------------------
 
 std::string slurm_array_script(const SlurmArraySettings& s) {
-    const fs::path dir(s.out_dir);
+    // Every text is checked before any line is written: a value the script cannot hold is an
+    // Error naming the option it came from.
+    refuse_control_characters("the program's path", s.mpwb_cli);
+    refuse_control_characters("--out", s.out_dir);
+    static const std::regex uuid_form("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
+    if (!std::regex_match(s.sweep_uuid, uuid_form))
+        throw Error("sweep uuid " + shown(s.sweep_uuid) + " is not a uuid");
+    const std::string log_pattern = slurm_pattern_folder(s.out_dir, "--out") + "/task_%a.log";
+    std::string options = sbatch_line("--output", log_pattern, "--out");
+    if (!s.partition.empty()) options += sbatch_line("--partition", s.partition, "--partition");
+    if (!s.gres.empty()) options += sbatch_line("--gres", s.gres, "--gres");
+    if (!s.time.empty()) options += sbatch_line("--time", s.time, "--time");
+    if (s.cpus_per_task) options += "#SBATCH --cpus-per-task=" + std::to_string(*s.cpus_per_task) + "\n";
+
     std::ostringstream out;
     out << "#!/bin/bash\n"
         << "# Written by `mpwb-cli sweep slurm`: sweep " << s.sweep_uuid << ", " << s.run_count
-        << " runs, one array task each. Submit with `sbatch " << (dir / kScriptName).string() << "`.\n"
+        << " runs, one array task each. Submit with: sbatch "
+        << shell_quote((fs::path(s.out_dir) / kScriptName).string()) << "\n"
         << "#SBATCH --job-name=mpwb-sweep\n"
         << "#SBATCH --array=0-" << s.run_count - 1
         << "\n"
@@ -173,11 +241,7 @@ std::string slurm_array_script(const SlurmArraySettings& s) {
         << "#SBATCH --signal=TERM@120\n"
         // Appended, so a requeued task keeps the log of its earlier attempts.
         << "#SBATCH --open-mode=append\n"
-        << "#SBATCH --output=" << (dir / "task_%a.log").string() << "\n";
-    if (!s.partition.empty()) out << "#SBATCH --partition=" << s.partition << "\n";
-    if (!s.gres.empty()) out << "#SBATCH --gres=" << s.gres << "\n";
-    if (!s.time.empty()) out << "#SBATCH --time=" << s.time << "\n";
-    if (s.cpus_per_task) out << "#SBATCH --cpus-per-task=" << *s.cpus_per_task << "\n";
+        << options;
     const std::string checkpoints =
         s.checkpoint_every ? " --checkpoint-every " + std::to_string(*s.checkpoint_every) : "";
     const std::string srun_cpus =
@@ -191,7 +255,8 @@ std::string slurm_array_script(const SlurmArraySettings& s) {
         // Under srun, the task is a job step: scancel --signal=TERM and --signal reach it.
         << "srun --ntasks=1" << srun_cpus << " \"$MPWB_CLI\" sweep task \"$SWEEP_DIR/" << kSpecName
         << "\" --index \"$i\"" << (s.hold_index ? " ${hold[@]+\"${hold[@]}\"}" : "") << " \\\n"
-        << "    --db \"$SWEEP_DIR/task_$i.sqlite\" --sweep-uuid " << s.sweep_uuid << checkpoints << "\n"
+        << "    --db \"$SWEEP_DIR/task_$i.sqlite\" --sweep-uuid " << shell_quote(s.sweep_uuid) << checkpoints
+        << "\n"
         << "status=$?\n"
         << "if [ \"$status\" -eq " << kExitResumable << " ]; then\n"
         << "  # Checkpointed on SIGTERM: back into the queue; the next start resumes the run.\n"
@@ -326,16 +391,20 @@ int run_sweep_slurm(const SlurmArgs& args) {
     const std::int64_t run_count = static_cast<std::int64_t>(plan_sweep(spec).size());  // each run validated
     const fs::path dir = fs::absolute(args.out).lexically_normal();
     const SlurmArraySettings s = array_settings(args, dir, run_count);
+    const std::string script = slurm_array_script(s);  // refuses what it cannot hold, first
     prepare_out_dir(dir);
     write_new_file(dir / kSpecName, task_spec(spec, args.spec, s.sweep_uuid).dump(2) + "\n");
     const nlohmann::json info = {
         {"sweep_uuid", s.sweep_uuid}, {"run_count", run_count}, {"spec", fs::absolute(args.spec).string()}};
-    write_new_file(dir / kInfoName, info.dump(2) + "\n");
-    write_new_file(dir / kScriptName, slurm_array_script(s), fs::perms::owner_exec);
+    // A spec path that is not UTF-8 is shown with U+FFFD: the file is JSON (only `sweep status`
+    // reads it, for the uuid and the run count).
+    write_new_file(dir / kInfoName,
+                   info.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    write_new_file(dir / kScriptName, script, fs::perms::owner_exec);
     std::printf("wrote %s: %lld array tasks, sweep %s\n", (dir / kScriptName).c_str(),
                 static_cast<long long>(run_count), s.sweep_uuid.c_str());
     if (!args.submit) {
-        std::printf("submit it with: sbatch %s\n", (dir / kScriptName).c_str());
+        std::printf("submit it with: sbatch %s\n", shell_quote((dir / kScriptName).string()).c_str());
         return 0;
     }
     const std::string job_id = submit_script(dir / kScriptName);

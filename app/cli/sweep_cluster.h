@@ -30,7 +30,12 @@ struct SlurmArraySettings {
     std::optional<std::int64_t> hold_index, hold_step;
 };
 
-// The sbatch script of the array (docs/SLURM.md explains each line).
+// The sbatch script of the array (docs/SLURM.md explains each line). Values on shell lines are
+// single-quoted; values on #SBATCH lines, which sbatch reads itself, are escaped for sbatch, and
+// '%' of the folder doubled in the --output file name pattern. Throws Error naming the option
+// when a value cannot be written safely: a control character anywhere, a backslash in the
+// folder (it turns off Slurm's %a), "hetjob" or "packjob" on an #SBATCH line (sbatch starts
+// another job there), a sweep uuid that is not one.
 std::string slurm_array_script(const SlurmArraySettings& settings);
 
 // The array task indices of a Slurm job id as sacct prints it: "12_3" -> {3}, "12_[0-2,5%2]" ->

@@ -1,6 +1,8 @@
 // PyTorch export: state_dict names and the generated script (see pytorch_export.h).
 #include "core/nn/pytorch_export.h"
 
+#include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "core/common/error.h"
@@ -10,8 +12,68 @@ namespace mpwb {
 
 namespace {
 
-// A float setting as Python reads it back to the same float.
-std::string py_float(const nlohmann::json& v) { return shortest_text(v.get<float>()); }
+// The code point of the well-formed UTF-8 sequence at text[i] (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF) and its length; length 0 where none starts there.
+std::pair<char32_t, std::size_t> utf8_code_point(std::string_view text, std::size_t i) {
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
+    const unsigned char lead = byte(0);
+    const std::size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+    if (length == 0 || lead > 0xF4 || i + length > text.size()) return {0, 0};
+    char32_t cp = lead & (0x7F >> length);
+    for (std::size_t k = 1; k < length; ++k) {
+        if ((byte(k) & 0xC0) != 0x80) return {0, 0};
+        cp = (cp << 6) | (byte(k) & 0x3F);
+    }
+    const char32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < smallest[length] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {0, 0};
+    return {cp, length};
+}
+
+std::string hex_escape(char kind, std::uint32_t value, int digits) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "\\%c%0*X", kind, digits, static_cast<unsigned>(value));
+    return buf;
+}
+
+}  // namespace
+
+std::string python_string_literal(std::string_view text) {
+    std::string literal = "\"";
+    for (std::size_t i = 0; i < text.size();) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if (c == '"' || c == '\\') {
+            literal += {'\\', static_cast<char>(c)};
+        } else if (c == '\n') {
+            literal += "\\n";
+        } else if (c >= 0x20 && c < 0x7F) {
+            literal += static_cast<char>(c);
+        } else if (c < 0x80) {
+            literal += hex_escape('x', c, 2);  // other control characters
+        } else if (const auto [cp, length] = utf8_code_point(text, i); length > 0) {
+            literal += cp > 0xFFFF ? hex_escape('U', cp, 8) : hex_escape('u', cp, 4);
+            i += length;
+            continue;
+        } else {
+            // Not UTF-8: the lone surrogate Python's surrogateescape reads that byte as, so
+            // os.fsencode() gives the byte back (a file name stays the file's name).
+            literal += hex_escape('u', 0xDC00 + c, 4);
+        }
+        ++i;
+    }
+    return literal + "\"";
+}
+
+namespace {
+
+// A float as Python reads it back to the same float; nan and inf as float("nan") and
+// float("inf"), since Python has no such names.
+std::string py_float(float v) {
+    if (std::isnan(v)) return "float(\"nan\")";
+    if (std::isinf(v)) return v > 0 ? "float(\"inf\")" : "-float(\"inf\")";
+    return shortest_text(v);
+}
+
+std::string py_float(const nlohmann::json& v) { return py_float(v.get<float>()); }
 
 std::string py_bool(bool v) { return v ? "True" : "False"; }
 
@@ -23,12 +85,9 @@ std::string py_tuple(const Shape& s) {
 
 std::string py_list(const std::vector<float>& v) {
     std::string t = "[";
-    for (size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + shortest_text(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + py_float(v[i]);
     return t + "]";
 }
-
-// A Python string literal of arbitrary text (names, titles): JSON's escaping is valid Python.
-std::string py_string(const std::string& s) { return nlohmann::json(s).dump(); }
 
 const NamedTensor* find_tensor(const std::vector<const NamedTensor*>& tensors, const std::string& name) {
     for (const auto* t : tensors)
@@ -68,17 +127,16 @@ std::string module_expr(const std::string& label, const nlohmann::json& s, const
     throw Error("layer " + label + " has no PyTorch equivalent; the run cannot be exported for PyTorch");
 }
 
+// normalise(); NORMALISATION (set above it) says in words what it does.
 std::string normalisation_code(const InputNormalisation& n) {
     std::ostringstream py;
-    py << "def normalise(x):\n    \"\"\"The input as the network saw it in training.\n\n";
-    std::istringstream lines(n.description);
-    for (std::string line; std::getline(lines, line);) py << "    " << line << "\n";
-    py << "    \"\"\"\n";
+    py << "def normalise(x):\n    \"\"\"The input as the network saw it in training (NORMALISATION says "
+          "how).\"\"\"\n";
     if (!n.applied) {
         py << "    return x\n";
     } else if (n.mean.empty()) {
-        py << "    raise NotImplementedError("
-           << py_string("the normalisation statistics are not known: " + n.description) << ")\n";
+        py << "    raise NotImplementedError(\"the normalisation statistics are not known: \" + "
+              "NORMALISATION)\n";
     } else {
         py << "    mean = torch.tensor(" << py_list(n.mean) << ", dtype=torch.float32).reshape("
            << py_tuple(n.stats_shape) << ")\n";
@@ -202,11 +260,14 @@ PytorchExport make_pytorch_export(const nlohmann::json& network_description, con
         input = reports.at(i).output;
     }
 
+    // Every text that is not the writer's own (the run's name in the title, the file name, the
+    // dataset path in the normalisation's description) is a string literal, escaped by
+    // python_string_literal: nowhere else can it become code.
     std::ostringstream py;
-    py << "\"\"\"" << info.title << " as a PyTorch nn.Sequential.\n\n"
-       << "Generated by MP Workbench. The weights (" << info.weights_file
-       << ") are the run's FP32 master weights at step " << weights.step << ", under the\n"
-       << "names of this nn.Sequential's state_dict.\n\n"
+    py << "\"\"\"An MP Workbench run as a PyTorch nn.Sequential: RUN_TITLE below names the run.\n\n"
+       << "Generated by MP Workbench. The weights (the file WEIGHTS_FILE below) are the run's FP32\n"
+       << "master weights at step " << weights.step
+       << ", under the names of this nn.Sequential's state_dict.\n\n"
        << "Import this file as a module (or run it: it prints the model), then\n"
        << "    model = load_model()   # eval mode\n"
        << "    y = model(normalise(x))   # x: float32 [batch, *INPUT_SHAPE]\n\n"
@@ -215,8 +276,11 @@ PytorchExport make_pytorch_export(const nlohmann::json& network_description, con
                                              : "the regression outputs (the run trained them with MSE)")
        << ".\n\"\"\"\n"
        << "import json\nimport os\nimport struct\n\nimport torch\nfrom torch import nn\n\n"
+       << "RUN_TITLE = " << python_string_literal(info.title) << "\n"
        << "INPUT_SHAPE = " << py_tuple(weights.input_shape) << "\n"
-       << "WEIGHTS_FILE = " << py_string(info.weights_file) << "\n\n\n"
+       << "WEIGHTS_FILE = " << python_string_literal(info.weights_file) << "\n"
+       << "# How the run normalised its inputs; normalise() below does the same.\n"
+       << "NORMALISATION = " << python_string_literal(info.normalisation.description) << "\n\n\n"
        << "def build_model():\n    return nn.Sequential(\n"
        << layers.str() << "    )\n\n\n"
        << normalisation_code(info.normalisation) << "\n"

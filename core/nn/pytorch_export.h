@@ -8,6 +8,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/nn/network_weights.h"
@@ -18,9 +19,9 @@ namespace mpwb {
 // How the run's inputs were normalised before the network saw them, for the script's
 // normalise() and its comment.
 struct InputNormalisation {
-    bool applied = false;             // false: inputs are used as the dataset gives them
-    std::string description;          // one or two sentences for the script, e.g. where stats come from
-    Shape stats_shape;                // the shape mean and stddev broadcast to ([C, 1, 1] per channel, ...)
+    bool applied = false;     // false: inputs are used as the dataset gives them
+    std::string description;  // one or two sentences (the script's NORMALISATION), e.g. where stats come from
+    Shape stats_shape;        // the shape mean and stddev broadcast to ([C, 1, 1] per channel, ...)
     std::vector<float> mean, stddev;  // empty when applied but the values are not known
 };
 
@@ -41,6 +42,13 @@ struct PytorchExport {
 // no PyTorch equivalent is an Error naming the layer ("layer 3 (Foo) has no PyTorch equivalent").
 PytorchExport make_pytorch_export(const nlohmann::json& network_description, const NetworkWeights& weights,
                                   const PytorchExportInfo& info);
+
+// Text as a Python string literal that reads back as exactly that text: one line in double
+// quotes, plain ASCII. Quotes and backslashes are escaped, control characters are \n or \xNN,
+// other code points \uNNNN or \UNNNNNNNN, and a byte that is not UTF-8 is the lone surrogate
+// \udcNN that Python's surrogateescape reads it as (os.fsencode gives the byte back). The
+// script holds every text that is not its own this way and nowhere else.
+std::string python_string_literal(std::string_view text);
 
 // The state_dict name of one of our tensors: "<layer>.<name>" with BatchNorm's gamma and beta
 // named weight and bias.

@@ -52,7 +52,9 @@ std::string header_text(const SafetensorsFile& file) {
         header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, end}}};
         offset = end;
     }
-    std::string text = header.dump();
+    // A metadata value that is not UTF-8 (a run's name is any bytes) gets U+FFFD where it is
+    // not: the header is JSON, which holds UTF-8 only.
+    std::string text = header.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     // Data starts on an 8-byte boundary: the header is padded with spaces, which JSON ignores.
     text.append((kAlignment - (kLengthBytes + text.size()) % kAlignment) % kAlignment, ' ');
     return text;

@@ -10,7 +10,10 @@
 #include <QtTest/QtTest>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <limits>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 #include "core/backend/backend.h"
@@ -18,7 +21,9 @@
 #include "core/nn/network_weights.h"
 #include "core/nn/pytorch_export.h"
 #include "core/precision/precision_policy.h"
+#include "sessions/run_export.h"
 #include "sessions/run_store.h"
+#include "sessions/sqlite_db.h"
 #include "tests/cli/program_runner.h"
 
 using namespace mpwb;
@@ -85,22 +90,26 @@ private:
     QString path(const QString& name) const { return dir_.filePath(name); }
 
     // Writes the case file for the checker and runs it; its exit status (0 agree, 1 differ).
+    // An empty `weights`: the script's default file. `extra`: more keys of the case.
     int check(const QString& name, const QString& script, const QString& weights, const Tensor& x,
-              const Tensor& y, const QString& reader, bool force_numpy) {
+              const Tensor& y, const QString& reader, bool force_numpy, const nlohmann::json& extra = {}) {
         write_floats(path(name + ".in"), x);
         write_floats(path(name + ".out"), y);
-        const nlohmann::json c{{"script", script.toStdString()},
-                               {"weights", weights.toStdString()},
-                               {"inputs", path(name + ".in").toStdString()},
-                               {"input_shape", x.shape()},
-                               {"outputs", path(name + ".out").toStdString()},
-                               {"output_shape", y.shape()},
-                               {"reader", reader.toStdString()}};
+        nlohmann::json c{
+            {"script", script.toStdString()},
+            {"weights", weights.isEmpty() ? nlohmann::json() : nlohmann::json(weights.toStdString())},
+            {"inputs", path(name + ".in").toStdString()},
+            {"input_shape", x.shape()},
+            {"outputs", path(name + ".out").toStdString()},
+            {"output_shape", y.shape()},
+            {"reader", reader.toStdString()}};
+        if (extra.is_object()) c.update(extra);
         std::ofstream(path(name + ".json").toStdString()) << c.dump();
         QProcess p;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         if (force_numpy) env.insert("MPWB_EXPORT_NO_SAFETENSORS", "1");
         p.setProcessEnvironment(env);
+        p.setWorkingDirectory(dir_.path());  // where a text that ran as code would leave its file
         p.start(python_, {kChecker, path(name + ".json")});
         if (!p.waitForFinished(300000)) return -1;
         std::printf("%s%s", p.readAllStandardOutput().constData(), p.readAllStandardError().constData());
@@ -143,6 +152,44 @@ private:
         return network;
     }
 
+    // Our outputs on x of the network and final weights run `id` of `db` stored.
+    static Tensor stored_run_outputs(const QString& db, int64_t id, const Tensor& x) {
+        RunStore store(db.toStdString());
+        const auto weights = store.final_weights(id);
+        if (!weights) throw std::runtime_error("the run has no final weights");
+        Network network = Network::from_json(nlohmann::json::parse(store.get_run(id).network_json));
+        network.build(weights->input_shape, x.shape()[0]);
+        load_network_weights(network, *weights);
+        return our_outputs(network, x);
+    }
+
+    // Gives run `id` of `db` the name and the CSV dataset path (normalised, so the path is in the
+    // script's NORMALISATION), straight in the database, as a bundle or a task database brings
+    // them, and exports it for PyTorch into the test folder. Returns the export's error, if any.
+    std::string export_with_texts(const QString& db, int64_t id, const std::string& name,
+                                  const std::string& data_path, const std::string& weights_file,
+                                  const std::string& script) try {
+        {
+            RunStore store(db.toStdString());
+            nlohmann::json config = nlohmann::json::parse(store.get_run(id).config_json);
+            config["dataset"]["kind"] = "csv";
+            config["dataset"]["path"] = data_path;
+            config["dataset"]["normalize"] = true;
+            sqlite::Db raw(db.toStdString(), SQLITE_OPEN_READWRITE);
+            sqlite::Stmt(raw, "UPDATE runs SET name=?, config_json=? WHERE id=?")
+                .bind(1, name)
+                .bind(2, config.dump())
+                .bind(3, id)
+                .run("setting the texts");
+        }
+        RunStore store(db.toStdString());
+        export_run_for_pytorch(store, id, (dir_.path() + "/").toStdString() + weights_file,
+                               path(QString::fromStdString(script)).toStdString());
+        return {};
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+
     // The conv network's export written to files; returns our outputs on x.
     Tensor export_conv(const QString& stem, const Tensor& x, NetworkWeights* weights_out = nullptr) {
         nlohmann::json description;
@@ -163,6 +210,13 @@ private slots:
         QVERIFY(dir_.isValid());
         python_ = find_python(why_);
         if (python_.isEmpty()) std::printf("SKIP: no python3 with torch and numpy (%s)\n", qPrintable(why_));
+    }
+
+    // QTemporaryDir cannot remove a file whose name is not UTF-8 (hostileTextsStayInLiterals
+    // writes one): the folder goes here, by its bytes.
+    void cleanupTestCase() {
+        std::error_code ignored;
+        std::filesystem::remove_all(dir_.path().toStdString(), ignored);
     }
 
     // spiral-mlp trained 40 steps by mpwb-cli, exported by mpwb-cli, our outputs from the weights
@@ -190,6 +244,86 @@ private slots:
         const Tensor y = our_outputs(network, x);
         QCOMPARE(check("mlp", path("mlp.py"), path("mlp.safetensors"), x, y, "any", false), 0);
         QCOMPARE(check("mlp_numpy", path("mlp.py"), path("mlp.safetensors"), x, y, "numpy", true), 0);
+    }
+
+    // Issue 24: the run's name, the safetensors file name and the dataset path are texts the
+    // script did not write, with quotes, backslashes, "\N{BULLET}", newlines, triple quotes, a
+    // non-ASCII character and (name and file name) a byte that is not UTF-8, each carrying code
+    // that would leave a file `pwned` if it ran. The script with them has the code of the one
+    // with plain texts (Python's ast, string constants masked), each text reads back byte for
+    // byte, the script runs, finds its weights by the odd file name and gives our outputs, and
+    // no `pwned` appears.
+    void hostileTextsStayInLiterals() {
+        if (python_.isEmpty()) QSKIP(qPrintable("no python3 with torch and numpy: " + why_));
+        const QString db = path("texts.sqlite");
+        const auto train =
+            run_program(kCli, {"train", "--preset", "spiral-mlp", "--max-steps", "5", "--db", db});
+        QVERIFY2(train.exit_code == 0, train.err.constData());
+        const std::string payload = "__import__(\"os\").system(\"touch pwned\")";
+        const std::string odd = "\"\"\";" + payload + ";\"\"\" '''+" + payload +
+                                "+''' \\N{BULLET} \\x41 \\ \"q\" 'q' \xe2\x80\xa2\n#" + payload + "\n";
+        const std::string name = "run " + odd + " \xff\xfe end";
+        const std::string weights_file = "w " + odd + " \xff.safetensors";
+        const std::string data_path = path("d ").toStdString() + odd + ".csv";  // JSON: UTF-8 only
+        const std::string plain_error = export_with_texts(db, 1, "plain", path("plain.csv").toStdString(),
+                                                          "plain.safetensors", "plain.py");
+        QVERIFY2(plain_error.empty(), plain_error.c_str());
+        const std::string odd_error = export_with_texts(db, 1, name, data_path, weights_file, "odd.py");
+        QVERIFY2(odd_error.empty(), odd_error.c_str());
+
+        const auto hex = [](const std::string& bytes) {
+            return QByteArray::fromStdString(bytes).toHex().toStdString();
+        };
+        const nlohmann::json texts{{"same_code_as", path("plain.py").toStdString()},
+                                   {"texts_hex",
+                                    {{"RUN_TITLE", hex(name)},
+                                     {"WEIGHTS_FILE", hex(weights_file)},
+                                     {"NORMALISATION", hex(data_path)}}}};
+        const Tensor x = random_inputs({2}, 16, 9);
+        const Tensor y = stored_run_outputs(db, 1, x);
+        QCOMPARE(check("odd", path("odd.py"), {}, x, y, "any", false, texts), 0);
+        // The checker fails when a text does not read back.
+        nlohmann::json wrong = texts;
+        wrong["texts_hex"]["WEIGHTS_FILE"] = hex(weights_file + "x");
+        QCOMPARE(check("odd_wrong", path("odd.py"), {}, x, y, "any", false, wrong), 1);
+
+        QProcess script;
+        script.setWorkingDirectory(dir_.path());
+        script.start(python_, {path("odd.py")});
+        QVERIFY(script.waitForFinished(300000));
+        const QByteArray said = script.readAllStandardOutput() + script.readAllStandardError();
+        QVERIFY2(script.exitStatus() == QProcess::NormalExit && script.exitCode() == 0, said.constData());
+        QVERIFY2(said.contains("weights read with"), said.constData());
+        QVERIFY2(!QFile::exists(path("pwned")), "a text of the script ran as code");
+    }
+
+    // Statistics that are not finite (a dataset whose values overflow the float sums) are
+    // written as Python floats, not as the names nan and inf, which the script does not define.
+    void nonFiniteStatisticsAreFloats() {
+        if (python_.isEmpty()) QSKIP(qPrintable("no python3 with torch and numpy: " + why_));
+        const nlohmann::json description = {{"layers", {{{"type", "Linear"}, {"out", 2}}}}};
+        Network network = Network::from_json(description);
+        network.build({3});
+        network.init(1);
+        PytorchExportInfo info;
+        info.weights_file = "finite.safetensors";
+        info.normalisation.applied = true;
+        info.normalisation.stats_shape = {3};
+        info.normalisation.mean = {std::numeric_limits<float>::quiet_NaN(), 1.0f, 0.0f};
+        info.normalisation.stddev = {1.0f, std::numeric_limits<float>::infinity(),
+                                     -std::numeric_limits<float>::infinity()};
+        const PytorchExport e = make_pytorch_export(description, network_weights(network, 1), info);
+        write_new_file(path("finite.py").toStdString(), e.script.data(), e.script.size(), "script");
+        const auto r =
+            run_program(python_, {"-c",
+                                  "import importlib.util, sys, torch\n"
+                                  "spec = importlib.util.spec_from_file_location('m', sys.argv[1])\n"
+                                  "m = importlib.util.module_from_spec(spec)\n"
+                                  "spec.loader.exec_module(m)\n"
+                                  "print(m.normalise(torch.ones(1, 3)).tolist())\n",
+                                  path("finite.py")});
+        QVERIFY2(r.exit_code == 0, r.err.constData());
+        QCOMPARE(r.out.trimmed(), QByteArray("[[nan, 0.0, -0.0]]"));
     }
 
     void convNetRoundTrip() {

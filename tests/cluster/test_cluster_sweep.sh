@@ -9,6 +9,10 @@
 # source (no accounting here), `sweep collect` into a fresh store, and the checks: 6 FINISHED
 # runs in one sweep, the preempted run has the trainer's "resumed_from_checkpoint" event, and its
 # final weights digest equals that of an uninterrupted `sweep task` of the same index run locally.
+# The sweep folder's name has a space, quotes, '#' and '%', which the #SBATCH --output line must
+# carry for sbatch. Before the cluster starts (these need none): refusals, sweep status through a
+# stand-in sacct, a folder name with a newline refused, and the script of a folder whose name
+# holds shell syntax run with a stand-in srun that records its arguments.
 # Exit 77 (SKIP) only where the daemons cannot start (not root, Slurm or munge not installed).
 # Usage: test_cluster_sweep.sh <mpwb-cli> <scratch dir>
 set -uo pipefail
@@ -77,6 +81,35 @@ sacct_states=$(python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["sou
 [ "$sacct_states" = "sacct COMPLETED PENDING PENDING PENDING PENDING PENDING" ] &&
   pass "sweep status reads each array task's state from sacct" || fail "sweep status through sacct gave: $sacct_states"
 
+# Folder names (issue 24). A control character is refused before anything is written: a newline
+# would add a line to the script that every task runs. A folder with a space, quotes, '#', '%'
+# and shell syntax gets a script that bash runs with each path as one word: a stand-in srun
+# records the arguments it gets, and nothing else in the name runs (no `pwned` appears).
+newline_dir="$scratch/new
+touch pwned"
+expect_refusal "a folder name with a newline" "control character" "$cli" sweep slurm "$spec" --out "$newline_dir"
+[ ! -e "$newline_dir" ] && [ ! -e "$scratch/new" ] && pass "nothing was written for the folder with a newline" ||
+  fail "sweep slurm wrote something for the folder with a newline"
+odd_dir="$scratch/odd dir 'q' \"d\" #h 100%a \$(touch pwned) \`touch pwned\` ;x"
+if "$cli" sweep slurm "$spec" --out "$odd_dir" >/dev/null; then
+  cat >"$scratch/fake-bin/srun" <<'EOF'
+#!/bin/sh
+printf '%s\n' "$@" >"$SRUN_ARGS"
+EOF
+  chmod +x "$scratch/fake-bin/srun"
+  uuid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sweep_uuid"])' "$odd_dir/sweep_slurm.json")
+  expected=$(printf '%s\n' --ntasks=1 "$(readlink -f "$cli")" sweep task "$odd_dir/spec.json" --index 2 \
+    --db "$odd_dir/task_2.sqlite" --sweep-uuid "$uuid")
+  (cd "$scratch" && SRUN_ARGS="$scratch/srun.args" SLURM_ARRAY_TASK_ID=2 PATH="$scratch/fake-bin:$PATH" \
+    bash "$odd_dir/sweep.sbatch" >"$scratch/odd.log" 2>&1) || fail "the odd folder's script failed: $(cat "$scratch/odd.log")"
+  [ "$(cat "$scratch/srun.args" 2>/dev/null)" = "$expected" ] && pass "srun got each path of the odd folder as one argument" ||
+    fail "srun got: $(cat "$scratch/srun.args" 2>/dev/null), expected: $expected"
+  [ -z "$(find "$scratch" -name pwned)" ] && pass "nothing in the folder's name ran" || fail "the folder's name ran: $(find "$scratch" -name pwned)"
+else
+  fail "sweep slurm into a folder with a space, quotes, # and % failed"
+fi
+rm -f "$scratch/fake-bin/srun"  # the cluster below runs the real one
+
 cluster=$scratch/slurm
 t0=$SECONDS
 bash "$here/slurm_cluster.sh" start "$cluster"
@@ -94,7 +127,9 @@ echo "cluster start: $((SECONDS - t0)) s"
 . "$cluster/env.sh"
 export SLURM_CONF
 
-sweep=$scratch/sweep
+# A folder name with a space, quotes, '#' and '%': sbatch reads the #SBATCH --output line itself,
+# so the logs land in this folder only if the script escaped it for sbatch (issue 24).
+sweep="$scratch/sweep dir 'q' \"d\" #h 100%"
 "$cli" sweep slurm "$spec" --out "$sweep" --cpus-per-task 1 --checkpoint-every 20 --hold-task "$PREEMPTED:$HOLD_STEP" --submit ||
   die "sweep slurm --submit failed"
 job=$(cat "$sweep/job_id") || die "sweep slurm --submit kept no job id"
