@@ -167,6 +167,24 @@ private slots:
         QCOMPARE(j["plan"][1]["training"]["lr"].get<double>(), 0.25);
     }
 
+    // Issue 24: training settings in a spec are held to the CLI's ranges (TrainConfig::validate),
+    // in "training" and on an axis.
+    void trainingSettingsObeyTheCliRanges() {
+        const std::string head = R"({"name": "bad", "preset": "spiral-mlp", )";
+        expect_refused(
+            head + R"("training": {"threads": 100000}, "axes": [{"setting": "lr", "values": [1]}]})",
+            "training", "threads must be from 0 to 4096, gets 100000");
+        expect_refused(head + R"("axes": [{"setting": "epochs", "values": [5, 400000000000000000]}]})",
+                       "axes[0].values[1]", "epochs must be from 1 to 1000000000, gets 400000000000000000");
+        expect_refused(head + R"("axes": [{"setting": "batch_size", "values": [1073741824]}]})",
+                       "axes[0].values[0]", "batch_size must be from 1 to 16777216");
+        expect_refused(head + R"("axes": [{"setting": "lr", "values": [-1]}]})", "axes[0].values[0]",
+                       "lr must be above 0");
+        expect_refused(head + R"("method": "random", "samples": 2,
+                           "axes": [{"setting": "threads", "values": {"min": 1, "max": 100000}}]})",
+                       "axes[0].values.max", "threads must be from 0 to 4096");
+    }
+
     void errorsNameFileFieldAndProblem() {
         const std::string head = R"({"name": "bad", "preset": "spiral-mlp", )";
         expect_refused(head + R"("axes": [{"setting": "optimizer.betaa", "values": [0.9]}]})",
@@ -176,7 +194,7 @@ private slots:
         expect_refused(head + R"("axes": [{"setting": "lr", "values": []}]})", "axes[0].values",
                        "has no values");
         expect_refused(head + R"("axes": [{"setting": "lr", "values": [0.1, -1]}]})", "axes[0].values[1]",
-                       "learning rate must be positive");
+                       "lr must be above 0");
         expect_refused(head + R"("axes": [{"setting": "batch_size", "values": ["big"]}]})",
                        "axes[0].values[0]", "must be an integer");
         expect_refused(head + R"("axes": [{"setting": "precision", "values": ["fp17"]}]})",
