@@ -46,6 +46,7 @@ Preset parse_preset(const nlohmann::json& j, const std::string& origin) {
     if (j.contains("training")) {
         try {
             p.training = train_config_from_json(j["training"]);
+            p.training.validate();
         } catch (const Error& e) {
             throw ConfigError(origin + ": " + e.what());
         } catch (const nlohmann::json::exception& e) {  // a get<T>() a reader did not check

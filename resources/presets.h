@@ -22,6 +22,7 @@ std::vector<std::string> preset_names();
 Preset load_preset(const std::string& name);
 // A preset from a file of the same format (or a bare network file: {"layers": ...}).
 Preset load_preset_file(const std::string& path);
+// Its training settings read and validated (TrainConfig::validate); ConfigError "<origin>: ...".
 Preset parse_preset(const nlohmann::json& j, const std::string& origin);
 
 }  // namespace mpwb

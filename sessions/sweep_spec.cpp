@@ -3,20 +3,21 @@
 // reported at its own field (axes[1].values[2]) rather than as the first run that contains it.
 #include "sessions/sweep_spec.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "core/common/checked_arith.h"
 #include "core/common/error.h"
 #include "core/common/json_input.h"
 #include "core/common/rng.h"
 #include "core/common/text_format.h"
+#include "core/data/synthetic.h"
 #include "core/nn/network.h"
-#include "core/train/dataset_source.h"
 
 namespace mpwb {
 
@@ -106,36 +107,105 @@ TrainConfig apply_overrides(const TrainConfig& base, nlohmann::json overrides) {
     return config;
 }
 
-// Builds the network for the run's dataset and batch as the trainer will, so a variant that does
-// not fit is found now. Datasets read from files are not loaded at plan time: only the network's
-// own description is checked for them.
-void check_network(const nlohmann::json& network_json, const TrainConfig& config) {
-    Network network = Network::from_json(network_json);
-    if (!config.dataset.is_synthetic()) return;
-    const Dataset data = load_dataset(config.dataset);
-    network.build(data.sample_shape,
-                  std::max<std::int64_t>(1, std::min(config.batch_size, data.train_size())));
-    if (data.is_classification() && network.output_shape() != Shape{data.num_classes})
-        throw NetworkError("the network's output " + shape_to_string(network.output_shape()) +
-                           " does not match the " + std::to_string(data.num_classes) + " classes of '" +
-                           data.name + "'");
+// What a run's network must fit, known without loading its dataset: a synthetic set by its
+// declared sizes (generating 1e8 points per planned run would cost seconds and gigabytes).
+struct DeclaredData {
+    std::string name;
+    int classes = 0;
+    int64_t batch = 1;  // the largest batch the trainer builds the network for
+};
+
+// Nothing for a dataset read from a file: it is not opened at plan time.
+std::optional<DeclaredData> declared_data(const TrainConfig& config) {
+    const DatasetSpec& d = config.dataset;
+    if (!d.is_synthetic()) return std::nullopt;
+    const SyntheticKind kind = parse_synthetic_kind(d.kind);
+    const SyntheticSplit split = synthetic_split({.kind = kind,
+                                                  .samples = d.samples,
+                                                  .noise = d.noise,
+                                                  .test_ratio = d.test_ratio,
+                                                  .classes = d.classes});
+    // As Trainer's constructor sizes it: the training batch or the evaluation batch.
+    const int64_t eval_batch = std::min(config.eval_batch, std::max<int64_t>(split.test, 1));
+    return DeclaredData{synthetic_kind_name(kind), d.classes,
+                        std::max(std::min(config.batch_size, split.train), eval_batch)};
 }
 
-Preset read_base(const nlohmann::json& spec, const std::string& origin, const std::string& base_dir) {
+// The reason a network description does not fit the declared data; empty when it does. Measured
+// with Network::inspect, which allocates nothing (the trainer's build would allocate every weight).
+std::string network_problem(const nlohmann::json& description, const std::optional<DeclaredData>& data) {
+    try {
+        const Network network = Network::from_json(description);
+        if (!data) return {};
+        const std::vector<LayerReport> layers = Network::inspect(description, Shape{2}, data->batch);
+        for (const LayerReport& layer : layers)
+            if (!layer.error.empty())
+                return "layer " + std::to_string(layer.index) + " (" + layer.kind + "): " + layer.error;
+        if (network.loss() != "cross_entropy")
+            return "dataset '" + data->name +
+                   "' is a classification set; the network's loss must be cross_entropy";
+        const Shape& output = layers.back().output;
+        if (output != Shape{int64_t{data->classes}})
+            return "the network's output " + shape_to_string(output) + " does not match the " +
+                   std::to_string(data->classes) + " classes of '" + data->name + "'";
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return {};
+}
+
+// Each distinct (network, dataset, batch) of a plan is checked once: a network variant shared by
+// thousands of runs costs one check, not one per run.
+class NetworkChecks {
+public:
+    void check(const nlohmann::json& network, const TrainConfig& config) {
+        const std::optional<DeclaredData> data = declared_data(config);
+        const Key key{&network, data ? data->name : "", data ? data->classes : 0, data ? data->batch : 0};
+        auto it = done_.find(key);
+        if (it == done_.end()) it = done_.emplace(key, network_problem(network, data)).first;
+        if (!it->second.empty()) throw NetworkError(it->second);
+    }
+
+private:
+    // The network by its address in the spec (the base's, or a network axis's variant).
+    using Key = std::tuple<const nlohmann::json*, std::string, int, int64_t>;
+    std::map<Key, std::string> done_;
+};
+
+// A preset by name, a preset file (a path ending in .json or holding a '/', relative to
+// base_dir), or a preset object (how self_contained_sweep_spec stores a file's content).
+Preset read_preset(const nlohmann::json& value, const std::string& origin, const std::string& base_dir,
+                   nlohmann::json& file_content) {
+    Preset base;
+    if (value.is_object()) {
+        rethrow_at(origin, "preset", [&] { base = parse_preset(value, "preset object"); });
+        return base;
+    }
+    if (!value.is_string() || value.get<std::string>().empty())
+        spec_error(origin, "preset", "must be a preset name, a preset file or a preset object");
+    const std::string preset = value.get<std::string>();
+    const bool is_file = preset.find('/') != std::string::npos || fs::path(preset).extension() == ".json";
+    if (!is_file) {
+        rethrow_at(origin, "preset", [&] { base = load_preset(preset); });
+        return base;
+    }
+    const std::string path = fs::path(preset).is_absolute() ? preset : (fs::path(base_dir) / preset).string();
+    rethrow_at(origin, "preset", [&] {
+        file_content = read_json_file(path, "preset file");
+        base = parse_preset(file_content, path);
+    });
+    return base;
+}
+
+Preset read_base(const nlohmann::json& spec, const std::string& origin, const std::string& base_dir,
+                 nlohmann::json& preset_file) {
     const bool has_preset = spec.contains("preset"), has_network = spec.contains("network");
     if (has_preset == has_network)
         spec_error(origin, "preset",
                    "give either \"preset\" (a preset name or file) or \"network\" with \"training\"");
     Preset base;
     if (has_preset) {
-        const std::string preset = string_field(spec, origin, "preset");
-        const bool is_file = preset.find('/') != std::string::npos || fs::path(preset).extension() == ".json";
-        rethrow_at(origin, "preset", [&] {
-            base = is_file
-                       ? load_preset_file(
-                             fs::path(preset).is_absolute() ? preset : (fs::path(base_dir) / preset).string())
-                       : load_preset(preset);
-        });
+        base = read_preset(spec["preset"], origin, base_dir, preset_file);
     } else {
         if (!spec["network"].is_object())
             spec_error(origin, "network", "must be a network object ({\"layers\": ...})");
@@ -303,6 +373,30 @@ void check_run_count(const SweepSpec& spec) {
                        "; drop values or raise max_runs (at most " + std::to_string(kSweepHardMaxRuns) + ")");
 }
 
+// Bytes of JSON text of a value as a planned run keeps it.
+int64_t json_bytes(const nlohmann::json& value) { return static_cast<int64_t>(value.dump().size()); }
+
+// runs x (the largest network + the largest value of each axis) against kSweepMaxPlanBytes, before
+// anything is built or planned.
+void check_plan_size(const SweepSpec& spec) {
+    int64_t network = json_bytes(spec.base.network), values = 0;
+    for (const SweepAxis& axis : spec.axes) {
+        int64_t largest = axis.range ? 32 : 0;  // a drawn number
+        for (const auto& value : axis.values) largest = std::max(largest, json_bytes(value));
+        for (const auto& variant : axis.networks) network = std::max(network, json_bytes(variant));
+        values = saturating_add(values, largest);
+    }
+    const int64_t runs = sweep_run_count(spec);
+    const int64_t per_run = saturating_add(network, values);
+    const int64_t total = saturating_mul(runs, per_run);
+    if (total > kSweepMaxPlanBytes)
+        spec_error(spec.origin, spec.method == SweepMethod::Random ? "samples" : "axes",
+                   "the plan holds " + size_text(runs) + " runs of up to " + size_text(per_run) +
+                       " bytes of network and settings each, " + size_text(total) +
+                       " bytes in all, more than the limit of " + size_text(kSweepMaxPlanBytes) +
+                       "; plan fewer runs or smaller networks");
+}
+
 // A value in [0, 1) with 53 random bits.
 double unit_draw(Rng& rng) { return static_cast<double>(rng.next_u64() >> 11) * 0x1p-53; }
 
@@ -363,23 +457,26 @@ std::vector<Choice> random_choices(const SweepSpec& spec, std::int64_t index) {
     return out;
 }
 
-PlannedRun make_run(const SweepSpec& spec, std::int64_t index, const std::vector<Choice>& choices) {
+PlannedRun make_run(const SweepSpec& spec, std::int64_t index, const std::vector<Choice>& choices,
+                    NetworkChecks& checks) {
     PlannedRun run;
     run.index = index;
     run.preset = spec.base;
     nlohmann::json overrides = nlohmann::json::object();
+    const nlohmann::json* network = &spec.base.network;
     for (std::size_t a = 0; a < spec.axes.size(); ++a) {
         const SweepAxis& axis = spec.axes[a];
         run.settings.push_back({axis.setting, choices[a].value});
         if (axis.setting == "network")
-            run.preset.network = axis.networks[choices[a].position];
+            network = &axis.networks[choices[a].position];
         else
             overrides.merge_patch(setting_patch(axis.setting, choices[a].value));
     }
+    run.preset.network = *network;
     const std::string field = "run " + std::to_string(index) + " (" + sweep_settings_text(run) + ")";
     rethrow_at(spec.origin, field, [&] {
         run.preset.training = apply_overrides(spec.base.training, overrides);
-        check_network(run.preset.network, run.preset.training);
+        checks.check(*network, run.preset.training);
     });
     return run;
 }
@@ -411,13 +508,18 @@ SweepSpec parse_sweep_spec(const nlohmann::json& j, const std::string& origin, c
                 spec_error(origin, key,
                            "only \"method\": \"random\" takes this; a grid runs every combination");
     }
-    spec.base = read_base(j, origin, base_dir);
+    spec.base = read_base(j, origin, base_dir, spec.preset_file);
     if (!j.contains("axes") || !j["axes"].is_array() || j["axes"].empty())
         spec_error(origin, "axes", "a sweep needs \"axes\": a list of {\"setting\", \"values\"}");
+    if (j["axes"].size() > std::size_t(kSweepMaxAxes))
+        spec_error(origin, "axes",
+                   std::to_string(j["axes"].size()) + " axes, more than the limit of " +
+                       std::to_string(kSweepMaxAxes) + " (each axis sweeps a setting of its own)");
     for (std::size_t i = 0; i < j["axes"].size(); ++i)
         spec.axes.push_back(read_axis(j["axes"][i], origin, i, spec.method));
     refuse_overlap(spec.axes, origin);
     check_run_count(spec);
+    check_plan_size(spec);
     for (std::size_t i = 0; i < spec.axes.size(); ++i) check_axis_values(spec, i);
     return spec;
 }
@@ -431,6 +533,18 @@ SweepSpec read_sweep_spec_file(const std::string& path) {
     }
     const fs::path folder = fs::path(path).parent_path();
     return parse_sweep_spec(j, "sweep spec " + path, folder.empty() ? "." : folder.string());
+}
+
+nlohmann::json self_contained_sweep_spec(const SweepSpec& spec) {
+    nlohmann::json stored = spec.source;
+    if (spec.preset_file.is_null()) return stored;
+    // A bare network file is a preset of that network and default settings.
+    const bool bare_network = spec.preset_file.contains("layers");
+    nlohmann::json& preset = stored["preset"] =
+        bare_network ? nlohmann::json{{"network", spec.preset_file}} : spec.preset_file;
+    // A file without a name is named by its path; the stored preset keeps that name.
+    if (!preset.contains("name")) preset["name"] = spec.base.name;
+    return stored;
 }
 
 std::int64_t sweep_run_count(const SweepSpec& spec) {
@@ -447,20 +561,24 @@ PlannedRun plan_sweep_run(const SweepSpec& spec, std::int64_t index) {
         spec_error(
             spec.origin, "index",
             "the sweep plans runs 0 to " + std::to_string(runs - 1) + ", not " + std::to_string(index));
+    NetworkChecks checks;
     return make_run(
         spec, index,
-        spec.method == SweepMethod::Grid ? grid_choices(spec, index) : random_choices(spec, index));
+        spec.method == SweepMethod::Grid ? grid_choices(spec, index) : random_choices(spec, index), checks);
 }
 
 std::vector<PlannedRun> plan_sweep(const SweepSpec& spec) {
     std::vector<PlannedRun> plan;
+    NetworkChecks checks;
     const std::int64_t runs = sweep_run_count(spec);
     if (spec.method == SweepMethod::Grid) {
-        for (std::int64_t i = 0; i < runs; ++i) plan.push_back(make_run(spec, i, grid_choices(spec, i)));
+        for (std::int64_t i = 0; i < runs; ++i)
+            plan.push_back(make_run(spec, i, grid_choices(spec, i), checks));
         return plan;
     }
     Rng rng(spec.sampling_seed);
-    for (std::int64_t i = 0; i < runs; ++i) plan.push_back(make_run(spec, i, draw_choices(spec, rng)));
+    for (std::int64_t i = 0; i < runs; ++i)
+        plan.push_back(make_run(spec, i, draw_choices(spec, rng), checks));
     return plan;
 }
 

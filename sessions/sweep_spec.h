@@ -3,8 +3,10 @@
 // or by seeded random sampling into planned runs, each a Preset (network and TrainConfig) plus the
 // settings it varies. Shared by `mpwb-cli sweep` and the workbench, so it has no Qt. Every planned
 // run is validated as the trainer would (train_config_from_json, TrainConfig::validate, the network
-// built for its dataset) so a bad value is found at plan time, and every error names the spec
-// file, the field by its JSON path and the problem.
+// checked against its dataset's declared shape at the trainer's batch) so a bad value is found at
+// plan time, and every error names the spec file, the field by its JSON path and the problem.
+// What a plan may cost is bounded before anything is built (kSweepMaxAxes, kSweepMaxPlanBytes):
+// a spec file cannot make planning take unbounded time or memory.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -18,6 +20,13 @@ namespace mpwb {
 
 inline constexpr std::int64_t kSweepDefaultMaxRuns = 256;
 inline constexpr std::int64_t kSweepHardMaxRuns = 10000;
+// More axes than there are settings to sweep (no two axes may sweep one setting); the overlap
+// check compares every pair, so their number is bounded before it runs.
+inline constexpr std::int64_t kSweepMaxAxes = 64;
+// What the planned runs hold at once: every run keeps its network description and the values of
+// its axes. Counted as bytes of JSON text, runs x (the largest network + the largest value of each
+// axis), and refused over this limit before any network is built.
+inline constexpr std::int64_t kSweepMaxPlanBytes = std::int64_t{64} << 20;
 
 // A numeric range of a random axis: {"min": a, "max": b, "log": true}. Integer when both bounds
 // are integers.
@@ -42,8 +51,10 @@ struct SweepSpec {
     std::string origin;  // "sweep spec /path/a.json": how messages name the spec
     std::string name;
     std::string uuid;       // optional: the sweep's identity across task databases
-    nlohmann::json source;  // the spec as written, kept with the sweep in the store
-    Preset base;            // the base experiment with the spec's "training" overrides applied
+    nlohmann::json source;  // the spec as written
+    // A "preset" file's content as read (null otherwise): what self_contained_sweep_spec stores.
+    nlohmann::json preset_file;
+    Preset base;  // the base experiment with the spec's "training" overrides applied
     std::vector<SweepAxis> axes;
     SweepMethod method = SweepMethod::Grid;
     std::int64_t samples = 0;         // random: runs drawn
@@ -64,10 +75,16 @@ struct PlannedRun {
 };
 
 // Reads and checks a spec (JSON through the depth-limited reader). `base_dir` resolves a relative
-// "preset" file path (the spec file's folder). ConfigError "<origin>: <field>: <problem>".
+// "preset" file path (the spec file's folder). ConfigError "<origin>: <field>: <problem>", also
+// for a plan over kSweepMaxAxes or kSweepMaxPlanBytes (with the numbers and the limit).
 SweepSpec parse_sweep_spec(const nlohmann::json& spec, const std::string& origin,
                            const std::string& base_dir = ".");
 SweepSpec read_sweep_spec_file(const std::string& path);
+
+// The spec as a sweep's record keeps it and its tasks plan from it: as written, with a "preset"
+// file replaced by the preset's content (a "preset" object), so that what the tasks train cannot
+// change with the file after the sweep started.
+nlohmann::json self_contained_sweep_spec(const SweepSpec& spec);
 
 // How many runs the spec plans (grid: the product of the axis sizes; random: samples).
 std::int64_t sweep_run_count(const SweepSpec& spec);

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/train/train_limits.h"
+
 namespace mpwb::cli {
 
 // A decimal integer in [min, max].
@@ -18,9 +20,9 @@ CLI::Validator unsigned_number();
 // A finite decimal number between min and max; `open_min`/`open_max` exclude the bound itself.
 CLI::Validator real_number(double min, double max, bool open_min = false, bool open_max = false);
 
-// Largest epoch and step counts accepted: far beyond any run, and small enough that epochs times
-// steps per epoch never overflows int64.
-constexpr std::int64_t kMaxEpochs = 1'000'000'000;
-constexpr std::int64_t kMaxSteps = 1'000'000'000'000'000;
+// Largest epoch and step counts accepted: TrainConfig::validate's, so a flag and a file setting
+// have one range.
+constexpr std::int64_t kMaxEpochs = TrainLimits::kMaxEpochs;
+constexpr std::int64_t kMaxSteps = TrainLimits::kMaxSteps;
 
 }  // namespace mpwb::cli

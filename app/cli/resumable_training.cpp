@@ -139,8 +139,13 @@ Preset recorded_preset(const Run& run, const std::string& db_path) {
         tag != run.tags.end() && !tag->second.empty() ? tag->second : "run " + std::to_string(run.id);
     preset.network = parse_json_text(run.network_json, source + "network_json");
     const nlohmann::json config = parse_json_text(run.config_json, source + "config_json");
-    preset.training =
-        with_json_source(source + "config_json", [&] { return train_config_from_json(config); });
+    try {  // a run from a bundle is held to the ranges of every other source
+        preset.training =
+            with_json_source(source + "config_json", [&] { return train_config_from_json(config); });
+        preset.training.validate();
+    } catch (const ConfigError& e) {
+        throw ConfigError(source + "config_json: " + e.what());
+    }
     return preset;
 }
 

@@ -335,17 +335,11 @@ void prepare_out_dir(const fs::path& dir) {
     if (ec) throw Error("--out: cannot create " + dir.string() + ": " + ec.message());
 }
 
-// The spec the tasks read: as written, with the sweep's uuid, and a preset file named relative to
-// the spec's folder made absolute, since the copy lives in another folder.
-nlohmann::json task_spec(const SweepSpec& spec, const std::string& spec_path, const std::string& uuid) {
-    nlohmann::json copy = spec.source;
+// The spec the tasks read: as written, with the sweep's uuid, and a preset file's content in
+// place of its name (self_contained_sweep_spec), so that editing the file later changes nothing.
+nlohmann::json task_spec(const SweepSpec& spec, const std::string& uuid) {
+    nlohmann::json copy = self_contained_sweep_spec(spec);
     copy["uuid"] = uuid;
-    if (copy.contains("preset") && copy["preset"].is_string()) {
-        const fs::path preset(copy["preset"].get<std::string>());
-        const bool is_file = preset.string().find('/') != std::string::npos || preset.extension() == ".json";
-        if (is_file && preset.is_relative())
-            copy["preset"] = (fs::absolute(spec_path).parent_path() / preset).lexically_normal().string();
-    }
     return copy;
 }
 
@@ -393,7 +387,7 @@ int run_sweep_slurm(const SlurmArgs& args) {
     const SlurmArraySettings s = array_settings(args, dir, run_count);
     const std::string script = slurm_array_script(s);  // refuses what it cannot hold, first
     prepare_out_dir(dir);
-    write_new_file(dir / kSpecName, task_spec(spec, args.spec, s.sweep_uuid).dump(2) + "\n");
+    write_new_file(dir / kSpecName, task_spec(spec, s.sweep_uuid).dump(2) + "\n");
     const nlohmann::json info = {
         {"sweep_uuid", s.sweep_uuid}, {"run_count", run_count}, {"spec", fs::absolute(args.spec).string()}};
     // A spec path that is not UTF-8 is shown with U+FFFD: the file is JSON (only `sweep status`

@@ -3,22 +3,31 @@
 // own checkpointed run when requeued), and collect the task databases of a cluster sweep into the
 // user's store as one sweep. `sweep slurm` and `sweep status` live in sweep_cluster.cpp,
 // `sweep collect` in sweep_collect.cpp.
+//
+// `sweep run` stores the spec with the sweep and its tasks plan from that record (`sweep task
+// --sweep-id`), never from the file again: editing the file mid-sweep changes nothing. The tasks
+// end with the process that started them (PR_SET_PDEATHSIG: SIGTERM, so they checkpoint), and
+// their output goes to unlinked files, so a sweep killed outright leaves neither training
+// orphans nor files behind.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <functional>
+#include <limits>
 #include <map>
 #include <memory>
-#include <set>
+#include <optional>
 #include <thread>
 
 #include "app/cli/commands.h"
@@ -29,6 +38,7 @@
 #include "app/cli/sweep_collect.h"
 #include "app/cli/sweep_common.h"
 #include "core/common/error.h"
+#include "core/common/json_input.h"
 #include "sessions/file_identity.h"
 #include "sessions/run_bundle.h"
 #include "sessions/run_store.h"
@@ -88,9 +98,12 @@ int run_plan(const PlanArgs& args) {
 // ---- task -----------------------------------------------------------------------------------
 
 struct TaskArgs {
-    std::string spec;
+    std::string spec;           // a spec file, or
+    std::int64_t sweep_id = 0;  // the sweep of --db whose stored spec the task plans from
     std::int64_t index = -1;
     std::string sweep_uuid;
+    // `sweep run`'s pid (hidden): the task ends when that process does.
+    std::int64_t parent_pid = 0;
     ResumableTrainingOptions training;
 };
 
@@ -102,7 +115,7 @@ std::string task_sweep_uuid(const TaskArgs& args, const SweepSpec& spec) {
     throw ConfigError(
         spec.origin +
         ": uuid: a sweep task needs the sweep's uuid, so that every task's run joins one sweep: "
-        "pass --sweep-uuid (sweep run and sweep slurm do) or give the spec a \"uuid\"");
+        "pass --sweep-uuid (sweep slurm does) or give the spec a \"uuid\"");
 }
 
 // A sweep's tasks, the process that runs them and the workbench that launched it all write into
@@ -119,25 +132,72 @@ std::string run_name(const SweepSpec& spec, const PlannedRun& run) {
     return spec.name + " #" + std::to_string(run.index) + " " + sweep_settings_text(run);
 }
 
-int run_task(TaskArgs args) {
-    const SweepSpec spec = read_sweep_spec_file(args.spec);
-    const PlannedRun run = plan_sweep_run(spec, args.index);
-    args.training.db = database_or_default(args.training.db);
-    args.training.busy_timeout_ms = kTaskBusyTimeoutMs;
-    RunStore store(args.training.db, sweep_store_options());
-    const std::int64_t sweep_id = store.create_sweep(
-        {0, task_sweep_uuid(args, spec), spec.name, spec.source.dump(), sweep_run_count(spec), 0, {}});
-    // A requeued task continues its own run from its checkpoint; a finished one is done.
-    for (const auto& member : store.get_sweep(sweep_id).runs) {
-        if (member.index != run.index) continue;
+// A task of `sweep run` gets SIGTERM (and checkpoints) when the sweep's process ends, however it
+// ends, SIGKILL included. That process may have died before prctl ran: then the parent is no
+// longer the pid it passed, and the task does not start.
+bool end_with_sweep_process(std::int64_t parent_pid) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() == static_cast<pid_t>(parent_pid)) return true;
+    std::fprintf(stderr,
+                 "mpwb-cli: sweep task: the sweep's process %lld has ended; the task does not start\n",
+                 static_cast<long long>(parent_pid));
+    return false;
+}
+
+struct TaskSweep {
+    SweepSpec spec;
+    std::int64_t sweep_id = 0;
+    PlannedRun run;
+};
+
+// --sweep-id: the spec the sweep's record keeps, as `sweep run` stored it.
+TaskSweep stored_sweep(RunStore& store, const TaskArgs& args) {
+    const SweepRecord record = store.get_sweep(args.sweep_id);
+    const std::string origin =
+        "sweep " + std::to_string(record.id) + " in " + display_path(args.training.db) + ", spec_json";
+    nlohmann::json source;
+    try {
+        source = parse_json_text(record.spec_json, origin);
+    } catch (const JsonInputError& e) {
+        throw ConfigError(e.what());
+    }
+    TaskSweep task{parse_sweep_spec(source, origin), record.id, {}};
+    if (sweep_run_count(task.spec) != record.run_count)
+        throw ConfigError(origin + ": the spec plans " + std::to_string(sweep_run_count(task.spec)) +
+                          " runs, the sweep " + std::to_string(record.run_count));
+    task.run = plan_sweep_run(task.spec, args.index);
+    return task;
+}
+
+// The sweep of a task given a spec file: created in the database (by uuid) when missing.
+TaskSweep file_sweep(const TaskArgs& args, const std::function<RunStore&()>& open_store) {
+    TaskSweep task{read_sweep_spec_file(args.spec), 0, {}};
+    task.run = plan_sweep_run(task.spec, args.index);  // checked before the database is created
+    const std::string uuid = task_sweep_uuid(args, task.spec);
+    task.sweep_id = open_store().create_sweep({0,
+                                               uuid,
+                                               task.spec.name,
+                                               self_contained_sweep_spec(task.spec).dump(),
+                                               sweep_run_count(task.spec),
+                                               0,
+                                               {}});
+    return task;
+}
+
+// The sweep's run at the task's index, when the database has one: a finished one is done (0), an
+// interrupted one with a checkpoint is continued; nullopt when a new run must take the index.
+std::optional<int> continue_existing(RunStore& store, const TaskSweep& task, const TaskArgs& args) {
+    for (const auto& member : store.get_sweep(task.sweep_id).runs) {
+        if (member.index != task.run.index) continue;
         const Run previous = store.get_run(member.run_id);
         if (previous.status == RunStatus::Finished) {
-            std::fprintf(stderr, "sweep %s: run %lld (index %lld) is already FINISHED\n", spec.name.c_str(),
-                         static_cast<long long>(member.run_id), static_cast<long long>(run.index));
+            std::fprintf(stderr, "sweep %s: run %lld (index %lld) is already FINISHED\n",
+                         task.spec.name.c_str(), static_cast<long long>(member.run_id),
+                         static_cast<long long>(task.run.index));
             return 0;
         }
         if (previous.status == RunStatus::Running)  // alive: opening the store marks dead owners' runs
-            throw ConfigError("sweep " + spec.name + ": index " + std::to_string(run.index) +
+            throw ConfigError("sweep " + task.spec.name + ": index " + std::to_string(task.run.index) +
                               " is being trained by run " + std::to_string(member.run_id) + " (RUNNING) in " +
                               args.training.db);
         const bool resumable =
@@ -145,19 +205,42 @@ int run_task(TaskArgs args) {
         if (resumable && store.latest_checkpoint(member.run_id))
             return resume_run(member.run_id, args.training).exit_code;
     }
-    args.training.run_name = run_name(spec, run);
-    args.training.tags.push_back("sweep=" + spec.name);
-    args.training.tags.push_back("sweep_index=" + std::to_string(run.index));
+    return std::nullopt;
+}
+
+int run_task(TaskArgs args) {
+    if (args.spec.empty() == (args.sweep_id == 0))
+        throw ConfigError(
+            "sweep task: give either a spec file or --sweep-id (the sweep of --db whose stored spec "
+            "to plan from)");
+    if (args.sweep_id && !args.sweep_uuid.empty())
+        throw ConfigError("sweep task: --sweep-uuid is for a spec file; --sweep-id names the sweep itself");
+    if (args.parent_pid > 0 && !end_with_sweep_process(args.parent_pid)) return 1;
+    args.training.db = database_or_default(args.training.db);
+    args.training.busy_timeout_ms = kTaskBusyTimeoutMs;
+    RunStore::Options options = sweep_store_options();
+    options.create = args.sweep_id == 0;  // a stored sweep's database exists
+    std::optional<RunStore> opened;
+    auto open_store = [&]() -> RunStore& {
+        if (!opened) opened.emplace(args.training.db, options);
+        return *opened;
+    };
+    const TaskSweep task = args.sweep_id ? stored_sweep(open_store(), args) : file_sweep(args, open_store);
+    RunStore& store = open_store();
+    if (const auto done = continue_existing(store, task, args)) return *done;
+    args.training.run_name = run_name(task.spec, task.run);
+    args.training.tags.push_back("sweep=" + task.spec.name);
+    args.training.tags.push_back("sweep_index=" + std::to_string(task.run.index));
     // On the training thread, before the first step; the main thread waits in train_new_run.
     auto join_sweep = [&](std::int64_t run_id) {
         try {
-            store.add_sweep_run(sweep_id, run.index, run_id);
+            store.add_sweep_run(task.sweep_id, task.run.index, run_id);
         } catch (const StoreError& e) {
             std::fprintf(stderr, "mpwb-cli: error: run %lld could not join sweep %s: %s\n",
-                         static_cast<long long>(run_id), spec.name.c_str(), e.what());
+                         static_cast<long long>(run_id), task.spec.name.c_str(), e.what());
         }
     };
-    return train_new_run(run.preset, args.training, join_sweep).exit_code;
+    return train_new_run(task.run.preset, args.training, join_sweep).exit_code;
 }
 
 // ---- run: N task processes at a time ---------------------------------------------------------
@@ -166,27 +249,29 @@ volatile std::sig_atomic_t g_stop_signal = 0;
 
 void on_stop_signal(int sig) { g_stop_signal = sig; }
 
-// SIGINT and SIGTERM end the sweep: no new run starts and the running ones get the signal
-// (SIGINT: they stop between steps; SIGTERM: they checkpoint first). No SA_RESTART, so the
-// parent's pause is cut short.
+// SIGINT, SIGTERM and SIGHUP end the sweep: no new run starts and the running ones are told to
+// stop (SIGINT: between steps; SIGTERM and SIGHUP, a closed terminal: they checkpoint first). No
+// SA_RESTART, so the parent's pause is cut short.
 class StopSignals {
 public:
     StopSignals() {
         struct sigaction sa {};
         sa.sa_handler = on_stop_signal;
         sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, &old_int_);
-        sigaction(SIGTERM, &sa, &old_term_);
+        for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
     }
     ~StopSignals() {
-        sigaction(SIGINT, &old_int_, nullptr);
-        sigaction(SIGTERM, &old_term_, nullptr);
+        for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
     }
 
 private:
-    struct sigaction old_int_ {};
-    struct sigaction old_term_ {};
+    static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
+    std::array<struct sigaction, 3> old_{};
 };
+
+// What the running tasks get when the sweep stops on `sig`: Ctrl-C stops them between steps,
+// anything else has them checkpoint.
+int signal_for_tasks(int sig) { return sig == SIGINT ? SIGINT : SIGTERM; }
 
 struct RunArgs {
     std::string spec;
@@ -194,6 +279,7 @@ struct RunArgs {
     std::string db;
     std::string backend = "auto";
     bool progress_jsonl = false;
+    std::int64_t hold_after_step = 0;  // test hook, passed to every task
 };
 
 // One line of --progress-jsonl, flushed at once (the workbench reads it as it comes).
@@ -203,18 +289,55 @@ void emit(const nlohmann::json& event, bool enabled) {
     std::fflush(stdout);
 }
 
+// A file for a task's stderr that has no name: nothing is left behind however this process ends
+// (a folder of task logs leaked when the sweep was killed). Only this process's descriptor and
+// the task's stderr refer to it.
+int unnamed_log_file() {
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string dir = tmp && *tmp ? tmp : "/tmp";
+    int fd = open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0) return fd;
+    // A file system without O_TMPFILE: a named file, unlinked at once.
+    std::string path = dir + "/mpwb-task-XXXXXX";
+    fd = mkostemp(path.data(), O_CLOEXEC);
+    if (fd < 0)
+        throw Error("cannot create a file for a sweep task's output in " + dir + ": " + std::strerror(errno));
+    unlink(path.c_str());
+    return fd;
+}
+
+// The last lines of a task's stderr (read from its last 64 KiB), indented, for the failure message.
+std::string log_tail(int fd, std::size_t lines = 6) {
+    constexpr off_t kTailBytes = 64 * 1024;
+    const off_t size = lseek(fd, 0, SEEK_END);
+    const off_t from = std::max<off_t>(0, size - kTailBytes);
+    std::string text(static_cast<std::size_t>(std::max<off_t>(0, size - from)), '\0');
+    const ssize_t got = pread(fd, text.data(), text.size(), from);
+    text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+    std::vector<std::string> all;
+    for (std::size_t start = 0; start < text.size();) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        all.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    std::string out;
+    for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i)
+        out += "    " + all[i] + "\n";
+    return out;
+}
+
 struct Child {
     std::int64_t index = 0;
-    std::string log;  // the task's stderr, shown when it fails
+    int log_fd = -1;  // the task's stderr, shown when it fails
 };
 
 // Starts `/proc/self/exe sweep task ...` in its own process group (so a Ctrl-C reaches only this
-// process, which passes it on once), stdout to /dev/null, stderr to `log`.
-pid_t spawn_task(const std::vector<std::string>& argv, const std::string& log) {
+// process, which passes it on once), stdout to /dev/null, stderr to `log_fd`.
+pid_t spawn_task(const std::vector<std::string>& argv, int log_fd) {
     posix_spawn_file_actions_t files;
     posix_spawn_file_actions_init(&files);
     posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&files, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&files, log_fd, STDERR_FILENO);
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
@@ -230,22 +353,19 @@ pid_t spawn_task(const std::vector<std::string>& argv, const std::string& log) {
     return pid;
 }
 
-// The last lines of a task's stderr, indented, for the failure message.
-std::string log_tail(const std::string& path, std::size_t lines = 6) {
-    std::ifstream in(path);
-    std::vector<std::string> all;
-    for (std::string line; std::getline(in, line);) all.push_back(line);
-    std::string out;
-    for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i)
-        out += "    " + all[i] + "\n";
-    return out;
-}
+// What the store says about the sweep's run at `index` once its task has ended. A task killed
+// mid-run left its run RUNNING: the store marks the runs of dead owners INTERRUPTED first. No
+// status when the task ended before it created a run.
+struct Outcome {
+    std::int64_t run_id = 0;
+    std::optional<RunStatus> status;
+};
 
-// What the store says about the sweep's run at `index` after its task ended.
-std::pair<std::int64_t, std::string> run_outcome(RunStore& store, std::int64_t sweep_id, std::int64_t index) {
+Outcome run_outcome(RunStore& store, std::int64_t sweep_id, std::int64_t index) {
+    (void)store.mark_interrupted_runs();
     for (const auto& member : store.get_sweep(sweep_id).runs)
-        if (member.index == index) return {member.run_id, to_string(store.get_run(member.run_id).status)};
-    return {0, "FAILED"};  // the task ended before its run was created
+        if (member.index == index) return {member.run_id, store.get_run(member.run_id).status};
+    return {};
 }
 
 class LocalSweep {
@@ -256,17 +376,13 @@ public:
           runs_(runs),
           db_(database_or_default(args.db)),
           store_(db_, sweep_store_options()) {
-        SweepRecord record{0, "", spec.name, spec.source.dump(), runs, 0, {}};
+        // What the tasks plan from (sweep task --sweep-id), not the file: see the header.
+        SweepRecord record{0, "", spec.name, self_contained_sweep_spec(spec).dump(), runs, 0, {}};
         sweep_id_ = store_.create_sweep(record);
         uuid_ = store_.get_sweep(sweep_id_).uuid;
-        char dir[] = "/tmp/mpwb-sweep-XXXXXX";
-        if (!mkdtemp(dir))
-            throw Error(std::string("cannot create a folder for task logs: ") + std::strerror(errno));
-        log_dir_ = dir;
     }
     ~LocalSweep() {
-        std::error_code ec;
-        fs::remove_all(log_dir_, ec);
+        for (const auto& [pid, child] : children_) close(child.log_fd);
     }
 
     int run() {
@@ -303,12 +419,19 @@ public:
 
 private:
     void start(std::int64_t index) {
-        const std::string log = log_dir_ + "/task_" + std::to_string(index) + ".log";
         std::vector<std::string> argv{
-            self_path(),           "sweep",       "task",   args_.spec,     "--index",
-            std::to_string(index), "--db",        db_,      "--sweep-uuid", uuid_,
-            "--backend",           args_.backend, "--quiet"};
-        children_[spawn_task(argv, log)] = {index, log};
+            self_path(),           "sweep",  "task", "--sweep-id",   std::to_string(sweep_id_), "--index",
+            std::to_string(index), "--db",   db_,    "--parent-pid", std::to_string(getpid()),  "--backend",
+            args_.backend,         "--quiet"};
+        if (args_.hold_after_step > 0)
+            argv.insert(argv.end(), {"--hold-after-step", std::to_string(args_.hold_after_step)});
+        const int log_fd = unnamed_log_file();
+        try {
+            children_[spawn_task(argv, log_fd)] = {index, log_fd};
+        } catch (...) {
+            close(log_fd);
+            throw;
+        }
         emit({{"event", "run_started"}, {"index", index}}, args_.progress_jsonl);
     }
 
@@ -323,7 +446,7 @@ private:
         forwarded_ = true;
         std::fprintf(stderr, "sweep %s: stopping %zu running task(s)\n", spec_.name.c_str(),
                      children_.size());
-        for (const auto& [pid, child] : children_) kill(pid, g_stop_signal);
+        for (const auto& [pid, child] : children_) kill(pid, signal_for_tasks(g_stop_signal));
     }
 
     // Waits for a task to end; a pause (cut short by a signal) when none has.
@@ -339,19 +462,32 @@ private:
         const Child child = it->second;
         children_.erase(it);
         const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        const auto [run_id, run_status] = run_outcome(store_, sweep_id_, child.index);
-        (run_status == "FINISHED" && exit_code == 0 ? finished_ : failed_) += 1;
-        emit({{"event", "run_finished"},
-              {"index", child.index},
-              {"run_id", run_id},
-              {"status", run_status},
-              {"exit_code", exit_code}},
-             args_.progress_jsonl);
-        std::fprintf(stderr, "[%lld/%lld] index %lld: %s (run %lld, exit %d), %lld failed\n",
+        report(child, exit_code, run_outcome(store_, sweep_id_, child.index));
+        close(child.log_fd);
+    }
+
+    // A run counts as FINISHED by the store's word, whatever the task's exit status (a task can
+    // be signalled after its run finished); the exit status is reported beside it.
+    void report(const Child& child, int exit_code, const Outcome& outcome) {
+        const bool finished = outcome.status == RunStatus::Finished;
+        (finished ? finished_ : failed_) += 1;
+        emit(
+            {{"event", "run_finished"},
+             {"index", child.index},
+             {"run_id", outcome.run_id},
+             {"status", outcome.status ? nlohmann::json(run_status_name(*outcome.status)) : nlohmann::json()},
+             {"exit_code", exit_code}},
+            args_.progress_jsonl);
+        const std::string what =
+            outcome.status
+                ? std::string(run_status_name(*outcome.status)) + " (run " + std::to_string(outcome.run_id) +
+                      ", exit " + std::to_string(exit_code) + ")"
+                : "no run (the task ended with exit " + std::to_string(exit_code) + " before creating one)";
+        std::fprintf(stderr, "[%lld/%lld] index %lld: %s, %lld failed\n",
                      static_cast<long long>(finished_ + failed_), static_cast<long long>(runs_),
-                     static_cast<long long>(child.index), run_status.c_str(), static_cast<long long>(run_id),
-                     exit_code, static_cast<long long>(failed_));
-        if (exit_code != 0 && !g_stop_signal) std::fprintf(stderr, "%s", log_tail(child.log).c_str());
+                     static_cast<long long>(child.index), what.c_str(), static_cast<long long>(failed_));
+        if ((!finished || exit_code != 0) && !g_stop_signal)
+            std::fprintf(stderr, "%s", log_tail(child.log_fd).c_str());
     }
 
     const RunArgs& args_;
@@ -361,7 +497,6 @@ private:
     RunStore store_;
     std::int64_t sweep_id_ = 0;
     std::string uuid_;
-    std::string log_dir_;
     std::map<pid_t, Child> children_;
     std::int64_t finished_ = 0, failed_ = 0;
     bool forwarded_ = false;
@@ -398,18 +533,32 @@ void add_sweep_command(CLI::App& app) {
     run_cmd->add_option("--backend", run->backend, "cpu, cuda or auto (each task)");
     run_cmd->add_flag("--progress-jsonl", run->progress_jsonl,
                       "One JSON object per line on stdout for each sweep and run event");
+    // Hidden (no group): a test hook, not a user's option.
+    run_cmd
+        ->add_option("--hold-after-step", run->hold_after_step,
+                     "Test hook: every task holds after N steps until a signal ends its run")
+        ->check(whole_number(0, kMaxSteps))
+        ->group("");
     on_run(run_cmd, run, run_sweep);
 
     auto task = std::make_shared<TaskArgs>();
     task->training.checkpoints = {200, 600};  // a task may be preempted: checkpoint as it goes
     auto* task_cmd = sweep->add_subcommand(
         "task", "Train planned run --index of a sweep (or continue it from its checkpoint when requeued)");
-    task_cmd->add_option("spec", task->spec, "Sweep spec (JSON)")->required();
+    task_cmd->add_option("spec", task->spec, "Sweep spec (JSON); or --sweep-id");
+    task_cmd
+        ->add_option("--sweep-id", task->sweep_id,
+                     "Plan from the spec stored with this sweep of --db (what sweep run's tasks do)")
+        ->check(whole_number(1));
     task_cmd->add_option("--index", task->index, "The planned run (0-based, as sweep plan lists it)")
         ->required()
         ->check(whole_number(0, kSweepHardMaxRuns - 1));
     task_cmd->add_option("--db", task->training.db, "Run database (default: the user's)");
     task_cmd->add_option("--sweep-uuid", task->sweep_uuid, "The sweep's uuid (default: the spec's \"uuid\")");
+    // Hidden: set by sweep run, whose tasks end with it.
+    task_cmd->add_option("--parent-pid", task->parent_pid, "The sweep run process the task ends with")
+        ->check(whole_number(1, std::numeric_limits<pid_t>::max()))
+        ->group("");
     task_cmd->add_option("--backend", task->training.backend, "cpu, cuda or auto");
     task_cmd->add_flag("--quiet", task->training.quiet, "No progress output");
     add_checkpoint_options(*task_cmd, task->training);

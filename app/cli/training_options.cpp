@@ -7,6 +7,7 @@
 
 #include "app/cli/option_checks.h"
 #include "core/common/error.h"
+#include "core/data/synthetic.h"
 #include "core/train/dataset_source.h"
 
 namespace mpwb::cli {
@@ -71,7 +72,7 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
                    "Seed of the train/test split (CSV, image folders, synthetic sets)")
         ->check(unsigned_number());
     app.add_option("--samples", samples, "Synthetic sets: number of points")
-        ->check(whole_number(1, 100'000'000));
+        ->check(whole_number(1, kMaxSyntheticSamples));
     app.add_option("--noise", noise, "Synthetic sets: noise 0..1")->check(real_number(0, 1));
     app.add_option("--test-ratio", test_ratio, "Fraction held out for testing")
         ->check(real_number(0, 1, true, true));
@@ -80,23 +81,27 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
     app.add_option("--epochs", epochs, "Epochs")->check(whole_number(1, kMaxEpochs));
     app.add_option("--max-steps", max_steps, "Stop after this many steps (0 = no limit)")
         ->check(whole_number(0, kMaxSteps));
-    app.add_option("--batch", batch, "Batch size")->check(whole_number(1, 1 << 24));
+    app.add_option("--batch", batch, "Batch size")->check(whole_number(1, TrainLimits::kMaxBatch));
     app.add_option("--optimizer", optimizer, "sgd, adam, adamw");
-    app.add_option("--lr", lr, "Learning rate")->check(real_number(0, 1e30, true));
+    app.add_option("--lr", lr, "Learning rate")->check(real_number(0, TrainLimits::kMaxRate, true));
     app.add_option("--momentum", momentum, "SGD momentum")->check(real_number(0, 1, false, true));
     app.add_flag("--nesterov", nesterov, "SGD with Nesterov momentum");
-    app.add_option("--weight-decay", weight_decay, "Weight decay")->check(real_number(0, 1e30));
+    app.add_option("--weight-decay", weight_decay, "Weight decay")
+        ->check(real_number(0, TrainLimits::kMaxRate));
     app.add_option("--schedule", schedule, "constant, step, cosine");
     app.add_option("--warmup", warmup, "Linear warm-up steps")->check(whole_number(0, kMaxSteps));
     app.add_option("--step-size", step_size, "Step schedule: steps between decays")
         ->check(whole_number(1, kMaxSteps));
-    app.add_option("--gamma", gamma, "Step schedule: decay factor")->check(real_number(0, 1e30, true));
-    app.add_option("--min-lr", min_lr, "Cosine schedule: final learning rate")->check(real_number(0, 1e30));
+    app.add_option("--gamma", gamma, "Step schedule: decay factor")
+        ->check(real_number(0, TrainLimits::kMaxRate, true));
+    app.add_option("--min-lr", min_lr, "Cosine schedule: final learning rate")
+        ->check(real_number(0, TrainLimits::kMaxRate));
     app.add_option("--clip-norm", clip_norm, "Clip the global gradient norm (after unscaling); 0 = off")
-        ->check(real_number(0, 1e30));
+        ->check(real_number(0, TrainLimits::kMaxRate));
     app.add_option("--seed", seed, "Seed of initial weights, batch order and dropout")
         ->check(unsigned_number());
-    app.add_option("--threads", threads, "CPU threads (0 = all cores)")->check(whole_number(0, 4096));
+    app.add_option("--threads", threads, "CPU threads (0 = all cores)")
+        ->check(whole_number(0, TrainLimits::kMaxThreads));
     app.add_option("--eval-every", eval_every, "Evaluate every N steps (default: every epoch)")
         ->check(whole_number(0, kMaxSteps));
     app.add_option("--stats-every", stats_every, "Gradient exponent statistics every K steps (0 = off)")

@@ -157,9 +157,16 @@ void validate_synthetic_config(const SyntheticConfig& c) {
                           std::to_string(c.classes) + " (only spiral takes a class count)");
     }
     const int64_t min_samples = std::max<int64_t>(4, 2 * c.classes);
-    if (c.samples < min_samples || c.samples > 100'000'000)
+    if (c.samples < min_samples || c.samples > kMaxSyntheticSamples)
         throw ConfigError("synthetic samples " + std::to_string(c.samples) + " out of range [" +
-                          std::to_string(min_samples) + ", 100000000]");
+                          std::to_string(min_samples) + ", " + std::to_string(kMaxSyntheticSamples) + "]");
+}
+
+SyntheticSplit synthetic_split(const SyntheticConfig& config) {
+    const int64_t n = config.samples;
+    const int64_t n_test =
+        std::clamp<int64_t>(std::llround(static_cast<double>(n) * config.test_ratio), 1, n - 1);
+    return {n - n_test, n_test};
 }
 
 Dataset make_synthetic(const SyntheticConfig& config) {
@@ -191,9 +198,7 @@ Dataset make_synthetic(const SyntheticConfig& config) {
         std::swap(points[static_cast<size_t>(i)],
                   points[static_cast<size_t>(rng.below(static_cast<uint64_t>(i + 1)))]);
 
-    int64_t n_test = std::llround(static_cast<double>(n) * config.test_ratio);
-    n_test = std::clamp<int64_t>(n_test, 1, n - 1);
-    const int64_t n_train = n - n_test;
+    const auto [n_train, n_test] = synthetic_split(config);
 
     Dataset ds;
     ds.name = synthetic_kind_name(config.kind);

@@ -20,6 +20,8 @@ enum class SyntheticKind { Spiral, Circles, Xor, Gauss, Moons };
 
 // Playground units per output unit (see the header comment).
 inline constexpr float kSyntheticScale = 6.0f;
+// The most points a synthetic set may have (train + test): 1.6 GB of points while generating.
+inline constexpr int64_t kMaxSyntheticSamples = 100'000'000;
 
 struct SyntheticConfig {
     SyntheticKind kind = SyntheticKind::Spiral;
@@ -38,6 +40,14 @@ std::vector<std::string> synthetic_kind_names();
 
 // Throws ConfigError for a setting out of range (noise, test_ratio, samples, classes).
 void validate_synthetic_config(const SyntheticConfig& config);
+
+// The train and test sizes make_synthetic(config) gives, known without generating a point (a
+// sweep's plan checks its networks against them).
+struct SyntheticSplit {
+    int64_t train = 0;
+    int64_t test = 0;
+};
+SyntheticSplit synthetic_split(const SyntheticConfig& config);
 
 // Deterministic per config (same seed => same points, same split). sample_shape {2}; y holds class
 // indices; the classes are balanced to within one sample before labels are affected by noise

@@ -1,12 +1,16 @@
 // TrainConfig validation and JSON.
 #include "core/train/train_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <string>
 
+#include "core/common/checked_arith.h"
 #include "core/common/error.h"
 #include "core/common/json_input.h"
+#include "core/common/text_format.h"
 #include "core/data/image_folder.h"
 
 namespace mpwb {
@@ -15,7 +19,50 @@ bool DatasetSpec::is_synthetic() const {
     return kind == "spiral" || kind == "circles" || kind == "xor" || kind == "gauss" || kind == "moons";
 }
 
+namespace {
+
+constexpr const char* kFileDatasets[] = {"fashion-mnist", "mnist", "csv", "image-folder"};
+
+// "<field> must be from <lo> to <hi>, gets <value>" unless lo <= value <= hi.
+void check_count(const char* field, int64_t value, int64_t lo, int64_t hi) {
+    if (value < lo || value > hi)
+        throw ConfigError(std::string(field) + " must be from " + std::to_string(lo) + " to " +
+                          std::to_string(hi) + ", gets " + std::to_string(value));
+}
+
+// A rate or norm: finite, in [0, kMaxRate] as its own type rounds the limit (--lr 1e30 is a float
+// just above 1e30), and above 0 when `positive`. The value is spelled in its own type ("1e+35",
+// not float's 1.0000000409184788e+35 as a double).
+template <class Number>
+void check_rate(const char* field, Number value, bool positive) {
+    const bool low = positive ? !(value > 0.0) : !(value >= 0.0);
+    if (low || !std::isfinite(value) || value > static_cast<Number>(TrainLimits::kMaxRate))
+        throw ConfigError(std::string(field) + " must be " + (positive ? "above 0" : "from 0") +
+                          " and at most " + shortest_text(TrainLimits::kMaxRate) + ", gets " +
+                          shortest_text(value));
+}
+
+}  // namespace
+
 void DatasetSpec::validate() const {
+    if (is_synthetic()) {
+        try {
+            validate_synthetic_config({.kind = parse_synthetic_kind(kind),
+                                       .samples = samples,
+                                       .noise = noise,
+                                       .test_ratio = test_ratio,
+                                       .seed = seed,
+                                       .classes = classes});
+        } catch (const ConfigError& e) {
+            throw ConfigError(std::string("dataset: ") + e.what());
+        }
+        return;
+    }
+    if (std::find(std::begin(kFileDatasets), std::end(kFileDatasets), kind) == std::end(kFileDatasets))
+        throw ConfigError(
+            "dataset.kind '" + kind +
+            "' is unknown; choose spiral, circles, xor, gauss, moons, fashion-mnist, mnist, csv "
+            "or image-folder");
     if (kind != "image-folder") return;
     check_image_sample_options({.height = image_height, .width = image_width, .channels = channels},
                                "dataset.");
@@ -44,26 +91,43 @@ ScaledRecipeConfig TrainConfig::effective_recipe() const {
 }
 
 void TrainConfig::validate() const {
-    if (epochs < 1 && max_steps < 1)
-        throw ConfigError("epochs must be at least 1, gets " + std::to_string(epochs));
-    if (max_steps < 0) throw ConfigError("max_steps must be >= 0, gets " + std::to_string(max_steps));
-    if (batch_size < 1)
-        throw ConfigError("batch size must be at least 1, gets " + std::to_string(batch_size));
-    if (!(lr > 0.0f) || !std::isfinite(lr))
-        throw ConfigError("learning rate must be positive and finite, gets " + std::to_string(lr));
-    if (!(clip_norm >= 0.0f) || !std::isfinite(clip_norm))
-        throw ConfigError("clip_norm must be >= 0 and finite, gets " + std::to_string(clip_norm));
-    if (threads < 0) throw ConfigError("threads must be >= 0, gets " + std::to_string(threads));
-    if (stats_every < 0) throw ConfigError("stats_every must be >= 0, gets " + std::to_string(stats_every));
-    if (eval_every < 0) throw ConfigError("eval_every must be >= 0, gets " + std::to_string(eval_every));
-    if (eval_batch < 1)
-        throw ConfigError("eval_batch must be at least 1, gets " + std::to_string(eval_batch));
+    using L = TrainLimits;
+    // epochs may be 0 when max_steps bounds the run instead.
+    check_count("epochs", epochs, max_steps > 0 ? 0 : 1, L::kMaxEpochs);
+    check_count("max_steps", max_steps, 0, L::kMaxSteps);
+    check_count("batch_size", batch_size, 1, L::kMaxBatch);
+    check_rate("lr", lr, true);
+    check_rate("clip_norm", clip_norm, false);
+    check_count("threads", threads, 0, L::kMaxThreads);
+    check_count("stats_every", stats_every, 0, L::kMaxSteps);
+    check_count("eval_every", eval_every, 0, L::kMaxSteps);
+    check_count("eval_batch", eval_batch, 1, L::kMaxBatch);
     dataset.validate();
     optimizer.validate();
     schedule.validate();
     effective_scaler().validate();
     effective_recipe().validate();
     (void)policy();
+    // What the optimizer's and the schedule's own checks leave unbounded, to the CLI's ranges:
+    // step counts feed step arithmetic, rates multiply the weights.
+    check_count("schedule.warmup_steps", schedule.warmup_steps, 0, L::kMaxSteps);
+    check_count("schedule.step_size", schedule.step_size, 0, L::kMaxSteps);
+    check_count("schedule.total_steps", schedule.total_steps, 0, L::kMaxSteps);
+    check_rate("schedule.gamma", schedule.gamma, false);
+    check_rate("schedule.min_lr", schedule.min_lr, false);
+    check_rate("optimizer.weight_decay", optimizer.weight_decay, false);
+}
+
+int64_t training_steps(const TrainConfig& config, int64_t train_size) {
+    if (config.max_steps > 0) return config.max_steps;
+    const int64_t batch = std::max<int64_t>(config.batch_size, 1);
+    const int64_t per_epoch = train_size / batch + (train_size % batch ? 1 : 0);
+    const int64_t steps = saturating_mul(config.epochs, per_epoch);
+    if (steps > TrainLimits::kMaxSteps)
+        throw ConfigError("epochs " + std::to_string(config.epochs) + " x " + std::to_string(per_epoch) +
+                          " steps per epoch is " + size_text(steps) + " steps, more than the limit of " +
+                          size_text(TrainLimits::kMaxSteps) + "; give max_steps or fewer epochs");
+    return steps;
 }
 
 nlohmann::json to_json(const DatasetSpec& s) {

@@ -13,6 +13,7 @@
 #include "core/precision/loss_scaler.h"
 #include "core/precision/precision_policy.h"
 #include "core/precision/scaled_recipe_config.h"
+#include "core/train/train_limits.h"
 
 namespace mpwb {
 
@@ -34,7 +35,8 @@ struct DatasetSpec {
     std::string size_mismatch = "resize";
 
     bool is_synthetic() const;
-    // ConfigError naming the field ("dataset.channels ...") for image settings out of range.
+    // ConfigError naming the field ("dataset.channels ...") for an unknown kind, or settings of
+    // a synthetic set or an image folder out of range.
     void validate() const;
 };
 
@@ -67,9 +69,15 @@ struct TrainConfig {
     PrecisionPolicy policy() const;
     LossScalerConfig effective_scaler() const;
     ScaledRecipeConfig effective_recipe() const;
-    // Throws ConfigError naming the setting.
+    // The one validation of training settings, whatever their source (CLI flags, presets,
+    // network and spec files, stored runs, bundles): ConfigError naming the setting by its JSON
+    // path, with the value and the range (TrainLimits).
     void validate() const;
 };
+
+// Steps a run of `config` takes over `train_size` samples: max_steps, else epochs x steps per
+// epoch, computed with checked arithmetic; ConfigError when that is beyond TrainLimits::kMaxSteps.
+int64_t training_steps(const TrainConfig& config, int64_t train_size);
 
 nlohmann::json to_json(const TrainConfig& config);
 // Reads a partial object over `base`: missing keys keep base's values; unknown keys and bad

@@ -188,6 +188,7 @@ Trainer::Trainer(Network& network, const Dataset& data, TrainConfig config, Back
       scaler_(config_.effective_scaler()) {
     config_.validate();
     if (data_.train_size() == 0) throw DataError("dataset '" + data_.name + "' has no training samples");
+    (void)training_steps(config_, data_.train_size());  // ConfigError beyond the step limit
     // Sized for the largest batch a step or an evaluation will run, so a network too large for
     // it is refused here with the numbers, before anything is allocated.
     const int64_t eval_batch = std::min(config_.eval_batch, std::max<int64_t>(data_.test_size(), 1));
@@ -221,9 +222,7 @@ int64_t Trainer::steps_per_epoch() const {
     return (data_.train_size() + config_.batch_size - 1) / config_.batch_size;
 }
 
-int64_t Trainer::total_steps() const {
-    return config_.max_steps > 0 ? config_.max_steps : config_.epochs * steps_per_epoch();
-}
+int64_t Trainer::total_steps() const { return training_steps(config_, data_.train_size()); }
 
 void Trainer::add_observer(TrainingObserver* observer) { observers_.push_back(observer); }
 

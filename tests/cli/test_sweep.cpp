@@ -2,8 +2,16 @@
 // four tiny spiral runs two at a time into one database (one sweep with its spec, the progress
 // events), a task preempted with SIGTERM that continues its own run when started again, collect
 // of two task databases into one sweep (twice: nothing is imported twice, the files are never
-// changed), and bad specs refused with the file, the field and the problem. Runs are bounded by
-// max_steps; nothing here depends on the machine's speed.
+// changed), and bad specs refused with the file, the field and the problem. Issue 24: a sweep's
+// tasks train the stored spec even when the file is edited mid-sweep; SIGHUP and SIGKILL to
+// `sweep run` end its tasks (checkpointed, no orphan, no file left behind); a task's status is
+// the store's. Runs are bounded by max_steps, and tasks held by the hidden --hold-after-step are
+// waited for by their state in the database; nothing here depends on the machine's speed.
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <csignal>
+
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -40,6 +48,86 @@ const char* kTaskSpec =
 QByteArray file_bytes(const QString& path) {
     QFile f(path);
     return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+// Three tiny runs that hold after step 5 under `sweep run --hold-after-step 5`.
+const char* kHeldSpec = R"({"name": "held", "preset": "spiral-mlp",
+  "training": {"max_steps": 30, "dataset": {"samples": 200}},
+  "axes": [{"setting": "lr", "values": [0.01, 0.003, 0.001]}]})";
+
+struct HeldRun {
+    std::int64_t index = 0;
+    std::int64_t run_id = 0;
+    pid_t pid = 0;  // its task's
+};
+
+// The sweep's runs that hold now (their "paused" event is stored), by index.
+std::vector<HeldRun> held_runs(const QString& db) {
+    std::vector<HeldRun> held;
+    try {
+        mpwb::RunStore::Options o;
+        o.read_only = true;
+        o.create = false;
+        mpwb::RunStore store(db.toStdString(), o);
+        for (const auto& sweep : store.list_sweeps())
+            for (const auto& member : sweep.runs) {
+                const mpwb::Run run = store.get_run(member.run_id);
+                if (run.status == mpwb::RunStatus::Running && run.owner_pid &&
+                    !store.events(member.run_id, "paused").empty())
+                    held.push_back({member.index, member.run_id, static_cast<pid_t>(*run.owner_pid)});
+            }
+    } catch (const mpwb::StoreError&) {
+        // Not created yet, or busy: none seen this time.
+    }
+    return held;
+}
+
+// Polls (a bounded number of times, pausing on the program) until `count` runs of index
+// `first_index` or later hold; what holds then, fewer when the program ended first or they never
+// did.
+std::vector<HeldRun> wait_for_held(const QString& db, QProcess& program, std::size_t count,
+                                   std::int64_t first_index = 0) {
+    std::vector<HeldRun> held;
+    for (int poll = 0; poll < 1200; ++poll) {
+        held = held_runs(db);
+        std::erase_if(held, [&](const HeldRun& run) { return run.index < first_index; });
+        if (held.size() >= count || program.state() == QProcess::NotRunning) break;
+        program.waitForFinished(100);
+    }
+    return held;
+}
+
+// A process that has ended: gone, or a zombie nobody reaped yet.
+bool process_ended(pid_t pid) {
+    QFile stat(QString("/proc/%1/stat").arg(pid));
+    if (!stat.open(QIODevice::ReadOnly)) return true;
+    const QByteArray text = stat.readAll();
+    const int close = text.lastIndexOf(')');
+    return close < 0 || text.mid(close + 2, 1) == "Z";
+}
+
+// The task's exit status once it ends (it is this process's child: a subreaper's orphan); -1 when
+// it does not end within the polls (it is then killed).
+int wait_for_orphan(pid_t pid) {
+    for (int poll = 0; poll < 1200; ++poll) {
+        int status = 0;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        QThread::msleep(100);
+    }
+    ::kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    return -1;
+}
+
+// The run_finished events of --progress-jsonl output, by index.
+QMap<int, QJsonObject> finished_events(const QByteArray& out) {
+    QMap<int, QJsonObject> events;
+    for (const QByteArray& line : out.split('\n')) {
+        const QJsonObject e = QJsonDocument::fromJson(line).object();
+        if (e["event"] == "run_finished") events[e["index"].toInt()] = e;
+    }
+    return events;
 }
 
 }  // namespace
@@ -218,6 +306,163 @@ private slots:
         QVERIFY2(collect.err.contains("task_0.sqlite"), collect.err.constData());
         QVERIFY2(collect.out.contains("1 runs imported"), collect.out.constData());
         QCOMPARE(file_bytes(junk), QByteArray("not a database"));
+    }
+
+    // Issue 24: the tasks plan from the spec stored with the sweep. The file is edited while the
+    // first task holds; every run still trains the stored learning rates.
+    void tasksTrainTheStoredSpec() {
+        const QString spec = write_spec("stored.json", kHeldSpec);
+        const QString db = dir_.filePath("stored.sqlite");
+        QProcess sweep;
+        sweep.start(kCli, {"sweep", "run", spec, "--jobs", "1", "--db", db, "--backend", "cpu",
+                           "--hold-after-step", "5"});
+        QVERIFY(sweep.waitForStarted());
+        for (std::int64_t index = 0; index < 3; ++index) {
+            const auto held = wait_for_held(db, sweep, 1, index);  // the one before may still be ending
+            QVERIFY(held.size() == 1 && held[0].index == index);
+            if (index == 0)
+                write_spec("stored.json",
+                           QByteArray(kHeldSpec).replace("0.01, 0.003, 0.001", "0.5, 0.6, 0.7"));
+            ::kill(held[0].pid, SIGTERM);  // the run checkpoints and ends INTERRUPTED; the next starts
+        }
+        QVERIFY(sweep.waitForFinished(300000));
+        QCOMPARE(sweep.exitCode(), 1);  // no run FINISHED
+
+        mpwb::RunStore store(db.toStdString());
+        const auto sweeps = store.list_sweeps();
+        QCOMPARE(sweeps.size(), std::size_t(1));
+        QCOMPARE(nlohmann::json::parse(sweeps[0].spec_json), nlohmann::json::parse(kHeldSpec));
+        QCOMPARE(sweeps[0].runs.size(), std::size_t(3));
+        const double stored_lr[] = {0.01, 0.003, 0.001};
+        for (std::size_t i = 0; i < 3; ++i) {
+            const mpwb::Run run = store.get_run(sweeps[0].runs[i].run_id);
+            QCOMPARE(run.status, mpwb::RunStatus::Interrupted);
+            const double lr = nlohmann::json::parse(run.config_json)["lr"].get<double>();
+            QVERIFY2(qFuzzyCompare(float(lr), float(stored_lr[i])), run.config_json.c_str());
+        }
+    }
+
+    // Issue 24: a Slurm sweep's tasks read the copy `sweep slurm` wrote, which holds the preset
+    // file's content: edits of the spec and of the preset file after it change nothing, and each
+    // task database stores the spec the task read.
+    void slurmTasksTrainTheCopiedSpec() {
+        QDir(dir_.path()).mkdir("slurm_src");
+        const QByteArray preset = R"({"name": "base", "network": {"loss": "cross_entropy",
+          "layers": [{"type": "Linear", "out": 8}, {"type": "ReLU"}, {"type": "Linear", "out": 2}]},
+          "training": {"lr": 0.05, "max_steps": 10, "dataset": {"samples": 200}}})";
+        const QString preset_file = write_spec("slurm_src/base.json", preset);
+        const QByteArray spec_text =
+            R"({"name": "copied", "preset": "base.json", "axes": [{"setting": "seed", "values": [1, 2]}]})";
+        const QString spec = write_spec("slurm_src/spec.json", spec_text);
+        const QString out = dir_.filePath("slurm_out");
+        const auto wrote = run_cli({"sweep", "slurm", spec, "--out", out});
+        QVERIFY2(wrote.exit_code == 0, wrote.err.constData());
+        write_spec("slurm_src/base.json", QByteArray(preset).replace("0.05", "0.9"));
+        write_spec("slurm_src/spec.json", QByteArray(spec_text).replace("[1, 2]", "[7, 8]"));
+        const QString uuid =
+            QJsonDocument::fromJson(file_bytes(out + "/sweep_slurm.json")).object()["sweep_uuid"].toString();
+        const QString db = out + "/task_1.sqlite";
+        const auto task = run_cli({"sweep", "task", out + "/spec.json", "--index", "1", "--db", db,
+                                   "--sweep-uuid", uuid, "--backend", "cpu", "--quiet"});
+        QVERIFY2(task.exit_code == 0, task.err.constData());
+        mpwb::RunStore store(db.toStdString());
+        const auto sweep = store.list_sweeps().at(0);
+        QCOMPARE(nlohmann::json::parse(sweep.spec_json),
+                 nlohmann::json::parse(file_bytes(out + "/spec.json").toStdString()));
+        const mpwb::Run run = store.get_run(sweep.runs.at(0).run_id);
+        QCOMPARE(run.seed, std::optional<std::int64_t>(2));
+        QCOMPARE(nlohmann::json::parse(run.config_json)["lr"].get<float>(), 0.05f);
+        QVERIFY(QFile::exists(preset_file));
+    }
+
+    // Issue 24: SIGHUP (a closed terminal) stops the sweep like SIGTERM: the running tasks
+    // checkpoint and end INTERRUPTED, the parent waits for them (no orphan), no run starts after.
+    void sighupStopsTheSweepAndItsTasks() {
+        const QString spec = write_spec("hup.json", kHeldSpec);
+        const QString db = dir_.filePath("hup.sqlite");
+        QProcess sweep;
+        sweep.start(kCli, {"sweep", "run", spec, "--jobs", "2", "--db", db, "--backend", "cpu",
+                           "--progress-jsonl", "--hold-after-step", "5"});
+        QVERIFY(sweep.waitForStarted());
+        const auto held = wait_for_held(db, sweep, 2);
+        QVERIFY(held.size() == 2);
+        ::kill(static_cast<pid_t>(sweep.processId()), SIGHUP);
+        QVERIFY(sweep.waitForFinished(300000));
+        QCOMPARE(sweep.exitCode(), 128 + SIGHUP);
+        for (const HeldRun& run : held) QVERIFY(process_ended(run.pid));
+        const auto events = finished_events(sweep.readAllStandardOutput());
+        QCOMPARE(events.size(), 2);
+        mpwb::RunStore store(db.toStdString());
+        for (const HeldRun& run : held) {
+            QCOMPARE(events[int(run.index)]["status"].toString(), QString("INTERRUPTED"));
+            QCOMPARE(events[int(run.index)]["exit_code"].toInt(), 75);
+            QCOMPARE(store.get_run(run.run_id).status, mpwb::RunStatus::Interrupted);
+            QVERIFY(store.latest_checkpoint(run.run_id).has_value());
+        }
+        QCOMPARE(store.list_sweeps().at(0).runs.size(), std::size_t(2));  // the third never started
+    }
+
+    // Issue 24: SIGKILL leaves `sweep run` no chance to stop its tasks; they end with it anyway
+    // (their parent-death signal is SIGTERM: they checkpoint, exit status 75), and no file is left
+    // in TMPDIR. This process adopts the orphans (a subreaper) to see how they ended.
+    void sigkillToTheSweepEndsItsTasks() {
+        QVERIFY(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+        const QString spec = write_spec("kill.json", kHeldSpec);
+        const QString db = dir_.filePath("kill.sqlite");
+        QDir(dir_.path()).mkdir("kill_tmp");
+        const QString tmp = dir_.filePath("kill_tmp");
+        QProcess sweep;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("TMPDIR", tmp);
+        sweep.setProcessEnvironment(env);
+        sweep.start(kCli, {"sweep", "run", spec, "--jobs", "2", "--db", db, "--backend", "cpu",
+                           "--hold-after-step", "5"});
+        QVERIFY(sweep.waitForStarted());
+        const auto held = wait_for_held(db, sweep, 2);
+        QVERIFY(held.size() == 2);
+        ::kill(static_cast<pid_t>(sweep.processId()), SIGKILL);
+        QVERIFY(sweep.waitForFinished(300000));
+        mpwb::RunStore store(db.toStdString());
+        for (const HeldRun& run : held) {
+            QCOMPARE(wait_for_orphan(run.pid), 75);
+            QCOMPARE(store.get_run(run.run_id).status, mpwb::RunStatus::Interrupted);
+            QVERIFY(store.latest_checkpoint(run.run_id).has_value());
+        }
+        QCOMPARE(QDir(tmp).entryList(QDir::NoDotAndDotDot | QDir::AllEntries), QStringList());
+    }
+
+    // Issue 24: what a task's end reports is the store's status of its run: a task killed
+    // mid-run is INTERRUPTED (the store marks a dead owner's run so), not RUNNING; a task that
+    // ended before it created a run has no status (and run_id 0), not an invented FAILED.
+    void taskStatusesAreTheStores() {
+        const QString spec = write_spec("statuses.json", R"({"name": "statuses", "preset": "spiral-mlp",
+          "training": {"max_steps": 30},
+          "axes": [{"setting": "dataset", "values": [{"kind": "spiral", "samples": 200},
+                                                     {"kind": "csv", "path": "/nonexistent/mpwb.csv"}]}]})");
+        const QString db = dir_.filePath("statuses.sqlite");
+        QProcess sweep;
+        sweep.start(kCli, {"sweep", "run", spec, "--jobs", "2", "--db", db, "--backend", "cpu",
+                           "--progress-jsonl", "--hold-after-step", "5"});
+        QVERIFY(sweep.waitForStarted());
+        const auto held = wait_for_held(db, sweep, 1);
+        QVERIFY(held.size() == 1 && held[0].index == 0);
+        ::kill(held[0].pid, SIGKILL);
+        QVERIFY(sweep.waitForFinished(300000));
+        QCOMPARE(sweep.exitCode(), 1);
+        const QByteArray err = sweep.readAllStandardError();
+        const auto events = finished_events(sweep.readAllStandardOutput());
+        QCOMPARE(events.size(), 2);
+        QCOMPARE(events[0]["status"].toString(), QString("INTERRUPTED"));
+        QCOMPARE(events[0]["exit_code"].toInt(), 128 + SIGKILL);
+        QCOMPARE(events[0]["run_id"].toInteger(), qint64(held[0].run_id));
+        QVERIFY(events[1]["status"].isNull());
+        QCOMPARE(events[1]["run_id"].toInteger(), qint64(0));
+        QCOMPARE(events[1]["exit_code"].toInt(), 1);
+        QVERIFY2(err.contains("index 0: INTERRUPTED (run "), err.constData());
+        QVERIFY2(err.contains("index 1: no run (the task ended with exit 1 before creating one)"),
+                 err.constData());
+        mpwb::RunStore store(db.toStdString());
+        QCOMPARE(store.get_run(held[0].run_id).status, mpwb::RunStatus::Interrupted);
     }
 
     void badSpecsAreRefused() {

@@ -1,11 +1,16 @@
 // Tests of sweep specifications (sessions/sweep_spec.h): grid counts and order, overrides that
 // keep the preset's other settings, network variants, random sampling reproducible from its seed
-// and inside its ranges, and every kind of bad spec refused with a message naming the spec file,
-// the field and the problem.
+// and inside its ranges, every kind of bad spec refused with a message naming the spec file, the
+// field and the problem, plans whose cost is over the limits refused before anything is built,
+// and the self-contained spec a sweep's record keeps.
 #include "sessions/sweep_spec.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -19,6 +24,44 @@ namespace {
 const char* kNarrowNetwork =
     R"({"name": "narrow", "loss": "cross_entropy", "layers": [{"type": "Linear", "out": 8}, {"type": "ReLU"},
         {"type": "Linear", "out": 2}]})";
+
+// A network of `layers` layers that fits the spiral's two classes: Linear(2) then ReLUs.
+json deep_network(const std::string& name, int layers) {
+    json list = json::array({{{"type", "Linear"}, {"out", 2}}});
+    for (int i = 1; i < layers; ++i) list.push_back({{"type", "ReLU"}});
+    return {{"name", name}, {"loss", "cross_entropy"}, {"layers", list}};
+}
+
+json values_1_to(int n) {
+    json values = json::array();
+    for (int i = 1; i <= n; ++i) values.push_back(i);
+    return values;
+}
+
+// The message of the ConfigError `f` throws; empty when it throws none.
+template <class F>
+std::string config_error(F&& f) {
+    try {
+        f();
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    return {};
+}
+
+// The size of this process's address space now, in bytes (/proc/self/status).
+rlim_t current_address_space() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind("VmSize:", 0) == 0) return std::stoull(line.substr(7)) * 1024;
+    return 0;
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;  // the sanitizers reserve terabytes of address space
+#else
+constexpr bool kSanitized = false;
+#endif
 
 }  // namespace
 
@@ -167,6 +210,134 @@ private slots:
         QCOMPARE(j["plan"][1]["training"]["lr"].get<double>(), 0.25);
     }
 
+    // Issue 24: two 4,095-layer variants x 5,000 seeds would hold 10,000 copies of a 64 KB network
+    // (bad_alloc at 7.6 GB after a minute before). Refused by parse_sweep_spec, before a single
+    // network is built or a run planned, with the numbers and the limit.
+    void costlyPlansAreRefusedBeforeBuilding() {
+        const json spec = {
+            {"name", "hostile"},
+            {"preset", "spiral-mlp"},
+            {"max_runs", 10000},
+            {"axes",
+             {{{"setting", "network"}, {"values", {deep_network("a", 4095), deep_network("b", 4095)}}},
+              {{"setting", "seed"}, {"values", values_1_to(5000)}}}}};
+        const std::string message = config_error([&] { (void)parse_sweep_spec(spec, "sweep spec h.json"); });
+        QVERIFY2(message.rfind("sweep spec h.json: axes: the plan holds 10,000 runs of up to ", 0) == 0,
+                 message.c_str());
+        QVERIFY2(message.find("more than the limit of 67,108,864") != std::string::npos, message.c_str());
+
+        json random = spec;
+        random["method"] = "random";
+        random["samples"] = 10000;
+        const std::string drawn = config_error([&] { (void)parse_sweep_spec(random, "sweep spec r.json"); });
+        QVERIFY2(drawn.rfind("sweep spec r.json: samples: the plan holds 10,000 runs", 0) == 0,
+                 drawn.c_str());
+
+        // Axes beyond any count of settings: refused before the pairwise overlap check.
+        json many = {{"name", "axes"}, {"preset", "spiral-mlp"}, {"axes", json::array()}};
+        for (int i = 0; i < 20000; ++i)
+            many["axes"].push_back({{"setting", "s" + std::to_string(i)}, {"values", {1}}});
+        const std::string axes = config_error([&] { (void)parse_sweep_spec(many, "sweep spec a.json"); });
+        QVERIFY2(axes.rfind("sweep spec a.json: axes: 20000 axes, more than the limit of 64", 0) == 0,
+                 axes.c_str());
+    }
+
+    // A realistic sweep well inside the limits still plans: 200-layer variants x 128 seeds; each
+    // variant is checked once, whatever the number of runs sharing it.
+    void realisticSweepPlans() {
+        const json spec = {
+            {"name", "fits"},
+            {"preset", "spiral-mlp"},
+            {"axes",
+             {{{"setting", "network"}, {"values", {deep_network("a", 200), deep_network("b", 199)}}},
+              {{"setting", "seed"}, {"values", values_1_to(128)}}}}};
+        const auto plan = plan_sweep(parse_sweep_spec(spec, "test"));
+        QCOMPARE(plan.size(), std::size_t(256));
+        QCOMPARE(plan[255].preset.network["layers"].size(), std::size_t(199));
+        QCOMPARE(plan[255].preset.training.seed, std::uint64_t(128));
+    }
+
+    // dataset.samples = 1e8 cost 11 s and 2.3 GB per planned run when validation generated the
+    // set; it is checked by its declared sizes now. Planned in a child process whose address space
+    // may grow by 512 MiB only: generating one such set (1.2 GB of points) would fail there.
+    void planDoesNotGenerateDatasets() {
+        if (kSanitized) QSKIP("the address-space limit does not apply under a sanitizer");
+        const json spec = json::parse(R"({"name": "big", "preset": "spiral-mlp",
+            "training": {"dataset": {"samples": 100000000}},
+            "axes": [{"setting": "seed", "values": [1, 2, 3]}]})");
+        const rlim_t limit = current_address_space() + (rlim_t{512} << 20);
+        const pid_t child = fork();
+        QVERIFY(child >= 0);
+        if (child == 0) {
+            const rlimit bound{limit, limit};
+            setrlimit(RLIMIT_AS, &bound);
+            try {
+                const auto plan = plan_sweep(parse_sweep_spec(spec, "test"));
+                _exit(plan.size() == 3 && plan[2].preset.training.dataset.samples == 100'000'000 ? 0 : 1);
+            } catch (...) {
+                _exit(2);
+            }
+        }
+        int status = 0;
+        QCOMPARE(waitpid(child, &status, 0), child);
+        QVERIFY(WIFEXITED(status));
+        QCOMPARE(WEXITSTATUS(status), 0);
+    }
+
+    // The spec a sweep's record keeps holds a preset file's content: planned from it, the runs are
+    // the same, and they stay the same when the file changes afterwards.
+    void selfContainedSpecKeepsThePresetFile() {
+        const std::string preset = dir_.filePath("base.json").toStdString();
+        auto write_preset = [&](int out) {
+            std::ofstream(preset) << R"({"network": {"loss": "cross_entropy", "layers": [{"type": "Linear",
+                "out": )" << out << R"(}, {"type": "ReLU"}, {"type": "Linear", "out": 2}]},
+                "training": {"lr": 0.05, "max_steps": 4}})";
+        };
+        write_preset(16);
+        const SweepSpec spec = read_sweep_spec_file(spec_file(
+            R"({"name": "file", "preset": "base.json", "training": {"batch_size": 16},
+                "axes": [{"setting": "seed", "values": [1, 2]}]})"));
+        const json stored = self_contained_sweep_spec(spec);
+        QVERIFY(stored["preset"].is_object());
+        QCOMPARE(stored["training"], json::parse(R"({"batch_size": 16})"));
+        write_preset(99);  // edited after the sweep started
+        const auto planned = plan_sweep(parse_sweep_spec(stored, "sweep 1", "/nonexistent"));
+        const auto original = plan_sweep(spec);
+        QCOMPARE(planned.size(), std::size_t(2));
+        for (std::size_t i = 0; i < planned.size(); ++i) {
+            QCOMPARE(planned[i].preset.network, original[i].preset.network);
+            QCOMPARE(to_json(planned[i].preset.training), to_json(original[i].preset.training));
+            QCOMPARE(planned[i].preset.name, original[i].preset.name);
+        }
+        QCOMPARE(planned[1].preset.network["layers"][0]["out"].get<int>(), 16);
+        QCOMPARE(planned[1].preset.training.lr, 0.05f);
+        QCOMPARE(planned[1].preset.training.batch_size, std::int64_t(16));
+        // A spec without a preset file is stored as written.
+        const SweepSpec named = parse_sweep_spec(
+            json::parse(
+                R"({"name": "n", "preset": "spiral-mlp", "axes": [{"setting": "lr", "values": [1]}]})"),
+            "test");
+        QCOMPARE(self_contained_sweep_spec(named), named.source);
+    }
+
+    // Issue 24: training settings in a spec are held to the CLI's ranges (TrainConfig::validate),
+    // in "training" and on an axis.
+    void trainingSettingsObeyTheCliRanges() {
+        const std::string head = R"({"name": "bad", "preset": "spiral-mlp", )";
+        expect_refused(
+            head + R"("training": {"threads": 100000}, "axes": [{"setting": "lr", "values": [1]}]})",
+            "training", "threads must be from 0 to 4096, gets 100000");
+        expect_refused(head + R"("axes": [{"setting": "epochs", "values": [5, 400000000000000000]}]})",
+                       "axes[0].values[1]", "epochs must be from 1 to 1000000000, gets 400000000000000000");
+        expect_refused(head + R"("axes": [{"setting": "batch_size", "values": [1073741824]}]})",
+                       "axes[0].values[0]", "batch_size must be from 1 to 16777216");
+        expect_refused(head + R"("axes": [{"setting": "lr", "values": [-1]}]})", "axes[0].values[0]",
+                       "lr must be above 0");
+        expect_refused(head + R"("method": "random", "samples": 2,
+                           "axes": [{"setting": "threads", "values": {"min": 1, "max": 100000}}]})",
+                       "axes[0].values.max", "threads must be from 0 to 4096");
+    }
+
     void errorsNameFileFieldAndProblem() {
         const std::string head = R"({"name": "bad", "preset": "spiral-mlp", )";
         expect_refused(head + R"("axes": [{"setting": "optimizer.betaa", "values": [0.9]}]})",
@@ -176,7 +347,7 @@ private slots:
         expect_refused(head + R"("axes": [{"setting": "lr", "values": []}]})", "axes[0].values",
                        "has no values");
         expect_refused(head + R"("axes": [{"setting": "lr", "values": [0.1, -1]}]})", "axes[0].values[1]",
-                       "learning rate must be positive");
+                       "lr must be above 0");
         expect_refused(head + R"("axes": [{"setting": "batch_size", "values": ["big"]}]})",
                        "axes[0].values[0]", "must be an integer");
         expect_refused(head + R"("axes": [{"setting": "precision", "values": ["fp17"]}]})",
