@@ -460,7 +460,7 @@ void Trainer::announce_resume(Run& run) {
         emit_event({run.step,
                     run.seconds(),
                     "data_changed",
-                    "user",
+                    "trainer",
                     {{"dataset", data_.name},
                      {"path", config_.dataset.path},
                      {"trained_digest", digest_text(*r.trained_data_digest)},
