@@ -274,16 +274,12 @@ void RunRecorder::store_boundary(const BoundaryGrid& grid) const {
 void RunRecorder::on_checkpoint(const TrainingCheckpoint& checkpoint) {
     if (!writer_) return;
     writer_->log_checkpoint(checkpoint);
-    checkpoint_step_ = checkpoint.step;
-    try {
-        checkpoint_digest_ = weights_digest(checkpoint);
-    } catch (const std::exception&) {
-        checkpoint_digest_.clear();  // a state the trainer cannot read back has no digest
-    }
 }
 
 void RunRecorder::on_final_weights(const NetworkWeights& weights) {
-    if (writer_) writer_->log_final_weights(weights);
+    if (!writer_) return;
+    writer_->log_final_weights(weights);
+    final_weights_digest_ = weights_digest(weights);
 }
 
 void RunRecorder::on_run_end(const RunSummary& summary) {
@@ -291,8 +287,8 @@ void RunRecorder::on_run_end(const RunSummary& summary) {
     const RunStatus status = summary.status == RunStatus::Running ? RunStatus::Finished : summary.status;
     nlohmann::json summary_json = summary.to_json();
     const bool final_state = status == RunStatus::Finished || status == RunStatus::Stopped;
-    if (final_state && checkpoint_step_ == summary.steps && !checkpoint_digest_.empty())
-        summary_json["final_weights_digest"] = checkpoint_digest_;
+    if (final_state && !final_weights_digest_.empty())
+        summary_json["final_weights_digest"] = final_weights_digest_;
     writer_->log_event(summary.steps, t0_ + summary.wall_seconds, metric_key::summary_event,
                        summary_json.dump());
     if (writer_->finish(status)) {

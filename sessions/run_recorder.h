@@ -26,9 +26,9 @@
 //   scaling_stats  every ScalingStatsRecord of a scaled recipe (RunStore::scaling_stats).
 //   events   every TrainingEvent: its kind, and its detail object with "source" added (a
 //            non-object detail goes under "detail"); "summary" at the end holds
-//            RunSummary::to_json(), plus "final_weights_digest" (weights_digest of the final
-//            checkpoint) when the run ended FINISHED or STOPPED with one, so the digest travels
-//            in bundles, which carry no checkpoints.
+//            RunSummary::to_json(), plus "final_weights_digest" (weights_digest of the weights it
+//            ended with, equal to its final checkpoint's when it kept one) when the run ended
+//            FINISHED or STOPPED, so the digest travels in bundles, which carry no checkpoints.
 //   final weights  the FP32 weights the run ended with (on_final_weights; RunStore::final_weights),
 //            committed before the final status; bundles carry them, for export elsewhere.
 // All times are seconds since the Unix epoch (store_now()), so started + metric offsets and
@@ -129,9 +129,7 @@ private:
     std::int64_t run_id_ = 0;
     double t0_ = 0;  // epoch seconds at on_run_start: the trainer's wall_time origin
     std::int64_t last_step_ = 0;
-    // The newest checkpoint handed over in this process: its step and weights digest.
-    std::int64_t checkpoint_step_ = -1;
-    std::string checkpoint_digest_;
+    std::string final_weights_digest_;  // weights_digest of on_final_weights' weights
     bool complete_ = false;
     bool writer_stop_reported_ = false;
     mutable std::mutex error_mu_;

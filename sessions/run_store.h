@@ -25,6 +25,9 @@ std::string default_database_path();
 // Seconds since the Unix epoch, the time unit of every timestamp in the store.
 double store_now();
 
+// Why a RUNNING run cannot be resumed: which process trains it (pid 0: unknown) and what to do.
+std::string run_in_use_text(std::int64_t run_id, std::int64_t pid, const std::string& host);
+
 class RunStore {
 public:
     struct Options {
@@ -117,6 +120,9 @@ public:
     void save_checkpoint(std::int64_t run_id, const TrainingCheckpoint& checkpoint, int keep = 2);
     // The run's newest checkpoint; nullopt when it has none.
     std::optional<TrainingCheckpoint> latest_checkpoint(std::int64_t run_id);
+    // All its checkpoints, newest first (a resume falls back on an older one when the newest is
+    // damaged). Each names itself in TrainingCheckpoint::source.
+    std::vector<TrainingCheckpoint> checkpoints(std::int64_t run_id);
     // Takes an INTERRUPTED or STOPPED run back to resume it from its checkpoint at `step`: it
     // becomes RUNNING, owned by this process, and what it recorded after `step` (metrics and their
     // summaries, histograms, scaling statistics, events, the decision boundary) is removed, since

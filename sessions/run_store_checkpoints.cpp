@@ -56,17 +56,39 @@ void RunStore::save_checkpoint(std::int64_t run_id, const TrainingCheckpoint& ch
     tx.commit();
 }
 
-std::optional<TrainingCheckpoint> RunStore::latest_checkpoint(std::int64_t run_id) {
+namespace {
+
+// The run's checkpoints, newest first, at most `limit` (-1: all), each naming itself in `source`.
+std::vector<TrainingCheckpoint> read_checkpoints(sqlite::Db& db, const std::string& path, std::int64_t run_id,
+                                                 int limit) {
     // A read-only open of a file from before schema 7 has no such table: no checkpoints.
-    if (db_.query_int("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='checkpoints'") == 0)
-        return std::nullopt;
-    sqlite::Stmt s(db_,
+    if (db.query_int("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='checkpoints'") == 0)
+        return {};
+    sqlite::Stmt s(db,
                    "SELECT step, epoch, batch, wall_seconds, state, id FROM checkpoints WHERE run_id=? "
-                   "ORDER BY step DESC, id DESC LIMIT 1");
-    s.bind(1, run_id);
-    if (!s.step("reading the newest checkpoint")) return std::nullopt;
-    return read_checkpoint_row(
-        s, "database " + path() + ": table checkpoints, row " + std::to_string(s.col_int(5)));
+                   "ORDER BY step DESC, id DESC LIMIT ?");
+    s.bind(1, run_id).bind(2, limit);
+    std::vector<TrainingCheckpoint> found;
+    while (s.step("reading the run's checkpoints")) {
+        const std::string row = std::to_string(s.col_int(5));
+        TrainingCheckpoint c = read_checkpoint_row(s, "database " + path + ": table checkpoints, row " + row);
+        c.source = "database " + path + ", run " + std::to_string(run_id) + ", checkpoint at step " +
+                   std::to_string(c.step) + " (row " + row + ")";
+        found.push_back(std::move(c));
+    }
+    return found;
+}
+
+}  // namespace
+
+std::optional<TrainingCheckpoint> RunStore::latest_checkpoint(std::int64_t run_id) {
+    std::vector<TrainingCheckpoint> newest = read_checkpoints(db_, path(), run_id, 1);
+    if (newest.empty()) return std::nullopt;
+    return std::move(newest.front());
+}
+
+std::vector<TrainingCheckpoint> RunStore::checkpoints(std::int64_t run_id) {
+    return read_checkpoints(db_, path(), run_id, -1);
 }
 
 std::optional<NetworkWeights> RunStore::final_weights(std::int64_t run_id) {
@@ -161,6 +183,14 @@ void trim_after(sqlite::Db& db, std::int64_t run_id, std::int64_t step) {
 
 }  // namespace
 
+std::string run_in_use_text(std::int64_t run_id, std::int64_t pid, const std::string& host) {
+    const std::string process =
+        pid > 0 ? "process " + std::to_string(pid) + (host.empty() ? "" : " on " + host) : "another process";
+    return "run " + std::to_string(run_id) + " is still running: " + process +
+           " is training it (its first start, or another resume); wait for it to end, or stop it (SIGTERM "
+           "checkpoints it), then resume";
+}
+
 void RunStore::reopen_for_resume(std::int64_t run_id, std::int64_t step) {
     // A RUNNING run whose process died is INTERRUPTED (and resumable) from here on.
     mark_interrupted_runs();
@@ -175,9 +205,7 @@ void RunStore::reopen_for_resume(std::int64_t run_id, std::int64_t step) {
             throw StoreError(StoreError::Kind::NotFound, run + " does not exist in " + path());
         const std::string status = s.col_text(0);
         if (status == "RUNNING")
-            throw StoreError(StoreError::Kind::InUse,
-                             run + " is still running (process " + std::to_string(s.col_int(2)) + " on " +
-                                 s.col_text(3) + "); it can be resumed once it has ended");
+            throw StoreError(StoreError::Kind::InUse, run_in_use_text(run_id, s.col_int(2), s.col_text(3)));
         if (status != "INTERRUPTED" && status != "STOPPED")
             throw StoreError(StoreError::Kind::Invalid,
                              run + " is " + status + ": only an INTERRUPTED or STOPPED run can be resumed");

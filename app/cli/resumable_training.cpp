@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <optional>
+#include <span>
 
 #include "app/cli/option_checks.h"
 #include "app/cli/progress_printer.h"
@@ -16,6 +17,7 @@
 #include "core/common/json_input.h"
 #include "core/common/text_format.h"
 #include "core/train/dataset_source.h"
+#include "core/train/event_text.h"
 #include "sessions/file_identity.h"
 #include "sessions/recorded_run.h"
 
@@ -67,8 +69,10 @@ int exit_code(const RunSummary& summary, const RecordedRun& run) {
         return 1;
     }
     if (run.recorder() && !run.recorder()->complete()) {
-        std::fprintf(stderr, "mpwb-cli: error: the run was not fully recorded: %s\n",
-                     run.recorder()->error().c_str());
+        // A recorder that could not start its run has said why (on_failure) and nothing trained.
+        if (run.recorder()->run_id() != 0)
+            std::fprintf(stderr, "mpwb-cli: error: the run was not fully recorded: %s\n",
+                         run.recorder()->error().c_str());
         return 1;
     }
     if (summary.status != RunStatus::Interrupted) return 0;
@@ -86,21 +90,51 @@ int exit_code(const RunSummary& summary, const RecordedRun& run) {
     return kExitResumable;
 }
 
-// Trains `preset` (from `checkpoint` when given) into `recorder`'s run. `stop_target` is the
-// recorder's: the trainer it stops when recording fails.
+// Says on stderr, even with --quiet, that a resumed run goes on with other data than it trained
+// on (--allow-changed-data); the event itself is recorded with the run.
+class ChangedDataWarning final : public TrainingObserver {
+public:
+    void on_event(const TrainingEvent& e) override {
+        if (e.kind == "data_changed")
+            std::fprintf(stderr, "mpwb-cli: warning: %s\n", event_text(e.kind, e.detail).c_str());
+    }
+};
+
+// The trainer continues from the newest checkpoint that restores. A damaged one (DataError) is
+// reported and the one before it tried; a checkpoint of other settings or data (ConfigError)
+// would not fit any older one better, so that refusal stands.
+void resume_from_newest_sound(Trainer& trainer, std::span<const TrainingCheckpoint> checkpoints,
+                              const ResumeOptions& options) {
+    for (size_t i = 0; i < checkpoints.size(); ++i) {
+        try {
+            trainer.resume_from(checkpoints[i], options);
+            return;
+        } catch (const DataError& e) {
+            if (i + 1 == checkpoints.size()) throw;
+            std::fprintf(stderr, "mpwb-cli: warning: %s; going on from the checkpoint at step %lld instead\n",
+                         e.what(), static_cast<long long>(checkpoints[i + 1].step));
+        }
+    }
+}
+
+// Trains `preset` (from the newest sound of `checkpoints`, newest first, when given) into
+// `recorder`'s run. `stop_target` is the recorder's: the trainer it stops when recording fails.
 ResumableTrainingResult train_recorded(const Preset& preset, const ResumableTrainingOptions& options,
                                        std::unique_ptr<RunRecorder> recorder, Trainer*& stop_target,
-                                       const std::optional<TrainingCheckpoint>& checkpoint) {
+                                       std::span<const TrainingCheckpoint> checkpoints) {
     const Dataset data = load_dataset(preset.training.dataset);
     auto backend = make_backend(options.backend);
     RecordedRun run(preset.network, data, preset.training, *backend, std::move(recorder));
     Trainer& trainer = run.trainer();
     stop_target = &trainer;
-    if (checkpoint) trainer.resume_from(*checkpoint);
+    if (!checkpoints.empty())
+        resume_from_newest_sound(trainer, checkpoints, {.allow_changed_data = options.allow_changed_data});
     trainer.set_checkpoint_policy(options.checkpoints);
     if (options.hold_after_step > 0) trainer.hold_after_step(options.hold_after_step);
     ProgressPrinter progress(preset.name + " " + trainer.policy().name(), options.quiet);
+    ChangedDataWarning changed_data;
     run.add_observer(&progress);
+    run.add_observer(&changed_data);
     run.add_observer(run.recorder());
     ResumableTrainingResult result;
     {
@@ -122,7 +156,7 @@ Run resumable_run(RunStore& store, std::int64_t run_id) {
     const Run run = store.get_run(run_id);
     const std::string name = "run " + std::to_string(run_id);
     if (run.status == RunStatus::Running)
-        throw ConfigError(name + " is still running; it can be resumed once it has ended");
+        throw ConfigError(run_in_use_text(run_id, run.owner_pid.value_or(0), run.owner_host));
     if (run.status != RunStatus::Interrupted && run.status != RunStatus::Stopped)
         throw ConfigError(name + " is " + run_status_name(run.status) +
                           ": only an INTERRUPTED or STOPPED run can be resumed");
@@ -193,7 +227,7 @@ ResumableTrainingResult train_new_run(const Preset& preset, const ResumableTrain
     Trainer* stop_target = nullptr;  // set in train_recorded; the recorder's callbacks run inside run()
     auto recorder = store.open_recorder(preset.name + " " + precision_name(preset.training.precision),
                                         preset.name, std::nullopt, &stop_target, {0, on_created});
-    return train_recorded(preset, options, std::move(recorder), stop_target, std::nullopt);
+    return train_recorded(preset, options, std::move(recorder), stop_target, {});
 }
 
 ResumableTrainingResult resume_run(std::int64_t run_id, const ResumableTrainingOptions& options) {
@@ -201,15 +235,16 @@ ResumableTrainingResult resume_run(std::int64_t run_id, const ResumableTrainingO
         throw ConfigError("--resume continues a recorded run; it cannot be used with --no-store");
     const std::string path = options.db.empty() ? default_database_path() : options.db;
     Preset preset;
-    std::optional<TrainingCheckpoint> checkpoint;
+    std::vector<TrainingCheckpoint> checkpoints;
     ResumableTrainingOptions resumed = options;
     RunStore::Options store_options;
     store_options.busy_timeout_ms = options.busy_timeout_ms;
+    store_options.create = false;  // a resume continues a run of an existing store, never makes one
     {
         RunStore store(path, store_options);  // also marks runs whose process died INTERRUPTED
         const Run run = resumable_run(store, run_id);
-        checkpoint = store.latest_checkpoint(run_id);
-        if (!checkpoint)
+        checkpoints = store.checkpoints(run_id);
+        if (checkpoints.empty())
             throw ConfigError(
                 "run " + std::to_string(run_id) + " in " + display_path(path) +
                 " has no checkpoint to resume from (train with --checkpoint-every N, or stop it "
@@ -224,7 +259,7 @@ ResumableTrainingResult resume_run(std::int64_t run_id, const ResumableTrainingO
     store.db = path;
     store.busy_timeout_ms = options.busy_timeout_ms;
     auto recorder = store.open_recorder(preset.name, preset.name, std::nullopt, &stop_target, {run_id, {}});
-    return train_recorded(preset, resumed, std::move(recorder), stop_target, checkpoint);
+    return train_recorded(preset, resumed, std::move(recorder), stop_target, checkpoints);
 }
 
 }  // namespace mpwb::cli

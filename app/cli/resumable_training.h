@@ -33,6 +33,10 @@ struct ResumableTrainingOptions {
     // write the network description to this file at the end.
     bool no_store = false;
     std::string save_network;
+    // Resumes only: continue on data whose digest differs from the data the run trained on
+    // (ResumeOptions::allow_changed_data), with a warning and a "data_changed" event, instead of
+    // refusing.
+    bool allow_changed_data = false;
     // Test hook (Trainer::hold_after_step): the run holds after this many steps (0 = never) until
     // a signal stops it, so a test can interrupt a run that is certainly still going.
     std::int64_t hold_after_step = 0;
@@ -55,11 +59,14 @@ struct ResumableTrainingResult {
 // (before the first step), e.g. to add it to a sweep.
 ResumableTrainingResult train_new_run(const Preset& preset, const ResumableTrainingOptions& options,
                                       const std::function<void(std::int64_t run_id)>& on_created = {});
-// Continues an INTERRUPTED or STOPPED run of the store from its newest checkpoint, with the
-// network, dataset and settings the run recorded. Error naming the run when it has no checkpoint
-// or cannot be resumed (FINISHED, FAILED, still running). Without a checkpoint policy in
-// `options`, the run keeps the one it was started with (its tags checkpoint_every and
-// checkpoint_seconds), so it still ends with a final checkpoint.
+// Continues an INTERRUPTED or STOPPED run of an existing store (never one it creates) from its
+// newest checkpoint, with the network, dataset and settings the run recorded; when that
+// checkpoint is damaged (DataError from Trainer::resume_from) it says so and goes on from the one
+// before. Error naming the run when it has no checkpoint, none that restores, or cannot be
+// resumed (FINISHED, FAILED, still running in another process, which it names), and the run is
+// left as it was. Without a checkpoint policy in `options`, the run keeps the one it was started
+// with (its tags checkpoint_every and checkpoint_seconds), so it still ends with a final
+// checkpoint.
 ResumableTrainingResult resume_run(std::int64_t run_id, const ResumableTrainingOptions& options);
 
 }  // namespace mpwb::cli

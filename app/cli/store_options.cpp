@@ -53,9 +53,12 @@ std::unique_ptr<RunRecorder> StoreOptions::open_recorder(const std::string& defa
                      static_cast<long long>(id), display_path(*path).c_str());
         if (then) then(id);
     };
-    ro.on_failure = [stop_target](const std::string& message) {
-        std::fprintf(stderr, "mpwb-cli: error: %s; stopping (use --no-store to train without recording)\n",
-                     message.c_str());
+    // A resumed run exists only in its store: --no-store or another --db cannot continue it.
+    const bool resumed = extras.resume_run_id > 0;
+    ro.on_failure = [stop_target, resumed](const std::string& message) {
+        std::fprintf(
+            stderr, "mpwb-cli: error: %s; %s\n", message.c_str(),
+            resumed ? "nothing was trained" : "stopping (use --no-store to train without recording)");
         if (stop_target && *stop_target) (*stop_target)->stop();
     };
     try {
@@ -63,9 +66,10 @@ std::unique_ptr<RunRecorder> StoreOptions::open_recorder(const std::string& defa
         *path = recorder->db_path();
         return recorder;
     } catch (const StoreError& e) {
-        throw StoreError(e.kind(), std::string(e.what()) +
-                                       "; nothing was trained (--db PATH records elsewhere, "
-                                       "--no-store trains without recording)");
+        throw StoreError(e.kind(), std::string(e.what()) + "; nothing was trained" +
+                                       (resumed ? ""
+                                                : " (--db PATH records elsewhere, --no-store trains "
+                                                  "without recording)"));
     }
 }
 

@@ -36,17 +36,19 @@ void refuse_run_settings_with_resume(const CLI::App& cmd) {
                                                   "--checkpoint-every",
                                                   "--save-network",
                                                   "--checkpoint-minutes",
+                                                  "--allow-changed-data",
                                                   "--hold-after-step"};
     for (const CLI::Option* option : cmd.get_options()) {
         if (option->count() == 0) continue;
-        const std::string name = option->get_name(false, true);
-        const std::string shown = name.substr(0, name.find(','));
+        // The long name: get_name() is empty for a hidden option (--hold-after-step).
+        const auto& long_names = option->get_lnames();
+        const std::string shown = long_names.empty() ? option->get_name() : "--" + long_names.front();
         if (!allowed.count(shown))
             throw ConfigError(
                 shown +
                 " cannot be used with --resume: a resumed run keeps the network and settings it "
-                "was started with (only --db, --backend, --quiet, --json, --save-network and "
-                "--checkpoint-* may be given)");
+                "was started with (only --db, --backend, --quiet, --json, --save-network, "
+                "--allow-changed-data and --checkpoint-* may be given)");
     }
 }
 
@@ -60,6 +62,8 @@ int run_train(const CLI::App& cmd, TrainArgs& args) {
         refuse_run_settings_with_resume(cmd);
         return resume_run(args.resume, options).exit_code;
     }
+    if (options.allow_changed_data)
+        throw ConfigError("--allow-changed-data applies to --resume: a new run trains on the data as it is");
     return train_new_run(args.training.resolve(), options).exit_code;
 }
 
@@ -81,6 +85,9 @@ void add_train_command(CLI::App& app) {
                     "Continue this INTERRUPTED or STOPPED run from its newest checkpoint, with the settings "
                     "it was started with")
         ->check(whole_number(1));
+    cmd->add_flag("--allow-changed-data", args->run.allow_changed_data,
+                  "With --resume: continue although the data differs from the data the run trained on "
+                  "(same size, other values), with a warning; without it such a resume is refused");
     cmd->callback([args, cmd] {
         const int code = run_train(*cmd, *args);
         if (code != 0) throw CLI::RuntimeError(code);

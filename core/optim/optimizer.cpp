@@ -110,13 +110,10 @@ void Optimizer::step(std::span<Parameter* const> params, float lr, StepFormats f
                         std::to_string(p->value.numel()) + " values but its gradient has " +
                         std::to_string(p->grad.numel()));
         if (i < state_.size()) {
-            const State& s = state_[i];
-            const auto n = static_cast<size_t>(p->value.numel());
-            if ((!s.a.empty() && s.a.size() != n) || (!s.b.empty() && s.b.size() != n))
-                throw Error("optimizer state for parameter " + std::to_string(i) + " ('" + p->name +
-                            "') holds " + std::to_string(std::max(s.a.size(), s.b.size())) +
-                            " values but the parameter has " + std::to_string(n) +
-                            "; call reset() after changing the network");
+            const std::string problem = size_problem(state_[i], p->value.numel());
+            if (!problem.empty())
+                throw Error("optimizer state for parameter " + std::to_string(i) + " ('" + p->name + "') " +
+                            problem + "; call reset() after changing the network");
         }
     }
     if (state_.size() < params.size()) state_.resize(params.size());
@@ -186,6 +183,22 @@ std::vector<float> get_floats(BlobReader& r) {
     return v;
 }
 
+// " holds a first moment of 6 values", " holds no second moment".
+std::string buffer_text(const std::vector<float>& buffer, const char* name) {
+    return buffer.empty() ? std::string("no ") + name
+                          : std::string("a ") + name + " of " + std::to_string(buffer.size()) + " values";
+}
+
+// The first value `bad` says no update could have left, as " (nan at element 3)"; empty if none.
+template <class Bad>
+std::string first_bad_value(const std::vector<float>& buffer, Bad bad) {
+    for (size_t i = 0; i < buffer.size(); ++i)
+        if (bad(buffer[i]))
+            return shortest_text(buffer[i]) + " at element " + std::to_string(i) + " of " +
+                   std::to_string(buffer.size());
+    return {};
+}
+
 }  // namespace
 
 std::vector<uint8_t> Optimizer::save_state() const {
@@ -201,7 +214,8 @@ std::vector<uint8_t> Optimizer::save_state() const {
     return out;
 }
 
-void Optimizer::load_state(std::span<const uint8_t> blob) {
+void Optimizer::load_state(std::span<const uint8_t> blob, std::span<Parameter* const> params,
+                           const std::function<std::string(size_t)>& parameter_name) {
     BlobReader r(blob, "optimizer state blob");
     char magic[sizeof kMagic];
     r.read(magic, sizeof magic);
@@ -215,16 +229,25 @@ void Optimizer::load_state(std::span<const uint8_t> blob) {
         throw DataError("optimizer state blob is for '" + kind + "', this optimizer is '" + config_.kind +
                         "'");
     const auto count = r.get<uint64_t>();
-    // Each state holds at least a step and two lengths.
-    if (count > r.remaining() / (3 * sizeof(uint64_t)))
-        throw DataError("optimizer state blob is corrupt: " + std::to_string(count) +
-                        " parameters cannot fit in the rest of the blob");
+    // A state is kept for every parameter from the first step on: none, or one for each.
+    if (count != 0 && count != params.size())
+        throw DataError("optimizer state blob holds the state of " + std::to_string(count) +
+                        " parameters; the network has " + std::to_string(params.size()));
     std::vector<State> states(static_cast<size_t>(count));
-    for (State& s : states) {
+    for (size_t i = 0; i < states.size(); ++i) {
+        State& s = states[i];
+        const std::string name = parameter_name
+                                     ? parameter_name(i)
+                                     : "parameter " + std::to_string(i) + " ('" + params[i]->name + "')";
         s.step = r.get<int64_t>();
-        if (s.step < 0) throw DataError("optimizer state blob is corrupt: negative step count");
+        if (s.step < 0)
+            throw DataError("optimizer state of " + name + " has a negative step count (" +
+                            std::to_string(s.step) + ")");
         s.a = get_floats(r);
         s.b = get_floats(r);
+        std::string problem = size_problem(s, params[i]->value.numel());
+        if (problem.empty()) problem = value_problem(s);
+        if (!problem.empty()) throw DataError("optimizer state of " + name + " " + problem);
     }
     if (r.remaining() != 0)
         throw DataError("optimizer state blob has " + std::to_string(r.remaining()) +
@@ -246,6 +269,22 @@ protected:
         if (config_.momentum == 0.0f || !s.a.empty()) return false;
         s.a.assign(static_cast<size_t>(n), 0.0f);
         return true;
+    }
+
+    // The momentum buffer is allocated at the first update that uses momentum (a live change
+    // may turn it on later), so it may be missing; SGD keeps no second buffer.
+    std::string size_problem(const State& s, int64_t n) const override {
+        if (!s.b.empty()) return "holds " + buffer_text(s.b, "second buffer") + ", which SGD does not keep";
+        if (!s.a.empty() && s.a.size() != static_cast<size_t>(n))
+            return "holds " + buffer_text(s.a, "momentum buffer") + "; the parameter has " +
+                   std::to_string(n);
+        return {};
+    }
+
+    // Momentum sums finite gradients: a non-finite one would already have made the weight so.
+    std::string value_problem(const State& s) const override {
+        const std::string bad = first_bad_value(s.a, [](float v) { return !std::isfinite(v); });
+        return bad.empty() ? bad : "has a non-finite momentum: " + bad;
     }
 
     void update_range(const Update& u, int64_t begin, int64_t end) const override {
@@ -307,6 +346,26 @@ protected:
         s.a.assign(static_cast<size_t>(n), 0.0f);
         s.b.assign(static_cast<size_t>(n), 0.0f);
         return true;
+    }
+
+    // Both moments are allocated together at the first update: none before it, one value per
+    // element of the parameter in each after it.
+    std::string size_problem(const State& s, int64_t n) const override {
+        const auto want = static_cast<size_t>(s.step > 0 ? n : 0);
+        if (s.a.size() == want && s.b.size() == want) return {};
+        return "holds " + buffer_text(s.a, "first moment") + " and " + buffer_text(s.b, "second moment") +
+               " after " + std::to_string(s.step) + " updates; a parameter of " + std::to_string(n) +
+               " values has " +
+               (want ? std::to_string(want) + " in each" : std::string("none before its first"));
+    }
+
+    // The first moment averages finite gradients, so it is finite; the second averages their
+    // squares, which may overflow to +inf but are never negative or NaN.
+    std::string value_problem(const State& s) const override {
+        std::string bad = first_bad_value(s.a, [](float v) { return !std::isfinite(v); });
+        if (!bad.empty()) return "has a non-finite first moment: " + bad;
+        bad = first_bad_value(s.b, [](float v) { return !(v >= 0.0f); });
+        return bad.empty() ? bad : "has a second moment that is negative or NaN: " + bad;
     }
 
     void update_range(const Update& u, int64_t begin, int64_t end) const override {

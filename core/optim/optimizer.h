@@ -8,6 +8,7 @@
 // step after an overflow is the trainer's business (it simply does not call step()).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -64,8 +65,8 @@ public:
 
     // One update of every parameter with a gradient. Parameters with an empty grad are skipped
     // (PyTorch skips grad == None) and keep their state. State is keyed by position in `params`,
-    // so pass the same list in the same order every step; a parameter whose element count no
-    // longer matches its state throws Error (call reset() after rebuilding the network).
+    // so pass the same list in the same order every step; a parameter whose state does not fit
+    // it (size_problem) throws Error naming the buffer (call reset() after rebuilding the network).
     // lr must be finite and >= 0 (ConfigError).
     void step(std::span<Parameter* const> params, float lr, StepFormats formats = {});
 
@@ -75,10 +76,17 @@ public:
     // Number of updates applied to the parameter at `index` (0 before its first).
     int64_t step_count(size_t index) const { return index < state_.size() ? state_[index].step : 0; }
 
-    // Checkpoint of the state as a binary blob (little-endian, host layout). load_state throws
-    // DataError for a blob that is truncated, corrupt or from another optimizer kind.
+    // Checkpoint of the state as a binary blob (little-endian, host layout).
     std::vector<uint8_t> save_state() const;
-    void load_state(std::span<const uint8_t> blob);
+    // Takes a saved state for `params`, the list step() will be given. Throws DataError, and
+    // keeps the state it had, for a blob that is truncated, corrupt or of another kind, or that
+    // does not fit `params`: state for another number of parameters, a negative step count, a
+    // buffer of another size than its parameter's, one the kind does not keep or one it lacks
+    // (Adam's moments after an update), a non-finite first moment or momentum, a negative or NaN
+    // second moment. The message names the parameter with `parameter_name(i)` (default: its
+    // index and name) and gives the numbers.
+    void load_state(std::span<const uint8_t> blob, std::span<Parameter* const> params,
+                    const std::function<std::string(size_t)>& parameter_name = {});
 
 protected:
     // Per-parameter state. SGD: a = momentum buffer (empty until momentum is first used).
@@ -104,6 +112,12 @@ protected:
     virtual void update_range(const Update& u, int64_t begin, int64_t end) const = 0;
     // Allocates the buffers the kind needs (zeroed); returns true when it allocated them now.
     virtual bool prepare_state(State& state, int64_t numel) const = 0;
+    // Why `state` cannot be this kind's state of a parameter of `numel` values (a buffer of
+    // another size, one it does not keep or lacks), with the numbers; empty when it can. step()
+    // and load_state share it, so no update ever runs over a buffer that does not fit.
+    virtual std::string size_problem(const State& state, int64_t numel) const = 0;
+    // Why the buffers' values cannot come from this kind's updates; empty when they can.
+    virtual std::string value_problem(const State& state) const = 0;
 
     OptimizerConfig config_;
 

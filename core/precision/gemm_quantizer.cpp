@@ -9,7 +9,9 @@
 #include <cmath>
 #include <deque>
 
+#include "core/common/error.h"
 #include "core/common/parallel.h"
+#include "core/common/text_format.h"
 #include "core/numeric/element_formats.h"
 #include "core/precision/block_quantize.h"
 
@@ -318,7 +320,39 @@ GemmQuantizer::SavedState GemmQuantizer::save_state() const {
     return saved;
 }
 
+namespace {
+
+// Why `saved` cannot be the state of a quantizer with these settings; empty when it can. A scale
+// is what per_tensor_scale gives (positive, finite: the clamp stops at FLT_MAX) or the initial 1;
+// an amax is a maximum of magnitudes (never negative; +inf and NaN record an overflowed step);
+// block recipes keep no history.
+std::string saved_state_problem(const GemmQuantizer::SavedState& saved, const ScaledRecipeConfig& config) {
+    constexpr std::array<const char*, 3> kOperands = {"x", "w", "dy"};
+    for (size_t i = 0; i < saved.histories.size(); ++i) {
+        const std::string operand = kOperands[i];
+        const float scale = saved.scales[i];
+        if (!(scale > 0.0f) || !std::isfinite(scale))
+            return "the scale of " + operand + " is " + shortest_text(scale) +
+                   "; a scale is positive and finite";
+        const std::vector<float>& history = saved.histories[i];
+        if (!is_per_tensor(config.recipe) && !history.empty())
+            return std::string(scaled_recipe_name(config.recipe)) +
+                   " keeps no amax history, the state holds " + std::to_string(history.size()) +
+                   " entries for " + operand;
+        for (size_t k = 0; k < history.size(); ++k)
+            if (history[k] < 0.0f)
+                return "the amax history of " + operand + " holds " + shortest_text(history[k]) +
+                       " at entry " + std::to_string(k) + " of " + std::to_string(history.size()) +
+                       "; an amax is never negative";
+    }
+    return {};
+}
+
+}  // namespace
+
 void GemmQuantizer::load_state(const SavedState& saved) {
+    const std::string problem = saved_state_problem(saved, state_->pending);
+    if (!problem.empty()) throw DataError("recipe state: " + problem);
     for (size_t i = 0; i < saved.histories.size(); ++i) {
         State::PerTensor& t = state_->tensors[i];
         t.history.assign(saved.histories[i].begin(), saved.histories[i].end());

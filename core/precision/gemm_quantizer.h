@@ -99,7 +99,10 @@ public:
         std::array<float, 3> scales{1.0f, 1.0f, 1.0f};
     };
     SavedState save_state() const;
-    // Between steps, after set_config with the settings the saved run had reached.
+    // Between steps, after set_config with the settings the saved run had reached. Throws
+    // DataError naming the operand and the value, and keeps the state it had, for a state these
+    // settings cannot have left: a scale that is not positive and finite, a negative amax, an
+    // amax history under a block recipe.
     void load_state(const SavedState& state);
 
 private:

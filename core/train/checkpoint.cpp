@@ -1,7 +1,7 @@
 // The binary codec of a checkpoint's state (checkpoint_state.h) and weights_digest
-// (checkpoint.h). Every count read from a blob is bounded by the bytes that remain before
-// anything is allocated for it, so hostile bytes give a DataError, never a crash or a large
-// allocation.
+// (checkpoint.h), of a state and of a run's final weights alike. Every count read from a blob is
+// bounded by the bytes that remain before anything is allocated for it, so hostile bytes give a
+// DataError, never a crash or a large allocation.
 #include "core/train/checkpoint.h"
 
 #include <array>
@@ -18,10 +18,11 @@ namespace mpwb {
 namespace {
 
 constexpr char kMagic[8] = {'M', 'P', 'W', 'B', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 1;
-// The sections of version 1, in the order they are written.
-constexpr std::array<std::string_view, 10> kSections = {"CONF", "NETW", "LIVE", "WGHT", "BUFF",
-                                                        "OPTM", "SCAL", "QUAN", "RNGS", "SUMS"};
+constexpr uint32_t kVersion = 2;  // the version written; 1 is still read
+// The sections of version 2, in the order they are written; version 1 has all but the last.
+constexpr std::array<std::string_view, 11> kSections = {"CONF", "NETW", "LIVE", "WGHT", "BUFF", "OPTM",
+                                                        "SCAL", "QUAN", "RNGS", "SUMS", "DATA"};
+constexpr size_t kVersion1Sections = kSections.size() - 1;
 constexpr size_t kHeaderBytes = sizeof kMagic + 2 * sizeof(uint32_t);
 constexpr size_t kChecksumBytes = sizeof(uint64_t);
 // The longest amax history a recipe may keep (scaled_recipe_config.cpp, amax_history_len).
@@ -181,6 +182,8 @@ void read_section(std::string_view tag, std::span<const uint8_t> bytes, Checkpoi
         read_quantizers(r, s);
     } else if (tag == "RNGS") {
         s.engine.dropout = read_rng(r);
+    } else if (tag == "DATA") {
+        if (!bytes.empty()) s.data_digest = r.get<uint64_t>();
     } else {
         for_each_sum(s.sums, [&](auto& v) { v = r.get<std::decay_t<decltype(v)>>(); });
     }
@@ -197,9 +200,9 @@ std::span<const uint8_t> checked_body(std::span<const uint8_t> blob) {
         throw DataError(kWhat + " does not start with the MPWBCKPT signature");
     uint32_t version = 0;
     std::memcpy(&version, blob.data() + sizeof kMagic, sizeof version);
-    if (version != kVersion)
-        throw DataError(kWhat + " has version " + std::to_string(version) + "; this build reads version " +
-                        std::to_string(kVersion));
+    if (version != 1 && version != kVersion)
+        throw DataError(kWhat + " has version " + std::to_string(version) +
+                        "; this build reads versions 1 to " + std::to_string(kVersion));
     const auto body = blob.first(blob.size() - kChecksumBytes);
     uint64_t stored = 0;
     std::memcpy(&stored, blob.data() + body.size(), sizeof stored);
@@ -231,6 +234,7 @@ std::vector<uint8_t> encode_checkpoint_state(const CheckpointState& s) {
         p[7] = quantizers_section(s.quantizers);
         p[8] = rng_section(s.engine.dropout);
         p[9] = sums_section(s.sums);
+        if (s.data_digest) put_value(p[10], *s.data_digest);  // empty: the digest is unknown
         return p;
     }();
     std::vector<uint8_t> out(kMagic, kMagic + sizeof kMagic);
@@ -247,14 +251,16 @@ std::vector<uint8_t> encode_checkpoint_state(const CheckpointState& s) {
 
 CheckpointState decode_checkpoint_state(std::span<const uint8_t> blob) {
     const auto body = checked_body(blob);
-    uint32_t count = 0;
-    std::memcpy(&count, body.data() + sizeof kMagic + sizeof(uint32_t), sizeof count);
-    if (count != kSections.size())
-        throw DataError(kWhat + " has " + std::to_string(count) + " sections; version 1 has " +
-                        std::to_string(kSections.size()));
+    uint32_t version = 0, count = 0;
+    std::memcpy(&version, body.data() + sizeof kMagic, sizeof version);
+    std::memcpy(&count, body.data() + sizeof kMagic + sizeof version, sizeof count);
+    const size_t sections = version == 1 ? kVersion1Sections : kSections.size();
+    if (count != sections)
+        throw DataError(kWhat + " has " + std::to_string(count) + " sections; version " +
+                        std::to_string(version) + " has " + std::to_string(sections));
     CheckpointState s;
     size_t offset = kHeaderBytes;
-    for (const std::string_view expected : kSections) {
+    for (const std::string_view expected : std::span(kSections).first(sections)) {
         BlobReader head(body.subspan(offset), kWhat);
         char tag[4];
         head.read(tag, sizeof tag);
@@ -275,17 +281,45 @@ CheckpointState decode_checkpoint_state(std::span<const uint8_t> blob) {
     return s;
 }
 
+namespace {
+
+// FNV-1a 64 over each tensor's length and values: the parameters' masters, then the buffers.
+class WeightsDigest {
+public:
+    void add(std::span<const float> v) {
+        const uint64_t n = v.size();
+        hash_ = fnv1a64({reinterpret_cast<const uint8_t*>(&n), sizeof n}, hash_);
+        hash_ = fnv1a64({reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)}, hash_);
+    }
+    std::string text() const { return hex64(hash_); }
+
+private:
+    uint64_t hash_ = 0xcbf29ce484222325ull;
+};
+
+// The names buffer_name gives (network_weights.h); no parameter is named so.
+bool is_buffer(const NamedTensor& t) {
+    return t.name == "running_mean" || t.name == "running_var" || t.name.rfind("buffer", 0) == 0;
+}
+
+}  // namespace
+
 std::string weights_digest(const TrainingCheckpoint& checkpoint) {
     const CheckpointState s = decode_checkpoint_state(checkpoint.state);
-    uint64_t hash = 0xcbf29ce484222325ull;
-    const auto add = [&](const std::vector<float>& v) {
-        const uint64_t n = v.size();
-        hash = fnv1a64({reinterpret_cast<const uint8_t*>(&n), sizeof n}, hash);
-        hash = fnv1a64({reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)}, hash);
-    };
-    for (const auto& v : s.values) add(v);
-    for (const auto& v : s.buffers) add(v);
-    return hex64(hash);
+    WeightsDigest digest;
+    for (const auto& v : s.values) digest.add(v);
+    for (const auto& v : s.buffers) digest.add(v);
+    return digest.text();
+}
+
+std::string weights_digest(const NetworkWeights& weights) {
+    // NetworkWeights goes layer by layer, each layer's parameters before its buffers; the
+    // checkpoint's state holds every parameter before every buffer.
+    WeightsDigest digest;
+    for (const bool buffers : {false, true})
+        for (const NamedTensor& t : weights.tensors)
+            if (is_buffer(t) == buffers) digest.add(t.values);
+    return digest.text();
 }
 
 }  // namespace mpwb

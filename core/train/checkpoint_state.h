@@ -5,13 +5,16 @@
 // The blob: "MPWBCKPT", a version (uint32), the number of sections (uint32), then each section as
 // a four-letter tag, its size (uint64) and its bytes, in a fixed order, then an FNV-1a 64 checksum
 // of everything before it. Little-endian, as every supported host is (core/common/byte_blob.h).
+// Version 2 adds the section DATA (the dataset digest); a version-1 state still decodes, without
+// one.
 // Decoding checks the magic, the version and the checksum before anything else, bounds every
 // count and length by the bytes that remain (so a damaged blob never allocates more than its own
-// size), and throws DataError naming the section and the problem. Whether the sizes fit a network
-// is the Trainer's check (resume_from), which knows the network.
+// size), and throws DataError naming the section and the problem. Whether the sizes and values fit
+// a network is checked by the restore (checkpoint_restore.h), which knows the network.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -52,6 +55,7 @@ struct CheckpointState {
     nlohmann::json scaler;                    // LossScaler::save_state()
     std::vector<QuantizerCheckpoint> quantizers;
     RunSums sums;
+    std::optional<uint64_t> data_digest;  // dataset_digest of the run's data; none in a version-1 state
 };
 
 std::vector<uint8_t> encode_checkpoint_state(const CheckpointState& state);

@@ -112,6 +112,13 @@ std::string event_text(const std::string& kind, const nlohmann::json& detail) {
         return "resumed from the checkpoint at step " + shortest_text(get(d, "step", 0)) + " (epoch " +
                shortest_text(get(d, "epoch", 0) + 1) + ", batch " + shortest_text(get(d, "batch", 0) + 1) +
                ")";
+    if (kind == "data_changed") {  // Trainer::resume_from with allow_changed_data
+        const std::string path = text(d, "path");
+        return "the data changed since the run trained on it: dataset '" + text(d, "dataset") + "'" +
+               (path.empty() ? "" : " (" + path + ")") + " now has digest " + text(d, "digest") +
+               ", the run trained on data with digest " + text(d, "trained_digest") +
+               "; continued on the new data";
+    }
     if (kind == "checkpoints_unavailable")
         return "no checkpoints: the " + text(d, "engine") + " engine cannot save its state";
     if (kind == "summary") {

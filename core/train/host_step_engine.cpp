@@ -50,7 +50,7 @@ public:
     void download_weights() override {}  // the network's host tensors are the engine's weights
     StepEngineState save_state() override { return {optimizer_->save_state(), pass_.dropout_state()}; }
     void load_state(const StepEngineState& state) override {
-        optimizer_->load_state(state.optimizer);
+        optimizer_->load_state(state.optimizer, params_);
         pass_.set_dropout_state(state.dropout);
     }
     std::string description() const override { return "host, op by op on " + backend_.name(); }

@@ -13,7 +13,9 @@
 #include "core/common/error.h"
 #include "core/common/parallel.h"
 #include "core/data/batcher.h"
+#include "core/train/checkpoint_restore.h"
 #include "core/train/checkpoint_state.h"
+#include "core/train/dataset_digest.h"
 #include "core/train/host_step_engine.h"
 
 namespace mpwb {
@@ -54,77 +56,7 @@ private:
     float scale_;
 };
 
-// Up to four settings that differ, as "precision: the checkpoint's \"fp16-mixed\", this run's
-// \"fp32\"", for a checkpoint that does not fit.
-std::string json_differences(const nlohmann::json& checkpoint, const nlohmann::json& here) {
-    const nlohmann::json patch = nlohmann::json::diff(here, checkpoint);
-    const auto value_at = [](const nlohmann::json& j, const nlohmann::json::json_pointer& at) {
-        std::string text = j.contains(at) ? j.at(at).dump() : std::string("none");
-        return text.size() > 60 ? text.substr(0, 57) + "..." : text;
-    };
-    std::string text;
-    for (size_t i = 0; i < patch.size() && i < 4; ++i) {
-        std::string name = patch[i].at("path").get<std::string>();
-        nlohmann::json::json_pointer at;
-        try {
-            at = nlohmann::json::json_pointer(name);
-        } catch (const nlohmann::json::exception&) {}
-        std::replace(name.begin(), name.end(), '/', '.');
-        text += (i ? "; " : "") + (name.empty() ? std::string("(all)") : name.substr(1)) +
-                ": the checkpoint's " + value_at(checkpoint, at) + ", this run's " + value_at(here, at);
-    }
-    if (patch.size() > 4) text += "; and " + std::to_string(patch.size() - 4) + " more";
-    return text;
-}
-
-// The settings a resumed run must share with its checkpoint: all but how it executes (threads,
-// CUDA graphs) and the live ones the checkpoint carries itself (scaler, recipe).
-nlohmann::json settings_that_must_match(nlohmann::json config) {
-    for (const char* key : {"threads", "device_graphs", "scaler", "recipe"})
-        if (config.is_object()) config.erase(key);
-    return config;
-}
-
 std::vector<float> values_of(const Tensor& t) { return {t.span().begin(), t.span().end()}; }
-
-void copy_values(const std::vector<float>& from, Tensor& to) {
-    std::copy(from.begin(), from.end(), to.span().begin());
-}
-
-// The state's tensors against the network's (DataError: the settings matched, so a size that
-// does not is damage).
-void check_state_sizes(const CheckpointState& s, Network& network) {
-    const auto params = network.parameters();
-    const auto buffers = network.buffers();
-    const auto bad = [](const std::string& what) {
-        throw DataError("checkpoint state does not fit: " + what);
-    };
-    if (s.values.size() != params.size())
-        bad(std::to_string(s.values.size()) + " parameters, the network has " +
-            std::to_string(params.size()));
-    for (size_t i = 0; i < params.size(); ++i) {
-        if (std::ssize(s.values[i]) != params[i]->value.numel() ||
-            std::ssize(s.copies[i]) != params[i]->compute.numel())
-            bad("parameter " + params[i]->name + " holds " + std::to_string(s.values[i].size()) +
-                " values and " + std::to_string(s.copies[i].size()) + " reduced ones, the network's " +
-                std::to_string(params[i]->value.numel()) + " and " +
-                std::to_string(params[i]->compute.numel()));
-    }
-    if (s.buffers.size() != buffers.size())
-        bad(std::to_string(s.buffers.size()) + " buffers, the network has " + std::to_string(buffers.size()));
-    for (size_t i = 0; i < buffers.size(); ++i)
-        if (std::ssize(s.buffers[i]) != buffers[i]->numel())
-            bad("buffer " + std::to_string(i) + " holds " + std::to_string(s.buffers[i].size()) +
-                " values, the network's " + std::to_string(buffers[i]->numel()));
-    size_t quantizers = 0;
-    for (size_t i = 0; i < network.size(); ++i) quantizers += network.quantizer(i) ? 1 : 0;
-    if (s.quantizers.size() != quantizers)
-        bad(std::to_string(s.quantizers.size()) + " recipe quantizers, the network has " +
-            std::to_string(quantizers));
-    for (const QuantizerCheckpoint& q : s.quantizers)
-        if (q.layer >= network.size() || !network.quantizer(static_cast<size_t>(q.layer)))
-            bad("a recipe quantizer for layer " + std::to_string(q.layer) + ", which has none");
-}
 
 // The weights a run ended with, to its observers (TrainingObserver::on_final_weights), once a
 // step ran. Every ending but a failure has downloaded them already; after a failure the engine
@@ -330,6 +262,7 @@ struct Trainer::ResumePoint {
     double wall_seconds = 0;
     StepEngineState engine;
     RunSums sums;
+    std::optional<uint64_t> trained_data_digest;  // when the data changed since (and that was allowed)
 };
 
 void Trainer::set_checkpoint_policy(const CheckpointPolicy& policy) {
@@ -344,66 +277,25 @@ void Trainer::set_checkpoint_policy(const CheckpointPolicy& policy) {
 
 void Trainer::checkpoint_and_stop() { checkpoint_requested_.store(true); }
 
-void Trainer::resume_from(const TrainingCheckpoint& checkpoint) {
+void Trainer::resume_from(const TrainingCheckpoint& checkpoint, const ResumeOptions& options) {
     if (uses_device_engine())
         throw ConfigError("checkpoints of runs on the " + backend_.name() +
                           " device engine are not supported yet; resume on the CPU backend");
-    const CheckpointState state = decode_checkpoint_state(checkpoint.state);
-    check_checkpoint_fits(checkpoint, state);
-    const TrainConfig reached = train_config_from_json(state.config, config_);
-    LossScaler scaler_check;
-    scaler_check.restore_state(state.scaler);  // throws for a damaged state; ours stays as it is
+    const RestoreTarget target{network_,          data_,         config_,       policy_,
+                               steps_per_epoch(), total_steps(), data_digest(), options.allow_changed_data};
+    CheckedCheckpoint checked = check_checkpoint(checkpoint, target);
     // Nothing has thrown: the trainer takes the state.
-    restore_weights(state);
-    scaler_.restore_state(state.scaler);
-    config_.recipe = reached.recipe;
-    network_.set_recipe_config(config_.effective_recipe());
-    for (const QuantizerCheckpoint& q : state.quantizers)
-        network_.quantizer(static_cast<size_t>(q.layer))->load_state(q.state);
-    lr_scale_ = state.lr_scale;
-    resume_ = std::make_unique<ResumePoint>(ResumePoint{checkpoint.step, checkpoint.epoch, checkpoint.batch,
-                                                        checkpoint.wall_seconds, state.engine, state.sums});
+    restore_checkpoint(checked, network_, scaler_);
+    config_.recipe = checked.reached.recipe;
+    lr_scale_ = checked.state.lr_scale;
+    resume_ = std::make_unique<ResumePoint>(ResumePoint{checked.step, checked.epoch, checked.batch,
+                                                        checked.wall_seconds, std::move(checked.state.engine),
+                                                        checked.state.sums, checked.trained_data_digest});
 }
 
-// ConfigError for a checkpoint of another network or other settings, DataError for one whose
-// position or sizes cannot be right.
-void Trainer::check_checkpoint_fits(const TrainingCheckpoint& checkpoint,
-                                    const CheckpointState& state) const {
-    const nlohmann::json network = network_.to_json();
-    if (state.network != network)
-        throw ConfigError("the checkpoint is of another network: " +
-                          json_differences(state.network, network));
-    const nlohmann::json mine = settings_that_must_match(to_json(config_));
-    const nlohmann::json theirs = settings_that_must_match(state.config);
-    if (theirs != mine)
-        throw ConfigError("the checkpoint's settings differ from this run's: " +
-                          json_differences(theirs, mine));
-    if (state.train_samples != data_.train_size())
-        throw ConfigError("the checkpoint's dataset has " + std::to_string(state.train_samples) +
-                          " training samples, this run's " + std::to_string(data_.train_size()));
-    const bool position_ok = checkpoint.step >= 0 && checkpoint.step <= total_steps() &&
-                             checkpoint.step == state.sums.steps && checkpoint.epoch >= 0 &&
-                             checkpoint.batch >= 0 && checkpoint.batch < steps_per_epoch() &&
-                             std::isfinite(checkpoint.wall_seconds) && checkpoint.wall_seconds >= 0;
-    if (!position_ok)
-        throw DataError("checkpoint position step " + std::to_string(checkpoint.step) + ", epoch " +
-                        std::to_string(checkpoint.epoch) + ", batch " + std::to_string(checkpoint.batch) +
-                        " does not fit a run of " + std::to_string(total_steps()) + " steps, " +
-                        std::to_string(steps_per_epoch()) + " per epoch (its state has " +
-                        std::to_string(state.sums.steps) + " steps)");
-    if (!std::isfinite(state.lr_scale) || !(state.lr_scale > 0))
-        throw DataError("checkpoint state has a learning-rate factor of " + std::to_string(state.lr_scale));
-    check_state_sizes(state, network_);
-}
-
-void Trainer::restore_weights(const CheckpointState& state) {
-    const auto params = network_.parameters();
-    for (size_t i = 0; i < params.size(); ++i) {
-        copy_values(state.values[i], params[i]->value);
-        copy_values(state.copies[i], params[i]->compute);
-    }
-    const auto buffers = network_.buffers();
-    for (size_t i = 0; i < buffers.size(); ++i) copy_values(state.buffers[i], *buffers[i]);
+uint64_t Trainer::data_digest() {
+    if (!data_digest_) data_digest_ = dataset_digest(data_);
+    return *data_digest_;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -552,12 +444,26 @@ void Trainer::start_engine(Run& run) {
         announce_no_checkpoints(run);
     if (!resume_) return;
     run.engine->load_state(resume_->engine);
+    announce_resume(run);
+    resume_.reset();
+}
+
+void Trainer::announce_resume(Run& run) {
+    const ResumePoint& r = *resume_;
     emit_event({run.step,
                 run.seconds(),
                 "resumed_from_checkpoint",
                 "trainer",
-                {{"step", resume_->step}, {"epoch", resume_->epoch}, {"batch", resume_->batch}}});
-    resume_.reset();
+                {{"step", r.step}, {"epoch", r.epoch}, {"batch", r.batch}}});
+    if (r.trained_data_digest)
+        emit_event({run.step,
+                    run.seconds(),
+                    "data_changed",
+                    "trainer",
+                    {{"dataset", data_.name},
+                     {"path", config_.dataset.path},
+                     {"trained_digest", digest_text(*r.trained_data_digest)},
+                     {"digest", digest_text(data_digest())}}});
 }
 
 int64_t Trainer::begin_epoch(Run& run, int64_t epoch) {
@@ -678,7 +584,8 @@ TrainingCheckpoint Trainer::take_checkpoint(Run& run, int64_t epoch, int64_t bat
     for (size_t i = 0; i < network_.size(); ++i)
         if (const GemmQuantizer* q = network_.quantizer(i)) s.quantizers.push_back({i, q->save_state()});
     s.sums = run.sums();
-    return {run.step, epoch, batch, run.seconds(), encode_checkpoint_state(s)};
+    s.data_digest = data_digest();
+    return {run.step, epoch, batch, run.seconds(), encode_checkpoint_state(s), {}};
 }
 
 bool Trainer::pause_point(Run& run) {

@@ -27,7 +27,10 @@
 
 namespace mpwb {
 
-struct CheckpointState;  // checkpoint_state.h
+// How Trainer::resume_from treats a checkpoint.
+struct ResumeOptions {
+    bool allow_changed_data = false;  // continue on data other than the data the run trained on
+};
 
 class Trainer {
 public:
@@ -79,15 +82,20 @@ public:
     // change waiting for the next step is applied first, so the checkpoint holds it. Where the
     // engine cannot save its state, the run stops (STOPPED) without a checkpoint.
     void checkpoint_and_stop();
-    // Before run(): the run continues from the checkpoint instead of starting at step 1. Throws
-    // ConfigError when the checkpoint does not belong to this network and settings (a different
-    // parameter count or shape, policy, optimizer kind or dataset size), naming what differs;
-    // only the thread count, CUDA graphs and the live settings the checkpoint carries (scaler,
-    // recipe, learning-rate factor) may differ, and the checkpoint's win. Throws DataError for a
-    // damaged state or a position that does not fit, ConfigError where the run would go to a
-    // device engine. The run() that follows announces resumed_from_step, emits a
-    // "resumed_from_checkpoint" event and continues the checkpoint's wall time.
-    void resume_from(const TrainingCheckpoint& checkpoint);
+    // Before run(): the run continues from the checkpoint instead of starting at step 1. Every
+    // section of the checkpoint is checked against this network, data and settings first
+    // (core/train/checkpoint_restore.h), and a refused one changes nothing. Throws ConfigError
+    // when the checkpoint does not belong to this network and settings (a different parameter
+    // count or shape, policy, optimizer kind or dataset size), naming what differs; only the
+    // thread count, CUDA graphs and the live settings the checkpoint carries (scaler, recipe,
+    // learning-rate factor) may differ, and the checkpoint's win. ConfigError too when the data
+    // differs from the data the run trained on (its digest, dataset_digest.h) unless
+    // allow_changed_data, and where the run would go to a device engine. Throws DataError,
+    // naming the checkpoint, the section, the parameter and the numbers, for a state that
+    // cannot be this run's. The run() that follows announces resumed_from_step, emits a
+    // "resumed_from_checkpoint" event (and "data_changed" with both digests when the data
+    // changed) and continues the checkpoint's wall time.
+    void resume_from(const TrainingCheckpoint& checkpoint, const ResumeOptions& options = {});
 
     const TrainConfig& config() const { return config_; }
     const PrecisionPolicy& policy() const { return policy_; }
@@ -132,9 +140,10 @@ private:
     void hand_checkpoint(Run& run, int64_t epoch, int64_t batch);
     void final_checkpoint(Run& run);
     TrainingCheckpoint take_checkpoint(Run& run, int64_t epoch, int64_t batch);
-    void check_checkpoint_fits(const TrainingCheckpoint& checkpoint, const CheckpointState& state) const;
-    void restore_weights(const CheckpointState& state);
     void restore_run(Run& run);
+    void announce_resume(Run& run);
+    // dataset_digest of the run's data, taken once, when a checkpoint first needs it.
+    uint64_t data_digest();
 
     void wait_while_paused();
     // Pauses now if the hold is set at `steps_done` (and uses it up); true when it did.
@@ -169,6 +178,7 @@ private:
     static_assert(std::atomic<bool>::is_always_lock_free, "checkpoint_and_stop runs in a signal handler");
     std::atomic<bool> checkpoint_requested_{false};
     std::unique_ptr<ResumePoint> resume_;
+    std::optional<uint64_t> data_digest_;
 };
 
 }  // namespace mpwb

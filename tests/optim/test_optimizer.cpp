@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <thread>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -398,7 +399,7 @@ private slots:
             const auto blob = a->save_state();
             Parameter pb = pa;
             auto b = make_optimizer(c);
-            b->load_state(blob);
+            b->load_state(blob, psa);
             Parameter* psb[] = {&pb};
             a->step(psa, 0.1f);
             b->step(psb, 0.1f);
@@ -418,20 +419,117 @@ private slots:
             // Corrupt blobs are refused with DataError.
             auto truncated = blob;
             truncated.resize(truncated.size() - 3);
-            QVERIFY_THROWS_EXCEPTION(DataError, b->load_state(truncated));
+            QVERIFY_THROWS_EXCEPTION(DataError, b->load_state(truncated, psa));
             auto bad_magic = blob;
             bad_magic[0] = 'X';
-            QVERIFY_THROWS_EXCEPTION(DataError, b->load_state(bad_magic));
+            QVERIFY_THROWS_EXCEPTION(DataError, b->load_state(bad_magic, psa));
         }
         OptimizerConfig sgd, adam;
         adam.kind = "adam";
         auto s = make_optimizer(sgd);
         auto a = make_optimizer(adam);
         try {
-            a->load_state(s->save_state());
+            a->load_state(s->save_state(), {});
             QFAIL("loading an sgd state into adam did not throw");
         } catch (const DataError& e) {
             QVERIFY(QString(e.what()).contains("sgd"));
+        }
+    }
+
+    // A saved state is checked against the parameters it is loaded for, buffer by buffer: Adam's
+    // first moments without second moments (which the update would read through a null
+    // pointer), buffers of another size, a buffer the kind does not keep, state for another
+    // number of parameters, values no update leaves. The refusal names the parameter and the
+    // numbers and keeps the state the optimizer had.
+    void loadStateChecksTheStateAgainstTheParameters() {
+        const auto saved = [](const char* kind, Parameter p) {
+            OptimizerConfig c;
+            c.kind = kind;
+            auto o = make_optimizer(c);
+            Parameter* ps[] = {&p};
+            o->step(ps, 0.1f);
+            o->step(ps, 0.1f);
+            return o->save_state();
+        };
+        // The state's layout (Optimizer::save_state): magic, kind, count, then per parameter its
+        // step, and each buffer as a count and its floats. The last buffer (of `had` values) of
+        // the last parameter becomes one of `keep` values.
+        const auto with_second_buffer = [](const std::vector<uint8_t>& blob, size_t had, size_t keep) {
+            const auto second =
+                static_cast<std::ptrdiff_t>(blob.size() - had * sizeof(float) - sizeof(uint64_t));
+            std::vector<uint8_t> out(blob.begin(), blob.begin() + second);
+            const uint64_t n = keep;
+            const auto* count = reinterpret_cast<const uint8_t*>(&n);
+            out.insert(out.end(), count, count + sizeof n);
+            out.insert(out.end(), keep * sizeof(float), uint8_t{0});
+            return out;
+        };
+        const auto cut_second_buffer = [&](const std::vector<uint8_t>& blob, size_t keep) {
+            return with_second_buffer(blob, 3, keep);
+        };
+        Parameter p = make_param({1.0f, -1.0f, 0.25f}, {0.5f, 0.1f, -0.3f});
+        Parameter* ps[] = {&p};
+        const auto refused = [&](const char* kind, const std::vector<uint8_t>& blob,
+                                 const std::string& words) {
+            OptimizerConfig c;
+            c.kind = kind;
+            auto o = make_optimizer(c);
+            o->step(ps, 0.1f);  // a state of its own, which a refused load must keep
+            const std::string error = error_text<DataError>([&] { o->load_state(blob, ps); }).toStdString();
+            QVERIFY2(error.find(words) != std::string::npos, error.c_str());
+            QCOMPARE(o->step_count(0), int64_t{1});
+        };
+        const auto adam = saved("adam", p);
+        refused("adam", cut_second_buffer(adam, 0),
+                "optimizer state of parameter 0 ('0.weight') holds a first moment of 3 values and no second "
+                "moment after 2 updates; a parameter of 3 values has 3 in each");
+        refused("adam", cut_second_buffer(adam, 2), "a second moment of 2 values");
+        refused("sgd", with_second_buffer(saved("sgd", p), 0, 2),
+                "holds a second buffer of 2 values, which SGD does not keep");
+        Parameter wider = make_param({1, 2, 3, 4}, {1, 1, 1, 1});
+        refused("sgd", saved("sgd", wider), "holds a momentum buffer of 4 values; the parameter has 3");
+        Parameter* two[] = {&p, &wider};
+        OptimizerConfig c;
+        auto o = make_optimizer(c);
+        const std::string error =
+            error_text<DataError>([&] { o->load_state(saved("sgd", p), two); }).toStdString();
+        QVERIFY2(error.find("the state of 1 parameters; the network has 2") != std::string::npos,
+                 error.c_str());
+        // Values no update can leave.
+        auto nan_moment = adam;
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        std::memcpy(nan_moment.data() + nan_moment.size() - sizeof(float), &nan, sizeof nan);
+        refused("adam", nan_moment, "second moment that is negative or NaN: nan at element 2 of 3");
+        // A state that fits loads, and the names come from the caller when it gives them.
+        auto fits = make_optimizer({.kind = "adam"});
+        fits->load_state(adam, ps);
+        QCOMPARE(fits->step_count(0), int64_t{2});
+        const std::string named =
+            error_text<DataError>([&] {
+                fits->load_state(cut_second_buffer(adam, 0), ps, [](size_t) { return std::string("w1"); });
+            }).toStdString();
+        QVERIFY2(named.find("optimizer state of w1 holds") != std::string::npos, named.c_str());
+    }
+
+    // step() refuses a state that no longer fits its parameter, naming the buffer and its size.
+    void stepNamesTheBufferThatDoesNotFit() {
+        for (const char* kind : {"sgd", "adam"}) {
+            OptimizerConfig c;
+            c.kind = kind;
+            auto o = make_optimizer(c);
+            Parameter p = make_param({1.0f, 2.0f, 3.0f}, {0.5f, 0.5f, 0.5f});
+            Parameter* ps[] = {&p};
+            o->step(ps, 0.1f);
+            Parameter wider = make_param({1, 2, 3, 4}, {1, 1, 1, 1});
+            Parameter* changed[] = {&wider};
+            const std::string error = error_text<Error>([&] { o->step(changed, 0.1f); }).toStdString();
+            const std::string words =
+                std::string(kind) == "sgd"
+                    ? "holds a momentum buffer of 3 values; the parameter has 4"
+                    : "holds a first moment of 3 values and a second moment of 3 values "
+                      "after 1 updates; a parameter of 4 values has 4 in each";
+            QVERIFY2(error.find(words) != std::string::npos, error.c_str());
+            QVERIFY(error.find("call reset()") != std::string::npos);
         }
     }
 

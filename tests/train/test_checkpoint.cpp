@@ -14,17 +14,21 @@
 #include "core/common/error.h"
 #include "core/common/rng.h"
 #include "core/train/checkpoint_state.h"
+#include "core/train/dataset_digest.h"
 #include "core/train/dataset_source.h"
 #include "core/train/trainer.h"
+#include "tests/train/optimizer_blob.h"
 
 #include <QtTest/QtTest>
 
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 
 using namespace mpwb;
+using mpwb::test::OptimizerBlob;
 
 namespace {
 
@@ -54,14 +58,16 @@ nlohmann::json conv_network() {
               {{"type", "Linear"}, {"out", 3}}}}};
 }
 
+DatasetSpec spiral_spec() {
+    DatasetSpec spec;
+    spec.kind = "spiral";
+    spec.samples = 300;  // 240 to train: 8 batches of 32 (the last one 16) per epoch
+    spec.noise = 0.1f;
+    return spec;
+}
+
 const Dataset& spiral() {
-    static const Dataset d = [] {
-        DatasetSpec spec;
-        spec.kind = "spiral";
-        spec.samples = 300;  // 240 to train: 8 batches of 32 (the last one 16) per epoch
-        spec.noise = 0.1f;
-        return load_dataset(spec);
-    }();
+    static const Dataset d = load_dataset(spiral_spec());
     return d;
 }
 
@@ -146,6 +152,11 @@ Setup setup_named(const QString& name) {
         c.optimizer = {.kind = "sgd", .momentum = 0.9f, .weight_decay = 1e-4f};
         c.schedule.kind = "constant";
         c.lr = 0.05f;
+    } else if (name == "conv-fp16") {
+        s.network = conv_network();
+        s.data = &images();
+        c.batch_size = 16;
+        c.precision = PrecisionKind::FP16Mixed;
     } else if (name == "threads2") {
         c.threads = 2;
     } else {
@@ -305,6 +316,81 @@ size_t section_size_offset(const std::vector<uint8_t>& blob, const char* tag) {
     return 0;
 }
 
+// One damage of a checkpoint whose checksum is still right: what it does to the decoded state
+// (and the position), on which setup.
+struct Damage {
+    const char* setup;
+    std::function<void(CheckpointState&, TrainingCheckpoint&)> apply;
+};
+
+void damage_optimizer(CheckpointState& s, const std::function<void(OptimizerBlob&)>& f) {
+    OptimizerBlob blob(s.engine.optimizer);
+    f(blob);
+    s.engine.optimizer = blob.bytes();
+}
+
+const std::map<QString, Damage>& damages() {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    using S = CheckpointState;
+    using C = TrainingCheckpoint;
+    static const std::map<QString, Damage> all = {
+        // The crash: first moments without second moments.
+        {"adam moments without second moments",
+         {"fp32", [](S& s, C&) { damage_optimizer(s, [](OptimizerBlob& o) { o.entries[2].b.clear(); }); }}},
+        {"adam second moment of another size",
+         {"fp32",
+          [](S& s, C&) { damage_optimizer(s, [](OptimizerBlob& o) { o.entries[1].b.pop_back(); }); }}},
+        {"adam moments before any update",
+         {"fp32", [](S& s, C&) { damage_optimizer(s, [](OptimizerBlob& o) { o.entries[0].step = 0; }); }}},
+        {"adam first moment not finite",
+         {"fp32",
+          [=](S& s, C&) { damage_optimizer(s, [=](OptimizerBlob& o) { o.entries[0].a[3] = inf; }); }}},
+        {"adam second moment negative",
+         {"fp32",
+          [](S& s, C&) { damage_optimizer(s, [](OptimizerBlob& o) { o.entries[0].b[1] = -1.0f; }); }}},
+        {"optimizer state of fewer parameters",
+         {"fp32", [](S& s, C&) { damage_optimizer(s, [](OptimizerBlob& o) { o.entries.pop_back(); }); }}},
+        {"optimizer steps beyond the run's",
+         {"fp32", [](S& s, C&) { damage_optimizer(s, [](OptimizerBlob& o) { o.entries[4].step = 1000; }); }}},
+        {"sgd momentum of another size",
+         {"conv", [](S& s, C&) { damage_optimizer(s, [](OptimizerBlob& o) { o.entries[0].a.resize(3); }); }}},
+        {"sgd second buffer",
+         {"conv",
+          [](S& s, C&) { damage_optimizer(s, [](OptimizerBlob& o) {
+                             o.entries[1].b = {1, 2, 3};
+                         }); }}},
+        {"sgd momentum not finite",
+         {"conv",
+          [=](S& s, C&) { damage_optimizer(s, [=](OptimizerBlob& o) { o.entries[0].a[0] = nan; }); }}},
+        {"weight not finite", {"fp32", [=](S& s, C&) { s.values[2][5] = nan; }}},
+        {"reduced copy not the master's",
+         {"fp16", [](S& s, C&) { s.copies[0][0] = s.copies[0][0] * 2 + 1; }}},
+        {"fp16 master not in fp16", {"fp16-pure", [](S& s, C&) { s.values[0][0] = 1.0f + 0x1p-20f; }}},
+        {"scaler steps beyond the run's", {"fp16", [](S& s, C&) { s.scaler["applied_steps"] = 1000; }}},
+        {"recipe scale of zero", {"fp8-delayed", [](S& s, C&) { s.quantizers[0].state.scales[1] = 0.0f; }}},
+        {"recipe scale not finite",
+         {"fp8-delayed", [=](S& s, C&) { s.quantizers[1].state.scales[0] = nan; }}},
+        {"recipe amax negative",
+         {"fp8-delayed", [](S& s, C&) { s.quantizers[0].state.histories[2][0] = -2.0f; }}},
+        {"block recipe with a history",
+         {"mxfp8", [](S& s, C&) { s.quantizers[0].state.histories[0] = {1.0f}; }}},
+        {"dropout generator of zeros", {"conv", [](S& s, C&) { s.engine.dropout = Rng::State{}; }}},
+        {"dropout spare not finite",
+         {"conv",
+          [=](S& s, C&) {
+              s.engine.dropout.has_spare_normal = true;
+              s.engine.dropout.spare_normal = inf;
+          }}},
+        {"position off its step", {"fp32", [](S&, C& c) { c.batch -= 1; }}},
+        {"position past the epochs", {"fp32", [](S&, C& c) { c.epoch += 3; }}},
+        {"more epochs completed than begun", {"fp32", [](S& s, C&) { s.sums.epochs_completed = 2; }}},
+        {"more samples than steps", {"fp32", [](S& s, C&) { s.sums.trained_samples = 10000; }}},
+        {"negative count", {"fp32", [](S& s, C&) { s.sums.since_eval_steps = -1; }}},
+    };
+    return all;
+}
+
 }  // namespace
 
 class TestCheckpoint : public QObject {
@@ -322,6 +408,11 @@ private slots:
     void damagedStateIsAnError();
     void hostileSizesAreRefusedWithoutAllocating();
     void losingTheOptimizerOrDropoutStateChangesTheRun();
+    void everySectionIsCheckedAgainstTheNetwork_data();
+    void everySectionIsCheckedAgainstTheNetwork();
+    void changedDataIsRefused();
+    void versionOneStateStillResumes();
+    void finalWeightsDigestEqualsTheCheckpoints();
 };
 
 void TestCheckpoint::resumedRunEqualsUninterrupted_data() {
@@ -341,6 +432,8 @@ void TestCheckpoint::resumedRunEqualsUninterrupted_data() {
     QTest::newRow("mxfp8, epoch boundary") << "mxfp8" << 16;
     QTest::newRow("conv batchnorm dropout sgd") << "conv" << 7;
     QTest::newRow("conv, epoch boundary") << "conv" << 10;
+    // BatchNorm's parameters get a reduced copy from the optimizer, not from prepare_weights.
+    QTest::newRow("conv fp16-mixed") << "conv-fp16" << 7;
 }
 
 void TestCheckpoint::resumedRunEqualsUninterrupted() {
@@ -562,6 +655,143 @@ void TestCheckpoint::losingTheOptimizerOrDropoutStateChangesTheRun() {
         // and the untouched checkpoint resumes exactly
         QVERIFY(resumed(s, checkpoint)->weights == reference->weights);
     }
+}
+
+void TestCheckpoint::everySectionIsCheckedAgainstTheNetwork_data() {
+    QTest::addColumn<QString>("damage");
+    QTest::addColumn<QString>("words");
+    const std::map<QString, QString> words = {
+        {"adam moments without second moments",
+         "holds a first moment of 256 values and no second moment after 6 updates; a parameter of 256 "
+         "values has 256 in each"},
+        {"adam second moment of another size", "a second moment of 15 values"},
+        {"adam moments before any update", "none before its first"},
+        {"adam first moment not finite", "non-finite first moment: inf at element 3 of 32"},
+        {"adam second moment negative", "second moment that is negative or NaN: -1 at element 1"},
+        {"optimizer state of fewer parameters", "the state of 5 parameters; the network has 6"},
+        {"optimizer steps beyond the run's", "1000 updates"},
+        {"sgd momentum of another size", "a momentum buffer of 3 values; the parameter has 36"},
+        {"sgd second buffer", "a second buffer of 3 values, which SGD does not keep"},
+        {"sgd momentum not finite", "non-finite momentum: nan at element 0"},
+        {"weight not finite", "nan at element 5"},
+        {"reduced copy not the master's", "reduced copy"},
+        {"fp16 master not in fp16", "fp16"},
+        {"scaler steps beyond the run's", "1000"},
+        {"recipe scale of zero", "scale"},
+        {"recipe scale not finite", "scale"},
+        {"recipe amax negative", "amax"},
+        {"block recipe with a history", "history"},
+        {"dropout generator of zeros", "generator"},
+        {"dropout spare not finite", "generator"},
+        {"position off its step", "step 6"},
+        {"position past the epochs", "epoch 3"},
+        {"more epochs completed than begun", "epochs_completed"},
+        {"more samples than steps", "trained_samples"},
+        {"negative count", "since_eval_steps"},
+    };
+    for (const auto& [name, damage] : damages()) QTest::newRow(qPrintable(name)) << name << words.at(name);
+}
+
+// A checkpoint whose checksum is right but one section does not fit the network it restores
+// into is refused with a DataError naming the checkpoint, the problem and its numbers, before
+// anything changes: the trainer then runs exactly as a fresh one does.
+void TestCheckpoint::everySectionIsCheckedAgainstTheNetwork() {
+    QFETCH(QString, damage);
+    QFETCH(QString, words);
+    const Damage& d = damages().at(damage);
+    const Setup s = setup_named(d.setup);
+    const TrainingCheckpoint good = interrupted_at(s, 6);
+    TrainingCheckpoint bad = good;
+    bad.source = "test checkpoint";
+    CheckpointState state = decode_checkpoint_state(good.state);
+    d.apply(state, bad);
+    bad.state = encode_checkpoint_state(state);
+    std::string error;
+    const auto after = run_setup(s, [&](Trainer& t, Capture&) {
+        try {
+            t.resume_from(bad);
+        } catch (const DataError& e) {
+            error = e.what();
+        }
+    });
+    QVERIFY2(!error.empty(), "resume_from accepted the damaged checkpoint");
+    QVERIFY2(error.find("test checkpoint") != std::string::npos, error.c_str());
+    QVERIFY2(error.find(words.toStdString()) != std::string::npos, error.c_str());
+    QCOMPARE(after->capture.info.resumed_from_step, int64_t{0});
+    QVERIFY(after->weights == run_setup(s)->weights);
+}
+
+// The same row count with other values: the checkpoint's data digest tells, and the resume is
+// refused naming both digests.
+void TestCheckpoint::changedDataIsRefused() {
+    const Setup s = setup_named("fp32");
+    const TrainingCheckpoint checkpoint = interrupted_at(s, 6);
+    static const Dataset changed = [] {
+        Dataset d = spiral();
+        d.train_x.data()[7] += 0.25f;
+        return d;
+    }();
+    Setup other = s;
+    other.data = &changed;
+    const std::string trained = digest_text(dataset_digest(spiral()));
+    const std::string now = digest_text(dataset_digest(changed));
+    QVERIFY(trained != now);
+    try {
+        run_setup(other, [&](Trainer& t, Capture&) { t.resume_from(checkpoint); });
+        QFAIL("resume_from accepted a checkpoint of other data");
+    } catch (const ConfigError& e) {
+        const std::string text = e.what();
+        QVERIFY2(text.find("now has digest " + now + ", the run trained on data with digest " + trained) !=
+                     std::string::npos,
+                 e.what());
+    }
+    // The user's choice: continue on the new data, which the run records as an event.
+    const auto allowed = run_setup(
+        other, [&](Trainer& t, Capture&) { t.resume_from(checkpoint, {.allow_changed_data = true}); });
+    QCOMPARE(allowed->capture.summary.status, RunStatus::Finished);
+    QCOMPARE(allowed->capture.info.resumed_from_step, int64_t{6});
+    const auto changed_event = std::find_if(allowed->capture.events.begin(), allowed->capture.events.end(),
+                                            [](const TrainingEvent& e) { return e.kind == "data_changed"; });
+    QVERIFY(changed_event != allowed->capture.events.end());
+    QCOMPARE(changed_event->detail.at("trained_digest").get<std::string>(), trained);
+    QCOMPARE(changed_event->detail.at("digest").get<std::string>(), now);
+    // The same data loaded again has the same digest, and its run records no such event.
+    QCOMPARE(dataset_digest(load_dataset(spiral_spec())), dataset_digest(spiral()));
+    QVERIFY(!resumed(s, checkpoint)->capture.has_event("data_changed"));
+}
+
+// A state written before the data digest (version 1, without the DATA section) still resumes,
+// bit for bit.
+void TestCheckpoint::versionOneStateStillResumes() {
+    const Setup s = setup_named("fp32");
+    const auto reference = run_setup(s, {}, {.every_steps = 100});
+    const TrainingCheckpoint checkpoint = interrupted_at(s, 9);
+    TrainingCheckpoint old = checkpoint;
+    const size_t data_at = section_size_offset(old.state, "DATA") - 4;
+    old.state.erase(old.state.begin() + static_cast<std::ptrdiff_t>(data_at), old.state.end() - 8);
+    const uint32_t version = 1, sections = 10;
+    std::memcpy(old.state.data() + 8, &version, 4);
+    std::memcpy(old.state.data() + 12, &sections, 4);
+    reseal(old.state);
+    QVERIFY(!decode_checkpoint_state(old.state).data_digest);
+    compare_runs(*reference, *resumed(s, old), 9);
+}
+
+// The digest of the weights a run ends with (on_final_weights) equals its final checkpoint's, so
+// runs with and without checkpoints compare; BatchNorm's buffers sit between layers' parameters
+// there and after all of them in a checkpoint.
+void TestCheckpoint::finalWeightsDigestEqualsTheCheckpoints() {
+    const Setup s = setup_named("conv");
+    auto backend = make_cpu_backend();
+    Network net = Network::from_json(s.network);
+    Trainer trainer(net, *s.data, s.config, *backend);
+    Capture capture;
+    trainer.add_observer(&capture);
+    trainer.set_checkpoint_policy({.every_steps = 1000});
+    trainer.run();
+    QCOMPARE(weights_digest(network_weights(net, capture.summary.steps)),
+             weights_digest(capture.checkpoints.back()));
+    QVERIFY(weights_digest(network_weights(net, 0)) != weights_digest(interrupted_at(s, 3)));
 }
 
 QTEST_GUILESS_MAIN(TestCheckpoint)
