@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../sessions/test_support.h"
 #include "program_runner.h"
 #include "sessions/run_store.h"
 
@@ -218,6 +219,52 @@ private slots:
         QVERIFY2(collect.err.contains("task_0.sqlite"), collect.err.constData());
         QVERIFY2(collect.out.contains("1 runs imported"), collect.out.constData());
         QCOMPARE(file_bytes(junk), QByteArray("not a database"));
+    }
+
+    // Issue 24: task databases from elsewhere are data, not code. One whose schema carries an
+    // endless trigger (it spun collect forever), one that plans 1e11 runs (std::bad_alloc after
+    // 4 GB) and an empty one are each refused by name; the good one is still collected, and no
+    // temporary copy is left behind. The limit only ends a collect that would never finish.
+    void collectRefusesHostileTaskDatabases() {
+        QDir(dir_.path()).mkdir("hostile");
+        QDir(dir_.path()).mkdir("hostile_tmp");
+        const QString tasks = dir_.filePath("hostile");
+        const QString tmp = dir_.filePath("hostile_tmp");
+        const std::string uuid = "1d2c3b4a-5e6f-4a70-8b91-a2b3c4d5e6f7";
+        auto make_task = [&](int index, mpwb::RunStatus status, const std::string& sql) {
+            const std::string path = (tasks + "/task_" + QString::number(index) + ".sqlite").toStdString();
+            {
+                mpwb::RunStore task(path);
+                const auto sweep = task.create_sweep({0, uuid, "hostile", "{}", 3, 0, {}});
+                mpwb::RunInfo info;
+                info.name = "index " + std::to_string(index);
+                const auto id = task.create_run(info);
+                if (status != mpwb::RunStatus::Running) task.set_status(id, status);
+                task.add_sweep_run(sweep, index, id);
+            }
+            if (!sql.empty()) QCOMPARE(testsupport::Raw(path).exec(sql), SQLITE_OK);
+        };
+        make_task(0, mpwb::RunStatus::Running,
+                  "CREATE TRIGGER spin BEFORE DELETE ON runs BEGIN SELECT count(*) FROM (WITH RECURSIVE "
+                  "c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c); END");
+        make_task(1, mpwb::RunStatus::Finished, "UPDATE sweeps SET run_count = 100000000000");
+        make_task(2, mpwb::RunStatus::Finished, "");
+        QFile empty(tasks + "/task_3.sqlite");
+        QVERIFY(empty.open(QIODevice::WriteOnly));
+        empty.close();
+        const auto collect = run_program(
+            "/usr/bin/env",
+            {"TMPDIR=" + tmp, kCli, "sweep", "collect", tasks, "--db", dir_.filePath("hostile.sqlite")},
+            120000);
+        QVERIFY2(collect.finished, "collect did not finish");
+        QCOMPARE(collect.exit_code, 1);
+        for (const char* said : {"task_0.sqlite", "trigger 'spin' on table 'runs'", "task_1.sqlite",
+                                 "run_count: 100000000000", "task_3.sqlite", "is empty"})
+            QVERIFY2(collect.err.contains(said), collect.err.constData());
+        QVERIFY2(collect.out.contains("1 runs imported"), collect.out.constData());
+        QVERIFY2(collect.out.contains("1 of 3 runs FINISHED"), collect.out.constData());
+        QVERIFY2(collect.out.contains("missing indices: 0-1"), collect.out.constData());
+        QCOMPARE(QDir(tmp).entryList(QDir::NoDotAndDotDot | QDir::AllEntries), QStringList());
     }
 
     void badSpecsAreRefused() {
