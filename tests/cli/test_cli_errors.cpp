@@ -1,4 +1,4 @@
-// Bad input on the command lines of mpwb-cli and mpwb (issue 12, section 3): each case runs the
+// Bad input on the command lines of mpwb-cli and mpwb (issue 12, section 3; issue 24): each case runs the
 // built binary as a user would and checks the exit status and the one sentence on stderr, and
 // that the database the command read is still there. Nothing here trains for more than a few
 // steps, and no outcome depends on how fast the machine is.

@@ -2,7 +2,8 @@
 // four tiny spiral runs two at a time into one database (one sweep with its spec, the progress
 // events), a task preempted with SIGTERM that continues its own run when started again, collect
 // of two task databases into one sweep (twice: nothing is imported twice, the files are never
-// changed), and bad specs refused with the file, the field and the problem. Runs are bounded by
+// changed), hostile task databases refused by name while the good one is collected, and bad
+// specs refused with the file, the field and the problem. Runs are bounded by
 // max_steps; nothing here depends on the machine's speed.
 #include <QDir>
 #include <QFile>

@@ -1,7 +1,9 @@
 // Tests of run bundles: export of chosen runs to a self-contained file plus CSV, import into a
 // store whose ids clash (rows remapped, uuids kept, everything equal to the source), a second
 // import skipped and reported, RUNNING runs arriving as INTERRUPTED, and refusal of files that
-// are not bundles with a message naming the file.
+// are not bundles with a message naming the file; a bundle whose schema is not the store's (a
+// view, a trigger, an object of its own), or whose text is not UTF-8, is refused before anything
+// of it is read or imported, while bundles of earlier versions still import.
 #include "sessions/run_bundle.h"
 #include "sessions/run_store.h"
 #include "sessions/run_writer.h"

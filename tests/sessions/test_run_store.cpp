@@ -1,6 +1,8 @@
 // Tests of RunStore opening and mutations: schema creation and version, forward migration from a
 // hand-made version-1 file, refusal of newer, locked, read-only and corrupt files (with the file
-// left byte-for-byte untouched), crash detection, tags/notes/rename/delete/purge and groups.
+// left byte-for-byte untouched), crash detection, tags/notes/rename/delete/purge and groups,
+// text that is not UTF-8 refused at every entry, the holder of a lock named, and the work limit
+// of a connection to a file from elsewhere.
 #include "sessions/run_store.h"
 #include "sessions/run_writer.h"
 #include "sessions/store_schema.h"

@@ -1,6 +1,8 @@
 // Tests of the store's sweeps (schema 7): creation by uuid (a second create finds the first),
 // runs at their planned indices, listing, the sweep of a run, refusals naming the sweep, and
-// sweeps travelling in bundles and in plain run-store imports, merged by uuid.
+// sweeps travelling in bundles and in plain run-store imports, merged by uuid; hostile task
+// databases (a schema of their own, impossible counts, another plan for the same uuid, 0 bytes)
+// refused by name with nothing imported and no temporary copy left.
 #include "sessions/run_bundle.h"
 #include "sessions/run_store.h"
 #include "sessions/run_writer.h"
