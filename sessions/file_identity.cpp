@@ -43,6 +43,21 @@ bool writes_into_database(const std::string& output, const std::string& db_path)
     return false;
 }
 
+std::string sqlite_companion_problem(const std::string& output) {
+    const std::string name = fs::path(output).filename().string();
+    for (const char* suffix : kCompanionSuffixes) {
+        const std::string_view s(suffix);
+        if (s.empty() || name.size() <= s.size() || name.compare(name.size() - s.size(), s.size(), s) != 0)
+            continue;
+        const std::string database = output.substr(0, output.size() - s.size());
+        return "a name ending in " + std::string(s) +
+               " is what SQLite gives a companion file of the database " + database +
+               ", and SQLite removes (or replays into that database) such a file when it opens " + database +
+               "; choose another name";
+    }
+    return {};
+}
+
 void refuse_output_onto_database(const std::string& output, const std::string& db_path,
                                  std::string_view what) {
     if (!writes_into_database(output, db_path)) return;

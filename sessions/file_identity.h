@@ -17,6 +17,11 @@ bool same_file(const std::string& a, const std::string& b);
 // same resolved path.
 bool writes_into_database(const std::string& output, const std::string& db_path);
 
+// "" when `output` may be written, else why not: its name ends in -journal, -wal or -shm, the
+// names of SQLite's companion files, which SQLite removes, or replays into their database, the
+// next time that database (the name without the ending) is opened. Every export asks here.
+std::string sqlite_companion_problem(const std::string& output);
+
 // Throws StoreError(Invalid) "cannot write <what> to OUT: it is the run database DB, which this
 // command reads; choose another file" when writes_into_database(output, db_path).
 void refuse_output_onto_database(const std::string& output, const std::string& db_path,

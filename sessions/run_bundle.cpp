@@ -7,9 +7,12 @@
 #include "sessions/file_identity.h"
 #include "sessions/final_weights_rows.h"
 #include "sessions/scaling_stats_rows.h"
+#include "sessions/scratch_dir.h"
 #include "sessions/store_schema.h"
+#include "sessions/sweep_spec.h"
 
 #include "core/common/json_input.h"
+#include "core/common/utf8.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +31,8 @@ namespace {
 
 constexpr const char* kBundleFormat = "mpwb-run-bundle";
 constexpr int kBundleFormatVersion = 1;
+// The marker table that makes a store file a bundle.
+constexpr const char* kBundleInfoSql = "CREATE TABLE bundle_info(key TEXT PRIMARY KEY, value TEXT NOT NULL)";
 
 // Tables owned by a run, keyed by run_id.
 const std::vector<std::string> kRunTables = {
@@ -87,8 +92,17 @@ StoreError not_a_bundle(const std::string& path, const std::string& why) {
                       path + " is not an MP Workbench run bundle (" + why + ")");
 }
 
-// Opens the file read-only and checks the marker; throws the import errors.
-void validate_bundle(const std::string& path) {
+// The bundle read-only, its work bounded by its size: a bundle is a file from elsewhere.
+sqlite::Db open_bundle(const std::string& path) {
+    sqlite::Db db(path, SQLITE_OPEN_READONLY);
+    db.limit_work(sqlite::work_steps_for_file(path), "bundle " + path);
+    return db;
+}
+
+// Opens the file read-only and checks the marker and the schema (exactly the store's at the
+// bundle's version, plus the marker table) before reading any table; throws the import errors.
+// Returns the connection, for the checks of the bundle's rows.
+sqlite::Db validate_bundle(const std::string& path) {
     if (!fs::exists(path)) {
         throw StoreError(StoreError::Kind::NotFound, "bundle " + path + " does not exist");
     }
@@ -97,7 +111,7 @@ void validate_bundle(const std::string& path) {
     }
     sqlite::Db db;
     try {
-        db = sqlite::Db(path, SQLITE_OPEN_READONLY);
+        db = open_bundle(path);
         db.query_int("SELECT count(*) FROM sqlite_master");
     } catch (const StoreError& e) {
         if (e.kind() == StoreError::Kind::Corrupt) {
@@ -109,10 +123,6 @@ void validate_bundle(const std::string& path) {
                      "name='bundle_info'") == 0) {
         throw not_a_bundle(path, "no bundle marker");
     }
-    sqlite::Stmt s(db, "SELECT value FROM bundle_info WHERE key='format'");
-    if (!s.step() || s.col_text(0) != kBundleFormat) {
-        throw not_a_bundle(path, "wrong bundle marker");
-    }
     const int version = static_cast<int>(db.query_int("PRAGMA user_version"));
     if (version > schema_version()) {
         throw StoreError(StoreError::Kind::NewerSchema,
@@ -123,13 +133,23 @@ void validate_bundle(const std::string& path) {
     if (version < 2) {
         throw not_a_bundle(path, "schema version " + std::to_string(version) + " is too old");
     }
+    if (const std::string difference = schema_difference(db, "main", version, kBundleInfoSql);
+        !difference.empty()) {
+        throw not_a_bundle(path, difference);
+    }
+    {
+        sqlite::Stmt s(db, "SELECT value FROM bundle_info WHERE key='format'");
+        if (!s.step() || s.col_text(0) != kBundleFormat) {
+            throw not_a_bundle(path, "wrong bundle marker");
+        }
+    }
+    return db;
 }
 
 // Every JSON text a bundle carries, parsed under the project's limits before anything is
 // imported: a crafted 100k-deep value imported fine and then crashed runs show, runs compare
 // and mpwb report (each walks stored JSON recursively).
-void check_bundle_json(const std::string& path) {
-    sqlite::Db db(path, SQLITE_OPEN_READONLY);
+void check_bundle_json(sqlite::Db& db, const std::string& path) {
     auto check = [&](const std::string& text, const std::string& where) {
         try {
             check_json_text(text, "bundle " + path + ", " + where);
@@ -159,8 +179,7 @@ void check_bundle_json(const std::string& path) {
 // Every scaling_stats row a bundle carries, decoded as RunStore::scaling_stats will decode it,
 // before anything is imported: a damaged row would import and then fail every reader. A bundle
 // from before schema 6 has no such table and passes.
-void check_bundle_scaling_stats(const std::string& path) {
-    sqlite::Db db(path, SQLITE_OPEN_READONLY);
+void check_bundle_scaling_stats(sqlite::Db& db, const std::string& path) {
     if (db.query_int("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='scaling_stats'") == 0)
         return;
     sqlite::Stmt rows(
@@ -181,8 +200,7 @@ void check_bundle_scaling_stats(const std::string& path) {
 // sizes, limits; the values themselves are not loaded), before anything is imported: a hostile
 // size must never reach an export. Tensor rows without their run's final_weights row are refused
 // too. A bundle from before schema 8 has no such tables and passes.
-void check_bundle_final_weights(const std::string& path) {
-    sqlite::Db db(path, SQLITE_OPEN_READONLY);
+void check_bundle_final_weights(sqlite::Db& db, const std::string& path) {
     if (!has_final_weights_tables(db, "main")) return;
     sqlite::Stmt runs(db, "SELECT run_id FROM final_weights UNION SELECT run_id FROM final_weight_tensors");
     while (runs.step("reading bundle final weights")) {
@@ -197,6 +215,85 @@ void check_bundle_final_weights(const std::string& path) {
         }
     }
 }
+
+// Every text a bundle carries (each TEXT column of each table) checked to be UTF-8 before anything
+// is imported, as the store's own entry points check what they are given: one imported run name
+// that was not made `runs list --json` fail for the whole store.
+void check_bundle_text(sqlite::Db& db, const std::string& path) {
+    std::vector<std::string> tables;
+    {
+        sqlite::Stmt s(db, "SELECT name FROM main.sqlite_master WHERE type='table' ORDER BY name");
+        while (s.step("reading bundle tables")) tables.push_back(s.col_text(0));
+    }
+    for (const auto& table : tables) {
+        std::vector<std::string> text_columns;
+        std::string row_key;  // what names a row in the message
+        {
+            sqlite::Stmt info(db, "PRAGMA main.table_info(\"" + table + "\")");
+            while (info.step("reading bundle columns")) {
+                const std::string column = info.col_text(1);
+                if (info.col_text(2) == "TEXT") text_columns.push_back(column);
+                if (row_key.empty() || column == "run_id") row_key = column;
+            }
+        }
+        for (const auto& column : text_columns) {
+            sqlite::Stmt rows(db,
+                              "SELECT \"" + column + "\", \"" + row_key + "\" FROM main.\"" + table + "\"");
+            while (rows.step("reading bundle texts")) {
+                const std::string problem = utf8_problem(rows.col_text(0));
+                if (problem.empty()) continue;
+                throw StoreError(StoreError::Kind::Invalid,
+                                 "bundle " + path + ": table " + table + ", row with " + row_key + " " +
+                                     replace_invalid_utf8(rows.col_text(1)) + ", column " + column + ": " +
+                                     problem + "; nothing was imported");
+            }
+        }
+    }
+}
+
+// Every sweep a bundle carries checked against the sweep limits before anything is imported: its
+// planned run count, and the index of each of its runs. A count of 1e11 used to import and then
+// make every `sweep collect` of the sweep allocate until it failed. A bundle from before schema 7
+// has no sweeps and passes.
+void check_bundle_sweeps(sqlite::Db& db, const std::string& path) {
+    if (!has_table(db, "main", "sweeps")) return;
+    auto refuse = [&](const std::string& problem) {
+        throw StoreError(StoreError::Kind::Invalid,
+                         "bundle " + path + ": " + problem + "; nothing was imported");
+    };
+    const std::string limit = std::to_string(kSweepHardMaxRuns);
+    sqlite::Stmt sweeps(db,
+                        "SELECT id, uuid, run_count FROM sweeps WHERE typeof(run_count) != 'integer' OR "
+                        "run_count < 0 OR run_count > ? ORDER BY id LIMIT 1");
+    sweeps.bind(1, kSweepHardMaxRuns);
+    if (sweeps.step("reading bundle sweeps"))
+        refuse("table sweeps, row " + std::to_string(sweeps.col_int(0)) + " (sweep " + sweeps.col_text(1) +
+               "), run_count: " + sweeps.col_text(2) + " is not a number of runs from 0 to " + limit +
+               ", the most a sweep may plan");
+    sqlite::Stmt members(db,
+                         "SELECT s.uuid, m.run_index, s.run_count FROM sweep_runs m JOIN sweeps s ON "
+                         "s.id = m.sweep_id WHERE typeof(m.run_index) != 'integer' OR m.run_index < 0 OR "
+                         "m.run_index >= s.run_count ORDER BY m.sweep_id LIMIT 1");
+    if (members.step("reading bundle sweep runs"))
+        refuse("table sweep_runs, sweep " + members.col_text(0) + ", run_index: " + members.col_text(1) +
+               " is not one of the sweep's planned runs (0 to " + std::to_string(members.col_int(2) - 1) +
+               ")");
+}
+
+// The work limit of an import on the store's connection, for as long as the import lasts: the
+// statements that copy the bundle's rows run there.
+class ImportWorkLimit {
+public:
+    ImportWorkLimit(sqlite::Db& db, const std::string& bundle_path) : db_(db) {
+        db_.limit_work(sqlite::work_steps_for_file(bundle_path), "importing bundle " + bundle_path);
+    }
+    ~ImportWorkLimit() { db_.clear_work_limit(); }
+    ImportWorkLimit(const ImportWorkLimit&) = delete;
+    ImportWorkLimit& operator=(const ImportWorkLimit&) = delete;
+
+private:
+    sqlite::Db& db_;
+};
 
 // ATTACH for the lifetime of the object (DETACH cannot run inside a transaction, so the
 // transaction must be closed before this goes out of scope).
@@ -217,7 +314,7 @@ private:
 
 // The bundle_info table that makes a store file a bundle (validate_bundle checks it).
 void write_bundle_marker(sqlite::Db& db, const std::string& source, std::size_t runs) {
-    db.exec("CREATE TABLE bundle_info(key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    db.exec(kBundleInfoSql);
     sqlite::Stmt info(db, "INSERT INTO bundle_info(key, value) VALUES(?,?)");
     const std::vector<std::pair<std::string, std::string>> rows = {
         {"format", kBundleFormat},
@@ -231,41 +328,21 @@ void write_bundle_marker(sqlite::Db& db, const std::string& source, std::size_t 
     }
 }
 
-// A folder under the system's temporary directory, removed with everything in it on scope exit.
-class ScratchDir {
-public:
-    ScratchDir() {
-        std::string pattern = (fs::temp_directory_path() / "mpwb-import-XXXXXX").string();
-        if (!mkdtemp(pattern.data()))
-            throw StoreError(StoreError::Kind::Other,
-                             "cannot create a temporary folder in " + fs::temp_directory_path().string());
-        path_ = pattern;
-    }
-    ~ScratchDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    ScratchDir(const ScratchDir&) = delete;
-    ScratchDir& operator=(const ScratchDir&) = delete;
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
-
-// Copies the run store at `source` (opened read-only) into `snapshot`, turned into a bundle of
-// its runs; unless include_unfinished, RUNNING and INTERRUPTED runs are removed from the copy and
-// their uuids returned.
+// Copies the run store at `source` (opened read-only as a foreign file: its schema checked
+// first) into `snapshot`, turned into a bundle of its runs; unless include_unfinished, RUNNING
+// and INTERRUPTED runs are removed from the copy and their uuids returned.
 std::vector<std::string> snapshot_as_bundle(const std::string& source, const std::string& snapshot,
                                             bool include_unfinished) {
     {
         RunStore::Options ro;
         ro.read_only = true;
+        ro.foreign = true;
         RunStore store(source, ro);
         sqlite::Stmt vacuum(store.db(), "VACUUM INTO ?");
         vacuum.bind(1, snapshot).run("copying " + source);
     }
     sqlite::Db db(snapshot, SQLITE_OPEN_READWRITE);
+    db.limit_work(sqlite::work_steps_for_file(snapshot), "the copy of " + source);
     db.query_text("PRAGMA journal_mode=DELETE");
     db.exec("PRAGMA foreign_keys=ON");
     std::vector<std::string> unfinished;
@@ -359,8 +436,7 @@ void write_csv(RunStore& store, const std::vector<std::int64_t>& ids, const std:
 
 // A bundle is read whole by an import: its quick_check costs about as much, and tells a
 // damaged bundle from a damaged store before anything is written.
-void check_bundle_integrity(const std::string& path) {
-    sqlite::Db db(path, SQLITE_OPEN_READONLY);
+void check_bundle_integrity(sqlite::Db& db, const std::string& path) {
     if (const std::string findings = damage_found(db); !findings.empty()) {
         throw StoreError(StoreError::Kind::Corrupt,
                          "bundle " + path + " is damaged (it fails SQLite's integrity check: " + findings +
@@ -389,6 +465,9 @@ BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t
     const std::set<std::int64_t> ids(run_ids.begin(), run_ids.end());
     // Before anything is removed or written: --force must never delete the database it reads.
     refuse_outputs_onto_source(store.path(), ids, bundle_path, options.csv_dir);
+    if (const std::string problem = sqlite_companion_problem(bundle_path); !problem.empty())
+        throw StoreError(StoreError::Kind::Invalid,
+                         "cannot write the bundle to " + bundle_path + ": " + problem);
     for (auto id : ids) {
         store.get_run(id);  // NotFound names the run
     }
@@ -468,8 +547,8 @@ ImportReport import_run_store(RunStore& store, const std::string& path, bool inc
                                                         " into itself: it is the database " + store.path() +
                                                         " the runs would be imported into");
     }
-    ScratchDir scratch;
-    const std::string snapshot = (scratch.path() / fs::path(path).filename()).string();
+    const ScratchDir scratch(fs::path(path).filename().string());
+    const std::string snapshot = scratch.file();
     std::vector<std::string> unfinished;
     ImportReport report;
     try {
@@ -489,12 +568,17 @@ ImportReport import_bundle(RunStore& store, const std::string& bundle_path) {
                                                         " into itself: it is the database " + store.path() +
                                                         " the runs would be imported into");
     }
-    validate_bundle(bundle_path);
-    check_bundle_integrity(bundle_path);
-    check_bundle_json(bundle_path);
-    check_bundle_scaling_stats(bundle_path);
-    check_bundle_final_weights(bundle_path);
+    {
+        sqlite::Db bundle = validate_bundle(bundle_path);
+        check_bundle_integrity(bundle, bundle_path);
+        check_bundle_text(bundle, bundle_path);
+        check_bundle_json(bundle, bundle_path);
+        check_bundle_scaling_stats(bundle, bundle_path);
+        check_bundle_final_weights(bundle, bundle_path);
+        check_bundle_sweeps(bundle, bundle_path);
+    }
     try {
+        const ImportWorkLimit limit(store.db(), bundle_path);
         return import_checked_bundle(store, bundle_path);
     } catch (const StoreError& e) {
         // The bundle passed its check: a damaged page met now is the store's.
@@ -511,7 +595,7 @@ namespace {
 // each run at its index joins the store's sweep. An imported run takes its index (replacing an
 // earlier run there); a run the store already had fills its index only when that is empty.
 // Returns the store ids of the sweeps that gained a run or were created.
-std::vector<std::int64_t> import_sweeps(sqlite::Db& db, RunStore& store,
+std::vector<std::int64_t> import_sweeps(sqlite::Db& db, RunStore& store, const std::string& bundle_path,
                                         const std::map<std::int64_t, std::int64_t>& id_map,
                                         const std::vector<ImportedRun>& imported) {
     std::set<std::int64_t> imported_ids;
@@ -531,6 +615,14 @@ std::vector<std::int64_t> import_sweeps(sqlite::Db& db, RunStore& store,
         const std::string uuid = sweeps.col_text(1);
         std::optional<std::int64_t> sweep_id = store.find_sweep_by_uuid(uuid);
         const bool created = !sweep_id;
+        // The runs join the store's sweep at their indices, so both must plan the same runs.
+        const std::int64_t planned = created ? sweeps.col_int(4) : store.get_sweep(*sweep_id).run_count;
+        if (planned != sweeps.col_int(4))
+            throw StoreError(StoreError::Kind::Invalid, "bundle " + bundle_path + ": sweep " + uuid +
+                                                            " plans " + std::to_string(sweeps.col_int(4)) +
+                                                            " runs, the store's sweep of that uuid " +
+                                                            std::to_string(planned) +
+                                                            "; nothing was imported");
         if (created) {
             new_sweep.bind(1, uuid).bind(2, sweeps.col_text(2)).bind(3, sweeps.col_text(3));
             new_sweep.bind(4, sweeps.col_int(4)).bind(5, sweeps.col_double(5)).run("importing sweep " + uuid);
@@ -673,7 +765,7 @@ ImportReport import_checked_bundle(RunStore& store, const std::string& bundle_pa
         }
     }
     if (bundle_tables.count("sweep_runs")) {
-        report.sweeps = import_sweeps(db, store, id_map, report.imported);
+        report.sweeps = import_sweeps(db, store, bundle_path, id_map, report.imported);
     }
     insert_run = sqlite::Stmt();
     orphan = sqlite::Stmt();

@@ -8,6 +8,7 @@
 #include "core/common/json_input.h"
 #include "core/data/normalize.h"
 #include "core/train/dataset_source.h"
+#include "sessions/file_identity.h"
 
 namespace mpwb {
 
@@ -24,6 +25,8 @@ std::string why_no_weights(const Run& run) {
 
 void refuse_existing(const std::string& path, const std::string& what) {
     if (path.empty()) throw Error("no path given for the " + what);
+    if (const std::string problem = sqlite_companion_problem(path); !problem.empty())
+        throw Error("cannot write the " + what + " to " + path + ": " + problem);
     std::error_code ec;
     if (fs::exists(fs::symlink_status(path, ec)))
         throw Error(what + " " + path + " already exists; choose another name or remove it first");

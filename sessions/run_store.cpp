@@ -4,6 +4,8 @@
 
 #include "sessions/store_schema.h"
 
+#include "core/common/utf8.h"
+
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -190,13 +192,14 @@ void RunStore::open(const std::string& path) {
     } else {
         open_for_writing(path, exists);
     }
+    if (options_.foreign) db_.limit_work(sqlite::work_steps_for_file(path), "database " + path);
 }
 
 void RunStore::open_for_reading(const std::string& path) {
     const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
     try {
         db_ = sqlite::Db(path, flags);
-        sqlite3_busy_timeout(db_.handle(), options_.busy_timeout_ms);
+        db_.set_busy_timeout(options_.busy_timeout_ms);
         check_schema(path);
     } catch (const StoreError& e) {
         // A WAL database needs its -shm even to be read; where that cannot be created or grown
@@ -205,7 +208,7 @@ void RunStore::open_for_reading(const std::string& path) {
             throw;
         }
         db_ = sqlite::Db(sqlite::immutable_uri(path), flags, path);
-        sqlite3_busy_timeout(db_.handle(), options_.busy_timeout_ms);
+        db_.set_busy_timeout(options_.busy_timeout_ms);
         check_schema(path);
         without_wal_ = true;
     }
@@ -216,7 +219,7 @@ void RunStore::open_for_writing(const std::string& path, bool existed) {
     const int flags =
         SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_READWRITE | (options_.create ? SQLITE_OPEN_CREATE : 0);
     db_ = sqlite::Db(path, flags);
-    sqlite3_busy_timeout(db_.handle(), options_.busy_timeout_ms);
+    db_.set_busy_timeout(options_.busy_timeout_ms);
     // SQLite silently falls back to read-only when the file is not writable (permissions, a
     // read-only mount); a writer must hear that now, not at its first commit.
     if (sqlite3_db_readonly(db_.handle(), "main") == 1) {
@@ -267,6 +270,18 @@ void RunStore::check_schema(const std::string& path) {
                          "database " + path +
                              " is not an MP Workbench run store (it has tables but no schema "
                              "version)");
+    }
+    // Opened for writing, an empty file becomes a store; read, it holds nothing to read.
+    if (options_.read_only && opened_version_ == 0) {
+        throw StoreError(
+            StoreError::Kind::Invalid,
+            "database " + path + " is empty: no run was ever recorded in it, so it is not a run store");
+    }
+    if (options_.foreign) {
+        if (const std::string difference = schema_difference(db_, "main", opened_version_);
+            !difference.empty())
+            throw StoreError(StoreError::Kind::Invalid,
+                             "database " + path + " is not a run store MP Workbench wrote: " + difference);
     }
     if (options_.read_only && opened_version_ < kOldestReadableSchema) {
         throw StoreError(StoreError::Kind::ReadOnly,
@@ -340,7 +355,28 @@ void RunStore::require_run(std::int64_t run_id) {
     }
 }
 
+void require_utf8(std::string_view text, std::string_view what) {
+    const std::string problem = utf8_problem(text);
+    if (problem.empty()) return;
+    constexpr std::size_t kShown = 60;
+    const std::string shown =
+        replace_invalid_utf8(text.substr(0, kShown)) + (text.size() > kShown ? "..." : "");
+    throw StoreError(StoreError::Kind::Invalid,
+                     std::string(what) + " '" + shown + "' is refused: " + problem);
+}
+
 std::int64_t RunStore::create_run(const RunInfo& info) {
+    for (const auto& [text, what] : {std::pair{&info.name, "run name"},
+                                     {&info.uuid, "run uuid"},
+                                     {&info.dataset, "dataset"},
+                                     {&info.precision, "precision"},
+                                     {&info.backend, "backend"},
+                                     {&info.device, "device"},
+                                     {&info.machine, "machine"},
+                                     {&info.config_json, "configuration"},
+                                     {&info.network_json, "network"},
+                                     {&info.versions_json, "versions"}})
+        require_utf8(*text, what);
     const std::string uuid = info.uuid.empty() ? make_uuid() : info.uuid;
     sqlite::Stmt s(db_,
                    "INSERT INTO runs(uuid, name, status, config_json, network_json, dataset, "
@@ -396,6 +432,7 @@ void RunStore::set_status(std::int64_t run_id, RunStatus status, std::optional<d
 }
 
 void RunStore::rename(std::int64_t run_id, const std::string& name) {
+    require_utf8(name, "run name");
     sqlite::Stmt s(db_, "UPDATE runs SET name=? WHERE id=?");
     s.bind(1, name).bind(2, run_id).run("renaming run");
     expect_changed(db_, run_id);
@@ -405,6 +442,8 @@ void RunStore::set_tag(std::int64_t run_id, const std::string& key, const std::s
     if (key.empty()) {
         throw StoreError(StoreError::Kind::Invalid, "tag key is empty");
     }
+    require_utf8(key, "tag key");
+    require_utf8(value, "tag value");
     require_run(run_id);
     sqlite::Stmt s(db_,
                    "INSERT INTO tags(run_id, key, value) VALUES(?,?,?) "
@@ -429,6 +468,7 @@ void RunStore::set_boundary(std::int64_t run_id, std::int64_t step, const std::v
 }
 
 void RunStore::set_note(std::int64_t run_id, const std::string& text) {
+    require_utf8(text, "note");
     require_run(run_id);
     if (text.empty()) {
         sqlite::Stmt s(db_, "DELETE FROM notes WHERE run_id=?");
@@ -519,6 +559,7 @@ std::int64_t RunStore::create_group(const std::string& name, const std::vector<s
     if (name.empty()) {
         throw StoreError(StoreError::Kind::Invalid, "comparison group name is empty");
     }
+    require_utf8(name, "comparison group name");
     sqlite::Transaction tx(db_, "creating comparison group");
     sqlite::Stmt s(db_, "INSERT INTO comparison_groups(name, created) VALUES(?,?)");
     s.bind(1, name).bind(2, store_now()).run("creating comparison group");

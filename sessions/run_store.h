@@ -15,6 +15,7 @@
 #include <optional>
 #include <utility>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mpwb {
@@ -28,6 +29,11 @@ double store_now();
 // Why a RUNNING run cannot be resumed: which process trains it (pid 0: unknown) and what to do.
 std::string run_in_use_text(std::int64_t run_id, std::int64_t pid, const std::string& host);
 
+// Throws StoreError(Invalid) "<what> '...' is refused: byte 0xFF at offset 3 is not valid UTF-8"
+// for text that is not UTF-8. Every entry point of the store that takes text (a run's name and
+// fields, a tag, a note, a group's or a sweep's name) calls it, so no such text is stored.
+void require_utf8(std::string_view text, std::string_view what);
+
 class RunStore {
 public:
     struct Options {
@@ -38,6 +44,12 @@ public:
         // PRAGMA quick_check before the first write, so a damaged file is refused instead of
         // written to. Off only for a second connection of a process whose first one checked.
         bool verify_integrity = true;
+        // The file comes from elsewhere (a sweep's task database, a store from another machine):
+        // its schema must be exactly the one this build writes at the file's version
+        // (schema_difference: no views, triggers or other objects of its own), checked before
+        // any table is read, and the connection's work is bounded by the file's size
+        // (sqlite::Db::limit_work).
+        bool foreign = false;
     };
 
     explicit RunStore(const std::string& path);

@@ -3,6 +3,7 @@
 // Slurm tasks) create the sweep by its uuid at about the same time, so creation is one
 // INSERT OR IGNORE under a write transaction: whoever comes second finds the first one's row.
 #include "sessions/run_store.h"
+#include "sessions/sweep_spec.h"
 
 namespace mpwb {
 
@@ -26,9 +27,14 @@ StoreError no_sweep(std::int64_t sweep_id) {
 
 std::int64_t RunStore::create_sweep(const SweepRecord& sweep) {
     if (sweep.name.empty()) throw StoreError(StoreError::Kind::Invalid, "sweep name is empty");
-    if (sweep.run_count < 0)
-        throw StoreError(StoreError::Kind::Invalid, "sweep '" + sweep.name + "': run count " +
-                                                        std::to_string(sweep.run_count) + " is negative");
+    require_utf8(sweep.name, "sweep name");
+    require_utf8(sweep.uuid, "sweep uuid");
+    require_utf8(sweep.spec_json, "sweep spec");
+    if (sweep.run_count < 0 || sweep.run_count > kSweepHardMaxRuns)
+        throw StoreError(StoreError::Kind::Invalid,
+                         "sweep '" + sweep.name + "': run count " + std::to_string(sweep.run_count) +
+                             " is outside 0 to " + std::to_string(kSweepHardMaxRuns) +
+                             ", the most runs a sweep may plan");
     sqlite::Transaction tx(db_, "creating sweep");
     const std::string uuid = sweep.uuid.empty() ? random_uuid(db_) : sweep.uuid;
     sqlite::Stmt insert(

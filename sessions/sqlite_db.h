@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,9 +22,12 @@ namespace mpwb::sqlite {
 StoreError make_error(int rc, const std::string& path, std::string_view sqlite_message, std::string_view what,
                       int system_errno = 0);
 
+// Every connection runs with SQLITE_DBCONFIG_DEFENSIVE on and SQLITE_DBCONFIG_TRUSTED_SCHEMA off:
+// no SQL in a file's schema may call a function with side effects, and no statement may write
+// the schema behind SQLite's back, whoever wrote the file.
 class Db {
 public:
-    Db() = default;
+    Db();
     // Opens `path` with sqlite3_open_v2 flags; throws StoreError when the file cannot be opened.
     Db(const std::string& path, int flags);
     // Opens a "file:" URI (SQLITE_OPEN_URI is added) while messages name `path`, the file.
@@ -49,12 +53,45 @@ public:
     int changes() const { return sqlite3_changes(db_); }
     void close() noexcept;
 
+    // Bounds the work of the statements on this connection, for one that reads a file from
+    // elsewhere: once they have run about `steps` steps of SQLite's virtual machine in all, the
+    // running statement stops and fails with StoreError(Invalid) "<what>: ...". A crafted file
+    // that passes every check must still not keep a command busy forever. Until
+    // clear_work_limit() or the connection closes.
+    void limit_work(std::uint64_t steps, const std::string& what);
+    void clear_work_limit() noexcept;
+
+    // Waits up to `ms` for a lock another connection holds, trying again every millisecond (SQLite's
+    // own busy timeout sleeps up to 100 ms between tries, and under a writer that commits back to
+    // back it missed every short gap between commits). When the wait runs out, the error says
+    // which process holds the lock, as far as /proc/locks tells.
+    void set_busy_timeout(int ms);
+
 private:
+    struct WorkLimit;
+    struct BusyWait;
     void open(const std::string& name, int flags);
+    StoreError error(int rc, std::string_view sqlite_message, std::string_view what) const;
+    static int on_progress(void* limit);
+    static int on_busy(void* wait, int tries);
 
     sqlite3* db_ = nullptr;
     std::string path_;
+    // On the heap: SQLite's progress callback keeps its address while the Db moves.
+    std::unique_ptr<WorkLimit> work_limit_;
+    std::unique_ptr<BusyWait> busy_wait_;
 };
+
+// Who holds the write lock of the database at `path` (its WAL write lock in the -shm file, or a
+// rollback journal's reserved or pending lock on the file), from /proc/locks: "process 1234
+// (mpwb-cli train --preset spiral-mlp ...)", several joined by ", "; empty where it cannot be told.
+std::string lock_holders(const std::string& path);
+
+// The work limit for statements over the file at `path`: a fixed allowance plus a number of steps
+// per byte of the file (and its -wal) far above what any query of this program needs to read a
+// byte, so that only work out of proportion to the file (a crafted recursive view or trigger
+// that got past the schema check) reaches it.
+std::uint64_t work_steps_for_file(const std::string& path);
 
 // PRAGMA quick_check's findings joined with "; ", empty when the file is sound.
 std::string integrity_findings(Db& db);

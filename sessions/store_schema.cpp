@@ -13,6 +13,14 @@
 //   8: final_weights and final_weight_tensors (the FP32 weights a run ended with, for export)
 #include "sessions/store_schema.h"
 
+#include "sessions/sqlite_db.h"
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <utility>
+
 namespace mpwb {
 
 const std::vector<std::string>& schema_migrations() {
@@ -248,5 +256,73 @@ CREATE TABLE final_weight_tensors(
 }
 
 int schema_version() { return static_cast<int>(schema_migrations().size()); }
+
+namespace {
+
+struct SchemaObject {
+    std::string table;
+    std::optional<std::string> sql;  // NULL for SQLite's automatic indexes
+};
+
+// By type and name: a trigger may share its name with a table.
+using SchemaObjects = std::map<std::pair<std::string, std::string>, SchemaObject>;
+
+constexpr const char* kSchemaQuery = "SELECT type, name, tbl_name, sql FROM ";
+
+std::optional<std::string> opt_text(const sqlite::Stmt& s, int column) {
+    return s.col_null(column) ? std::nullopt : std::optional<std::string>(s.col_text(column));
+}
+
+// The objects the migration steps up to `version` and then `extra_sql` create, built once per
+// version in an in-memory database.
+const SchemaObjects& reference_objects(int version, const std::string& extra_sql) {
+    static std::mutex mutex;
+    static std::map<std::pair<int, std::string>, SchemaObjects> cache;
+    const std::lock_guard lock(mutex);
+    const auto key = std::make_pair(version, extra_sql);
+    if (const auto found = cache.find(key); found != cache.end()) return found->second;
+    sqlite::Db db(":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_MEMORY);
+    for (int step = 0; step < version && step < schema_version(); ++step)
+        db.exec(schema_migrations()[static_cast<std::size_t>(step)], "building the reference schema");
+    if (!extra_sql.empty()) db.exec(extra_sql, "building the reference schema");
+    SchemaObjects objects;
+    sqlite::Stmt s(db, std::string(kSchemaQuery) + "main.sqlite_master");
+    while (s.step("reading the reference schema"))
+        objects[{s.col_text(0), s.col_text(1)}] = {s.col_text(2), opt_text(s, 3)};
+    return cache.emplace(key, std::move(objects)).first->second;
+}
+
+// A name from a file, for a message: quoted, and cut short when it is long.
+std::string quoted(const std::string& name) {
+    constexpr std::size_t kShown = 60;
+    return "'" + (name.size() > kShown ? name.substr(0, kShown) + "..." : name) + "'";
+}
+
+}  // namespace
+
+std::string schema_difference(sqlite::Db& db, const std::string& schema, int version,
+                              const std::string& extra_sql) {
+    const SchemaObjects& expected = reference_objects(version, extra_sql);
+    const std::string of = " of the run store's schema (version " + std::to_string(version) + ")";
+    std::set<std::pair<std::string, std::string>> seen;
+    // Triggers and views first: where a file has one, it is the telling difference.
+    sqlite::Stmt s(db, std::string(kSchemaQuery) + schema +
+                           ".sqlite_master ORDER BY CASE type WHEN 'trigger' THEN 0 WHEN 'view' THEN 1 "
+                           "WHEN 'index' THEN 2 ELSE 3 END, rowid");
+    while (s.step("reading the schema")) {
+        const std::string type = s.col_text(0), name = s.col_text(1), table = s.col_text(2);
+        const auto found = expected.find({type, name});
+        if (found == expected.end())
+            return "it has a " + type + " " + quoted(name) +
+                   (type == "index" || type == "trigger" ? " on table " + quoted(table) : "") +
+                   ", which is not part" + of;
+        if (found->second.table != table || found->second.sql != opt_text(s, 3))
+            return "its " + type + " " + quoted(name) + " is not defined as the one" + of;
+        seen.insert(found->first);
+    }
+    for (const auto& [key, object] : expected)
+        if (!seen.count(key)) return "it lacks the " + key.first + " " + quoted(key.second) + of;
+    return {};
+}
 
 }  // namespace mpwb

@@ -7,11 +7,24 @@
 
 namespace mpwb {
 
+namespace sqlite {
+class Db;
+}
+
 // Steps are SQL scripts run inside one transaction each, together with the user_version bump.
 const std::vector<std::string>& schema_migrations();
 
 // The schema version this build writes: the number of migration steps.
 int schema_version();
+
+// How the schema of `schema` ("main" or an attached name) on `db` differs from the one the
+// migration steps create up to `version`, together with the tables `extra_sql` creates (a
+// bundle's marker): the first view, trigger, index or table that the store's schema lacks or
+// defines otherwise (same type, name, table and SQL), or the first of its objects that is
+// missing. Empty when they are the same. A file from elsewhere is data, not code: one whose
+// schema differs is refused before any of its tables is read, so no view or trigger in it runs.
+std::string schema_difference(sqlite::Db& db, const std::string& schema, int version,
+                              const std::string& extra_sql = {});
 
 // The oldest version a read-only open accepts without migrating: every query reads the same
 // columns from it (version 5 only changed how ids are given and what a writer records).

@@ -24,6 +24,7 @@
 #include "app/cli/option_checks.h"
 #include "core/common/error.h"
 #include "core/common/json_input.h"
+#include "core/common/utf8.h"
 #include "core/train/checkpoint.h"
 #include "sessions/final_weights_rows.h"
 #include "sessions/metric_keys.h"
@@ -262,20 +263,35 @@ void print_scaling_summary(const std::vector<ScalingSummaryRow>& summary) {
 
 // The newest checkpoint's step and run time ("checkpoint_step", "checkpoint_wall_seconds"; null
 // without one), and for a FINISHED or STOPPED run "final_weights_digest": weights_digest of its
-// final checkpoint, or, for a run imported from a bundle (which carries no checkpoints), the
-// digest its summary kept.
+// final checkpoint, or, for a run imported from a bundle (which carries no checkpoints) or one
+// whose checkpoint is damaged, the digest its summary kept. A damaged checkpoint (its row or its
+// state) is said in "checkpoint_damaged", naming the database, the run and the step; the rest of
+// the run is shown as it is.
 void add_checkpoint_fields(RunStore& store, const Run& r, nlohmann::json& j) {
-    const auto checkpoint = store.latest_checkpoint(r.id);
-    j["checkpoint_step"] = checkpoint ? nlohmann::json(checkpoint->step) : nlohmann::json(nullptr);
-    j["checkpoint_wall_seconds"] =
-        checkpoint ? nlohmann::json(checkpoint->wall_seconds) : nlohmann::json(nullptr);
+    j["checkpoint_step"] = nullptr;
+    j["checkpoint_wall_seconds"] = nullptr;
+    j["checkpoint_damaged"] = nullptr;
     j["final_weights_digest"] = nullptr;
+    std::optional<TrainingCheckpoint> checkpoint;
+    std::optional<std::string> digest;
+    try {
+        checkpoint = store.latest_checkpoint(r.id);
+        if (checkpoint) {
+            j["checkpoint_step"] = checkpoint->step;
+            j["checkpoint_wall_seconds"] = checkpoint->wall_seconds;
+            digest = weights_digest(*checkpoint);  // decodes the state: checks it whole
+        }
+    } catch (const std::exception& e) {  // StoreError for its row, DataError for its state
+        const std::string at = checkpoint ? ", checkpoint at step " + std::to_string(checkpoint->step) : "";
+        j["checkpoint_damaged"] =
+            "database " + store.path() + ": run " + std::to_string(r.id) + at + ": " + e.what();
+    }
     if (r.status != RunStatus::Finished && r.status != RunStatus::Stopped) return;
     const nlohmann::json& summary = j["summary"];
-    const bool final_checkpoint = checkpoint && (!summary.is_object() || !summary.contains("steps") ||
-                                                 summary["steps"] == checkpoint->step);
+    const bool final_checkpoint = digest && (!summary.is_object() || !summary.contains("steps") ||
+                                             summary["steps"] == checkpoint->step);
     if (final_checkpoint) {
-        j["final_weights_digest"] = weights_digest(*checkpoint);
+        j["final_weights_digest"] = *digest;
     } else if (summary.is_object() && summary.contains("final_weights_digest") &&
                summary["final_weights_digest"].is_string()) {
         j["final_weights_digest"] = summary["final_weights_digest"];
@@ -318,7 +334,13 @@ nlohmann::json run_to_json(RunStore& store, const Run& r, bool full) {
     for (const auto& e : events) ++counts[e.kind];
     j["events"] = {{"count", events.size()}, {"by_kind", counts}};
     j["histograms"] = store.histograms(r.id).size();
-    j["scaling"] = scaling_to_json(summarize_scaling(store.scaling_stats(r.id)));
+    j["scaling_damaged"] = nullptr;
+    try {
+        j["scaling"] = scaling_to_json(summarize_scaling(store.scaling_stats(r.id)));
+    } catch (const StoreError& e) {  // a damaged row names itself; the rest of the run is shown
+        j["scaling"] = nlohmann::json::array();
+        j["scaling_damaged"] = e.what();
+    }
     return j;
 }
 
@@ -347,7 +369,7 @@ void cmd_list(const RunsArgs& a) {
     if (a.json) {
         nlohmann::json out = nlohmann::json::array();
         for (const auto& r : runs) out.push_back(run_to_json(*store, r, false));
-        std::printf("%s\n", out.dump(2).c_str());
+        std::printf("%s\n", json_text(out, 2).c_str());
         return;
     }
     if (!store->interrupted_on_open().empty())
@@ -378,7 +400,7 @@ void cmd_show(const RunsArgs& a) {
     const Run r = store->get_run(id);
     const nlohmann::json j = run_to_json(*store, r, true);
     if (a.json) {
-        std::printf("%s\n", j.dump(2).c_str());
+        std::printf("%s\n", json_text(j, 2).c_str());
         return;
     }
     std::printf("run %lld  %s\n", static_cast<long long>(r.id), r.name.c_str());
@@ -400,18 +422,25 @@ void cmd_show(const RunsArgs& a) {
     for (const auto& [kind, n] : j["events"]["by_kind"].items())
         std::printf("               %-22s %s\n", kind.c_str(), n.dump().c_str());
     std::printf("  histograms %s\n", j["histograms"].dump().c_str());
+    const bool resumable = j["checkpoint_damaged"].is_null() &&
+                           (r.status == RunStatus::Interrupted || r.status == RunStatus::Stopped);
     if (!j["checkpoint_step"].is_null())
-        std::printf("  checkpoint step %s, %s into the run%s\n", j["checkpoint_step"].dump().c_str(),
-                    format_duration(j["checkpoint_wall_seconds"].get<double>()).c_str(),
-                    r.status == RunStatus::Interrupted || r.status == RunStatus::Stopped
-                        ? ("; mpwb-cli train --resume " + std::to_string(r.id) + " continues it").c_str()
-                        : "");
-    // Checked without loading the values: a CNN's weights are megabytes.
-    if (const auto w = read_final_weights(store->db(), "main", id, "database " + store->path(), false))
         std::printf(
-            "  weights    the final FP32 weights of step %lld; runs export %lld --safetensors FILE "
-            "[--pytorch FILE] takes them to PyTorch\n",
-            static_cast<long long>(w->step), static_cast<long long>(id));
+            "  checkpoint step %s, %s into the run%s\n", j["checkpoint_step"].dump().c_str(),
+            format_duration(j["checkpoint_wall_seconds"].get<double>()).c_str(),
+            resumable ? ("; mpwb-cli train --resume " + std::to_string(r.id) + " continues it").c_str() : "");
+    if (!j["checkpoint_damaged"].is_null())
+        std::printf("  checkpoint DAMAGED: %s\n", j["checkpoint_damaged"].get<std::string>().c_str());
+    // Checked without loading the values: a CNN's weights are megabytes.
+    try {
+        if (const auto w = read_final_weights(store->db(), "main", id, "database " + store->path(), false))
+            std::printf(
+                "  weights    the final FP32 weights of step %lld; runs export %lld --safetensors FILE "
+                "[--pytorch FILE] takes them to PyTorch\n",
+                static_cast<long long>(w->step), static_cast<long long>(id));
+    } catch (const StoreError& e) {
+        std::printf("  weights    DAMAGED: %s\n", e.what());
+    }
 
     std::printf("\nconfiguration\n");
     for (const auto& [p, v] : flatten_config(r.config_json, "configuration of run " + std::to_string(r.id)))
@@ -420,7 +449,7 @@ void cmd_show(const RunsArgs& a) {
     if (!j["summary"].is_null()) {
         std::printf("\nsummary\n");
         for (const auto& [k, v] : j["summary"].items())
-            std::printf("  %-28s %s\n", k.c_str(), v.dump().c_str());
+            std::printf("  %-28s %s\n", k.c_str(), json_text(v).c_str());
     }
     std::printf("\nlast metrics\n");
     std::vector<std::vector<std::string>> rows;
@@ -446,7 +475,10 @@ void cmd_show(const RunsArgs& a) {
             text += (text.empty() ? "" : ", ") + stat + " (" + std::to_string(n) + ")";
         std::printf("gradient statistics per layer and kind: %s; --json lists them\n", text.c_str());
     }
-    print_scaling_summary(summarize_scaling(store->scaling_stats(id)));
+    if (!j["scaling_damaged"].is_null())
+        std::printf("\nscaling DAMAGED: %s\n", j["scaling_damaged"].get<std::string>().c_str());
+    else
+        print_scaling_summary(summarize_scaling(store->scaling_stats(id)));
 }
 
 // --- mutations ---------------------------------------------------------------------------------

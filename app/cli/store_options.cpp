@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "core/common/error.h"
+#include "core/common/utf8.h"
 #include "sessions/run_store.h"
 
 namespace mpwb::cli {
@@ -34,6 +35,12 @@ std::unique_ptr<RunRecorder> StoreOptions::open_recorder(const std::string& defa
                                                          Trainer** stop_target,
                                                          const RecorderExtras& extras) const {
     if (no_store) return nullptr;
+    // Refused here, before anything trains, rather than by the store when the run starts.
+    if (const std::string problem = utf8_problem(run_name); !problem.empty())
+        throw ConfigError("--run-name: " + problem);
+    for (const auto& t : tags)
+        if (const std::string problem = utf8_problem(t); !problem.empty())
+            throw ConfigError("--tag: " + problem);
     RunRecorder::Options ro;
     ro.db_path = db;
     ro.writer.busy_timeout_ms = busy_timeout_ms;

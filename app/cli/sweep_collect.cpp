@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <set>
 
@@ -14,6 +13,7 @@
 #include "sessions/file_identity.h"
 #include "sessions/run_bundle.h"
 #include "sessions/run_store.h"
+#include "sessions/sweep_spec.h"
 
 namespace mpwb::cli {
 namespace {
@@ -49,54 +49,73 @@ TaskDatabases task_databases(const std::string& dir) {
     return found;
 }
 
-// "3, 5-7": indices as ranges.
-std::string index_ranges(const std::vector<std::int64_t>& indices) {
+// The indices of 0 .. run_count - 1 that no run holds, as ranges ("3, 5-7"), from the gaps
+// between the ones that do: nothing is made per missing index, whatever the count says. At
+// most kShownRanges ranges are listed.
+std::string missing_ranges(const std::set<std::int64_t>& held, std::int64_t run_count) {
+    constexpr int kShownRanges = 50;
     std::string out;
-    for (std::size_t i = 0; i < indices.size();) {
-        std::size_t j = i;
-        while (j + 1 < indices.size() && indices[j + 1] == indices[j] + 1) ++j;
-        out += (out.empty() ? "" : ", ") + std::to_string(indices[i]) +
-               (j > i ? "-" + std::to_string(indices[j]) : std::string());
-        i = j + 1;
+    int ranges = 0;
+    auto add = [&](std::int64_t first, std::int64_t last) {
+        if (first > last) return;
+        if (++ranges > kShownRanges) return;
+        out += (out.empty() ? "" : ", ") + std::to_string(first) +
+               (last > first ? "-" + std::to_string(last) : std::string());
+    };
+    std::int64_t next = 0;  // the first index not yet accounted for
+    for (const std::int64_t index : held) {
+        if (index < next || index >= run_count) continue;
+        add(next, index - 1);
+        next = index + 1;
     }
+    add(next, run_count - 1);
+    if (ranges > kShownRanges) out += " and " + std::to_string(ranges - kShownRanges) + " more ranges";
     return out;
 }
 
-// The sweeps a task database holds, by uuid.
+// The sweeps a task database holds, by uuid. The file is read as a foreign one: its schema is
+// checked before its sweeps table is read.
 std::set<std::string> sweep_uuids_in(const std::string& path) {
     RunStore::Options ro;
     ro.read_only = true;
+    ro.foreign = true;
     RunStore task(path, ro);
     std::set<std::string> uuids;
     for (const auto& s : task.list_sweeps()) uuids.insert(s.uuid);
     return uuids;
 }
 
+// The sweep's runs: how many FINISHED, which indices have none, which are not FINISHED. Walks the
+// runs the sweep holds, never its planned count, which a store written before the count was
+// checked on import may hold as anything.
 void report_sweep(RunStore& store, const std::string& uuid) {
     const auto id = store.find_sweep_by_uuid(uuid);
     if (!id) return;
     const SweepRecord sweep = store.get_sweep(*id);
-    std::map<std::int64_t, std::int64_t> by_index;
-    for (const auto& m : sweep.runs) by_index[m.index] = m.run_id;
-    std::vector<std::int64_t> missing;
+    std::printf("sweep %s (id %lld, uuid %s): ", sweep.name.c_str(), static_cast<long long>(sweep.id),
+                sweep.uuid.c_str());
+    if (sweep.run_count < 0 || sweep.run_count > kSweepHardMaxRuns) {
+        std::printf(
+            "its planned run count %lld is impossible (0 to %lld); the store's sweeps table is damaged\n",
+            static_cast<long long>(sweep.run_count), static_cast<long long>(kSweepHardMaxRuns));
+        return;
+    }
+    std::set<std::int64_t> held;
     std::vector<std::string> unfinished;
     std::int64_t finished = 0;
-    for (std::int64_t i = 0; i < sweep.run_count; ++i) {
-        const auto it = by_index.find(i);
-        if (it == by_index.end()) {
-            missing.push_back(i);
+    for (const auto& member : sweep.runs) {
+        if (member.index < 0 || member.index >= sweep.run_count || !held.insert(member.index).second)
             continue;
-        }
-        const RunStatus status = store.get_run(it->second).status;
+        const RunStatus status = store.get_run(member.run_id).status;
         if (status == RunStatus::Finished)
             ++finished;
         else
-            unfinished.push_back(std::to_string(i) + " " + to_string(status));
+            unfinished.push_back(std::to_string(member.index) + " " + to_string(status));
     }
-    std::printf("sweep %s (id %lld, uuid %s): %lld of %lld runs FINISHED\n", sweep.name.c_str(),
-                static_cast<long long>(sweep.id), sweep.uuid.c_str(), static_cast<long long>(finished),
+    std::printf("%lld of %lld runs FINISHED\n", static_cast<long long>(finished),
                 static_cast<long long>(sweep.run_count));
-    if (!missing.empty()) std::printf("  missing indices: %s\n", index_ranges(missing).c_str());
+    if (const std::string missing = missing_ranges(held, sweep.run_count); !missing.empty())
+        std::printf("  missing indices: %s\n", missing.c_str());
     for (const auto& u : unfinished) std::printf("  not FINISHED: index %s\n", u.c_str());
 }
 

@@ -1,4 +1,4 @@
-// Bad input on the command lines of mpwb-cli and mpwb (issue 12, section 3): each case runs the
+// Bad input on the command lines of mpwb-cli and mpwb (issue 12, section 3; issue 24): each case runs the
 // built binary as a user would and checks the exit status and the one sentence on stderr, and
 // that the database the command read is still there. Nothing here trains for more than a few
 // steps, and no outcome depends on how fast the machine is.
@@ -10,6 +10,8 @@
 
 #include <filesystem>
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "sessions/run_store.h"
 #include "../sessions/test_support.h"
@@ -167,6 +169,95 @@ private slots:
         QVERIFY2(r.out.contains("tag=1"), (r.out + r.err).constData());
         QVERIFY2(r.err.contains("the disk holding " + mnt.toUtf8() + "/db.sqlite is full"),
                  r.err.constData());
+    }
+
+    // Issue 24: text that is not UTF-8 is refused where it enters (the shell passes the raw byte
+    // 0xFF), and text stored by another way is listed as JSON with U+FFFD instead of failing the
+    // whole list with nlohmann's message.
+    void nonUtf8TextNeverBreaksJson() {
+        const QString db = p("utf8.sqlite");
+        make_store(db.toStdString(), 2);
+        auto with_ff = [&](const QString& args) {
+            return run_program("/bin/sh", {"-c", "exec \"$0\" " + args + " --db \"$1\"", kCli, db});
+        };
+        EXPECT_FAILS_WITH(with_ff("runs rename 1 \"$(printf 'bad\\377')\""),
+                          "byte 0xFF at offset 3 is not valid UTF-8");
+        EXPECT_FAILS_WITH(with_ff("runs tag 1 \"k=$(printf '\\377')\""), "tag value");
+        EXPECT_FAILS_WITH(with_ff("runs note 1 \"$(printf '\\300\\257')\""), "byte 0xC0");
+        EXPECT_FAILS_WITH(with_ff("train --preset spiral-mlp --max-steps 2 --backend cpu --quiet "
+                                  "--run-name \"$(printf '\\377')\""),
+                          "--run-name: byte 0xFF at offset 0");
+        QCOMPARE(run_count(db.toStdString()), std::size_t(2));
+        // An older build stored one: the list and the run still read, with U+FFFD in its place.
+        QCOMPARE(testsupport::Raw(db.toStdString())
+                     .exec("UPDATE runs SET name = CAST(x'41FF' AS TEXT) WHERE id = 1"),
+                 SQLITE_OK);
+        for (const QStringList& args :
+             {QStringList{"runs", "list", "--json"}, QStringList{"runs", "show", "1", "--json"}}) {
+            const Result r = cli(args + QStringList{"--db", db});
+            QVERIFY2(r.exit_code == 0, r.err.constData());
+            QVERIFY2(r.out.contains("\"A\xEF\xBF\xBD\""), r.out.constData());
+            QVERIFY(nlohmann::json::accept(r.out.toStdString()));
+        }
+    }
+
+    // Issue 24: a FINISHED run whose checkpoint state is damaged is still shown, with the damage
+    // said naming the database, the run and the step; it used to fail `runs show` entirely.
+    void damagedCheckpointDoesNotHideTheRun() {
+        const QString db = p("checkpoint.sqlite");
+        {
+            mpwb::RunStore store(db.toStdString());
+            const auto id = store.create_run(mpwb::RunInfo{});
+            mpwb::TrainingCheckpoint damaged;
+            damaged.step = 5;
+            damaged.state = {'M', 'P', 'W', 'B', 0xFF};
+            store.save_checkpoint(id, damaged);
+            store.set_status(id, mpwb::RunStatus::Finished);
+        }
+        const Result text = cli({"runs", "show", "1", "--db", db});
+        QVERIFY2(text.exit_code == 0, text.err.constData());
+        const QByteArray said =
+            "checkpoint DAMAGED: database " + db.toUtf8() + ": run 1, checkpoint at step 5: ";
+        QVERIFY2(text.out.contains(said), text.out.constData());
+        const Result json = cli({"runs", "show", "1", "--json", "--db", db});
+        QVERIFY2(json.exit_code == 0, json.err.constData());
+        const auto j = nlohmann::json::parse(json.out.toStdString());
+        QCOMPARE(j["checkpoint_step"].get<int>(), 5);
+        QVERIFY(j["checkpoint_damaged"].get<std::string>().find("run 1, checkpoint at step 5") !=
+                std::string::npos);
+        QVERIFY(j["final_weights_digest"].is_null());
+    }
+
+    // Issue 24: SQLite removes a file named like a database's companion (DB-journal, -wal, -shm)
+    // when DB is next opened: an export there is refused before anything is written.
+    void exportToACompanionNameRefused() {
+        const QString db = p("companion.sqlite");
+        make_store(db.toStdString(), 1);
+        const QString other = p("other.sqlite");  // any database's companion, not only this one's
+        make_store(other.toStdString(), 1);
+        EXPECT_FAILS_WITH(cli({"runs", "export", "1", "--out", other + "-journal", "--db", db}),
+                          "a name ending in -journal");
+        EXPECT_FAILS_WITH(
+            cli({"runs", "export", "1", "--safetensors", p("weights.safetensors-wal"), "--db", db}),
+            "a name ending in -wal");
+        EXPECT_FAILS_WITH(cli({"runs", "export", "1", "--out", p("elsewhere.mpwb-shm"), "--db", db}),
+                          "a name ending in -shm");
+        QVERIFY(!QFile::exists(other + "-journal"));
+        QVERIFY(!QFile::exists(p("weights.safetensors-wal")));
+        QVERIFY(!QFile::exists(p("elsewhere.mpwb-shm")));
+        QCOMPARE(run_count(db.toStdString()), std::size_t(1));
+    }
+
+    // Issue 24: a write that waits out its bound for the lock says which process holds it.
+    void lockHolderNamed() {
+        const QString db = p("held.sqlite");
+        make_store(db.toStdString(), 1);
+        testsupport::Raw holder(db.toStdString());
+        QCOMPARE(holder.exec("BEGIN IMMEDIATE; UPDATE runs SET name = 'held' WHERE id = 1"), SQLITE_OK);
+        EXPECT_FAILS_WITH(cli({"runs", "delete", "1", "--db", db}),
+                          "its write lock is held by process " + QByteArray::number(getpid()));
+        QCOMPARE(holder.exec("ROLLBACK"), SQLITE_OK);
+        QCOMPARE(run_count(db.toStdString()), std::size_t(1));
     }
 
     // 3.10: numbers out of range, and integers beyond int64, are refused naming the option;

@@ -2,11 +2,12 @@
 // four tiny spiral runs two at a time into one database (one sweep with its spec, the progress
 // events), a task preempted with SIGTERM that continues its own run when started again, collect
 // of two task databases into one sweep (twice: nothing is imported twice, the files are never
-// changed), and bad specs refused with the file, the field and the problem. Issue 24: a sweep's
-// tasks train the stored spec even when the file is edited mid-sweep; SIGHUP and SIGKILL to
-// `sweep run` end its tasks (checkpointed, no orphan, no file left behind); a task's status is
-// the store's. Runs are bounded by max_steps, and tasks held by the hidden --hold-after-step are
-// waited for by their state in the database; nothing here depends on the machine's speed.
+// changed), hostile task databases refused by name while the good one is collected, and bad
+// specs refused with the file, the field and the problem. Issue 24: a sweep's tasks train the
+// stored spec even when the file is edited mid-sweep; SIGHUP and SIGKILL to `sweep run` end its
+// tasks (checkpointed, no orphan, no file left behind); a task's status is the store's. Runs are
+// bounded by max_steps, and tasks held by the hidden --hold-after-step are waited for by their
+// state in the database; nothing here depends on the machine's speed.
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
@@ -24,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../sessions/test_support.h"
 #include "program_runner.h"
 #include "sessions/run_store.h"
 
@@ -463,6 +465,52 @@ private slots:
                  err.constData());
         mpwb::RunStore store(db.toStdString());
         QCOMPARE(store.get_run(held[0].run_id).status, mpwb::RunStatus::Interrupted);
+    }
+
+    // Issue 24: task databases from elsewhere are data, not code. One whose schema carries an
+    // endless trigger (it spun collect forever), one that plans 1e11 runs (std::bad_alloc after
+    // 4 GB) and an empty one are each refused by name; the good one is still collected, and no
+    // temporary copy is left behind. The limit only ends a collect that would never finish.
+    void collectRefusesHostileTaskDatabases() {
+        QDir(dir_.path()).mkdir("hostile");
+        QDir(dir_.path()).mkdir("hostile_tmp");
+        const QString tasks = dir_.filePath("hostile");
+        const QString tmp = dir_.filePath("hostile_tmp");
+        const std::string uuid = "1d2c3b4a-5e6f-4a70-8b91-a2b3c4d5e6f7";
+        auto make_task = [&](int index, mpwb::RunStatus status, const std::string& sql) {
+            const std::string path = (tasks + "/task_" + QString::number(index) + ".sqlite").toStdString();
+            {
+                mpwb::RunStore task(path);
+                const auto sweep = task.create_sweep({0, uuid, "hostile", "{}", 3, 0, {}});
+                mpwb::RunInfo info;
+                info.name = "index " + std::to_string(index);
+                const auto id = task.create_run(info);
+                if (status != mpwb::RunStatus::Running) task.set_status(id, status);
+                task.add_sweep_run(sweep, index, id);
+            }
+            if (!sql.empty()) QCOMPARE(testsupport::Raw(path).exec(sql), SQLITE_OK);
+        };
+        make_task(0, mpwb::RunStatus::Running,
+                  "CREATE TRIGGER spin BEFORE DELETE ON runs BEGIN SELECT count(*) FROM (WITH RECURSIVE "
+                  "c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c); END");
+        make_task(1, mpwb::RunStatus::Finished, "UPDATE sweeps SET run_count = 100000000000");
+        make_task(2, mpwb::RunStatus::Finished, "");
+        QFile empty(tasks + "/task_3.sqlite");
+        QVERIFY(empty.open(QIODevice::WriteOnly));
+        empty.close();
+        const auto collect = run_program(
+            "/usr/bin/env",
+            {"TMPDIR=" + tmp, kCli, "sweep", "collect", tasks, "--db", dir_.filePath("hostile.sqlite")},
+            120000);
+        QVERIFY2(collect.finished, "collect did not finish");
+        QCOMPARE(collect.exit_code, 1);
+        for (const char* said : {"task_0.sqlite", "trigger 'spin' on table 'runs'", "task_1.sqlite",
+                                 "run_count: 100000000000", "task_3.sqlite", "is empty"})
+            QVERIFY2(collect.err.contains(said), collect.err.constData());
+        QVERIFY2(collect.out.contains("1 runs imported"), collect.out.constData());
+        QVERIFY2(collect.out.contains("1 of 3 runs FINISHED"), collect.out.constData());
+        QVERIFY2(collect.out.contains("missing indices: 0-1"), collect.out.constData());
+        QCOMPARE(QDir(tmp).entryList(QDir::NoDotAndDotDot | QDir::AllEntries), QStringList());
     }
 
     void badSpecsAreRefused() {

@@ -1,7 +1,9 @@
 // Tests of run bundles: export of chosen runs to a self-contained file plus CSV, import into a
 // store whose ids clash (rows remapped, uuids kept, everything equal to the source), a second
 // import skipped and reported, RUNNING runs arriving as INTERRUPTED, and refusal of files that
-// are not bundles with a message naming the file.
+// are not bundles with a message naming the file; a bundle whose schema is not the store's (a
+// view, a trigger, an object of its own), or whose text is not UTF-8, is refused before anything
+// of it is read or imported, while bundles of earlier versions still import.
 #include "sessions/run_bundle.h"
 #include "sessions/run_store.h"
 #include "sessions/run_writer.h"
@@ -307,6 +309,109 @@ private slots:
         }
         QVERIFY(thrown);
         QVERIFY(dst.list_runs().empty());
+    }
+
+    // A bundle is data, not code (issue 24): a view, trigger, index or table of its own, or a
+    // table defined otherwise than the store's, is refused by name before any of its tables is
+    // read. A `runs` that was an endless recursive view passed the marker, integrity and JSON
+    // checks' openings and then hung the import.
+    void bundleSchemaMustBeTheStores_data() {
+        QTest::addColumn<QString>("sql");
+        QTest::addColumn<QString>("needle");
+        QTest::newRow("runs as an endless view")
+            << "ALTER TABLE runs RENAME TO runs_data; CREATE VIEW runs AS WITH RECURSIVE c(x) AS (SELECT 1 "
+               "UNION ALL SELECT x + 1 FROM c) SELECT x AS id, 'u' || x AS uuid, '{}' AS config_json, "
+               "'{}' AS network_json, '{}' AS versions_json FROM c"
+            << "view 'runs'";
+        QTest::newRow("trigger") << "CREATE TRIGGER t AFTER INSERT ON tags BEGIN SELECT 1; END"
+                                 << "trigger 't' on table 'tags'";
+        QTest::newRow("extra table") << "CREATE TABLE payload(x)"
+                                     << "table 'payload'";
+        QTest::newRow("extra index") << "CREATE INDEX by_value ON metrics(value)"
+                                     << "index 'by_value'";
+        QTest::newRow("missing table") << "DROP TABLE notes"
+                                       << "lacks the table 'notes'";
+        QTest::newRow("another version's tables") << "PRAGMA user_version=5"
+                                                  << "not part of the run store's schema (version 5)";
+    }
+    void bundleSchemaMustBeTheStores() {
+        QFETCH(QString, sql);
+        QFETCH(QString, needle);
+        const auto src = p("schema_src.sqlite");
+        const auto id = make_run(src, "schema", 5, 21);
+        const auto bundle = p("schema.mpwb");
+        std::filesystem::remove(bundle);
+        {
+            RunStore store(src);
+            export_bundle(store, {id}, bundle);
+        }
+        QCOMPARE(Raw(bundle).exec(sql.toStdString()), SQLITE_OK);
+        RunStore dst(p("schema_dst.sqlite"));
+        EXPECT_STORE_ERROR(import_bundle(dst, bundle), Kind::NotABundle, needle.toStdString());
+        EXPECT_STORE_ERROR(import_bundle(dst, bundle), Kind::NotABundle,
+                           bundle + " is not an MP Workbench run bundle");
+        QVERIFY(!is_run_bundle(bundle));
+        QVERIFY(dst.list_runs().empty());
+    }
+
+    // Bundles that earlier builds exported (schema 4, 6, 7 and 8: the fuzz seeds) still import:
+    // each has exactly the store's schema of its version.
+    void bundlesOfEarlierVersionsStillImport() {
+        const std::string seeds = MPWB_SOURCE_DIR "/tests/fuzz/corpus/fuzz_bundle_import/";
+        for (const char* name : {"spiral-5-steps.mpwb", "mxfp8-5-steps-scaling.mpwb", "sweep-2-runs.mpwb",
+                                 "tiny-batchnorm-final-weights.mpwb"}) {
+            const auto copy = p(name);
+            std::filesystem::copy_file(seeds + name, copy, std::filesystem::copy_options::overwrite_existing);
+            RunStore dst(p((std::string(name) + "_dst.sqlite").c_str()));
+            const auto report = import_bundle(dst, copy);
+            QVERIFY2(!report.imported.empty(), name);
+        }
+    }
+
+    // Text a bundle carries is UTF-8, as the store's entry points require: a run name that was not
+    // made `runs list --json` fail for the whole store once imported.
+    void nonUtf8TextInABundleRefused_data() {
+        QTest::addColumn<QString>("sql");
+        QTest::addColumn<QString>("needle");
+        QTest::newRow("run name") << "UPDATE runs SET name = CAST(x'41FF42' AS TEXT)"
+                                  << "table runs, row with id 1, column name: byte 0xFF at offset 1";
+        QTest::newRow("tag value") << "UPDATE tags SET value = CAST(x'C0AF' AS TEXT)"
+                                   << "table tags, row with run_id 1, column value: byte 0xC0";
+        QTest::newRow("note") << "UPDATE notes SET text = x'E282'"
+                              << "table notes, row with run_id 1, column text";
+        QTest::newRow("metric key") << "UPDATE latest_metrics SET key = CAST(x'ED' AS TEXT) WHERE key = 'acc'"
+                                    << "table latest_metrics";
+    }
+    void nonUtf8TextInABundleRefused() {
+        QFETCH(QString, sql);
+        QFETCH(QString, needle);
+        const auto src = p("utf8_src.sqlite");
+        std::filesystem::remove(src);
+        const auto id = make_run(src, "text", 5, 22);
+        const auto bundle = p("utf8.mpwb");
+        std::filesystem::remove(bundle);
+        {
+            RunStore store(src);
+            export_bundle(store, {id}, bundle);
+        }
+        QCOMPARE(Raw(bundle).exec(sql.toStdString()), SQLITE_OK);
+        RunStore dst(p("utf8_dst.sqlite"));
+        EXPECT_STORE_ERROR(import_bundle(dst, bundle), Kind::Invalid, needle.toStdString());
+        EXPECT_STORE_ERROR(import_bundle(dst, bundle), Kind::Invalid, "nothing was imported");
+        QVERIFY(dst.list_runs().empty());
+    }
+
+    // SQLite removes a file named like a database's companion (DB-journal, DB-wal, DB-shm) the next
+    // time DB opens, or replays it into DB: an export there is refused before it is written.
+    void exportToACompanionNameRefused() {
+        const auto db = p("companion.sqlite");
+        const auto id = make_run(db, "companion", 5, 23);
+        RunStore store(db);
+        for (const std::string out : {p("other.sqlite-journal"), p("x-wal"), p("y.mpwb-shm")}) {
+            EXPECT_STORE_ERROR(export_bundle(store, {id}, out), Kind::Invalid,
+                               "cannot write the bundle to " + out);
+            QVERIFY(!std::filesystem::exists(out));
+        }
     }
 };
 

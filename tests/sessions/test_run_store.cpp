@@ -1,6 +1,8 @@
 // Tests of RunStore opening and mutations: schema creation and version, forward migration from a
 // hand-made version-1 file, refusal of newer, locked, read-only and corrupt files (with the file
-// left byte-for-byte untouched), crash detection, tags/notes/rename/delete/purge and groups.
+// left byte-for-byte untouched), crash detection, tags/notes/rename/delete/purge and groups,
+// text that is not UTF-8 refused at every entry, the holder of a lock named, and the work limit
+// of a connection to a file from elsewhere.
 #include "sessions/run_store.h"
 #include "sessions/run_writer.h"
 #include "sessions/store_schema.h"
@@ -658,6 +660,94 @@ PRAGMA user_version=1;
         EXPECT_STORE_ERROR(parse_run_status("DONE"), Kind::Invalid, "unknown run status 'DONE'");
         RunFilter f;
         EXPECT_STORE_ERROR(set_tag_filter(f, "=x"), Kind::Invalid, "empty key");
+    }
+
+    // Text that is not UTF-8 is refused where it enters the store (issue 24): one such run name
+    // made `runs list --json` fail for the whole store.
+    void nonUtf8TextRefusedAtEntry() {
+        const auto path = fresh("utf8");
+        RunStore store(path);
+        const auto id = store.create_run(RunInfo{});
+        const std::string bad = "name \xFF";
+        EXPECT_STORE_ERROR(store.rename(id, bad), Kind::Invalid, "byte 0xFF at offset 5 is not valid UTF-8");
+        EXPECT_STORE_ERROR(store.set_tag(id, bad, "v"), Kind::Invalid, "tag key");
+        EXPECT_STORE_ERROR(store.set_tag(id, "k", "\xC0\xAF"), Kind::Invalid, "tag value");
+        EXPECT_STORE_ERROR(store.set_note(id, "\xE2\x82"), Kind::Invalid, "note");
+        EXPECT_STORE_ERROR(store.create_group(bad, {id}), Kind::Invalid, "comparison group name");
+        RunInfo info;
+        info.name = bad;
+        EXPECT_STORE_ERROR(store.create_run(info), Kind::Invalid, "run name");
+        SweepRecord sweep;
+        sweep.name = bad;
+        sweep.spec_json = "{}";
+        sweep.run_count = 1;
+        EXPECT_STORE_ERROR(store.create_sweep(sweep), Kind::Invalid, "sweep name");
+        QCOMPARE(store.list_runs().size(), std::size_t(1));
+        QCOMPARE(store.get_run(id).name, std::string());
+        QVERIFY(store.get_run(id).tags.empty());
+        store.rename(id, "caf\xC3\xA9 \xF0\x9F\x98\x80");  // well-formed text is taken as it is
+        QCOMPARE(store.get_run(id).name, std::string("caf\xC3\xA9 \xF0\x9F\x98\x80"));
+    }
+
+    // When the write lock stays taken for the whole wait, the error says which process holds it
+    // (issue 24): "locked by another process" alone left the user guessing.
+    void lockErrorNamesTheHolder() {
+        const auto path = fresh("held");
+        { RunStore(path).create_run(RunInfo{}); }
+        int ready[2], release[2];
+        QCOMPARE(pipe(ready), 0);
+        QCOMPARE(pipe(release), 0);
+        const pid_t child = fork();
+        if (child == 0) {
+            close(ready[0]);
+            close(release[1]);
+            sqlite3* db = nullptr;
+            char byte = 0;
+            const bool held = sqlite3_open(path.c_str(), &db) == SQLITE_OK &&
+                              sqlite3_exec(db, "BEGIN IMMEDIATE; UPDATE runs SET name='held'", nullptr,
+                                           nullptr, nullptr) == SQLITE_OK;
+            byte = held ? 1 : 0;
+            if (write(ready[1], &byte, 1) != 1) _exit(2);
+            while (read(release[0], &byte, 1) > 0) {}  // until the parent closes its end
+            _exit(held ? 0 : 1);
+        }
+        close(ready[1]);
+        close(release[0]);
+        // However the checks below end, the child is let go and reaped.
+        struct Release {
+            int fd;
+            pid_t child;
+            ~Release() {
+                close(fd);
+                waitpid(child, nullptr, 0);
+            }
+        } const release_child{release[1], child};
+        char held = 0;
+        QCOMPARE(read(ready[0], &held, 1), ssize_t(1));
+        close(ready[0]);
+        QCOMPARE(held, char(1));
+        RunStore::Options o;
+        o.busy_timeout_ms = 100;
+        o.detect_interrupted = false;
+        RunStore store(path, o);
+        EXPECT_STORE_ERROR(store.set_tag(1, "k"), Kind::Locked,
+                           "its write lock is held by process " + std::to_string(child));
+    }
+
+    // A connection that reads a file from elsewhere has its work bounded by steps, not by time:
+    // an endless recursive query stops with an error naming what was being read.
+    void workLimitStopsEndlessQueries() {
+        sqlite::Db db(":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_MEMORY);
+        db.limit_work(1000000, "bundle hostile.mpwb");
+        EXPECT_STORE_ERROR(db.query_int("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+                                        "SELECT count(*) FROM c"),
+                           Kind::Invalid, "bundle hostile.mpwb: stopped after 1000000 steps");
+        db.clear_work_limit();
+        QCOMPARE(
+            db.query_int("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) "
+                         "SELECT count(*) FROM c"),
+            std::int64_t(300000));
+        QVERIFY(sqlite::work_steps_for_file("/nonexistent/file") > 1000000);
     }
 };
 

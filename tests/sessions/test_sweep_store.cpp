@@ -1,12 +1,15 @@
 // Tests of the store's sweeps (schema 7): creation by uuid (a second create finds the first),
 // runs at their planned indices, listing, the sweep of a run, refusals naming the sweep, and
-// sweeps travelling in bundles and in plain run-store imports, merged by uuid.
+// sweeps travelling in bundles and in plain run-store imports, merged by uuid; hostile task
+// databases (a schema of their own, impossible counts, another plan for the same uuid, 0 bytes)
+// refused by name with nothing imported and no temporary copy left.
 #include "sessions/run_bundle.h"
 #include "sessions/run_store.h"
 #include "sessions/run_writer.h"
 #include "test_support.h"
 
 #include <filesystem>
+#include <functional>
 
 using namespace mpwb;
 using Kind = StoreError::Kind;
@@ -36,9 +39,19 @@ class TestSweepStore : public QObject {
     Q_OBJECT
 
     QTemporaryDir dir_;
+    QTemporaryDir tmp_;  // $TMPDIR of this test: where import_run_store makes its copies
     std::string p(const char* name) { return dir_.filePath(name).toStdString(); }
 
+    int scratch_dirs_left() const {
+        int n = 0;
+        for (const auto& entry : std::filesystem::directory_iterator(tmp_.path().toStdString()))
+            n += entry.path().filename().string().rfind("mpwb-import-", 0) == 0;
+        return n;
+    }
+
 private slots:
+    void initTestCase() { qputenv("TMPDIR", tmp_.path().toUtf8()); }
+
     void createFindAndList() {
         RunStore store(p("create.sqlite"));
         const auto id = store.create_sweep(sweep_named("lr sweep", "u-1", 3));
@@ -172,6 +185,129 @@ private slots:
         } catch (const StoreError& e) {
             QVERIFY2(std::string(e.what()).find("missing.sqlite") != std::string::npos, e.what());
         }
+    }
+
+    // A task database is data, not code (issue 24): one whose schema is not the store's is refused
+    // by name before anything of it is read or copied, and no temporary copy is left behind. The
+    // trigger used to spin forever in the copy's DELETE of unfinished runs.
+    void hostileTaskDatabasesAreRefused_data() {
+        QTest::addColumn<QString>("sql");
+        QTest::addColumn<QString>("needle");
+        QTest::newRow("endless trigger")
+            << "CREATE TRIGGER spin BEFORE DELETE ON runs BEGIN SELECT count(*) FROM (WITH RECURSIVE "
+               "c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c); END"
+            << "trigger 'spin' on table 'runs'";
+        QTest::newRow("endless view")
+            << "CREATE VIEW forever AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+               "SELECT x FROM c"
+            << "view 'forever'";
+        QTest::newRow("extra table") << "CREATE TABLE extra(x)"
+                                     << "table 'extra'";
+        QTest::newRow("extra index") << "CREATE INDEX by_value ON metrics(value)"
+                                     << "index 'by_value'";
+        QTest::newRow("missing index") << "DROP INDEX sweep_runs_run"
+                                       << "lacks the index 'sweep_runs_run'";
+    }
+    void hostileTaskDatabasesAreRefused() {
+        QFETCH(QString, sql);
+        QFETCH(QString, needle);
+        const std::string task_path = p("hostile_task.sqlite");
+        std::filesystem::remove(task_path);
+        {
+            RunStore task(task_path);
+            const auto sweep = task.create_sweep(sweep_named("hostile", "u-hostile", 2));
+            task.add_sweep_run(sweep, 0, finished_run(task, "done"));
+            task.add_sweep_run(sweep, 1, finished_run(task, "running", RunStatus::Running));
+        }
+        QCOMPARE(testsupport::Raw(task_path).exec(sql.toStdString()), SQLITE_OK);
+        const auto before = testsupport::file_bytes(task_path);
+        RunStore dst(p("hostile_dst.sqlite"));
+        EXPECT_STORE_ERROR(import_run_store(dst, task_path), Kind::Invalid, needle.toStdString());
+        EXPECT_STORE_ERROR(import_run_store(dst, task_path), Kind::Invalid, task_path);
+        QVERIFY(dst.list_runs().empty());
+        QVERIFY(testsupport::file_bytes(task_path) == before);
+        QCOMPARE(scratch_dirs_left(), 0);
+    }
+
+    // Counts from a task database are checked before they size anything: a planned run count of
+    // 1e11 imported and then made every collect of the sweep allocate until std::bad_alloc.
+    void sweepCountsFromATaskDatabaseAreChecked_data() {
+        QTest::addColumn<QString>("sql");
+        QTest::addColumn<QString>("needle");
+        QTest::newRow("huge count") << "UPDATE sweeps SET run_count = 100000000000"
+                                    << "run_count: 100000000000";
+        QTest::newRow("negative count") << "UPDATE sweeps SET run_count = -3"
+                                        << "run_count: -3";
+        QTest::newRow("text count") << "UPDATE sweeps SET run_count = 'many'"
+                                    << "run_count: many";
+        QTest::newRow("index past the plan") << "UPDATE sweep_runs SET run_index = 7"
+                                             << "run_index: 7";
+        QTest::newRow("negative index") << "UPDATE sweep_runs SET run_index = -1"
+                                        << "run_index: -1";
+    }
+    void sweepCountsFromATaskDatabaseAreChecked() {
+        QFETCH(QString, sql);
+        QFETCH(QString, needle);
+        const std::string task_path = p("counted_task.sqlite");
+        std::filesystem::remove(task_path);
+        {
+            RunStore task(task_path);
+            const auto sweep = task.create_sweep(sweep_named("counted", "u-counted", 3));
+            task.add_sweep_run(sweep, 1, finished_run(task, "done"));
+        }
+        QCOMPARE(testsupport::Raw(task_path).exec(sql.toStdString()), SQLITE_OK);
+        RunStore dst(p("counted_dst.sqlite"));
+        EXPECT_STORE_ERROR(import_run_store(dst, task_path), Kind::Invalid, needle.toStdString());
+        EXPECT_STORE_ERROR(import_run_store(dst, task_path), Kind::Invalid, "nothing was imported");
+        QVERIFY(dst.list_runs().empty());
+        QVERIFY(dst.list_sweeps().empty());
+    }
+
+    // Runs join the store's sweep at their indices: a task database whose sweep of the same uuid
+    // plans another number of runs is refused rather than filling indices the store's sweep lacks.
+    void sweepOfAnotherPlanIsRefused() {
+        RunStore dst(p("plan_dst.sqlite"));
+        dst.create_sweep(sweep_named("planned", "u-plan", 3));
+        const std::string task_path = p("plan_task.sqlite");
+        {
+            RunStore task(task_path);
+            const auto sweep = task.create_sweep(sweep_named("planned", "u-plan", 5));
+            task.add_sweep_run(sweep, 4, finished_run(task, "fifth"));
+        }
+        EXPECT_STORE_ERROR(import_run_store(dst, task_path), Kind::Invalid, "plans 5 runs");
+        QVERIFY(dst.list_runs().empty());
+        QCOMPARE(dst.get_sweep(*dst.find_sweep_by_uuid("u-plan")).run_count, std::int64_t(3));
+    }
+
+    // The store takes no sweep larger than a spec may plan, whoever asks.
+    void createSweepBoundsTheCount() {
+        RunStore store(p("bound.sqlite"));
+        EXPECT_STORE_ERROR(store.create_sweep(sweep_named("big", "u-big", 10001)), Kind::Invalid, "10001");
+        EXPECT_STORE_ERROR(store.create_sweep(sweep_named("negative", "u-neg", -3)), Kind::Invalid, "-3");
+        QVERIFY(store.list_sweeps().empty());
+    }
+
+    // A 0-byte task database (a task that died before its first write) is empty, not an old
+    // store that "open it once for writing to upgrade it" would mend.
+    void emptyTaskDatabaseIsSaidToBeEmpty() {
+        const std::string empty = p("task_empty.sqlite");
+        testsupport::write_bytes(empty, {});
+        RunStore::Options ro;
+        ro.read_only = true;
+        for (const auto& attempt :
+             {std::function<void()>([&] { RunStore(empty, ro); }), std::function<void()>([&] {
+                  RunStore dst(p("empty_dst.sqlite"));
+                  import_run_store(dst, empty);
+              })}) {
+            try {
+                attempt();
+                QFAIL("an empty file was read as a run store");
+            } catch (const StoreError& e) {
+                QVERIFY2(std::string(e.what()).find("is empty") != std::string::npos, e.what());
+                QVERIFY2(std::string(e.what()).find("upgrade") == std::string::npos, e.what());
+            }
+        }
+        QCOMPARE(std::filesystem::file_size(empty), std::uintmax_t(0));
     }
 };
 
