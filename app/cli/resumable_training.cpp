@@ -69,10 +69,10 @@ int exit_code(const RunSummary& summary, const RecordedRun& run) {
         return 1;
     }
     if (run.recorder() && !run.recorder()->complete()) {
-        // A recorder that could not start its run has said why (on_failure) and nothing trained.
+        // The recorder said why when it failed (on_failure); this says what it means for the run.
         if (run.recorder()->run_id() != 0)
-            std::fprintf(stderr, "mpwb-cli: error: the run was not fully recorded: %s\n",
-                         run.recorder()->error().c_str());
+            std::fprintf(stderr, "mpwb-cli: error: run %lld is recorded only up to where recording stopped\n",
+                         static_cast<long long>(run.recorder()->run_id()));
         return 1;
     }
     if (summary.status != RunStatus::Interrupted) return 0;

@@ -698,7 +698,9 @@ void MainWindow::onUpdates(const std::vector<RunUpdate>& updates) {
             addEventRow(label, u.steps.empty() ? 0 : u.steps.back().step, tr("error"), tr("workbench"),
                         QString::fromStdString(err), {});
             // What is kept depends on how far the run got (nothing, an empty row, or its steps).
-            showError(tr("Run failed"),
+            // A recording failure while the run trains on is no failure of the run.
+            const bool recording_only = err.rfind("recording failed:", 0) == 0;
+            showError(recording_only ? tr("Recording stopped") : tr("Run failed"),
                       u.kept.empty() ? text : text + QStringLiteral("\n\n") + QString::fromStdString(u.kept));
         }
     }

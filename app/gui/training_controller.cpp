@@ -231,9 +231,14 @@ bool TrainingWorker::reduced() const { return config_.policy().reduced(); }
 bool TrainingWorker::scaled() const { return config_.policy().scaled(); }
 
 namespace {
-// What a failed run leaves behind, said as it is: nothing, an empty row, or its steps.
-std::string kept_text(int64_t steps, int64_t run_id) {
+// What a failed run leaves behind, said as it is: nothing, an empty row, or its steps (all of
+// them, or, once recording stopped, only those written before it stopped).
+std::string kept_text(int64_t steps, int64_t run_id, bool recording_stopped) {
     const std::string run = "run #" + std::to_string(run_id);
+    if (recording_stopped && run_id > 0)
+        return "The run's " + std::to_string(steps) + " steps stay in the plots; " + run +
+               " in the database holds them only up to the step where recording stopped, and can be "
+               "resumed from its checkpoint once the database can be written again.";
     if (steps == 0)
         return run_id > 0
                    ? "The run failed before its first step; " + run + " stays in the database without data."
@@ -269,6 +274,7 @@ void TrainingWorker::run() {
     // Errors of the run's end go out together with what is kept, in one update.
     std::vector<std::string> errors;
     int64_t steps_done = 0, run_id = 0;
+    bool recording_stopped = false;
     auto fail = [&](const std::string& what) { errors.push_back(what); };
     try {
         auto data = shared_->dataset(config_.dataset);
@@ -308,7 +314,8 @@ void TrainingWorker::run() {
         }
         steps_done = summary.steps;
         run_id = run.run_id();
-        if (run.recorder() && !run.recorder()->error().empty()) fail("recording: " + run.recorder()->error());
+        recording_stopped = run.recorder() && !run.recorder()->error().empty();
+        if (recording_stopped) fail("recording: " + run.recorder()->error());
         // The final boundary goes into the store with the run (after the recorder's last commit):
         // the one drawn last, from the final weights.
         if (live.last_grid()) {
@@ -328,7 +335,7 @@ void TrainingWorker::run() {
         std::lock_guard lock(shared_->mu);
         auto& update = shared_->slot(slot_);
         update.errors.insert(update.errors.end(), errors.begin(), errors.end());
-        if (!errors.empty()) update.kept = kept_text(steps_done, run_id);
+        if (!errors.empty()) update.kept = kept_text(steps_done, run_id, recording_stopped);
         update.finished = true;
     }
     // The thread ends itself here, without a round trip through the GUI thread (which may be
