@@ -21,6 +21,7 @@ struct OptimizerBlob {
     explicit OptimizerBlob(const std::vector<uint8_t>& blob) {
         size_t at = 8;
         const auto take = [&](void* to, size_t n) {
+            if (n == 0) return;  // an empty buffer's data() may be null, which memcpy must not get
             std::memcpy(to, blob.data() + at, n);
             at += n;
         };
