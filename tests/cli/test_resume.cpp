@@ -26,6 +26,7 @@
 
 #include "core/train/checkpoint_state.h"
 #include "program_runner.h"
+#include "tests/cli/held_run.h"
 #include "sessions/run_store.h"
 #include "tests/train/optimizer_blob.h"
 
@@ -52,35 +53,6 @@ QStringList spiral_run(const QString& db, int steps = 300) {
 QJsonObject parse_object(const QByteArray& text) {
     const auto doc = QJsonDocument::fromJson(text);
     return doc.isObject() ? doc.object() : QJsonObject{};
-}
-
-mpwb::RunStore read_only_store(const QString& db) {
-    mpwb::RunStore::Options o;
-    o.read_only = true;
-    o.create = false;
-    return mpwb::RunStore(db.toStdString(), o);
-}
-
-// The one run of the database once it holds after `step` steps: its "paused" event and an
-// earlier checkpoint are committed (the trainer holds before it takes the step's own). Polls the file a
-// bounded number of times; nullopt when that never happened (or the program ended first).
-std::optional<std::int64_t> wait_until_held(const QString& db, QProcess& program, std::int64_t step) {
-    for (int poll = 0; poll < 1200; ++poll) {
-        // The pause between polls, which also notices a program that ended (and then returns
-        // false at once, so the state is checked too).
-        if (program.waitForFinished(100) || program.state() == QProcess::NotRunning) break;
-        try {
-            auto store = read_only_store(db);
-            const auto runs = store.list_runs();
-            if (runs.size() != 1) continue;
-            const auto paused = store.events(runs[0].id, "paused");
-            if (!paused.empty() && paused.back().step == step && store.latest_checkpoint(runs[0].id))
-                return runs[0].id;
-        } catch (const mpwb::StoreError&) {
-            // Not created yet, or busy: poll again.
-        }
-    }
-    return std::nullopt;
 }
 
 // Starts `args`, waits until it holds after `hold` steps, sends `signal` and returns its result.

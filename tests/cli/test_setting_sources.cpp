@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "sessions/run_store.h"
+#include "tests/cli/held_run.h"
 #include "tests/cli/program_runner.h"
 #include "tests/sessions/test_support.h"
 
@@ -23,28 +24,6 @@ const QString kCli = QStringLiteral(MPWB_BINARY_DIR "/app/cli/mpwb-cli");
 constexpr int kExitResumable = 75;
 
 ProgramResult run_cli(const QStringList& args) { return run_program(kCli, args); }
-
-// The one run of `db` once it holds after `step` steps with a checkpoint stored; nullopt when the
-// program ended first or that never happened within the polls.
-std::optional<std::int64_t> wait_until_held(const QString& db, QProcess& program, std::int64_t step) {
-    for (int poll = 0; poll < 1200; ++poll) {
-        if (program.waitForFinished(100) || program.state() == QProcess::NotRunning) break;
-        try {
-            mpwb::RunStore::Options o;
-            o.read_only = true;
-            o.create = false;
-            mpwb::RunStore store(db.toStdString(), o);
-            const auto runs = store.list_runs();
-            if (runs.size() != 1) continue;
-            const auto paused = store.events(runs[0].id, "paused");
-            if (!paused.empty() && paused.back().step == step && store.latest_checkpoint(runs[0].id))
-                return runs[0].id;
-        } catch (const mpwb::StoreError&) {
-            // Not created yet, or busy: poll again.
-        }
-    }
-    return std::nullopt;
-}
 
 }  // namespace
 
