@@ -261,14 +261,17 @@ bool marker_without_length(uint8_t marker) {
     return marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8);
 }
 
-// Walks a JPEG's segments (skipping each by its length, and the entropy-coded data after a scan
-// byte by byte, where an FF is always followed by 00 or a marker) up to the end-of-image marker.
-// Returns what is wrong, or "" for a sound structure: Huffman tables stb_image cannot take, or
-// no end-of-image marker, which means the file was cut off (stb_image would decode it anyway,
-// into an image whose missing part is grey).
-std::string jpeg_structure_problem(std::span<const uint8_t> bytes) {
-    HuffmanTables defined{};
-    bool progressive = false;
+// The length field of the segment whose marker is at `pos`.
+size_t jpeg_segment_length(std::span<const uint8_t> bytes, size_t pos) {
+    return (size_t{byte_at(bytes, pos + 2)} << 8) | byte_at(bytes, pos + 3);
+}
+
+// Walks a JPEG's segments after SOI (skipping each by its length, and the entropy-coded data
+// after a scan byte by byte, where an FF is always followed by 00 or a marker). Calls
+// visit(marker, position) for the end-of-image marker and for each segment with a length; stops
+// when visit returns false. Returns false when the bytes ended first.
+template <class Visit>
+bool walk_jpeg_segments(std::span<const uint8_t> bytes, Visit visit) {
     size_t i = 2;
     while (i + 1 < bytes.size()) {
         const uint8_t marker = bytes[i + 1];
@@ -276,20 +279,32 @@ std::string jpeg_structure_problem(std::span<const uint8_t> bytes) {
             ++i;
             continue;
         }
-        if (marker == 0xD9) return {};
-        if (marker_without_length(marker)) {
+        if (marker != 0xD9 && marker_without_length(marker)) {
             i += 2;
             continue;
         }
-        const size_t length = (size_t{byte_at(bytes, i + 2)} << 8) | byte_at(bytes, i + 3);
-        std::string problem;
-        if (marker == 0xC2) progressive = true;
-        if (marker == 0xC4) problem = huffman_problem(bytes, i, length, defined);
-        if (marker == 0xDA) problem = scan_problem(bytes, i, progressive, defined);
-        if (!problem.empty()) return problem;
-        i += 2 + std::max<size_t>(length, 2);
+        if (!visit(marker, i)) return true;
+        i += 2 + std::max<size_t>(jpeg_segment_length(bytes, i), 2);
     }
-    return "it is truncated (it has no end-of-image marker)";
+    return false;
+}
+
+// What is wrong with a JPEG's structure, or "" for a sound one: Huffman tables stb_image cannot
+// take, or no end-of-image marker, which means the file was cut off (stb_image would decode it
+// anyway, into an image whose missing part is grey).
+std::string jpeg_structure_problem(std::span<const uint8_t> bytes) {
+    HuffmanTables defined{};
+    bool progressive = false;
+    std::string problem;
+    const bool ended = walk_jpeg_segments(bytes, [&](uint8_t marker, size_t i) {
+        if (marker == 0xD9) return false;
+        if (marker == 0xC2) progressive = true;
+        if (marker == 0xC4) problem = huffman_problem(bytes, i, jpeg_segment_length(bytes, i), defined);
+        if (marker == 0xDA) problem = scan_problem(bytes, i, progressive, defined);
+        return problem.empty();
+    });
+    if (!ended) return "it is truncated (it has no end-of-image marker)";
+    return problem;
 }
 
 struct ImageSize {
@@ -312,24 +327,15 @@ std::optional<ImageSize> jpeg_declared_size(std::span<const uint8_t> bytes) {
     const auto be16 = [&](size_t pos) {
         return (int64_t{byte_at(bytes, pos)} << 8) | byte_at(bytes, pos + 1);
     };
-    size_t i = 2;
-    while (i + 1 < bytes.size()) {
-        const uint8_t marker = bytes[i + 1];
-        if (bytes[i] != 0xFF || marker == 0xFF) {
-            ++i;
-            continue;
-        }
-        if (marker == 0xDA || marker == 0xD9) return std::nullopt;
-        if (marker_without_length(marker)) {
-            i += 2;
-            continue;
-        }
+    std::optional<ImageSize> size;
+    walk_jpeg_segments(bytes, [&](uint8_t marker, size_t i) {
+        if (marker == 0xDA || marker == 0xD9) return false;
         const bool frame =
             marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
-        if (frame) return ImageSize{.height = be16(i + 5), .width = be16(i + 7)};
-        i += 2 + std::max<size_t>(static_cast<size_t>(be16(i + 2)), 2);
-    }
-    return std::nullopt;
+        if (frame) size = ImageSize{.height = be16(i + 5), .width = be16(i + 7)};
+        return !frame;
+    });
+    return size;
 }
 
 void check_header_size(ImageSize size, const std::string& file, const ImageSampleOptions& options,
