@@ -14,9 +14,10 @@ packages=(
   dataset-fashion-mnist
   xvfb xauth fonts-dejavu-core
   # Packaging test (lintian on both .debs, help2man man pages), the load test of the suite,
-  # the sanitizer / libFuzzer builds of .ci/run, and the layout check (tests/style).
+  # the sanitizer / libFuzzer builds of .ci/run, the layout check and the function length check
+  # (tests/style).
   dpkg-dev fakeroot lintian help2man stress-ng
-  clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-format-14
+  clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-format-14 universal-ctags
   # The cluster test (tests/cluster): a one-node Slurm with munge authentication.
   slurm-wlm munge
   # Image-folder datasets (stb_image, in core), and the PyTorch export round trip of the suite
