@@ -127,16 +127,30 @@ std::optional<TargetReach> time_to_accuracy(RunStore& store, const Run& run, dou
     return std::nullopt;
 }
 
+std::optional<std::size_t> fp32_reference(const std::vector<RunThroughput>& runs) {
+    for (std::size_t i = 0; i < runs.size(); ++i)
+        if (lower(runs[i].precision) == "fp32" && runs[i].samples_per_second) return i;
+    return std::nullopt;
+}
+
+std::vector<std::optional<double>> speedups_over_fp32(const std::vector<RunThroughput>& runs) {
+    std::vector<std::optional<double>> out(runs.size());
+    const auto reference = fp32_reference(runs);
+    if (!reference) return out;
+    const double base = *runs[*reference].samples_per_second;
+    if (!(base > 0)) return out;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+        if (runs[i].samples_per_second) out[i] = *runs[i].samples_per_second / base;
+    return out;
+}
+
 std::vector<std::optional<double>> speedups_over_fp32(const std::vector<Run>& runs,
                                                       const std::vector<RunFigures>& figures) {
-    std::optional<double> reference;
-    for (std::size_t i = 0; i < runs.size() && i < figures.size() && !reference; ++i)
-        if (lower(runs[i].precision) == "fp32" && figures[i].samples_per_second)
-            reference = figures[i].samples_per_second;
-    std::vector<std::optional<double>> out(figures.size());
-    if (!reference || !(*reference > 0)) return out;
-    for (std::size_t i = 0; i < figures.size(); ++i)
-        if (figures[i].samples_per_second) out[i] = *figures[i].samples_per_second / *reference;
+    std::vector<RunThroughput> throughputs;
+    for (std::size_t i = 0; i < runs.size() && i < figures.size(); ++i)
+        throughputs.push_back({runs[i].precision, figures[i].samples_per_second});
+    auto out = speedups_over_fp32(throughputs);
+    out.resize(figures.size());
     return out;
 }
 

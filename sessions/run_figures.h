@@ -5,7 +5,8 @@
 //                  evaluation excluded (RunSummary::samples_per_second, from the "summary"
 //                  event; for a run without one, the same ratio from the step_seconds and
 //                  samples_per_second series).
-//   speed-up       samples/s over the first FP32 run's samples/s.
+//   speed-up       samples/s over the first FP32 run's samples/s; none without an FP32 run
+//                  (`mpwb-cli compare` shows this figure too).
 //   final / best test accuracy   the last / the highest evaluation (finite values only).
 //   skipped steps, overflows     the running totals' last value.
 //   loss-scale range             lowest and highest scale a step used, "2^15 … 2^17".
@@ -59,7 +60,17 @@ std::optional<double> run_duration(const Run& run);
 std::optional<double> training_throughput(RunStore& store, const Run& run);
 // The first evaluation whose test accuracy is at least `target` (a fraction).
 std::optional<TargetReach> time_to_accuracy(RunStore& store, const Run& run, double target);
-// Speed-up of each run over the first FP32 run among them; nullopt where either figure is missing.
+// What a speed-up is computed from: a run's precision ("fp32", as stored) and its samples/s.
+struct RunThroughput {
+    std::string precision;
+    std::optional<double> samples_per_second;
+};
+// The run the speed-ups are over: the first FP32 run with a samples/s figure; nullopt without one.
+std::optional<std::size_t> fp32_reference(const std::vector<RunThroughput>& runs);
+// Speed-up of each run over fp32_reference; nullopt where either figure is missing (for every
+// run when there is no FP32 run: never over some other run).
+std::vector<std::optional<double>> speedups_over_fp32(const std::vector<RunThroughput>& runs);
+// The same for stored runs and their figures.
 std::vector<std::optional<double>> speedups_over_fp32(const std::vector<Run>& runs,
                                                       const std::vector<RunFigures>& figures);
 // The format a run's gradients are judged against: BF16 for bf16 policies, else FP16.

@@ -1,7 +1,8 @@
 // mpwb-cli compare: the same preset/network, seed, initial weights and batch order trained once
 // per precision policy, one run after the other so the throughput figures never compete for the
 // cores, then a side-by-side table (final and best test accuracy, wall time, samples/s, speed-up
-// over FP32, skipped steps, loss-scale range, activation-gradient underflow) or JSON with --json.
+// over FP32 (run_figures' figure: none without an FP32 run), skipped steps, loss-scale range,
+// activation-gradient underflow) or JSON with --json.
 //
 // Same initial weights: Trainer initialises the network from config.seed before it applies the
 // policy, and every run here gets the same TrainConfig except the precision. That is checked, not
@@ -157,24 +158,37 @@ struct RunResult {
     double first_step_loss = NAN;
     int64_t stats_records = 0;
     std::string fingerprint;
-    double speedup = 0;
-    std::int64_t run_id = 0;  // in the run store; 0 with --no-store
+    std::optional<double> speedup;  // over the FP32 run (run_figures); none without one
+    std::int64_t run_id = 0;        // in the run store; 0 with --no-store
+};
+
+// What every run of the comparison shares: the settings, the data, the backend and the start
+// every run is checked against.
+struct Comparison {
+    const CompareArgs& args;
+    Preset preset;
+    std::vector<RunSpec> specs;
+    std::vector<TrainConfig> configs;  // one per spec
+    Dataset data;
+    std::unique_ptr<Backend> backend;
+    Network reference;
+    std::optional<std::int64_t> group;  // in the run store; none with --no-store
 };
 
 nlohmann::json json_number(double v) {
     return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
-int run_compare(const CompareArgs& args) {
-    const auto specs = parse_run_specs(args.precisions);
-    Preset preset = args.training.resolve();
-    if (!args.training.stats_every) preset.training.stats_every = kDefaultCompareStatsEvery;
+nlohmann::json json_number(const std::optional<double>& v) {
+    return v ? json_number(*v) : nlohmann::json(nullptr);
+}
 
-    // Every run's configuration is settled before any trains, so a bad combination (say a
-    // weight-gradient format with fp32) stops the command before minutes of training.
+// Every run's configuration is settled before any trains, so a bad combination (say a
+// weight-gradient format with fp32) stops the command before minutes of training.
+std::vector<TrainConfig> run_configs(const std::vector<RunSpec>& specs, const TrainConfig& shared) {
     std::vector<TrainConfig> configs;
     for (const auto& spec : specs) {
-        TrainConfig c = preset.training;
+        TrainConfig c = shared;
         c.precision = spec.precision;
         if (spec.scaler_mode) {
             LossScalerConfig s = c.effective_scaler();
@@ -189,159 +203,185 @@ int run_compare(const CompareArgs& args) {
         }
         configs.push_back(c);
     }
+    return configs;
+}
 
-    Dataset data = load_dataset(preset.training.dataset);
-    auto backend = make_backend(args.backend);
-
+Comparison prepare_comparison(const CompareArgs& args) {
+    Comparison c{args, args.training.resolve(), parse_run_specs(args.precisions), {}, {}, {}, {}, {}};
+    if (!args.training.stats_every) c.preset.training.stats_every = kDefaultCompareStatsEvery;
+    c.configs = run_configs(c.specs, c.preset.training);
+    c.data = load_dataset(c.preset.training.dataset);
+    c.backend = make_backend(args.backend);
     // The reference start: built and initialised exactly as the Trainer says it does, from the
     // network description and the seed only.
-    Network reference = Network::from_json(preset.network);
-    reference.build(data.sample_shape);
-    reference.init(preset.training.seed);
-
+    c.reference = Network::from_json(c.preset.network);
+    c.reference.build(c.data.sample_shape);
+    c.reference.init(c.preset.training.seed);
     // The runs of one comparison form a group in the run store, so they can be reopened together.
-    std::optional<std::int64_t> group;
     if (!args.store.no_store)
-        group = RunRecorder::create_group(args.store.database_path(), preset.name + ": " + args.precisions);
+        c.group =
+            RunRecorder::create_group(args.store.database_path(), c.preset.name + ": " + args.precisions);
+    return c;
+}
 
-    std::vector<RunResult> results;
-    bool stopped = false;
-    for (size_t i = 0; i < specs.size() && !stopped; ++i) {
-        // --run-name is a prefix here: the runs of a comparison differ by their precision.
-        StoreOptions store = args.store;
-        store.run_name.clear();
-        const std::string name =
-            (args.store.run_name.empty() ? preset.name : args.store.run_name) + " " + specs[i].label;
-        Trainer* trainer_ptr = nullptr;  // set below; the recorder's callbacks run inside run()
-        RecordedRun run(preset.network, data, configs[i], *backend,
-                        store.open_recorder(name, preset.name, group, &trainer_ptr));
-        Trainer& trainer = run.trainer();
-        trainer_ptr = &trainer;
-        Network& net = run.network();
-        const int bad = first_mismatch(net, reference, trainer.policy().master);
-        if (bad >= 0)
-            throw Error("run '" + specs[i].label +
-                        "' does not start from the seed's initial weights (parameter " + std::to_string(bad) +
-                        ", " + net.parameter_owner(static_cast<size_t>(bad)) +
-                        "): the comparison would not be fair; this is an engine bug");
-        RunResult r;
-        r.spec = specs[i];
-        r.policy_name = trainer.policy().name();
-        r.scaler = trainer.config().effective_scaler();
-        r.fingerprint = weights_fingerprint(net);
-        char label[128];
-        std::snprintf(label, sizeof label, "[%zu/%zu] %s", i + 1, specs.size(), specs[i].label.c_str());
-        ProgressPrinter progress(label, args.quiet);
-        RunProbe probe;
-        run.add_observer(&progress);
-        run.add_observer(&probe);
-        run.add_observer(run.recorder());
-        {
-            InterruptGuard guard(trainer);
-            r.summary = trainer.run();
-        }
-        warn_if_boundary_not_stored(run.store_final_boundary(r.summary));
-        r.run_id = run.run_id();
-        r.first_step_loss = probe.first_step_loss;
-        r.stats_records = probe.stats_records;
-        stopped = r.summary.status == RunStatus::Stopped;
-        results.push_back(std::move(r));
+// Trains run i of the comparison, after checking that it starts from the reference weights.
+RunResult train_run(Comparison& c, size_t i) {
+    const RunSpec& spec = c.specs[i];
+    // --run-name is a prefix here: the runs of a comparison differ by their precision.
+    StoreOptions store = c.args.store;
+    store.run_name.clear();
+    const std::string name =
+        (c.args.store.run_name.empty() ? c.preset.name : c.args.store.run_name) + " " + spec.label;
+    Trainer* trainer_ptr = nullptr;  // set below; the recorder's callbacks run inside run()
+    RecordedRun run(c.preset.network, c.data, c.configs[i], *c.backend,
+                    store.open_recorder(name, c.preset.name, c.group, &trainer_ptr));
+    Trainer& trainer = run.trainer();
+    trainer_ptr = &trainer;
+    Network& net = run.network();
+    const int bad = first_mismatch(net, c.reference, trainer.policy().master);
+    if (bad >= 0)
+        throw Error("run '" + spec.label + "' does not start from the seed's initial weights (parameter " +
+                    std::to_string(bad) + ", " + net.parameter_owner(static_cast<size_t>(bad)) +
+                    "): the comparison would not be fair; this is an engine bug");
+    RunResult r;
+    r.spec = spec;
+    r.policy_name = trainer.policy().name();
+    r.scaler = trainer.config().effective_scaler();
+    r.fingerprint = weights_fingerprint(net);
+    char label[128];
+    std::snprintf(label, sizeof label, "[%zu/%zu] %s", i + 1, c.specs.size(), spec.label.c_str());
+    ProgressPrinter progress(label, c.args.quiet);
+    RunProbe probe;
+    run.add_observer(&progress);
+    run.add_observer(&probe);
+    run.add_observer(run.recorder());
+    {
+        InterruptGuard guard(trainer);
+        r.summary = trainer.run();
     }
+    warn_if_boundary_not_stored(run.store_final_boundary(r.summary));
+    r.run_id = run.run_id();
+    r.first_step_loss = probe.first_step_loss;
+    r.stats_records = probe.stats_records;
+    return r;
+}
 
-    // Speed-up over the first plain fp32 run, else the first run.
-    const RunResult* base = &results.front();
-    for (const auto& r : results)
-        if (r.spec.precision == PrecisionKind::FP32 && r.summary.status != RunStatus::Failed) {
-            base = &r;
-            break;
-        }
-    for (auto& r : results)
-        r.speedup = base->summary.samples_per_second > 0
-                        ? r.summary.samples_per_second / base->summary.samples_per_second
-                        : 0;
+// The speed-up of each run, as run_figures defines it; returns the index of the FP32 run it is
+// over (none without one).
+std::optional<size_t> set_speedups(std::vector<RunResult>& results) {
+    std::vector<RunThroughput> throughputs;
+    for (const auto& r : results) {
+        const double sps = r.summary.samples_per_second;
+        throughputs.push_back(
+            {precision_name(r.spec.precision), sps > 0 ? std::optional(sps) : std::nullopt});
+    }
+    const auto speedups = speedups_over_fp32(throughputs);
+    for (size_t i = 0; i < results.size(); ++i) results[i].speedup = speedups[i];
+    return fp32_reference(throughputs);
+}
 
+nlohmann::json table_row(const RunResult& r) {
+    const bool stats = r.stats_records > 0;
+    return {
+        {"run", r.spec.label},
+        {"precision", r.policy_name},
+        {"status", run_status_name(r.summary.status)},
+        {"final_test_accuracy", r.summary.test_accuracy},
+        {"best_test_accuracy", r.summary.best_test_accuracy},
+        {"wall_seconds", r.summary.wall_seconds},
+        {"samples_per_second", r.summary.samples_per_second},
+        {"speedup", json_number(r.speedup)},
+        {"skipped_steps", r.summary.skipped_steps},
+        {"loss_scale_range", loss_scale_range_text(r.scaler.mode, r.summary.min_scale, r.summary.max_scale)},
+        {"min_scale", r.summary.min_scale},
+        {"max_scale", r.summary.max_scale},
+        {"mean_activation_underflow",
+         stats ? nlohmann::json(r.summary.mean_activation_underflow) : nlohmann::json(nullptr)}};
+}
+
+nlohmann::json run_json(const RunResult& r) {
+    return {{"run_id", r.run_id},
+            {"label", r.spec.label},
+            {"precision", r.policy_name},
+            {"scaler", loss_scaler_config_to_json(r.scaler)},
+            {"initial_weights_fingerprint", r.fingerprint},
+            {"initial_weights_match_seed", true},
+            {"first_step_loss", json_number(r.first_step_loss)},
+            {"speedup", json_number(r.speedup)},
+            {"summary", r.summary.to_json()}};
+}
+
+void print_json(const Comparison& c, const std::vector<RunResult>& results,
+                const std::optional<size_t>& base) {
     nlohmann::json table = nlohmann::json::array();
     nlohmann::json runs = nlohmann::json::array();
     for (const auto& r : results) {
-        const bool stats = r.stats_records > 0;
-        table.push_back(
-            {{"run", r.spec.label},
-             {"precision", r.policy_name},
-             {"status", run_status_name(r.summary.status)},
-             {"final_test_accuracy", r.summary.test_accuracy},
-             {"best_test_accuracy", r.summary.best_test_accuracy},
-             {"wall_seconds", r.summary.wall_seconds},
-             {"samples_per_second", r.summary.samples_per_second},
-             {"speedup", r.speedup},
-             {"skipped_steps", r.summary.skipped_steps},
-             {"loss_scale_range",
-              loss_scale_range_text(r.scaler.mode, r.summary.min_scale, r.summary.max_scale)},
-             {"min_scale", r.summary.min_scale},
-             {"max_scale", r.summary.max_scale},
-             {"mean_activation_underflow",
-              stats ? nlohmann::json(r.summary.mean_activation_underflow) : nlohmann::json(nullptr)}});
-        runs.push_back({{"run_id", r.run_id},
-                        {"label", r.spec.label},
-                        {"precision", r.policy_name},
-                        {"scaler", loss_scaler_config_to_json(r.scaler)},
-                        {"initial_weights_fingerprint", r.fingerprint},
-                        {"initial_weights_match_seed", true},
-                        {"first_step_loss", json_number(r.first_step_loss)},
-                        {"speedup", r.speedup},
-                        {"summary", r.summary.to_json()}});
+        table.push_back(table_row(r));
+        runs.push_back(run_json(r));
     }
+    const Preset& preset = c.preset;
+    nlohmann::json out{
+        {"preset", preset.name},
+        {"dataset", c.data.name},
+        {"backend", c.backend->name()},
+        {"device", c.backend->device_name()},
+        {"threads", thread_count()},
+        {"seed", preset.training.seed},
+        {"parameters", c.reference.parameter_count()},
+        {"stats_every", preset.training.stats_every},
+        {"initial_weights_fingerprint", weights_fingerprint(c.reference)},
+        {"config", to_json(preset.training)},
+        {"network", preset.network},
+        {"baseline", base ? nlohmann::json(results[*base].spec.label) : nlohmann::json(nullptr)},
+        {"runs", runs},
+        {"table", table}};
+    std::printf("%s\n", out.dump(2).c_str());
+}
 
-    if (args.json) {
-        nlohmann::json out{{"preset", preset.name},
-                           {"dataset", data.name},
-                           {"backend", backend->name()},
-                           {"device", backend->device_name()},
-                           {"threads", thread_count()},
-                           {"seed", preset.training.seed},
-                           {"parameters", reference.parameter_count()},
-                           {"stats_every", preset.training.stats_every},
-                           {"initial_weights_fingerprint", weights_fingerprint(reference)},
-                           {"config", to_json(preset.training)},
-                           {"network", preset.network},
-                           {"baseline", base->spec.label},
-                           {"runs", runs},
-                           {"table", table}};
-        std::printf("%s\n", out.dump(2).c_str());
-    } else {
-        // Reaching this line means every run passed the bit-for-bit check above.
-        std::printf(
-            "\n%s on %s, seed %llu, backend %s (%s), %d threads; every run started from the seed's initial "
-            "weights (checked bit for bit, fingerprint %s)\n",
-            preset.name.c_str(), data.name.c_str(), static_cast<unsigned long long>(preset.training.seed),
-            backend->name().c_str(), backend->device_name().c_str(), thread_count(),
-            weights_fingerprint(reference).c_str());
-        std::printf("%-22s %9s %9s %8s %11s %8s %8s %-14s %10s\n", "precision", "final acc", "best acc",
-                    "wall s", "samples/s", "speed-up", "skipped", "loss scale", "underflow");
-        for (size_t i = 0; i < results.size(); ++i) {
-            const auto& r = results[i];
-            const auto& row = table[i];
-            char underflow[32];
-            if (r.stats_records > 0)
-                std::snprintf(underflow, sizeof underflow, "%.3f%%",
-                              100.0 * r.summary.mean_activation_underflow);
-            else
-                std::snprintf(underflow, sizeof underflow, "-");
-            std::string name = r.spec.label;
-            if (r.summary.status != RunStatus::Finished)
-                name += std::string(" (") + run_status_name(r.summary.status) + ")";
-            std::printf("%-22s %8.2f%% %8.2f%% %8.1f %11.0f %7.2fx %8lld %s %10s\n", name.c_str(),
-                        100.0 * r.summary.test_accuracy, 100.0 * r.summary.best_test_accuracy,
-                        r.summary.wall_seconds, r.summary.samples_per_second, r.speedup,
-                        static_cast<long long>(r.summary.skipped_steps),
-                        pad_right(row["loss_scale_range"].get<std::string>(), 14).c_str(), underflow);
-        }
-        std::printf(
-            "speed-up relative to %s; underflow: mean fraction of activation-gradient values below the "
-            "smallest subnormal of the run's format (FP16 for FP32 runs), every %lld steps\n",
-            base->spec.label.c_str(), static_cast<long long>(preset.training.stats_every));
-    }
-    std::fflush(stdout);
+void print_table_row(const RunResult& r) {
+    char underflow[32];
+    if (r.stats_records > 0)
+        std::snprintf(underflow, sizeof underflow, "%.3f%%", 100.0 * r.summary.mean_activation_underflow);
+    else
+        std::snprintf(underflow, sizeof underflow, "-");
+    char speedup[32];
+    if (r.speedup)
+        std::snprintf(speedup, sizeof speedup, "%.2fx", *r.speedup);
+    else
+        std::snprintf(speedup, sizeof speedup, "-");
+    std::string name = r.spec.label;
+    if (r.summary.status != RunStatus::Finished)
+        name += std::string(" (") + run_status_name(r.summary.status) + ")";
+    const std::string scale = loss_scale_range_text(r.scaler.mode, r.summary.min_scale, r.summary.max_scale);
+    std::printf("%-22s %8.2f%% %8.2f%% %8.1f %11.0f %8s %8lld %s %10s\n", name.c_str(),
+                100.0 * r.summary.test_accuracy, 100.0 * r.summary.best_test_accuracy, r.summary.wall_seconds,
+                r.summary.samples_per_second, speedup, static_cast<long long>(r.summary.skipped_steps),
+                pad_right(scale, 14).c_str(), underflow);
+}
 
+void print_table(const Comparison& c, const std::vector<RunResult>& results,
+                 const std::optional<size_t>& base) {
+    const Preset& preset = c.preset;
+    // Reaching this line means every run passed the bit-for-bit check of train_run.
+    std::printf(
+        "\n%s on %s, seed %llu, backend %s (%s), %d threads; every run started from the seed's initial "
+        "weights (checked bit for bit, fingerprint %s)\n",
+        preset.name.c_str(), c.data.name.c_str(), static_cast<unsigned long long>(preset.training.seed),
+        c.backend->name().c_str(), c.backend->device_name().c_str(), thread_count(),
+        weights_fingerprint(c.reference).c_str());
+    std::printf("%-22s %9s %9s %8s %11s %8s %8s %-14s %10s\n", "precision", "final acc", "best acc", "wall s",
+                "samples/s", "speed-up", "skipped", "loss scale", "underflow");
+    for (const auto& r : results) print_table_row(r);
+    const std::string speedup_note =
+        base ? "speed-up relative to " + results[*base].spec.label : std::string("speed-up: no FP32 run");
+    std::printf(
+        "%s; underflow: mean fraction of activation-gradient values below the smallest subnormal of the "
+        "run's format (FP16 for FP32 runs), every %lld steps\n",
+        speedup_note.c_str(), static_cast<long long>(preset.training.stats_every));
+}
+
+// 1 when a run failed (each named on stderr), else 130 when the comparison was stopped, else 0.
+int exit_code(const std::vector<RunResult>& results, bool stopped, size_t planned) {
     int code = 0;
     for (const auto& r : results)
         if (r.summary.status == RunStatus::Failed) {
@@ -350,11 +390,27 @@ int run_compare(const CompareArgs& args) {
             code = 1;
         }
     if (stopped) {
-        std::fprintf(stderr, "mpwb-cli: compare stopped after %zu of %zu runs\n", results.size(),
-                     specs.size());
+        std::fprintf(stderr, "mpwb-cli: compare stopped after %zu of %zu runs\n", results.size(), planned);
         code = code ? code : 130;
     }
     return code;
+}
+
+int run_compare(const CompareArgs& args) {
+    Comparison c = prepare_comparison(args);
+    std::vector<RunResult> results;
+    bool stopped = false;
+    for (size_t i = 0; i < c.specs.size() && !stopped; ++i) {
+        results.push_back(train_run(c, i));
+        stopped = results.back().summary.status == RunStatus::Stopped;
+    }
+    const std::optional<size_t> base = set_speedups(results);
+    if (args.json)
+        print_json(c, results, base);
+    else
+        print_table(c, results, base);
+    std::fflush(stdout);
+    return exit_code(results, stopped, c.specs.size());
 }
 
 }  // namespace

@@ -199,6 +199,28 @@ private slots:
         QVERIFY2(text.contains(f7), "the table's header names the fingerprint of the start");
     }
 
+    // The speed-up is run_figures' figure, as in `runs compare` and the report: over the first
+    // FP32 run, and none at all without one (not over whichever run came first).
+    void speedupNeedsAnFp32Run() {
+        const QStringList args{
+            "compare",  "--preset", "spiral-mlp", "--precisions", "fp16-mixed@none,bf16-mixed",
+            "--epochs", "1",        "--backend",  "cpu",          "--no-store",
+            "--quiet"};
+        const auto j = run_cli(args + QStringList{"--json"});
+        QVERIFY2(j.exit_code == 0, j.err.constData());
+        const QJsonObject out = parse_object(j.out);
+        QVERIFY2(out["baseline"].isNull(), j.out.constData());
+        for (const auto& v : out["table"].toArray())
+            QVERIFY2(v.toObject()["speedup"].isNull(), j.out.constData());
+        for (const auto& v : out["runs"].toArray())
+            QVERIFY2(v.toObject()["speedup"].isNull(), j.out.constData());
+        const auto t = run_cli(args);
+        QVERIFY2(t.exit_code == 0, t.err.constData());
+        QVERIFY2(QString::fromUtf8(t.out).contains("speed-up: no FP32 run"), t.out.constData());
+        QVERIFY2(QString::fromUtf8(t.out).contains(QRegularExpression("\\nfp16-mixed@none .* - ")),
+                 t.out.constData());
+    }
+
     void badInputFailsWithClearMessage_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("mentions");
