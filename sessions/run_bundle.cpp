@@ -444,6 +444,53 @@ void check_bundle_integrity(sqlite::Db& db, const std::string& path) {
     }
 }
 
+// The selected runs and everything that belongs to them (their rows in every run table, their
+// comparison groups and sweeps) copied into a new bundle at bundle_path, in one transaction.
+void copy_runs_into_bundle(RunStore& store, const std::set<std::int64_t>& ids,
+                           const std::string& bundle_path) {
+    RunStore::Options bo;
+    bo.detect_interrupted = false;
+    RunStore bundle(bundle_path, bo);
+    auto& db = bundle.db();
+    db.exec("CREATE TEMP TABLE sel(id INTEGER PRIMARY KEY)");
+    {
+        sqlite::Stmt ins(db, "INSERT INTO temp.sel(id) VALUES(?)");
+        for (auto id : ids) {
+            ins.bind(1, id).run();
+            ins.reset();
+        }
+    }
+    {
+        Attached src(db, store.path(), "src");
+        sqlite::Transaction tx(db, "writing bundle");
+        auto copy = [&](const std::string& table, const std::string& where) {
+            const auto cols = join(common_columns(db, "main", "src", table, {}));
+            db.exec("INSERT INTO main." + table + "(" + cols + ") SELECT " + cols + " FROM src." + table +
+                        " WHERE " + where,
+                    "copying " + table + " into the bundle");
+        };
+        copy("runs", "id IN (SELECT id FROM temp.sel)");
+        for (const auto& t : kRunTables) {
+            // A read-only source may predate a table (scaling_stats, final_weights).
+            if (has_table(db, "src", t)) copy(t, "run_id IN (SELECT id FROM temp.sel)");
+        }
+        copy("comparison_groups",
+             "id IN (SELECT group_id FROM src.comparison_members WHERE run_id IN "
+             "(SELECT id FROM temp.sel))");
+        copy("comparison_members", "run_id IN (SELECT id FROM temp.sel)");
+        if (has_table(db, "src", "sweep_runs")) {  // a read-only source may predate schema 7
+            copy("sweeps",
+                 "id IN (SELECT sweep_id FROM src.sweep_runs WHERE run_id IN "
+                 "(SELECT id FROM temp.sel))");
+            copy("sweep_runs", "run_id IN (SELECT id FROM temp.sel)");
+        }
+        write_bundle_marker(db, store.path(), ids.size());
+        tx.commit();
+    }
+    // One self-contained file: no -wal/-shm companions to forget when it is copied.
+    db.query_text("PRAGMA journal_mode=DELETE");
+}
+
 ImportReport import_checked_bundle(RunStore& store, const std::string& bundle_path);
 
 }  // namespace
@@ -479,49 +526,7 @@ BundleExportResult export_bundle(RunStore& store, const std::vector<std::int64_t
     }
     BundleExportResult result;
     try {
-        RunStore::Options bo;
-        bo.detect_interrupted = false;
-        RunStore bundle(bundle_path, bo);
-        auto& db = bundle.db();
-        db.exec("CREATE TEMP TABLE sel(id INTEGER PRIMARY KEY)");
-        {
-            sqlite::Stmt ins(db, "INSERT INTO temp.sel(id) VALUES(?)");
-            for (auto id : ids) {
-                ins.bind(1, id).run();
-                ins.reset();
-            }
-        }
-        {
-            Attached src(db, store.path(), "src");
-            {
-                sqlite::Transaction tx(db, "writing bundle");
-                auto copy = [&](const std::string& table, const std::string& where) {
-                    const auto cols = join(common_columns(db, "main", "src", table, {}));
-                    db.exec("INSERT INTO main." + table + "(" + cols + ") SELECT " + cols + " FROM src." +
-                                table + " WHERE " + where,
-                            "copying " + table + " into the bundle");
-                };
-                copy("runs", "id IN (SELECT id FROM temp.sel)");
-                for (const auto& t : kRunTables) {
-                    // A read-only source may predate a table (scaling_stats, final_weights).
-                    if (has_table(db, "src", t)) copy(t, "run_id IN (SELECT id FROM temp.sel)");
-                }
-                copy("comparison_groups",
-                     "id IN (SELECT group_id FROM src.comparison_members WHERE run_id IN "
-                     "(SELECT id FROM temp.sel))");
-                copy("comparison_members", "run_id IN (SELECT id FROM temp.sel)");
-                if (has_table(db, "src", "sweep_runs")) {  // a read-only source may predate schema 7
-                    copy("sweeps",
-                         "id IN (SELECT sweep_id FROM src.sweep_runs WHERE run_id IN "
-                         "(SELECT id FROM temp.sel))");
-                    copy("sweep_runs", "run_id IN (SELECT id FROM temp.sel)");
-                }
-                write_bundle_marker(db, store.path(), ids.size());
-                tx.commit();
-            }
-        }
-        // One self-contained file: no -wal/-shm companions to forget when it is copied.
-        db.query_text("PRAGMA journal_mode=DELETE");
+        copy_runs_into_bundle(store, ids, bundle_path);
         result.runs = ids.size();
     } catch (const StoreError& e) {
         remove_db_files(bundle_path);  // a half-written bundle is worse than none
@@ -646,130 +651,156 @@ std::vector<std::int64_t> import_sweeps(sqlite::Db& db, RunStore& store, const s
     return touched;
 }
 
-ImportReport import_checked_bundle(RunStore& store, const std::string& bundle_path) {
-    auto& db = store.db();
-    ImportReport report;
-    Attached b(db, bundle_path, "bundle");
-    sqlite::Transaction tx(db, "importing bundle");
+std::set<std::string> bundle_table_names(sqlite::Db& db) {
+    std::set<std::string> tables;
+    sqlite::Stmt s(db, "SELECT name FROM bundle.sqlite_master WHERE type='table'");
+    while (s.step("reading bundle tables")) tables.insert(s.col_text(0));
+    return tables;
+}
 
-    std::set<std::string> bundle_tables;
-    {
-        sqlite::Stmt s(db, "SELECT name FROM bundle.sqlite_master WHERE type='table'");
-        while (s.step("reading bundle tables")) {
-            bundle_tables.insert(s.col_text(0));
+// A bundle from before the downsampling summary: its metric_blocks rebuilt for one imported run.
+void rebuild_metric_blocks(sqlite::Db& db, std::int64_t run_id) {
+    sqlite::Stmt rb(db,
+                    "INSERT INTO main.metric_blocks(run_id, key, block, first_step, "
+                    "last_step, min, max, count) SELECT run_id, key, step >> " +
+                        std::to_string(kMetricBlockShift) +
+                        ", min(step), max(step), min(value), max(value), count(*) "
+                        "FROM main.metrics WHERE run_id=?1 GROUP BY key, step >> " +
+                        std::to_string(kMetricBlockShift));
+    rb.bind(1, run_id).run("rebuilding metric blocks");
+    sqlite::Stmt fv(db,
+                    "UPDATE main.metric_blocks SET first_value=(SELECT value FROM "
+                    "main.metrics m WHERE m.run_id=?1 AND m.key=metric_blocks.key AND "
+                    "m.step=metric_blocks.first_step LIMIT 1), last_value=(SELECT "
+                    "value FROM main.metrics m WHERE m.run_id=?1 AND "
+                    "m.key=metric_blocks.key AND m.step=metric_blocks.last_step LIMIT "
+                    "1) WHERE run_id=?1");
+    fv.bind(1, run_id).run("rebuilding metric blocks");
+}
+
+// Copies the bundle's runs the store lacks (by uuid) with their rows in every run table; a run
+// still RUNNING in the bundle arrives INTERRUPTED (its writer is not this machine's).
+// Its statements are finalized when it goes, before the import's transaction commits.
+class RunImporter {
+public:
+    RunImporter(sqlite::Db& db, const std::set<std::string>& bundle_tables)
+        : db_(db), rebuild_blocks_(!bundle_tables.count("metric_blocks")) {
+        const auto run_cols = common_columns(db, "main", "bundle", "runs", {"id"});
+        insert_run_ = sqlite::Stmt(db, "INSERT INTO main.runs(" + join(run_cols) + ") SELECT " +
+                                           join(run_cols) + " FROM bundle.runs WHERE id=?");
+        orphan_ = sqlite::Stmt(db,
+                               "UPDATE main.runs SET status='INTERRUPTED', ended=coalesce(ended, "
+                               "(SELECT max(wall_time) FROM main.latest_metrics WHERE run_id=?1), "
+                               "started, created), owner_pid=NULL, owner_host=NULL, owner_start=NULL "
+                               "WHERE id=?1 AND status='RUNNING'");
+        for (const auto& t : kRunTables) {
+            if (!bundle_tables.count(t)) continue;
+            const auto cols = common_columns(db, "main", "bundle", t, {"id", "run_id"});
+            children_.push_back(
+                {t, std::make_unique<sqlite::Stmt>(db, "INSERT INTO main." + t + "(run_id, " + join(cols) +
+                                                           ") SELECT ?1, " + join(cols) + " FROM bundle." +
+                                                           t + " WHERE run_id=?2")});
         }
     }
-    const auto run_cols = common_columns(db, "main", "bundle", "runs", {"id"});
-    std::map<std::int64_t, std::int64_t> id_map;  // bundle id -> store id (imported or existing)
-    std::vector<std::pair<std::int64_t, std::string>> bundle_runs;
-    {
-        sqlite::Stmt s(db, "SELECT id, uuid FROM bundle.runs ORDER BY id");
-        while (s.step("reading bundle runs")) {
-            bundle_runs.emplace_back(s.col_int(0), s.col_text(1));
+
+    // The run's id in the store.
+    std::int64_t import_run(std::int64_t bundle_id, const std::string& uuid) {
+        insert_run_.bind(1, bundle_id).run("importing run " + uuid);
+        insert_run_.reset();
+        const auto new_id = db_.last_insert_rowid();
+        for (auto& c : children_) {
+            c.stmt->bind(1, new_id).bind(2, bundle_id).run("importing " + c.table + " of run " + uuid);
+            c.stmt->reset();
         }
+        if (rebuild_blocks_) rebuild_metric_blocks(db_, new_id);
+        orphan_.bind(1, new_id).run("importing run " + uuid);
+        orphan_.reset();
+        return new_id;
     }
-    sqlite::Stmt insert_run(db, "INSERT INTO main.runs(" + join(run_cols) + ") SELECT " + join(run_cols) +
-                                    " FROM bundle.runs WHERE id=?");
-    sqlite::Stmt orphan(db,
-                        "UPDATE main.runs SET status='INTERRUPTED', ended=coalesce(ended, "
-                        "(SELECT max(wall_time) FROM main.latest_metrics WHERE run_id=?1), "
-                        "started, created), owner_pid=NULL, owner_host=NULL, owner_start=NULL "
-                        "WHERE id=?1 AND status='RUNNING'");
+
+private:
     struct ChildCopy {
         std::string table;
         std::unique_ptr<sqlite::Stmt> stmt;
     };
-    std::vector<ChildCopy> children;
-    for (const auto& t : kRunTables) {
-        if (!bundle_tables.count(t)) {
-            continue;
-        }
-        const auto cols = common_columns(db, "main", "bundle", t, {"id", "run_id"});
-        children.push_back({t, std::make_unique<sqlite::Stmt>(
-                                   db, "INSERT INTO main." + t + "(run_id, " + join(cols) + ") SELECT ?1, " +
-                                           join(cols) + " FROM bundle." + t + " WHERE run_id=?2")});
+    sqlite::Db& db_;
+    bool rebuild_blocks_;
+    sqlite::Stmt insert_run_, orphan_;
+    std::vector<ChildCopy> children_;
+};
+
+// Imports the bundle's runs the store lacks; fills id_map (bundle id -> store id, imported or
+// already there) and the report's imported and skipped runs.
+void import_runs(sqlite::Db& db, RunStore& store, const std::set<std::string>& bundle_tables,
+                 std::map<std::int64_t, std::int64_t>& id_map, ImportReport& report) {
+    std::vector<std::pair<std::int64_t, std::string>> bundle_runs;
+    {
+        sqlite::Stmt s(db, "SELECT id, uuid FROM bundle.runs ORDER BY id");
+        while (s.step("reading bundle runs")) bundle_runs.emplace_back(s.col_int(0), s.col_text(1));
     }
+    RunImporter importer(db, bundle_tables);
     for (const auto& [bundle_id, uuid] : bundle_runs) {
         if (const auto existing = store.find_run_by_uuid(uuid)) {
             report.skipped.push_back({uuid, *existing});
             id_map[bundle_id] = *existing;
             continue;
         }
-        insert_run.bind(1, bundle_id).run("importing run " + uuid);
-        insert_run.reset();
-        const auto new_id = db.last_insert_rowid();
+        const std::int64_t new_id = importer.import_run(bundle_id, uuid);
         id_map[bundle_id] = new_id;
-        for (auto& c : children) {
-            c.stmt->bind(1, new_id).bind(2, bundle_id).run("importing " + c.table + " of run " + uuid);
-            c.stmt->reset();
-        }
-        if (!bundle_tables.count("metric_blocks")) {
-            // A bundle from before the downsampling summary: rebuild it for this run.
-            sqlite::Stmt rb(db,
-                            "INSERT INTO main.metric_blocks(run_id, key, block, first_step, "
-                            "last_step, min, max, count) SELECT run_id, key, step >> " +
-                                std::to_string(kMetricBlockShift) +
-                                ", min(step), max(step), min(value), max(value), count(*) "
-                                "FROM main.metrics WHERE run_id=?1 GROUP BY key, step >> " +
-                                std::to_string(kMetricBlockShift));
-            rb.bind(1, new_id).run("rebuilding metric blocks");
-            sqlite::Stmt fv(db,
-                            "UPDATE main.metric_blocks SET first_value=(SELECT value FROM "
-                            "main.metrics m WHERE m.run_id=?1 AND m.key=metric_blocks.key AND "
-                            "m.step=metric_blocks.first_step LIMIT 1), last_value=(SELECT "
-                            "value FROM main.metrics m WHERE m.run_id=?1 AND "
-                            "m.key=metric_blocks.key AND m.step=metric_blocks.last_step LIMIT "
-                            "1) WHERE run_id=?1");
-            fv.bind(1, new_id).run("rebuilding metric blocks");
-        }
-        orphan.bind(1, new_id).run("importing run " + uuid);
-        orphan.reset();
         report.imported.push_back({bundle_id, new_id, uuid});
     }
+}
 
-    // Comparison groups come along when at least one of their runs was imported.
-    if (bundle_tables.count("comparison_groups") && !report.imported.empty()) {
-        std::set<std::int64_t> imported_ids;
-        for (const auto& r : report.imported) {
-            imported_ids.insert(r.bundle_id);
+// Comparison groups come along when at least one of their runs was imported; returns the new
+// groups' ids.
+std::vector<std::int64_t> import_groups(sqlite::Db& db, const std::map<std::int64_t, std::int64_t>& id_map,
+                                        const std::vector<ImportedRun>& imported) {
+    std::set<std::int64_t> imported_ids;
+    for (const auto& r : imported) imported_ids.insert(r.bundle_id);
+    std::vector<std::int64_t> new_groups;
+    sqlite::Stmt groups(db, "SELECT id, name, created FROM bundle.comparison_groups ORDER BY id");
+    sqlite::Stmt members(db, "SELECT run_id FROM bundle.comparison_members WHERE group_id=?");
+    sqlite::Stmt new_group(db, "INSERT INTO main.comparison_groups(name, created) VALUES(?,?)");
+    sqlite::Stmt new_member(db,
+                            "INSERT OR IGNORE INTO main.comparison_members(group_id, "
+                            "run_id) VALUES(?,?)");
+    while (groups.step("reading bundle groups")) {
+        std::vector<std::int64_t> mem;
+        bool any_imported = false;
+        members.bind(1, groups.col_int(0));
+        while (members.step("reading bundle group members")) {
+            const auto old_id = members.col_int(0);
+            if (const auto found = id_map.find(old_id); found != id_map.end()) {
+                mem.push_back(found->second);
+                any_imported = any_imported || imported_ids.count(old_id) > 0;
+            }
         }
-        sqlite::Stmt groups(db, "SELECT id, name, created FROM bundle.comparison_groups ORDER BY id");
-        sqlite::Stmt members(db, "SELECT run_id FROM bundle.comparison_members WHERE group_id=?");
-        sqlite::Stmt new_group(db, "INSERT INTO main.comparison_groups(name, created) VALUES(?,?)");
-        sqlite::Stmt new_member(db,
-                                "INSERT OR IGNORE INTO main.comparison_members(group_id, "
-                                "run_id) VALUES(?,?)");
-        while (groups.step("reading bundle groups")) {
-            std::vector<std::int64_t> mem;
-            bool any_imported = false;
-            members.bind(1, groups.col_int(0));
-            while (members.step("reading bundle group members")) {
-                const auto old_id = members.col_int(0);
-                if (id_map.count(old_id)) {
-                    mem.push_back(id_map[old_id]);
-                    any_imported = any_imported || imported_ids.count(old_id) > 0;
-                }
-            }
-            members.reset();
-            if (!any_imported) {
-                continue;
-            }
-            new_group.bind(1, groups.col_text(1)).bind(2, groups.col_double(2)).run("importing group");
-            new_group.reset();
-            const auto gid = db.last_insert_rowid();
-            for (auto m : mem) {
-                new_member.bind(1, gid).bind(2, m).run("importing group member");
-                new_member.reset();
-            }
-            report.groups.push_back(gid);
+        members.reset();
+        if (!any_imported) continue;
+        new_group.bind(1, groups.col_text(1)).bind(2, groups.col_double(2)).run("importing group");
+        new_group.reset();
+        const auto gid = db.last_insert_rowid();
+        for (auto m : mem) {
+            new_member.bind(1, gid).bind(2, m).run("importing group member");
+            new_member.reset();
         }
+        new_groups.push_back(gid);
     }
-    if (bundle_tables.count("sweep_runs")) {
+    return new_groups;
+}
+
+ImportReport import_checked_bundle(RunStore& store, const std::string& bundle_path) {
+    auto& db = store.db();
+    ImportReport report;
+    Attached b(db, bundle_path, "bundle");
+    sqlite::Transaction tx(db, "importing bundle");
+    const std::set<std::string> bundle_tables = bundle_table_names(db);
+    std::map<std::int64_t, std::int64_t> id_map;  // bundle id -> store id (imported or existing)
+    import_runs(db, store, bundle_tables, id_map, report);
+    if (bundle_tables.count("comparison_groups") && !report.imported.empty())
+        report.groups = import_groups(db, id_map, report.imported);
+    if (bundle_tables.count("sweep_runs"))
         report.sweeps = import_sweeps(db, store, bundle_path, id_map, report.imported);
-    }
-    insert_run = sqlite::Stmt();
-    orphan = sqlite::Stmt();
-    children.clear();
     tx.commit();
     return report;
 }

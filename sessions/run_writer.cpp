@@ -38,6 +38,28 @@ void bind_real(sqlite::Stmt& s, int i, double v) {
     }
 }
 
+// What latest_metrics and metric_blocks keep of a key's points (in one batch, or one block).
+struct MetricAggregate {
+    std::int64_t first_step = 0, last_step = 0;
+    double first = 0, last = 0, last_wall = 0;
+    double mn = std::numeric_limits<double>::quiet_NaN(), mx = mn;
+    std::int64_t count = 0;
+
+    void fold(std::int64_t step, double value, double wall_time) {
+        if (count == 0 || step < first_step) {
+            first_step = step;
+            first = value;
+        }
+        if (count == 0 || step >= last_step) {
+            last_step = step;
+            last = value;
+            last_wall = wall_time;
+        }
+        fold_min_max(value, mn, mx);
+        ++count;
+    }
+};
+
 void insert_scaling_row(sqlite::Stmt& s, std::int64_t run_id, const ScalingStatsRecord& r) {
     const ScalingStats& st = r.stats;
     s.bind(1, run_id).bind(2, r.step).bind(3, static_cast<std::int64_t>(r.layer)).bind(4, r.layer_label);
@@ -307,58 +329,45 @@ bool RunWriter::try_commit(Batch& batch, std::uint64_t batch_seq) {
     return false;
 }
 
+// The points, and what they change of latest_metrics and metric_blocks.
+void RunWriter::write_metrics(const std::vector<MetricRow>& metrics) {
+    auto& s = *stmts_;
+    std::map<std::string_view, MetricAggregate> latest;
+    std::map<std::pair<std::string_view, std::int64_t>, MetricAggregate> blocks;
+    for (const auto& m : metrics) {
+        s.metric.bind(1, run_id_).bind(2, m.key).bind(3, m.step).bind(4, m.wall_time);
+        bind_real(s.metric, 5, m.value);
+        s.metric.run("writing metrics");
+        s.metric.reset();
+        latest[m.key].fold(m.step, m.value, m.wall_time);
+        blocks[{m.key, m.step >> kMetricBlockShift}].fold(m.step, m.value, m.wall_time);
+    }
+    for (const auto& [key, a] : latest) {
+        s.latest.bind(1, run_id_).bind(2, key).bind(3, a.last_step).bind(4, a.last_wall);
+        bind_real(s.latest, 5, a.last);
+        bind_real(s.latest, 6, a.mn);
+        bind_real(s.latest, 7, a.mx);
+        s.latest.bind(8, a.count).run("updating latest metrics");
+        s.latest.reset();
+    }
+    for (const auto& [kb, a] : blocks) {
+        s.block.bind(1, run_id_).bind(2, kb.first).bind(3, kb.second).bind(4, a.first_step);
+        bind_real(s.block, 5, a.first);
+        s.block.bind(6, a.last_step);
+        bind_real(s.block, 7, a.last);
+        bind_real(s.block, 8, a.mn);
+        bind_real(s.block, 9, a.mx);
+        s.block.bind(10, a.count).run("updating metric blocks");
+        s.block.reset();
+    }
+}
+
 void RunWriter::commit(const Batch& batch) {
     auto& s = *stmts_;
     s.begin.step("begin batch");
     s.begin.reset();
     try {
-        struct Agg {
-            std::int64_t first_step = 0, last_step = 0;
-            double first = 0, last = 0, last_wall = 0;
-            double mn = std::numeric_limits<double>::quiet_NaN(), mx = mn;
-            std::int64_t count = 0;
-        };
-        auto fold = [](Agg& a, const MetricRow& m) {
-            if (a.count == 0 || m.step < a.first_step) {
-                a.first_step = m.step;
-                a.first = m.value;
-            }
-            if (a.count == 0 || m.step >= a.last_step) {
-                a.last_step = m.step;
-                a.last = m.value;
-                a.last_wall = m.wall_time;
-            }
-            fold_min_max(m.value, a.mn, a.mx);
-            ++a.count;
-        };
-        std::map<std::string_view, Agg> latest;
-        std::map<std::pair<std::string_view, std::int64_t>, Agg> blocks;
-        for (const auto& m : batch.metrics) {
-            s.metric.bind(1, run_id_).bind(2, m.key).bind(3, m.step).bind(4, m.wall_time);
-            bind_real(s.metric, 5, m.value);
-            s.metric.run("writing metrics");
-            s.metric.reset();
-            fold(latest[m.key], m);
-            fold(blocks[{m.key, m.step >> kMetricBlockShift}], m);
-        }
-        for (const auto& [key, a] : latest) {
-            s.latest.bind(1, run_id_).bind(2, key).bind(3, a.last_step).bind(4, a.last_wall);
-            bind_real(s.latest, 5, a.last);
-            bind_real(s.latest, 6, a.mn);
-            bind_real(s.latest, 7, a.mx);
-            s.latest.bind(8, a.count).run("updating latest metrics");
-            s.latest.reset();
-        }
-        for (const auto& [kb, a] : blocks) {
-            s.block.bind(1, run_id_).bind(2, kb.first).bind(3, kb.second).bind(4, a.first_step);
-            bind_real(s.block, 5, a.first);
-            s.block.bind(6, a.last_step);
-            bind_real(s.block, 7, a.last);
-            bind_real(s.block, 8, a.mn);
-            bind_real(s.block, 9, a.mx);
-            s.block.bind(10, a.count).run("updating metric blocks");
-            s.block.reset();
-        }
+        write_metrics(batch.metrics);
         for (const auto& h : batch.histograms) {
             s.histogram.bind(1, run_id_).bind(2, h.step).bind(3, h.layer).bind(4, h.kind);
             s.histogram.bind_blob(5, h.blob.data(), h.blob.size()).run("writing histograms");

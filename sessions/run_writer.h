@@ -122,7 +122,8 @@ private:
     void loop();
     // The batch's commit, or what a failure means: retry later (false) or stop for good.
     bool try_commit(Batch& batch, std::uint64_t batch_seq);
-    void commit(const Batch& batch);  // throws StoreError; rolls back on failure
+    void commit(const Batch& batch);                            // throws StoreError; rolls back on failure
+    void write_metrics(const std::vector<MetricRow>& metrics);  // inside commit's transaction
 
     Options options_;
     std::int64_t run_id_;

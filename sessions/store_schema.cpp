@@ -15,6 +15,7 @@
 
 #include "sessions/sqlite_db.h"
 
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -23,10 +24,12 @@
 
 namespace mpwb {
 
-const std::vector<std::string>& schema_migrations() {
-    static const std::vector<std::string> steps = {
-        // 1
-        R"sql(
+namespace {
+
+// The SQL of each migration step, the first creating schema 1.
+constexpr const char* kMigrationSteps[] = {
+    // 1
+    R"sql(
 CREATE TABLE runs(
   id INTEGER PRIMARY KEY,
   uuid TEXT NOT NULL UNIQUE,
@@ -71,8 +74,8 @@ CREATE TABLE notes(
   text TEXT NOT NULL,
   updated REAL NOT NULL);
 )sql",
-        // 2
-        R"sql(
+    // 2
+    R"sql(
 ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
 ALTER TABLE runs ADD COLUMN owner_host TEXT;
 CREATE INDEX runs_status ON runs(status);
@@ -110,8 +113,8 @@ CREATE TABLE comparison_members(
   PRIMARY KEY(group_id, run_id)) WITHOUT ROWID;
 CREATE INDEX comparison_members_run ON comparison_members(run_id);
 )sql",
-        // 3
-        R"sql(
+    // 3
+    R"sql(
 DROP INDEX metrics_run_key_step;
 CREATE INDEX metrics_series ON metrics(run_id, key, step, value);
 CREATE TABLE metric_blocks(
@@ -135,18 +138,18 @@ UPDATE metric_blocks SET
   last_value = (SELECT value FROM metrics AS m WHERE m.run_id = metric_blocks.run_id
                 AND m.key = metric_blocks.key AND m.step = metric_blocks.last_step LIMIT 1);
 )sql",
-        // 4: the final decision boundary of a run on a 2-D set (an opaque blob the workbench
-        // writes and reads), so a reopened run shows it again.
-        R"sql(
+    // 4: the final decision boundary of a run on a 2-D set (an opaque blob the workbench
+    // writes and reads), so a reopened run shows it again.
+    R"sql(
 CREATE TABLE boundaries(
   run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
   step INTEGER NOT NULL,
   blob BLOB NOT NULL);
 )sql",
-        // 5: SQLite cannot add AUTOINCREMENT to a table, so runs is rebuilt (the documented
-        // create-copy-drop-rename; RunStore::migrate turns foreign keys off around it, so the
-        // drop does not cascade). The child tables' REFERENCES runs(id) then name the new table.
-        R"sql(
+    // 5: SQLite cannot add AUTOINCREMENT to a table, so runs is rebuilt (the documented
+    // create-copy-drop-rename; RunStore::migrate turns foreign keys off around it, so the
+    // drop does not cascade). The child tables' REFERENCES runs(id) then name the new table.
+    R"sql(
 CREATE TABLE runs_v5(
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   uuid TEXT NOT NULL UNIQUE,
@@ -179,12 +182,12 @@ DROP TABLE runs;
 ALTER TABLE runs_v5 RENAME TO runs;
 CREATE INDEX runs_status ON runs(status);
 )sql",
-        // 6: one row per layer, operand and statistics step of a scaled recipe (fp8-delayed ...
-        // nvfp4). block_exponent_counts is the histogram of block-scale exponents as int64
-        // counts in the host's byte order (sessions/scaling_stats_rows.h), one per power of two
-        // from block_exponent_min; empty for the per-tensor recipes. sqnr_db keeps 999 for a
-        // lossless quantization (ScalingStats' convention); NULL reads back as NaN.
-        R"sql(
+    // 6: one row per layer, operand and statistics step of a scaled recipe (fp8-delayed ...
+    // nvfp4). block_exponent_counts is the histogram of block-scale exponents as int64
+    // counts in the host's byte order (sessions/scaling_stats_rows.h), one per power of two
+    // from block_exponent_min; empty for the per-tensor recipes. sqnr_db keeps 999 for a
+    // lossless quantization (ScalingStats' convention); NULL reads back as NaN.
+    R"sql(
 CREATE TABLE scaling_stats(
   id INTEGER PRIMARY KEY,
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -205,11 +208,11 @@ CREATE TABLE scaling_stats(
   block_exponent_counts BLOB NOT NULL DEFAULT x'');
 CREATE INDEX scaling_stats_run_step ON scaling_stats(run_id, step, layer, operand);
 )sql",
-        // 7: checkpoints hold TrainingCheckpoint (core/train/checkpoint.h): the position in
-        // columns, everything else in its versioned binary state. A sweep keeps its spec and a
-        // uuid, so the databases of a sweep's Slurm tasks collect into one sweep; sweep_runs
-        // maps each planned index to the run that trained it.
-        R"sql(
+    // 7: checkpoints hold TrainingCheckpoint (core/train/checkpoint.h): the position in
+    // columns, everything else in its versioned binary state. A sweep keeps its spec and a
+    // uuid, so the databases of a sweep's Slurm tasks collect into one sweep; sweep_runs
+    // maps each planned index to the run that trained it.
+    R"sql(
 CREATE TABLE checkpoints(
   id INTEGER PRIMARY KEY,
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -234,10 +237,10 @@ CREATE TABLE sweep_runs(
   PRIMARY KEY(sweep_id, run_index));
 CREATE INDEX sweep_runs_run ON sweep_runs(run_id);
 )sql",
-        // 8: the weights a run ended with (sessions/final_weights_rows.h): one row per run with
-        // the step and the per-sample input shape (a JSON array), one per tensor in the
-        // network's order with its layer, its name, its shape and its FP32 values.
-        R"sql(
+    // 8: the weights a run ended with (sessions/final_weights_rows.h): one row per run with
+    // the step and the per-sample input shape (a JSON array), one per tensor in the
+    // network's order with its layer, its name, its shape and its FP32 values.
+    R"sql(
 CREATE TABLE final_weights(
   run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
   step INTEGER NOT NULL,
@@ -251,7 +254,12 @@ CREATE TABLE final_weight_tensors(
   data BLOB NOT NULL,
   PRIMARY KEY(run_id, position));
 )sql",
-    };
+};
+
+}  // namespace
+
+const std::vector<std::string>& schema_migrations() {
+    static const std::vector<std::string> steps(std::begin(kMigrationSteps), std::end(kMigrationSteps));
     return steps;
 }
 

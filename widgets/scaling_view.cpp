@@ -66,6 +66,33 @@ ExponentHistogram block_exponent_histogram(const ScalingStats& s) {
 }
 
 ScalingView::ScalingView(QWidget* parent) : QWidget(parent) {
+    auto* plots = new QWidget;
+    auto* v = new QVBoxLayout(plots);
+    v->setContentsMargins(0, 0, 0, 0);
+    v->addLayout(buildSelectorBar());
+    v->addLayout(buildPlotGrid(), 1);
+    empty_ = new QLabel;
+    empty_->setObjectName(QStringLiteral("scalingEmpty"));
+    empty_->setAlignment(Qt::AlignCenter);
+    empty_->setWordWrap(true);
+    stack_ = new QStackedWidget;
+    stack_->addWidget(empty_);
+    stack_->addWidget(plots);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(stack_);
+
+    auto reselect = [this] {
+        if (updating_) return;
+        refreshSelectors();
+        rebuildPlots();
+    };
+    connect(layer_, &QComboBox::currentIndexChanged, this, reselect);
+    connect(operand_, &QComboBox::currentIndexChanged, this, reselect);
+    clear();
+}
+
+QHBoxLayout* ScalingView::buildSelectorBar() {
     layer_ = new QComboBox;
     layer_->setObjectName(QStringLiteral("scalingLayer"));
     layer_->setMinimumContentsLength(12);
@@ -85,7 +112,10 @@ ScalingView::ScalingView(QWidget* parent) : QWidget(parent) {
     bar->addWidget(operand_);
     bar->addSpacing(12);
     bar->addWidget(readout_, 1);
+    return bar;
+}
 
+QGridLayout* ScalingView::buildPlotGrid() {
     amax_ = make_plot("scalingAmaxPlot", tr("amax and scale"), tr("amax, scale (log₂ axis)"));
     amax_->yAxis->setScaleType(QCPAxis::stLogarithmic);
     amax_->yAxis->setTicker(make_pow2_ticker());
@@ -131,31 +161,7 @@ ScalingView::ScalingView(QWidget* parent) : QWidget(parent) {
     grid->addWidget(block_note_, 2, 0, 1, 2);
     grid->setRowStretch(0, 1);
     grid->setRowStretch(1, 1);
-
-    auto* plots = new QWidget;
-    auto* v = new QVBoxLayout(plots);
-    v->setContentsMargins(0, 0, 0, 0);
-    v->addLayout(bar);
-    v->addLayout(grid, 1);
-    empty_ = new QLabel;
-    empty_->setObjectName(QStringLiteral("scalingEmpty"));
-    empty_->setAlignment(Qt::AlignCenter);
-    empty_->setWordWrap(true);
-    stack_ = new QStackedWidget;
-    stack_->addWidget(empty_);
-    stack_->addWidget(plots);
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->addWidget(stack_);
-
-    auto reselect = [this] {
-        if (updating_) return;
-        refreshSelectors();
-        rebuildPlots();
-    };
-    connect(layer_, &QComboBox::currentIndexChanged, this, reselect);
-    connect(operand_, &QComboBox::currentIndexChanged, this, reselect);
-    clear();
+    return grid;
 }
 
 void ScalingView::clear() {

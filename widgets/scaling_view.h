@@ -16,6 +16,8 @@
 #include "core/train/observer.h"
 
 class QComboBox;
+class QGridLayout;
+class QHBoxLayout;
 class QCPBars;
 class QLabel;
 class QStackedWidget;
@@ -54,6 +56,9 @@ public:
 
 private:
     using Key = std::pair<QString, QString>;  // layer label, operand
+    // The layer and operand selectors with the readout beside them; the four plots.
+    QHBoxLayout* buildSelectorBar();
+    QGridLayout* buildPlotGrid();
     void refreshSelectors();
     void rebuildPlots();
     void appendToPlots(size_t from);

@@ -140,6 +140,109 @@ TrainConfig bench_config(const BenchArgs& args, const Preset& preset, const std:
     return c;
 }
 
+// The step times of the store benchmark's runs, with and without a recorder.
+struct StoreTimings {
+    std::vector<double> off, on, callback_per_step;  // seconds
+    uint64_t steps_per_run = 0;
+};
+
+// One run of the store benchmark: its median step time into off or on, and with the store the
+// recorder's callbacks' time per step.
+void time_store_run(const Preset& preset, const Dataset& data, const TrainConfig& c, Backend& backend,
+                    int64_t warmup, const std::string& store_path, const std::string& run_name,
+                    StoreTimings& timings) {
+    Network net = Network::from_json(preset.network);
+    Trainer trainer(net, data, c, backend);
+    StepTimes times(warmup);
+    trainer.add_observer(&times);
+    std::unique_ptr<RunRecorder> recorder;
+    std::unique_ptr<TimedObserver> timed;
+    if (!store_path.empty()) {
+        RunRecorder::Options o;
+        o.db_path = store_path;
+        o.name = run_name;
+        recorder = std::make_unique<RunRecorder>(o);
+        timed = std::make_unique<TimedObserver>(*recorder);
+        trainer.add_observer(timed.get());
+    }
+    const auto summary = trainer.run();
+    if (summary.status == RunStatus::Failed) throw Error("bench run failed: " + summary.error);
+    if (recorder && !recorder->complete())
+        throw Error("bench run was not fully recorded: " + recorder->error());
+    if (recorder) {
+        timings.steps_per_run = static_cast<uint64_t>(summary.steps);
+        timings.callback_per_step.push_back(timed->seconds /
+                                            static_cast<double>(std::max<int64_t>(1, summary.steps)));
+    }
+    (recorder ? timings.on : timings.off).push_back(median_of(times.times));
+}
+
+// The store's cost to training at one precision and batch: its JSON row, printed as a table row
+// unless --json.
+nlohmann::json store_overhead_row(const BenchArgs& args, const Preset& preset, const Shape& sample,
+                                  int classes, Backend& backend, const std::string& path,
+                                  const std::string& precision, const std::string& batch_text) {
+    const int64_t batch = std::stoll(batch_text);
+    TrainConfig c = bench_config(args, preset, precision, batch);
+    Dataset data = random_dataset(sample, classes, batch * 8, c.seed);
+    // Alternate off/on runs: a load spike on this shared machine then lands on both.
+    StoreTimings t;
+    for (int64_t round = 0; round < args.store_rounds; ++round) {
+        time_store_run(preset, data, c, backend, args.warmup, {}, {}, t);
+        time_store_run(preset, data, c, backend, args.warmup, path,
+                       "bench store " + precision + " " + batch_text, t);
+    }
+    const double off_ms = median_of(t.off) * 1e3, on_ms = median_of(t.on) * 1e3;
+    const double overhead = (on_ms - off_ms) / off_ms * 100.0;
+    const double callback_us = median_of(t.callback_per_step) * 1e6;
+    const double callback_percent = callback_us * 1e-3 / off_ms * 100.0;
+    if (!args.json)
+        std::printf("%-12s %-11s %6lld %10.3f %10.3f %9.2f%% %12.2f %9.3f%%\n", preset.name.c_str(),
+                    precision.c_str(), static_cast<long long>(batch), off_ms, on_ms, overhead, callback_us,
+                    callback_percent);
+    std::fflush(stdout);
+    return {{"preset", preset.name},
+            {"precision", precision},
+            {"batch", batch},
+            {"step_ms_off", off_ms},
+            {"step_ms_store", on_ms},
+            {"overhead_percent", overhead},
+            {"callback_us_per_step", callback_us},
+            {"callback_percent", callback_percent},
+            {"rounds", args.store_rounds},
+            {"steps_per_run", t.steps_per_run}};
+}
+
+// The writer's rows per second and the downsampling query's speed on the database at `path`,
+// printed unless --json.
+struct StoreQuerySpeed {
+    double writer_rows = 0;
+    int points = 0;
+    double downsample_ms = 0, downsample_cpu_ms = 0;
+};
+
+StoreQuerySpeed store_query_speed(const BenchArgs& args, const std::string& path) {
+    StoreQuerySpeed q;
+    q.writer_rows = bench_writer_rows_per_s(path, 200000);
+    q.points = static_cast<int>(args.store_points);
+    bench_downsample_ms(path, q.points, 2000);  // builds the series once, outside the timing
+    // Wall time is what a user waits; on a shared, loaded machine the CPU time of this thread
+    // (5 downsamples plus an open and a lookup, divided by 5: an upper bound) says what it costs.
+    timespec c0{}, c1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    q.downsample_ms = bench_downsample_ms(path, q.points, 2000);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    q.downsample_cpu_ms = ((c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) * 1e-6) / 5.0;
+    if (!args.json) {
+        std::printf("writer: %.0f rows/s (200000 metrics through RunWriter, including the final flush)\n",
+                    q.writer_rows);
+        std::printf(
+            "downsample: %d points -> 2000 buckets: %.2f ms wall (median of 5), <= %.2f ms CPU per call\n",
+            q.points, q.downsample_ms, q.downsample_cpu_ms);
+    }
+    return q;
+}
+
 // The store's cost to training and its query speed (see the file comment).
 int run_store_bench(const BenchArgs& args, const Preset& preset, const Shape& sample, int classes,
                     Backend& backend) {
@@ -161,94 +264,25 @@ int run_store_bench(const BenchArgs& args, const Preset& preset, const Shape& sa
         }
     } cleanup{path, scratch};
     nlohmann::json rows = nlohmann::json::array();
-    const auto batches = split(args.batches);
     if (!args.json)
         std::printf("%-12s %-11s %6s %10s %10s %10s %12s %10s\n", "preset", "precision", "batch", "off ms",
                     "store ms", "overhead", "callback us", "callback");
-    for (const auto& precision : split(args.precisions)) {
-        for (const auto& batch_text : batches) {
-            const int64_t batch = std::stoll(batch_text);
-            TrainConfig c = bench_config(args, preset, precision, batch);
-            Dataset data = random_dataset(sample, classes, batch * 8, c.seed);
-            // Alternate off/on runs: a load spike on this shared machine then lands on both.
-            std::vector<double> off, on, callback_per_step;
-            uint64_t steps_per_run = 0;
-            for (int64_t round = 0; round < args.store_rounds; ++round) {
-                for (int with_store = 0; with_store < 2; ++with_store) {
-                    Network net = Network::from_json(preset.network);
-                    Trainer trainer(net, data, c, backend);
-                    StepTimes times(args.warmup);
-                    trainer.add_observer(&times);
-                    std::unique_ptr<RunRecorder> recorder;
-                    std::unique_ptr<TimedObserver> timed;
-                    if (with_store) {
-                        RunRecorder::Options o;
-                        o.db_path = path;
-                        o.name = "bench store " + precision + " " + batch_text;
-                        recorder = std::make_unique<RunRecorder>(o);
-                        timed = std::make_unique<TimedObserver>(*recorder);
-                        trainer.add_observer(timed.get());
-                    }
-                    const auto summary = trainer.run();
-                    if (summary.status == RunStatus::Failed)
-                        throw Error("bench run failed: " + summary.error);
-                    if (recorder && !recorder->complete())
-                        throw Error("bench run was not fully recorded: " + recorder->error());
-                    if (recorder) {
-                        steps_per_run = static_cast<uint64_t>(summary.steps);
-                        callback_per_step.push_back(timed->seconds /
-                                                    static_cast<double>(std::max<int64_t>(1, summary.steps)));
-                    }
-                    (with_store ? on : off).push_back(median_of(times.times));
-                }
-            }
-            const double off_ms = median_of(off) * 1e3, on_ms = median_of(on) * 1e3;
-            const double overhead = (on_ms - off_ms) / off_ms * 100.0;
-            const double callback_us = median_of(callback_per_step) * 1e6;
-            const double callback_percent = callback_us * 1e-3 / off_ms * 100.0;
-            rows.push_back({{"preset", preset.name},
-                            {"precision", precision},
-                            {"batch", batch},
-                            {"step_ms_off", off_ms},
-                            {"step_ms_store", on_ms},
-                            {"overhead_percent", overhead},
-                            {"callback_us_per_step", callback_us},
-                            {"callback_percent", callback_percent},
-                            {"rounds", args.store_rounds},
-                            {"steps_per_run", steps_per_run}});
-            if (!args.json)
-                std::printf("%-12s %-11s %6lld %10.3f %10.3f %9.2f%% %12.2f %9.3f%%\n", preset.name.c_str(),
-                            precision.c_str(), static_cast<long long>(batch), off_ms, on_ms, overhead,
-                            callback_us, callback_percent);
-            std::fflush(stdout);
-        }
-    }
-    const double writer_rows = bench_writer_rows_per_s(path, 200000);
-    const int points = static_cast<int>(args.store_points);
-    bench_downsample_ms(path, points, 2000);  // builds the series once, outside the timing
-    // Wall time is what a user waits; on a shared, loaded machine the CPU time of this thread
-    // (5 downsamples plus an open and a lookup, divided by 5: an upper bound) says what it costs.
-    timespec c0{}, c1{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-    const double downsample_ms = bench_downsample_ms(path, points, 2000);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-    const double downsample_cpu_ms = ((c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) * 1e-6) / 5.0;
-    if (!args.json) {
-        std::printf("writer: %.0f rows/s (200000 metrics through RunWriter, including the final flush)\n",
-                    writer_rows);
-        std::printf(
-            "downsample: %d points -> 2000 buckets: %.2f ms wall (median of 5), <= %.2f ms CPU per call\n",
-            points, downsample_ms, downsample_cpu_ms);
-    }
-    nlohmann::json out{
-        {"backend", backend.name()},
-        {"device", backend.device_name()},
-        {"threads", thread_count()},
-        {"machine", RunRecorder::machine_description()},
-        {"store_overhead", rows},
-        {"writer_rows_per_second", writer_rows},
-        {"downsample",
-         {{"points", points}, {"buckets", 2000}, {"ms", downsample_ms}, {"cpu_ms", downsample_cpu_ms}}}};
+    for (const auto& precision : split(args.precisions))
+        for (const auto& batch_text : split(args.batches))
+            rows.push_back(
+                store_overhead_row(args, preset, sample, classes, backend, path, precision, batch_text));
+    const StoreQuerySpeed q = store_query_speed(args, path);
+    nlohmann::json out{{"backend", backend.name()},
+                       {"device", backend.device_name()},
+                       {"threads", thread_count()},
+                       {"machine", RunRecorder::machine_description()},
+                       {"store_overhead", rows},
+                       {"writer_rows_per_second", q.writer_rows},
+                       {"downsample",
+                        {{"points", q.points},
+                         {"buckets", 2000},
+                         {"ms", q.downsample_ms},
+                         {"cpu_ms", q.downsample_cpu_ms}}}};
     std::printf("%s\n", args.json ? out.dump(2).c_str() : out.dump().c_str());
     return 0;
 }

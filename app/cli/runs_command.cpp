@@ -394,15 +394,8 @@ void cmd_list(const RunsArgs& a) {
 
 // --- show ------------------------------------------------------------------------------------
 
-void cmd_show(const RunsArgs& a) {
-    auto store = open_store(a.db, false);
-    const auto id = parse_ids(a.ids).front();
-    const Run r = store->get_run(id);
-    const nlohmann::json j = run_to_json(*store, r, true);
-    if (a.json) {
-        std::printf("%s\n", json_text(j, 2).c_str());
-        return;
-    }
+// The run's identity, events, checkpoint and weights: the top of `runs show`.
+void print_run_overview(RunStore& store, const Run& r, const nlohmann::json& j) {
     std::printf("run %lld  %s\n", static_cast<long long>(r.id), r.name.c_str());
     std::printf("  status     %s%s\n", to_string(r.status), r.deleted ? " (deleted)" : "");
     std::printf("  uuid       %s\n", r.uuid.c_str());
@@ -433,24 +426,17 @@ void cmd_show(const RunsArgs& a) {
         std::printf("  checkpoint DAMAGED: %s\n", j["checkpoint_damaged"].get<std::string>().c_str());
     // Checked without loading the values: a CNN's weights are megabytes.
     try {
-        if (const auto w = read_final_weights(store->db(), "main", id, "database " + store->path(), false))
+        if (const auto w = read_final_weights(store.db(), "main", r.id, "database " + store.path(), false))
             std::printf(
                 "  weights    the final FP32 weights of step %lld; runs export %lld --safetensors FILE "
                 "[--pytorch FILE] takes them to PyTorch\n",
-                static_cast<long long>(w->step), static_cast<long long>(id));
+                static_cast<long long>(w->step), static_cast<long long>(r.id));
     } catch (const StoreError& e) {
         std::printf("  weights    DAMAGED: %s\n", e.what());
     }
+}
 
-    std::printf("\nconfiguration\n");
-    for (const auto& [p, v] : flatten_config(r.config_json, "configuration of run " + std::to_string(r.id)))
-        std::printf("  %-36s %s\n", p.c_str(), v.c_str());
-
-    if (!j["summary"].is_null()) {
-        std::printf("\nsummary\n");
-        for (const auto& [k, v] : j["summary"].items())
-            std::printf("  %-28s %s\n", k.c_str(), json_text(v).c_str());
-    }
+void print_last_metrics(const Run& r) {
     std::printf("\nlast metrics\n");
     std::vector<std::vector<std::string>> rows;
     // Per-layer gradient statistics ("underflow/3 Linear/activation_grad", ...) would bury the
@@ -475,6 +461,27 @@ void cmd_show(const RunsArgs& a) {
             text += (text.empty() ? "" : ", ") + stat + " (" + std::to_string(n) + ")";
         std::printf("gradient statistics per layer and kind: %s; --json lists them\n", text.c_str());
     }
+}
+
+void cmd_show(const RunsArgs& a) {
+    auto store = open_store(a.db, false);
+    const auto id = parse_ids(a.ids).front();
+    const Run r = store->get_run(id);
+    const nlohmann::json j = run_to_json(*store, r, true);
+    if (a.json) {
+        std::printf("%s\n", json_text(j, 2).c_str());
+        return;
+    }
+    print_run_overview(*store, r, j);
+    std::printf("\nconfiguration\n");
+    for (const auto& [p, v] : flatten_config(r.config_json, "configuration of run " + std::to_string(r.id)))
+        std::printf("  %-36s %s\n", p.c_str(), v.c_str());
+    if (!j["summary"].is_null()) {
+        std::printf("\nsummary\n");
+        for (const auto& [k, v] : j["summary"].items())
+            std::printf("  %-28s %s\n", k.c_str(), json_text(v).c_str());
+    }
+    print_last_metrics(r);
     if (!j["scaling_damaged"].is_null())
         std::printf("\nscaling DAMAGED: %s\n", j["scaling_damaged"].get<std::string>().c_str());
     else
@@ -595,56 +602,47 @@ void cmd_import(const RunsArgs& a) {
 
 // --- compare -----------------------------------------------------------------------------------
 
-void cmd_compare(const RunsArgs& a) {
-    auto store = open_store(a.db, false);
-    const auto ids = parse_ids(a.ids, 2);
-    std::vector<Run> runs;
-    for (auto id : ids) runs.push_back(store->get_run(id));
+using TableRows = std::vector<std::vector<std::string>>;
 
-    std::vector<std::string> header{"setting"};
-    for (const auto& r : runs) header.push_back("run " + std::to_string(r.id));
-
-    // Configuration and network differences; everything equal is left out.
-    std::vector<std::vector<std::string>> diff_rows;
-    for (const auto& e : store->config_diff(ids)) {
+// Configuration and network settings that differ between the runs; everything equal is left out.
+TableRows config_difference_rows(RunStore& store, const std::vector<Run>& runs,
+                                 const std::vector<std::int64_t>& ids) {
+    TableRows diff_rows;
+    for (const auto& e : store.config_diff(ids)) {
         std::vector<std::string> row{e.path};
         for (const auto& v : e.values) row.push_back(v ? truncate(*v, 40) : "(none)");
         diff_rows.push_back(row);
     }
-    {
-        std::vector<std::map<std::string, std::string>> flat;
-        std::set<std::string> paths;
-        for (const auto& r : runs) {
-            flat.push_back(flatten_config(r.network_json, "network of run " + std::to_string(r.id)));
-            for (const auto& [p, v] : flat.back()) paths.insert(p);
-        }
-        for (const auto& p : paths) {
-            std::vector<std::string> row{"network." + p};
-            bool differs = false;
-            for (const auto& f : flat) {
-                const auto it = f.find(p);
-                row.push_back(it == f.end() ? "(none)" : truncate(it->second, 40));
-                differs = differs || row.back() != row[1];
-            }
-            if (differs) diff_rows.push_back(row);
-        }
+    std::vector<std::map<std::string, std::string>> flat;
+    std::set<std::string> paths;
+    for (const auto& r : runs) {
+        flat.push_back(flatten_config(r.network_json, "network of run " + std::to_string(r.id)));
+        for (const auto& [p, v] : flat.back()) paths.insert(p);
     }
-    std::printf("configuration differences\n");
-    if (diff_rows.empty())
-        std::printf("  (none: same configuration and network)\n");
-    else
-        print_table(header, diff_rows);
+    for (const auto& p : paths) {
+        std::vector<std::string> row{"network." + p};
+        bool differs = false;
+        for (const auto& f : flat) {
+            const auto it = f.find(p);
+            row.push_back(it == f.end() ? "(none)" : truncate(it->second, 40));
+            differs = differs || row.back() != row[1];
+        }
+        if (differs) diff_rows.push_back(row);
+    }
+    return diff_rows;
+}
 
-    // Summary side by side: the figures of sessions/run_figures.h, as the run table and the
-    // report show them; the first FP32 run is the reference for the speed-up.
+// Summary side by side: the figures of sessions/run_figures.h, as the run table and the report
+// show them; the first FP32 run is the reference for the speed-up.
+TableRows summary_rows(RunStore& store, const std::vector<Run>& runs, const std::optional<double>& target) {
     std::vector<RunFigures> figures;
     std::vector<nlohmann::json> summaries;  // for the last epoch's train loss, which only it holds
     for (const auto& r : runs) {
-        figures.push_back(run_figures(*store, r));
-        summaries.push_back(run_summary(*store, r.id));
+        figures.push_back(run_figures(store, r));
+        summaries.push_back(run_summary(store, r.id));
     }
     const auto speedups = speedups_over_fp32(runs, figures);
-    std::vector<std::vector<std::string>> rows;
+    TableRows rows;
     auto add = [&](const std::string& label, auto&& cell) {
         std::vector<std::string> row{label};
         for (std::size_t i = 0; i < runs.size(); ++i) row.push_back(cell(i));
@@ -666,10 +664,9 @@ void cmd_compare(const RunsArgs& a) {
         const bool has = s.is_object() && s.contains("train_loss") && s["train_loss"].is_number();
         return format_number(has ? std::optional<double>(s["train_loss"].get<double>()) : std::nullopt);
     });
-    if (a.target) {
-        const double target = *a.target;
-        add("time to " + percent_text(target), [&](std::size_t i) -> std::string {
-            const auto reach = time_to_accuracy(*store, runs[i], target);
+    if (target) {
+        add("time to " + percent_text(*target), [&](std::size_t i) -> std::string {
+            const auto reach = time_to_accuracy(store, runs[i], *target);
             if (!reach) return "not reached";
             return format_duration(reach->seconds) + " (step " + std::to_string(reach->step) + ")";
         });
@@ -687,6 +684,23 @@ void cmd_compare(const RunsArgs& a) {
         return or_dash(figures[i].mean_activation_underflow, [](double v) { return percent_text(v, 3); });
     });
     add("duration", [&](std::size_t i) { return format_duration(run_duration(runs[i]).value_or(-1)); });
+    return rows;
+}
+
+void cmd_compare(const RunsArgs& a) {
+    auto store = open_store(a.db, false);
+    const auto ids = parse_ids(a.ids, 2);
+    std::vector<Run> runs;
+    for (auto id : ids) runs.push_back(store->get_run(id));
+    std::vector<std::string> header{"setting"};
+    for (const auto& r : runs) header.push_back("run " + std::to_string(r.id));
+    const TableRows diff_rows = config_difference_rows(*store, runs, ids);
+    std::printf("configuration differences\n");
+    if (diff_rows.empty())
+        std::printf("  (none: same configuration and network)\n");
+    else
+        print_table(header, diff_rows);
+    const TableRows rows = summary_rows(*store, runs, a.target);
     std::printf("\nsummary\n");
     header[0] = "";
     print_table(header, rows);

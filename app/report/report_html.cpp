@@ -334,7 +334,12 @@ QString percent_text(std::optional<double> fraction, int decimals) {
     return QString::fromStdString(mpwb::percent_text(*fraction, decimals));
 }
 
-QString to_browser_html(const ReportContent& c) {
+namespace {
+
+const QString kTableAttributes = QStringLiteral("class=\"t\"");
+
+// The page's head, its style sheet and the report's title line.
+QString browser_head(const ReportContent& c) {
     QString h;
     h += QStringLiteral(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
@@ -360,10 +365,15 @@ QString to_browser_html(const ReportContent& c) {
     h += QStringLiteral("<h1>") + html_escape(c.title) + QStringLiteral("</h1>\n");
     h += QStringLiteral("<p class=\"meta\">Generated %1 by MP Workbench from %2</p>\n")
              .arg(html_escape(c.generated), html_escape(c.database));
-    const QString attrs = QStringLiteral("class=\"t\"");
-    h += QStringLiteral("<h2>Runs</h2>\n") + table_html(runs_table(c), attrs);
-    h += QStringLiteral("<h3>Tags and notes</h3>\n") + table_html(notes_table(c), attrs);
-    h += QStringLiteral("<h2>Summary</h2>\n") + table_html(summary_table(c), attrs);
+    return h;
+}
+
+// The runs, their notes, the summary and the configuration differences.
+QString browser_tables(const ReportContent& c) {
+    QString h;
+    h += QStringLiteral("<h2>Runs</h2>\n") + table_html(runs_table(c), kTableAttributes);
+    h += QStringLiteral("<h3>Tags and notes</h3>\n") + table_html(notes_table(c), kTableAttributes);
+    h += QStringLiteral("<h2>Summary</h2>\n") + table_html(summary_table(c), kTableAttributes);
     h += QStringLiteral("<p class=\"note\">") + html_escape(target_note(c)) + QStringLiteral("</p>\n");
     h += QStringLiteral("<h2>Configuration differences</h2>\n");
     if (c.rows.size() < 2)
@@ -371,29 +381,36 @@ QString to_browser_html(const ReportContent& c) {
     else if (c.diff.empty())
         h += QStringLiteral("<p>The runs have the same configuration.</p>\n");
     else
-        h += table_html(diff_table(c), attrs);
-    auto figures = [&](const std::vector<Figure>& list) {
-        for (const Figure& f : list) {
-            h += QStringLiteral(
-                     "<figure><img alt=\"%1\" width=\"%2\" height=\"%3\" src=\"data:image/png;base64,")
-                     .arg(html_escape(f.title))
-                     .arg(f.width)
-                     .arg(f.height);
-            h += QString::fromLatin1(f.png.toBase64());
-            h += QStringLiteral("\"><figcaption><b>%1.</b> %2</figcaption></figure>\n")
-                     .arg(html_escape(f.title), html_escape(f.caption));
-        }
-    };
+        h += table_html(diff_table(c), kTableAttributes);
+    return h;
+}
+
+// Each figure as an inline PNG with its caption.
+QString figures_html(const std::vector<Figure>& list) {
+    QString h;
+    for (const Figure& f : list) {
+        h += QStringLiteral("<figure><img alt=\"%1\" width=\"%2\" height=\"%3\" src=\"data:image/png;base64,")
+                 .arg(html_escape(f.title))
+                 .arg(f.width)
+                 .arg(f.height);
+        h += QString::fromLatin1(f.png.toBase64());
+        h += QStringLiteral("\"><figcaption><b>%1.</b> %2</figcaption></figure>\n")
+                 .arg(html_escape(f.title), html_escape(f.caption));
+    }
+    return h;
+}
+
+// The curves, decision boundaries, gradient histograms and scaling figures.
+QString browser_figures(const ReportContent& c) {
+    QString h;
     h += QStringLiteral("<h2>Training curves</h2>\n");
     h += QStringLiteral("<p class=\"note smoothing\">") +
          html_escape(QString::fromStdString(smoothing_statement(c.smoothing))) + QStringLiteral("</p>\n");
     if (c.curves.empty()) h += QStringLiteral("<p>No metrics stored.</p>\n");
-    figures(c.curves);
-    if (!c.boundaries.empty()) {
-        h += QStringLiteral("<h2>Decision boundaries</h2>\n<div class=\"pair\">");
-        figures(c.boundaries);
-        h += QStringLiteral("</div>\n");
-    }
+    h += figures_html(c.curves);
+    if (!c.boundaries.empty())
+        h += QStringLiteral("<h2>Decision boundaries</h2>\n<div class=\"pair\">") +
+             figures_html(c.boundaries) + QStringLiteral("</div>\n");
     h += QStringLiteral("<h2>Gradient exponent histograms</h2>\n");
     if (c.gradient_grids.empty())
         h += QStringLiteral("<p>No gradient statistics stored (train with statistics every K steps).</p>\n");
@@ -403,38 +420,49 @@ QString to_browser_html(const ReportContent& c) {
                  .arg(html_escape(g.run_label))
                  .arg(g.step)
                  .arg(html_escape(grid_note(g)));
-        figures(g.cells);
-        h += QStringLiteral("</div>\n");
+        h += figures_html(g.cells) + QStringLiteral("</div>\n");
     }
-    figures(c.histograms);
+    h += figures_html(c.histograms);
     if (!c.scaling.empty()) {
         h += QStringLiteral("<h2>Scaling</h2>\n<p class=\"note\">") + html_escape(kScalingNote) +
              QStringLiteral("</p>\n");
         for (const ScalingSection& section : c.scaling) {
             h += QStringLiteral("<h3>") + html_escape(section.run_label) + QStringLiteral("</h3>\n");
-            h += table_html(sqnr_table(section), attrs);
-            figures(section.figures);
+            h += table_html(sqnr_table(section), kTableAttributes) + figures_html(section.figures);
         }
     }
+    return h;
+}
+
+// The architectures, events, configurations and the machine.
+QString browser_details(const ReportContent& c) {
+    QString h;
     h += QStringLiteral("<h2>Network architecture</h2>\n");
     for (const Architecture& a : c.architectures) {
         h += QStringLiteral("<h3>") + architecture_heading(a) + QStringLiteral("</h3>\n");
-        h += a.error.isEmpty() ? table_html(architecture_table(a), attrs)
+        h += a.error.isEmpty() ? table_html(architecture_table(a), kTableAttributes)
                                : QStringLiteral("<p>") + html_escape(a.error) + QStringLiteral("</p>\n");
     }
     h += QStringLiteral("<h2>Events</h2>\n");
     for (const RunEvents& e : c.events) {
         h += QStringLiteral("<h3>") + html_escape(e.run_label) + QStringLiteral("</h3>\n");
-        h += e.shown.empty() ? QStringLiteral("<p>No events.</p>\n") : table_html(events_table(e), attrs);
+        h += e.shown.empty() ? QStringLiteral("<p>No events.</p>\n")
+                             : table_html(events_table(e), kTableAttributes);
     }
     h += QStringLiteral("<h2>Configuration</h2>\n");
-    for (std::size_t i = 0; i < c.rows.size(); ++i) {
-        h += QStringLiteral("<details><summary>%1</summary><pre>").arg(html_escape(c.rows[i].label));
-        h += html_escape(pretty_json(c.rows[i].run.config_json)) + QStringLiteral("</pre></details>\n");
+    for (const auto& row : c.rows) {
+        h += QStringLiteral("<details><summary>%1</summary><pre>").arg(html_escape(row.label));
+        h += html_escape(pretty_json(row.run.config_json)) + QStringLiteral("</pre></details>\n");
     }
-    h += QStringLiteral("<h2>Machine and versions</h2>\n") + table_html(machine_table(c), attrs);
-    h += QStringLiteral("</body></html>\n");
+    h += QStringLiteral("<h2>Machine and versions</h2>\n") + table_html(machine_table(c), kTableAttributes);
     return h;
+}
+
+}  // namespace
+
+QString to_browser_html(const ReportContent& c) {
+    return browser_head(c) + browser_tables(c) + browser_figures(c) + browser_details(c) +
+           QStringLiteral("</body></html>\n");
 }
 
 }  // namespace mpwb::report_detail

@@ -184,11 +184,12 @@ Dataset load_csv_dataset(const std::string& path, const CsvOptions& opt) {
 
 namespace {
 
-Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& opt) {
+// The rows that hold cells: blank lines and '#' comments skipped, a UTF-8 byte order mark (from
+// spreadsheet exports) dropped.
+std::vector<Row> read_rows(const std::string& path, std::string text, char delimiter) {
     if (text.size() >= 3 && static_cast<unsigned char>(text[0]) == 0xEF &&
         static_cast<unsigned char>(text[1]) == 0xBB && static_cast<unsigned char>(text[2]) == 0xBF)
-        text.erase(0, 3);  // UTF-8 byte order mark from spreadsheet exports
-
+        text.erase(0, 3);
     std::vector<Row> rows;
     int64_t line_no = 0;
     for (size_t pos = 0; pos < text.size();) {
@@ -198,141 +199,171 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
         const std::string_view line = trim(std::string_view(text).substr(pos, end - pos));
         pos = end + 1;
         if (line.empty() || line.front() == '#') continue;
-        rows.push_back({line_no, split_cells(line, opt.delimiter, path, line_no)});
+        rows.push_back({line_no, split_cells(line, delimiter, path, line_no)});
     }
     if (rows.empty()) throw DataError("CSV file " + quoted_text(path) + " is empty (no rows)");
+    return rows;
+}
 
-    bool has_header = opt.header == CsvHeader::Yes;
-    if (opt.header == CsvHeader::Auto) {
-        has_header = std::none_of(rows[0].cells.begin(), rows[0].cells.end(),
-                                  [](const std::string& c) { return parse_number(c).has_value(); });
+// The table's layout: its header (when it has one), where the data rows start, how many columns
+// the first row has; checked to leave a feature, a label and a train/test split.
+struct CsvLayout {
+    std::vector<std::string> header;  // empty without a header row
+    bool has_header = false;
+    size_t first = 0;  // the first data row
+    size_t ncols = 0;
+};
+
+CsvLayout table_layout(const std::string& path, const std::vector<Row>& rows, CsvHeader header) {
+    CsvLayout t;
+    t.has_header = header == CsvHeader::Yes;
+    if (header == CsvHeader::Auto) {
+        t.has_header = std::none_of(rows[0].cells.begin(), rows[0].cells.end(),
+                                    [](const std::string& c) { return parse_number(c).has_value(); });
     }
-    std::vector<std::string> header;
-    if (has_header) header = rows[0].cells;
-    const size_t first = has_header ? 1 : 0;
-    const size_t ncols = rows[0].cells.size();
-    if (ncols < 2)
-        throw DataError("CSV file " + quoted_text(path) + " has " + std::to_string(ncols) +
+    if (t.has_header) t.header = rows[0].cells;
+    t.first = t.has_header ? 1 : 0;
+    t.ncols = rows[0].cells.size();
+    if (t.ncols < 2)
+        throw DataError("CSV file " + quoted_text(path) + " has " + std::to_string(t.ncols) +
                         " column; it needs at least one feature column and a label column");
-    if (rows.size() <= first)
+    if (rows.size() <= t.first)
         throw DataError("CSV file " + quoted_text(path) + " has a header but no data rows");
     // Before the classes are counted: one row is one class, but the problem is the row count.
-    if (rows.size() - first < 2)
+    if (rows.size() - t.first < 2)
         throw DataError("CSV file " + quoted_text(path) +
                         " has 1 data row; a train/test split needs at least 2");
+    return t;
+}
 
-    // Label column.
-    size_t label_col = 0;
+size_t label_column(const std::string& path, const CsvLayout& t, const CsvOptions& opt) {
     if (!opt.label_name.empty()) {
-        if (!has_header)
+        if (!t.has_header)
             throw ConfigError("CSV label column " + quoted_text(opt.label_name) + " given by name, but " +
                               quoted_text(path) + " has no header row");
-        const auto it = std::find(header.begin(), header.end(), opt.label_name);
-        if (it == header.end()) {
+        const auto it = std::find(t.header.begin(), t.header.end(), opt.label_name);
+        if (it == t.header.end()) {
             std::string names;
-            for (const auto& h : header)
+            for (const auto& h : t.header)
                 names += (names.empty() ? "" : ", ") + printable_text(h, kShownCellBytes);
             throw ConfigError("CSV file " + quoted_text(path) + " has no column " +
                               quoted_text(opt.label_name) + " (columns: " + names + ")");
         }
-        label_col = static_cast<size_t>(it - header.begin());
-    } else {
-        const int64_t idx =
-            opt.label_index < 0 ? static_cast<int64_t>(ncols) + opt.label_index : opt.label_index;
-        if (idx < 0 || idx >= static_cast<int64_t>(ncols))
-            throw ConfigError("CSV label column index " + std::to_string(opt.label_index) +
-                              " out of range for " + quoted_text(path) + " with " + std::to_string(ncols) +
-                              " columns");
-        label_col = static_cast<size_t>(idx);
+        return static_cast<size_t>(it - t.header.begin());
     }
+    const int64_t idx =
+        opt.label_index < 0 ? static_cast<int64_t>(t.ncols) + opt.label_index : opt.label_index;
+    if (idx < 0 || idx >= static_cast<int64_t>(t.ncols))
+        throw ConfigError("CSV label column index " + std::to_string(opt.label_index) + " out of range for " +
+                          quoted_text(path) + " with " + std::to_string(t.ncols) + " columns");
+    return static_cast<size_t>(idx);
+}
 
-    const CsvError err(path, has_header ? &header : nullptr);
-    const auto n = static_cast<int64_t>(rows.size() - first);
-    const auto nf = static_cast<int64_t>(ncols - 1);
-    std::vector<float> features(static_cast<size_t>(n * nf));
-    std::vector<std::string> label_text(static_cast<size_t>(n));
-    for (int64_t r = 0; r < n; ++r) {
-        const Row& row = rows[first + static_cast<size_t>(r)];
-        if (row.cells.size() != ncols)
+// The data rows' cells: the feature values, row-major, and each row's label text with its line.
+struct CsvCells {
+    std::vector<float> features;
+    std::vector<std::string> label_text;
+    std::vector<int64_t> label_line;
+    int64_t rows = 0, features_per_row = 0;
+};
+
+CsvCells read_cells(const std::string& path, const std::vector<Row>& rows, const CsvLayout& t,
+                    size_t label_col, const CsvError& err) {
+    CsvCells cells;
+    cells.rows = static_cast<int64_t>(rows.size() - t.first);
+    cells.features_per_row = static_cast<int64_t>(t.ncols - 1);
+    cells.features.resize(static_cast<size_t>(cells.rows * cells.features_per_row));
+    float* f = cells.features.data();
+    for (size_t r = t.first; r < rows.size(); ++r) {
+        const Row& row = rows[r];
+        if (row.cells.size() != t.ncols)
             throw DataError("CSV file " + quoted_text(path) + ", line " + std::to_string(row.line) +
                             ": ragged row with " + std::to_string(row.cells.size()) + " cells, expected " +
-                            std::to_string(ncols) + " (as on line " + std::to_string(rows[0].line) + ")");
-        float* f = features.data() + r * nf;
-        for (size_t c = 0; c < ncols; ++c) {
+                            std::to_string(t.ncols) + " (as on line " + std::to_string(rows[0].line) + ")");
+        for (size_t c = 0; c < t.ncols; ++c) {
             if (c == label_col) continue;
             *f++ = err.number(row.cells[c], row.line, c);
         }
-        label_text[static_cast<size_t>(r)] = row.cells[label_col];
+        cells.label_text.push_back(row.cells[label_col]);
+        cells.label_line.push_back(row.line);
     }
+    return cells;
+}
 
-    Dataset ds;
-    ds.name = printable_text(std::filesystem::path(path).stem().string());
-    ds.sample_shape = {nf};
-    std::vector<float> targets(static_cast<size_t>(n));
-    if (opt.regression) {
-        for (int64_t r = 0; r < n; ++r)
-            targets[static_cast<size_t>(r)] =
-                err.number(label_text[static_cast<size_t>(r)], rows[first + r].line, label_col);
+// Integer labels: 0..K-1 keep their meaning; anything else is renumbered in order.
+std::vector<float> numeric_class_targets(const CsvCells& cells, size_t label_col, const CsvError& err,
+                                         std::vector<std::string>& class_names) {
+    std::vector<double> values(cells.label_text.size());
+    std::set<double> distinct;
+    for (size_t i = 0; i < values.size(); ++i) {
+        const double v = err.number(cells.label_text[i], cells.label_line[i], label_col);
+        if (v != std::floor(v))
+            throw DataError(err.where(cells.label_line[i], label_col) + ": class label " +
+                            quoted_text(cells.label_text[i], kShownCellBytes) +
+                            " is not an integer (load the file as regression for continuous targets)");
+        values[i] = v;
+        distinct.insert(v);
+    }
+    const bool identity =
+        *distinct.begin() == 0.0 && *distinct.rbegin() == static_cast<double>(distinct.size() - 1);
+    std::map<double, int> index;
+    for (double v : distinct) {
+        index.emplace(v, static_cast<int>(index.size()));
+        class_names.push_back(number_name(v));
+    }
+    std::vector<float> targets(values.size());
+    for (size_t i = 0; i < values.size(); ++i)
+        targets[i] = identity ? static_cast<float>(values[i]) : static_cast<float>(index.at(values[i]));
+    return targets;
+}
+
+// Text labels: classes in sorted order, named by their text.
+std::vector<float> text_class_targets(const CsvCells& cells, size_t label_col, const CsvError& err,
+                                      std::vector<std::string>& class_names) {
+    std::map<std::string, int> string_class;
+    for (size_t i = 0; i < cells.label_text.size(); ++i) {
+        if (trim(cells.label_text[i]).empty())
+            throw DataError(err.where(cells.label_line[i], label_col) + ": empty label");
+        string_class.emplace(cells.label_text[i], 0);
+    }
+    int k = 0;
+    for (auto& [name, index] : string_class) {
+        index = k++;
+        class_names.push_back(printable_text(name));
+    }
+    std::vector<float> targets(cells.label_text.size());
+    for (size_t i = 0; i < targets.size(); ++i)
+        targets[i] = static_cast<float>(string_class.at(cells.label_text[i]));
+    return targets;
+}
+
+// The targets of every row, and the dataset's classes (none for regression).
+std::vector<float> targets_of(const std::string& path, const CsvCells& cells, size_t label_col,
+                              const CsvError& err, bool regression, Dataset& ds) {
+    if (regression) {
+        std::vector<float> targets(cells.label_text.size());
+        for (size_t i = 0; i < targets.size(); ++i)
+            targets[i] = err.number(cells.label_text[i], cells.label_line[i], label_col);
         ds.num_classes = 0;
-    } else {
-        // Classes: numbers if every label is one, else strings.
-        bool all_numeric = true;
-        for (const auto& t : label_text)
-            if (!parse_number(t)) {
-                all_numeric = false;
-                break;
-            }
-        std::map<std::string, int> string_class;
-        if (all_numeric) {
-            std::vector<double> values(static_cast<size_t>(n));
-            std::set<double> distinct;
-            for (int64_t r = 0; r < n; ++r) {
-                const size_t i = static_cast<size_t>(r);
-                const double v = err.number(label_text[i], rows[first + i].line, label_col);
-                if (v != std::floor(v))
-                    throw DataError(err.where(rows[first + i].line, label_col) + ": class label " +
-                                    quoted_text(label_text[i], kShownCellBytes) +
-                                    " is not an integer (load the file as regression for "
-                                    "continuous targets)");
-                values[i] = v;
-                distinct.insert(v);
-            }
-            // Labels already 0..K-1 keep their meaning; anything else is renumbered in order.
-            const bool identity =
-                *distinct.begin() == 0.0 && *distinct.rbegin() == static_cast<double>(distinct.size() - 1);
-            std::map<double, int> index;
-            for (double v : distinct) {
-                index.emplace(v, static_cast<int>(index.size()));
-                ds.class_names.push_back(number_name(v));
-            }
-            for (int64_t r = 0; r < n; ++r)
-                targets[static_cast<size_t>(r)] =
-                    identity ? static_cast<float>(values[static_cast<size_t>(r)])
-                             : static_cast<float>(index.at(values[static_cast<size_t>(r)]));
-        } else {
-            for (int64_t r = 0; r < n; ++r) {
-                const size_t i = static_cast<size_t>(r);
-                if (trim(label_text[i]).empty())
-                    throw DataError(err.where(rows[first + i].line, label_col) + ": empty label");
-                string_class.emplace(label_text[i], 0);
-            }
-            int k = 0;
-            for (auto& [name, index] : string_class) {
-                index = k++;
-                ds.class_names.push_back(printable_text(name));
-            }
-            for (int64_t r = 0; r < n; ++r)
-                targets[static_cast<size_t>(r)] =
-                    static_cast<float>(string_class.at(label_text[static_cast<size_t>(r)]));
-        }
-        ds.num_classes = static_cast<int>(ds.class_names.size());
-        if (ds.num_classes < 2)
-            throw DataError("CSV file " + quoted_text(path) + ": label column " +
-                            std::to_string(label_col + 1) + " holds a single class " +
-                            quoted_text(ds.class_names[0]) +
-                            "; classification needs at least 2 (or load it as regression)");
+        return targets;
     }
+    // Classes: numbers if every label is one, else strings.
+    const bool all_numeric = std::all_of(cells.label_text.begin(), cells.label_text.end(),
+                                         [](const std::string& t) { return parse_number(t).has_value(); });
+    std::vector<float> targets = all_numeric ? numeric_class_targets(cells, label_col, err, ds.class_names)
+                                             : text_class_targets(cells, label_col, err, ds.class_names);
+    ds.num_classes = static_cast<int>(ds.class_names.size());
+    if (ds.num_classes < 2)
+        throw DataError("CSV file " + quoted_text(path) + ": label column " + std::to_string(label_col + 1) +
+                        " holds a single class " + quoted_text(ds.class_names[0]) +
+                        "; classification needs at least 2 (or load it as regression)");
+    return targets;
+}
 
+// The rows shuffled from the seed, test_ratio of them (at least one, and one left) held out.
+void split_train_test(const CsvCells& cells, const std::vector<float>& targets, const CsvOptions& opt,
+                      Dataset& ds) {
+    const int64_t n = cells.rows, nf = cells.features_per_row;
     std::vector<int64_t> order(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
     Rng rng(opt.seed);
@@ -352,9 +383,22 @@ Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& o
         const int64_t src = order[static_cast<size_t>(i)];
         const bool train = i < n_train;
         const int64_t j = train ? i : i - n_train;
-        std::copy_n(features.data() + src * nf, nf, (train ? ds.train_x : ds.test_x).data() + j * nf);
+        std::copy_n(cells.features.data() + src * nf, nf, (train ? ds.train_x : ds.test_x).data() + j * nf);
         (train ? ds.train_y : ds.test_y)[j] = targets[static_cast<size_t>(src)];
     }
+}
+
+Dataset parse_csv(const std::string& path, std::string text, const CsvOptions& opt) {
+    const std::vector<Row> rows = read_rows(path, std::move(text), opt.delimiter);
+    const CsvLayout layout = table_layout(path, rows, opt.header);
+    const size_t label_col = label_column(path, layout, opt);
+    const CsvError err(path, layout.has_header ? &layout.header : nullptr);
+    const CsvCells cells = read_cells(path, rows, layout, label_col, err);
+    Dataset ds;
+    ds.name = printable_text(std::filesystem::path(path).stem().string());
+    ds.sample_shape = {cells.features_per_row};
+    const std::vector<float> targets = targets_of(path, cells, label_col, err, opt.regression, ds);
+    split_train_test(cells, targets, opt, ds);
     return ds;
 }
 
