@@ -6,6 +6,12 @@
 // documentation). The window only wires widgets to the TrainingController: it never touches the
 // engine itself. The dock layout is saved and restored with QSettings; View › Reset layout
 // brings back the default one, sized to the screen (it fits 1366×768).
+//
+// One file per concern: main_window.cpp (construction, actions, experiment, help, errors),
+// main_window_layout.cpp (docks, sizes, saved layout), main_window_training.cpp (train, compare,
+// pause, stop, status bar; the live runs' updates go through LiveRuns), main_window_runs.cpp
+// (stored runs: open, load settings, train again, resume), main_window_exports.cpp (report and
+// PyTorch export) and main_window_sweeps.cpp (sweeps and the hyperparameter view).
 #pragma once
 #include <QElapsedTimer>
 #include <QList>
@@ -35,6 +41,7 @@ namespace mpwb {
 class DatasetPanel;
 class EventList;
 class HparamView;
+class LiveRuns;
 class SweepLauncher;
 class SweepProgress;
 class NetworkEditor;
@@ -110,7 +117,6 @@ public:
     bool resumeRun(qint64 id);
 
     NetworkEditor* networkEditor() const { return editor_; }
-    DatasetPanel* datasetPanel() const { return dataset_; }
     PrecisionPanel* precisionPanel() const { return precision_; }
     TrainingSettingsPanel* trainingPanel() const { return training_; }
     RunBrowser* runBrowser() const { return browser_; }
@@ -131,9 +137,7 @@ public:
     QString lastError() const { return last_error_; }
     QString presetName() const { return preset_name_; }
     // GUI-thread seconds spent routing updates into the widgets (benchmark figure).
-    double updateSeconds() const { return update_seconds_; }
-    // Board index of each live run slot (-1 when not on the board).
-    std::vector<int> liveBoardRuns() const { return live_runs_; }
+    double updateSeconds() const;
 
 signals:
     // The first time the window is exposed (startup timing).
@@ -145,37 +149,51 @@ protected:
     void showEvent(QShowEvent* event) override;
 
 private:
-    // Starts runs through `launch` unless blockReason() says why not (then in the status bar,
-    // after `what`); what `launch` throws is shown in an error box titled `what`.
-    bool launchUnlessBlocked(const QString& what, const std::function<bool()>& launch);
-    // A stored run's decision boundary with its dataset's points, when the store has one.
-    void showStoredBoundary(RunStore& store, const Run& run, int board_index);
+    // main_window.cpp: the signal wiring of the constructor, and what waits for the first expose.
+    void connectController();
+    void connectPanels();
+    void connectRunBrowser();
+    void finishStartup();
     void buildActions();
-    void buildDocks();
-    void buildStatusBar();
     void buildHelpMenu();
-    // The docks' default sizes for the window's size (after the first show and Reset layout).
-    void applyDefaultDockSizes();
     // Network, dataset, precision and training settings into the docks; the network as one
     // undoable edit named undo_text.
     void showExperiment(const TrainConfig& config, const nlohmann::json& network, const QString& undo_text);
     void updateActions();
-    void onUpdates(const std::vector<RunUpdate>& updates);
+    void onDatasetChanged();
+    void showError(const QString& title, const QString& text);
+
+    // main_window_layout.cpp
+    void buildDocks();
+    // The docks' default sizes for the window's size (after the first show and Reset layout).
+    void applyDefaultDockSizes();
+    // A bottom dock raised and, when shorter, grown to `height`.
+    void raiseBottomDock(QDockWidget* dock, int height);
+    void saveLayout();
+    void restoreLayout();
+
+    // main_window_training.cpp
+    void buildStatusBar();
+    // Starts runs through `launch` unless blockReason() says why not (then in the status bar,
+    // after `what`); what `launch` throws is shown in an error box titled `what`.
+    bool launchUnlessBlocked(const QString& what, const std::function<bool()>& launch);
     void onStateChanged(TrainingController::State state);
     void onProgress(double fraction, double eta_seconds);
-    void onDatasetChanged();
+
+    // main_window_runs.cpp
+    // A stored run's decision boundary with its dataset's points, when the store has one.
+    void showStoredBoundary(RunStore& store, const Run& run, int board_index);
+    // The run's events into the event list, each row labelled `label`.
+    void addStoredEvents(RunStore& store, qint64 id, const QString& label);
+
+    // main_window_exports.cpp
     void onReportRequested(const QList<qint64>& ids);
     void onPyTorchExportRequested(qint64 id);
+
+    // main_window_sweeps.cpp
     void onSweepActionTriggered();
     void raiseHyperparameters();
     void onSweepFinished(qint64 sweep_id, bool ok, const QString& message);
-    // A row of the event list: text is the readable line, json (the tooltip) the recorded detail.
-    void addEventRow(const QString& run, int64_t step, const QString& kind, const QString& source,
-                     const QString& text, const QString& json);
-    void showError(const QString& title, const QString& text);
-    void beginLive(const std::vector<std::pair<QString, QString>>& runs);
-    void saveLayout();
-    void restoreLayout();
 
     Options options_;
     TrainingController* controller_ = nullptr;
@@ -202,17 +220,15 @@ private:
     QProgressBar* progress_ = nullptr;
     QElapsedTimer progress_clock_;  // since the progress bar and ETA last changed
     QLabel* eta_label_ = nullptr;
+    LiveRuns* live_ = nullptr;
 
     TrainConfig base_config_;  // the preset's settings the panels do not show
     QString preset_name_;
     // What new runs are named after: the preset, or the stored run whose settings were loaded.
     QString experiment_name_;
-    QByteArray default_state_;          // the docks as built, for Reset layout
-    std::vector<int> live_runs_;        // slot -> board index
-    std::vector<QString> live_labels_;  // slot -> label
+    QByteArray default_state_;  // the docks as built, for Reset layout
     bool exposed_ = false;
     bool layout_restored_ = false;
-    double update_seconds_ = 0;
     // The docks by what they hold; each also has an objectName ("dockRuns"), which the saved
     // layout and the tests find it by.
     struct Docks {
