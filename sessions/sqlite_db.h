@@ -40,7 +40,6 @@ public:
 
     sqlite3* handle() const { return db_; }
     const std::string& path() const { return path_; }
-    bool is_open() const { return db_ != nullptr; }
 
     // Runs one or more statements without results; throws StoreError on failure.
     void exec(const std::string& sql, std::string_view what = {});

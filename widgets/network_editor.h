@@ -53,7 +53,6 @@ public:
 
     // The per-sample input shape from the dataset panel ({2}, {1,28,28}, ...).
     void setInputShape(const Shape& shape);
-    Shape inputShape() const { return input_shape_; }
     // Classes of the dataset (0 = unknown): the last layer must output exactly this many.
     void setClassCount(int classes);
 

@@ -73,7 +73,6 @@ public:
 
     // Live mode: policy and device are locked; Apply / Set scale / Set LR emit requests.
     void setRunning(bool running);
-    bool isRunning() const { return running_; }
     void setLearningRate(float lr);
 
     // Readout of the live scaler state.

@@ -654,14 +654,12 @@ void RunBrowser::setShowDeleted(bool on) { show_deleted_->setChecked(on); }
 void RunBrowser::onDeleteClicked() {
     const QList<qint64> ids = selectedRunIds();
     if (ids.isEmpty()) return;
-    if (confirm_delete_) {
-        const auto answer = QMessageBox::question(
-            this, tr("Delete runs"),
-            tr("Move %n run(s) to the trash? They can be restored from the Trash view until it is purged.",
-               "", int(ids.size())),
-            QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
-        if (answer != QMessageBox::Yes) return;
-    }
+    const auto answer = QMessageBox::question(
+        this, tr("Delete runs"),
+        tr("Move %n run(s) to the trash? They can be restored from the Trash view until it is purged.", "",
+           int(ids.size())),
+        QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+    if (answer != QMessageBox::Yes) return;
     deleteRuns(ids);
 }
 

@@ -57,8 +57,6 @@ public:
     bool restoreRuns(const QList<qint64>& ids);
     // Soft-deleted runs only (the trash) when on.
     void setShowDeleted(bool on);
-    // Ask before deleting (on by default).
-    void setConfirmDelete(bool on) { confirm_delete_ = on; }
     // Why Resume is disabled for the selection (empty when it is enabled).
     QString resumeBlockReason() const;
 
@@ -98,7 +96,6 @@ private:
     std::unique_ptr<RunStore> store_;
     QString path_;
     QString error_;
-    bool confirm_delete_ = true;
     bool filling_ = false;
     std::vector<Run> runs_;
 

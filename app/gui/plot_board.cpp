@@ -348,11 +348,6 @@ bool PlotBoard::runShown(int run) const {
     return lossPlot()->runVisible(runs_[static_cast<size_t>(run)]->key);
 }
 
-void PlotBoard::setRunShown(int run, bool shown) {
-    if (run < 0 || run >= runCount()) return;
-    for (SeriesPlot* p : curve_plots_) p->setRunVisible(runs_[static_cast<size_t>(run)]->key, shown);
-}
-
 // The loss-scale plot of runs that all train without a scaler says so, instead of empty axes.
 void PlotBoard::updateScaleEmptyText() {
     QStringList unscaled;

@@ -90,9 +90,7 @@ public:
     QCheckBox* logXCheck() const { return log_x_; }
     // Whether the run (board index) is shown in the curve plots (a legend click toggles it).
     bool runShown(int run) const;
-    void setRunShown(int run, bool shown);
     QComboBox* layerSelector() const { return layer_; }
-    QComboBox* kindSelector() const { return kind_; }
     QComboBox* runSelector() const { return run_select_; }
     ScalingView* scalingView() const { return scaling_; }
     QComboBox* scalingRunSelector() const { return scaling_run_; }

@@ -31,7 +31,6 @@ public:
     int total() const { return total_; }
     int done() const { return finished_ + failed_; }
     int failed() const { return failed_; }
-    qint64 sweepId() const { return sweep_id_; }
     // One JSON line of the CLI (public for tests); malformed lines are ignored.
     void handleLine(const QString& line);
 

@@ -36,7 +36,6 @@ public:
     int64_t batch_size() const { return batch_size_; }
     int64_t batches_per_epoch() const;
     int64_t epoch() const { return epoch_; }
-    int64_t batch_index() const { return batch_; }  // batches handed out in this epoch
     // Sample indices of the current batch (valid after next() returned true).
     std::span<const int64_t> last_indices() const { return last_; }
     const std::vector<int64_t>& order() const { return order_; }

@@ -383,10 +383,6 @@ ImageSize checked_header(std::span<const uint8_t> bytes, const std::string& file
 
 }  // namespace
 
-const char* size_mismatch_name(SizeMismatch policy) {
-    return policy == SizeMismatch::Error ? "error" : "resize";
-}
-
 SizeMismatch parse_size_mismatch(const std::string& name, const std::string& field) {
     if (name == "resize") return SizeMismatch::Resize;
     if (name == "error") return SizeMismatch::Error;

@@ -20,8 +20,7 @@ enum class SizeMismatch {
     Error,   // refuse the dataset, naming the file and both sizes
 };
 
-// "resize" / "error"; parse throws ConfigError naming `field` and the accepted names.
-const char* size_mismatch_name(SizeMismatch policy);
+// "resize" or "error"; throws ConfigError naming `field` and the accepted names.
 SizeMismatch parse_size_mismatch(const std::string& name, const std::string& field = "size_mismatch");
 
 // Bounds on what one folder may make the reader do; the defaults fit any dataset that fits the

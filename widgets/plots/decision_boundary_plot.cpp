@@ -138,12 +138,6 @@ void DecisionBoundaryPlot::setPoints(const QVector<double>& x, const QVector<dou
     requestReplot();
 }
 
-void DecisionBoundaryPlot::clearPoints() {
-    for (QCPGraph* g : train_graphs_) g->data()->clear();
-    for (QCPGraph* g : test_graphs_) g->data()->clear();
-    requestReplot();
-}
-
 QString DecisionBoundaryPlot::csv() const {
     QString out = QStringLiteral("kind,x,y,value\n");
     QCPColorMapData* data = map_->data();  // cell() is not const in QCustomPlot

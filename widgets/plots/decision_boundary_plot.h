@@ -24,7 +24,6 @@ public:
                       const QVector<int>& predicted, const QVector<double>& confidence, int classes);
     // Replaces the train (test=false) or test point set.
     void setPoints(const QVector<double>& x, const QVector<double>& y, const QVector<int>& label, bool test);
-    void clearPoints();
 
     // Colour of a class (points and multi-class grid).
     static QColor classColor(int cls);

@@ -44,7 +44,6 @@ public:
     // to the gradient's), as recorded at `step`; drawn below the other strips.
     void setScaledZone(Format element, double shift_log2, int64_t step);
     void clearScaledZone();
-    QVector<Format> visibleFormats() const { return formats_; }
     void clear();
 
     const ExponentHistogram& histogram() const { return histogram_; }

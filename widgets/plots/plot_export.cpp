@@ -4,7 +4,6 @@
 
 #include "widgets/plots/plot_widget.h"
 
-#include <QBuffer>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -34,15 +33,6 @@ bool fail(QString* error, const QString& message) {
 QString plot_csv(QCustomPlot* plot) {
     if (auto* p = qobject_cast<PlotWidget*>(plot)) return p->csv();
     return graphs_csv(*plot);
-}
-
-QByteArray plot_png(QCustomPlot* plot, int width, int height) {
-    QByteArray bytes;
-    QBuffer buffer(&bytes);
-    buffer.open(QIODevice::WriteOnly);
-    plot->replot(QCustomPlot::rpImmediateRefresh);  // pending autoscale happens in beforeReplot
-    plot->toPixmap(width, height, 1.0).save(&buffer, "PNG");
-    return bytes;
 }
 
 bool export_plot(QCustomPlot* plot, const QString& path, QString* error, int width, int height) {

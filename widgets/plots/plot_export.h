@@ -17,7 +17,4 @@ bool export_plot(QCustomPlot* plot, const QString& path, QString* error = nullpt
 // The CSV text export_plot writes for `plot`.
 QString plot_csv(QCustomPlot* plot);
 
-// PNG bytes of the plot rendered at width x height (device pixel ratio 1), for embedding.
-QByteArray plot_png(QCustomPlot* plot, int width, int height);
-
 }  // namespace mpwb

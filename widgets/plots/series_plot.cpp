@@ -248,13 +248,6 @@ QVector<double> SeriesPlot::keysFor(const RunData& r, const QVector<double>& ste
     return keys;
 }
 
-double SeriesPlot::keyForStep(int run, double step) const {
-    const RunData* r = find(run);
-    if (!r) return kNaN;
-    const QVector<double> keys = keysFor(*r, QVector<double>{step});
-    return keys.isEmpty() ? kNaN : keys.front();
-}
-
 // Every graph of a run again from its steps, in the current x-axis mode.
 void SeriesPlot::rebuildKeys(RunData& r) {
     rebuildSmoothed(r);
@@ -332,28 +325,9 @@ void SeriesPlot::clearRuns() {
 
 int SeriesPlot::runCount() const { return static_cast<int>(runs_.size()); }
 
-QList<int> SeriesPlot::runKeys() const {
-    QList<int> keys;
-    for (auto& [k, r] : runs_) keys.append(k);
-    return keys;
-}
-
-QString SeriesPlot::runLabel(int run) const {
-    const RunData* r = find(run);
-    return r ? r->label : QString();
-}
-
 QColor SeriesPlot::runColor(int run) const {
     const RunData* r = find(run);
     return r ? r->color : QColor();
-}
-
-void SeriesPlot::setRunLabel(int run, const QString& label) {
-    RunData* r = find(run);
-    if (!r) return;
-    r->label = label;
-    updateLegend();
-    requestReplot();
 }
 
 void SeriesPlot::setRunVisible(int run, bool visible) {
@@ -587,10 +561,6 @@ void SeriesPlot::appendPoints(int run, Curve curve, const QVector<double>& steps
     }
     if (curve == Curve::Test) g->setScatterSkip(std::max(0, g->dataCount() / kMaxTestMarkers - 1));
     afterAppend();
-}
-
-void SeriesPlot::appendPoint(int run, Curve curve, double step, double value) {
-    appendPoints(run, curve, QVector<double>{step}, QVector<double>{value});
 }
 
 void SeriesPlot::setPoints(int run, Curve curve, const QVector<double>& steps,

@@ -37,9 +37,6 @@ public:
     void removeRun(int run);
     void clearRuns();
     int runCount() const;
-    QList<int> runKeys() const;
-    QString runLabel(int run) const;
-    void setRunLabel(int run, const QString& label);
     void setRunVisible(int run, bool visible);
     bool runVisible(int run) const;
     QColor runColor(int run) const;
@@ -53,9 +50,6 @@ public:
     void setXAxisMode(XAxis mode);
     XAxis xAxisMode() const { return x_mode_; }
     void setLogX(bool log);
-    bool logX() const { return log_x_; }
-    // The x coordinate of a run's step in the current mode (NaN when the run has no times).
-    double keyForStep(int run, double step) const;
     // Centred text shown while no curve has data (e.g. "no loss scaling" for FP32 runs).
     void setEmptyText(const QString& text);
     QString emptyText() const { return empty_text_; }
@@ -64,7 +58,6 @@ public:
     // Appends points (steps ascending, after the points already there). Throws nothing: a
     // mismatched size appends the common prefix; an unknown run is ignored.
     void appendPoints(int run, Curve curve, const QVector<double>& steps, const QVector<double>& values);
-    void appendPoint(int run, Curve curve, double step, double value);
     // Replaces a curve's points (e.g. a stored run loaded from the database).
     void setPoints(int run, Curve curve, const QVector<double>& steps, const QVector<double>& values);
 
@@ -73,7 +66,6 @@ public:
     void setSmoothing(double alpha);
     double smoothing() const { return smoothing_; }
     void setLogY(bool log);
-    bool logY() const { return log_y_; }
     // Autoscale after every append (default on); turned off when the user pans or zooms,
     // on again with a double click.
     void setFollow(bool follow);
