@@ -64,7 +64,7 @@ std::vector<NamedScalerConfig> scaler_configs() {
                     c.min_scale = 1.0 / 64;
                     c.max_scale = 65536;
                     out.push_back({"dynamic h" + std::to_string(hysteresis) + " " +
-                                       to_string(refill) + " " + to_string(timing) +
+                                       setting_enum_name(refill) + " " + setting_enum_name(timing) +
                                        (count_skipped ? " count" : " nocount"),
                                    c, true, true});
                 }

@@ -986,25 +986,26 @@ private slots:
         changed.mode = ScalerMode::Static;
         for (const auto& f : loss_scaler_fields()) {
             QVERIFY2(defaults.contains(f.name), f.name);
-            QCOMPARE(find_loss_scaler_field(f.name), &f);
+            QCOMPARE(find_setting_field(loss_scaler_fields(), f.name), &f);  // each name once
             // set(get()) copies a field from one configuration to another.
             LossScalerConfig c;
             f.set(c, f.get(changed), f.name);
             QCOMPARE(f.get(c), f.get(changed));
-            if (f.kind == ScalerFieldKind::Choice) QVERIFY2(!f.choices.empty(), f.name);
+            if (f.kind == SettingKind::Choice) QVERIFY2(!f.choices.empty(), f.name);
         }
-        QCOMPARE(find_loss_scaler_field("growth_intervall"), nullptr);
-        for (const auto& c : scaler_choices<GrowthTiming>())
-            QCOMPARE(scaler_enum_name(parse_scaler_enum<GrowthTiming>(c.name)), c.name);
-        QCOMPARE(parse_hysteresis_refill("Every-Clean-Step"), HysteresisRefill::EveryCleanStep);
+        QCOMPARE(find_setting_field(loss_scaler_fields(), "growth_intervall"), nullptr);
+        for (const auto& c : setting_choices<GrowthTiming>())
+            QCOMPARE(setting_enum_name(parse_setting_enum<GrowthTiming>(c.name)), c.name);
+        QCOMPARE(parse_setting_enum<HysteresisRefill>("Every-Clean-Step"), HysteresisRefill::EveryCleanStep);
         QCOMPARE(parse_scaler_mode("off"), ScalerMode::None);
-        QCOMPARE(to_string(ScalerMode::None), "none");  // an alias is read, never written
+        QCOMPARE(setting_enum_name(ScalerMode::None), "none");  // an alias is read, never written
+        EXPECT_CONFIG_ERROR(parse_setting_enum<OverflowAction>("abort"), "on_overflow", "skip or retry");
         try {
-            (void)parse_overflow_action("abort");
+            (void)parse_scaler_mode("sometimes");
             QFAIL("an unknown name was accepted");
         } catch (const ScalerConfigError& e) {
-            QCOMPARE(e.issue().field, std::string("on_overflow"));
-            QVERIFY2(e.issue().message.find("skip or retry") != std::string::npos, e.what());
+            QCOMPARE(e.issue().field, std::string("mode"));
+            QVERIFY2(e.issue().message.find("none, static or dynamic") != std::string::npos, e.what());
         }
         // A field read from JSON is named by its path.
         EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(nlohmann::json{{"hysteresis", int64_t{10000000000}}},
