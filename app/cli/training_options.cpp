@@ -3,7 +3,6 @@
 
 #include <charconv>
 #include <filesystem>
-#include <limits>
 
 #include "app/cli/option_checks.h"
 #include "core/common/error.h"
@@ -11,6 +10,13 @@
 #include "core/train/dataset_source.h"
 
 namespace mpwb::cli {
+
+std::map<std::string, FlagSpelling> scaler_flag_spellings() {
+    return {{"mode", {"--scaler", {}}},  // --mode would not say what it sets
+            {"initial_scale", {"", {"--init-scale"}}},
+            {"refill", {"", {"--hysteresis-refill"}}},
+            {"count_skipped_steps", {"", {"--count-skipped"}}}};
+}
 
 std::string default_preset_name() {
     return std::filesystem::exists(kDefaultFashionMnistPath) ? "fashion-mlp" : "spiral-mlp";
@@ -111,25 +117,13 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
     recipe_flags.add_to(app, "Scaled recipes (fp8-delayed, fp8-current, fp8-block, mxfp8, nvfp4)");
     app.add_option("--weight-grad-format", weight_grad_format,
                    "Storage of weight gradients: fp32, fp16, bf16");
-    app.add_option("--scaler", scaler_mode, "Loss scaling: none, static, dynamic");
+    const std::string scaler_group = "Loss scaler";
     app.add_option("--scaler-like", scaler_like,
-                   "Start from a known system's rules: pytorch, deepspeed, megatron, nnabla");
-    app.add_option("--init-scale", init_scale, "Initial (or static) loss scale");
-    app.add_option("--growth-factor", growth_factor, "Scale growth factor (> 1)");
-    app.add_option("--backoff-factor", backoff_factor, "Scale backoff factor (0 < f < 1)");
-    app.add_option("--growth-interval", growth_interval, "Clean steps before the scale grows")
-        ->check(whole_number(std::numeric_limits<int64_t>::min()));
-    app.add_option("--hysteresis", hysteresis, "Overflows tolerated before backing off")
-        ->check(whole_number(std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
-    app.add_option("--hysteresis-refill", hysteresis_refill, "on_growth or every_clean_step");
-    app.add_option("--min-scale", min_scale, "Smallest loss scale");
-    app.add_option("--max-scale", max_scale, "Largest loss scale");
-    app.add_option("--on-overflow", on_overflow, "skip, or retry the same batch at the lower scale");
-    app.add_option("--max-retries", max_retries, "Retries of one batch before it is skipped")
-        ->check(whole_number(std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
-    app.add_option("--count-skipped", count_skipped, "Skipped steps advance the LR schedule (true/false)");
-    app.add_option("--grow-only-if-finite", grow_only_if_finite,
-                   "Refuse a growth that makes the scale infinite (true/false)");
+                   "Start from a known system's rules: pytorch, deepspeed, megatron, nnabla; the flags "
+                   "below change them")
+        ->type_name("NAME")
+        ->group(scaler_group);
+    scaler_flags.add_to(app, scaler_group);
 }
 
 Preset TrainingOptions::resolve() const {
@@ -173,31 +167,20 @@ Preset TrainingOptions::resolve() const {
     if (precision) c.precision = parse_precision(*precision);
     if (weight_grad_format) c.weight_grad_format = parse_format(*weight_grad_format);
 
-    const bool any_scaler = scaler_mode || scaler_like || init_scale || growth_factor || backoff_factor ||
-                            growth_interval || hysteresis || hysteresis_refill || min_scale || max_scale ||
-                            on_overflow || max_retries || count_skipped || grow_only_if_finite;
-    if (any_scaler) {
-        LossScalerConfig s = scaler_like ? loss_scaler_preset(*scaler_like) : c.effective_scaler();
-        if (!scaler_mode && !scaler_like && s.mode == ScalerMode::None) s.mode = ScalerMode::Dynamic;
-        if (scaler_mode) s.mode = parse_scaler_mode(*scaler_mode);
-        if (init_scale) s.initial_scale = *init_scale;
-        if (growth_factor) s.growth_factor = *growth_factor;
-        if (backoff_factor) s.backoff_factor = *backoff_factor;
-        if (growth_interval) s.growth_interval = *growth_interval;
-        if (hysteresis) s.hysteresis = *hysteresis;
-        if (hysteresis_refill) s.refill = parse_hysteresis_refill(*hysteresis_refill);
-        if (min_scale) s.min_scale = *min_scale;
-        if (max_scale) s.max_scale = *max_scale;
-        if (on_overflow) s.on_overflow = parse_overflow_action(*on_overflow);
-        if (max_retries) s.max_retries = *max_retries;
-        if (count_skipped) s.count_skipped_steps = *count_skipped;
-        if (grow_only_if_finite) s.grow_only_if_finite = *grow_only_if_finite;
-        s.validate();
-        c.scaler = s;
-    }
+    if (scaler_like || scaler_flags.any()) apply_scaler_flags(c);
     if (recipe_flags.any()) apply_recipe_flags(c);
     c.validate();
     return p;
+}
+
+// A scaler setting given without a mode asks for loss scaling: a run without it becomes dynamic.
+void TrainingOptions::apply_scaler_flags(TrainConfig& c) const {
+    LossScalerConfig s = scaler_like ? loss_scaler_preset(*scaler_like) : c.effective_scaler();
+    if (!scaler_like && !scaler_flags.given("mode") && s.mode == ScalerMode::None)
+        s.mode = ScalerMode::Dynamic;
+    scaler_flags.apply(s);
+    scaler_flags.check_issues(s.issues());
+    c.scaler = s;
 }
 
 void TrainingOptions::apply_recipe_flags(TrainConfig& c) const {

@@ -2,14 +2,20 @@
 // they start from a preset (or a network file) and override its settings one by one.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <map>
 #include <optional>
 #include <string>
 
 #include "app/cli/setting_flags.h"
+#include "core/precision/loss_scaler_config.h"
 #include "core/precision/scaled_recipe_config.h"
 #include "resources/presets.h"
 
 namespace mpwb::cli {
+
+// The scaler flags spelled otherwise than their field: --scaler for the mode, and the spellings
+// kept from before the flags came from the table.
+std::map<std::string, FlagSpelling> scaler_flag_spellings();
 
 struct TrainingOptions {
     std::string preset;
@@ -31,12 +37,10 @@ struct TrainingOptions {
     std::optional<uint64_t> seed;
     std::optional<int> threads;
     std::optional<std::string> precision, weight_grad_format;
-    // Loss scaler: one option per parameter of DESIGN.md's table.
-    std::optional<std::string> scaler_mode, scaler_like, hysteresis_refill, on_overflow;
-    std::optional<double> init_scale, growth_factor, backoff_factor, min_scale, max_scale;
-    std::optional<int64_t> growth_interval;
-    std::optional<int> hysteresis, max_retries;
-    std::optional<bool> count_skipped, grow_only_if_finite;
+    // Loss scaler: a known system's rules to start from, then one flag per field of
+    // loss_scaler_fields() over them.
+    std::optional<std::string> scaler_like;
+    SettingFlags<LossScalerConfig> scaler_flags{loss_scaler_fields(), scaler_flag_spellings()};
     bool no_normalize = false;
     // The scaled recipes' settings: one flag per field of scaled_recipe_fields().
     SettingFlags<ScaledRecipeConfig> recipe_flags{scaled_recipe_fields()};
@@ -49,6 +53,7 @@ struct TrainingOptions {
     Preset resolve() const;
 
 private:
+    void apply_scaler_flags(TrainConfig& c) const;
     void apply_recipe_flags(TrainConfig& c) const;
 };
 

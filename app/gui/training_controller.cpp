@@ -5,7 +5,6 @@
 #include <QThread>
 
 #include <algorithm>
-#include <cmath>
 #include <thread>
 
 #include "core/backend/default_backend.h"
@@ -369,39 +368,12 @@ void TrainingWorker::hold_after_step(int64_t step) {
     if (trainer_) trainer_->hold_after_step(step);
 }
 
-void TrainingWorker::request_scaler_config(const LossScalerConfig& config) {
-    std::lock_guard lock(mu_);
-    if (trainer_) {
-        trainer_->request_scaler_config(config);  // its scaler validates (ScalerConfigError to the caller)
-        return;
-    }
-    config.validate();        // no scaler yet to ask: refuse now, not when the run starts
-    config_.scaler = config;  // not started yet: it starts with these settings
-}
-
-void TrainingWorker::request_recipe_config(const ScaledRecipeConfig& config) {
-    std::lock_guard lock(mu_);
-    if (trainer_) {
-        trainer_->request_recipe_config(config);  // validates; applied at the next step
-        return;
-    }
-    ScaledRecipeConfig next = config;
-    next.recipe = config_.policy().recipe;  // the policy decides the recipe
-    next.validate();                        // no trainer yet: refuse now, not when the run starts
-    config_.recipe = next;
-}
-
-void TrainingWorker::request_loss_scale(double scale) {
-    std::lock_guard lock(mu_);
-    if (trainer_) trainer_->request_loss_scale(scale);
-}
-
-void TrainingWorker::request_learning_rate(float lr) {
+void TrainingWorker::request_change(const LiveChange& change) {
     std::lock_guard lock(mu_);
     if (trainer_)
-        trainer_->request_learning_rate(lr);
+        trainer_->request_change(change);
     else
-        config_.lr = lr;
+        apply_before_start(config_, change);  // not started yet: it starts with this setting
 }
 
 // ---- TrainingController -------------------------------------------------------------------------
@@ -533,36 +505,31 @@ void TrainingController::wait() {
     drain();
 }
 
-// Each worker's scaler validates; the configuration is the same for all, so the first refuses
-// before any has taken it.
+// The change is the same for every run, so the first run's check refuses it before any has it.
 void TrainingController::request_scaler_config(const LossScalerConfig& config) {
     const bool all = workers_.size() == 1;
     for (auto* w : workers_)
-        if (all || w->reduced()) w->request_scaler_config(config);
+        if (all || w->reduced()) w->request_change(config);
 }
 
 void TrainingController::request_recipe_config(const ScaledRecipeConfig& config) {
     bool any = false;
     for (auto* w : workers_)
         if (w->scaled()) {
-            w->request_recipe_config(config);
+            w->request_change(config);
             any = true;
         }
     if (!any) throw ConfigError("recipe settings: no run uses a scaled recipe (fp8-delayed ... nvfp4)");
 }
 
 void TrainingController::request_loss_scale(double scale) {
-    if (!(scale > 0) || !std::isfinite(scale))
-        throw ConfigError("loss scale must be a positive finite number, got " + std::to_string(scale));
     const bool all = workers_.size() == 1;
     for (auto* w : workers_)
-        if (all || w->reduced()) w->request_loss_scale(scale);
+        if (all || w->reduced()) w->request_change(LossScaleChange{scale});
 }
 
 void TrainingController::request_learning_rate(float lr) {
-    if (!(lr > 0) || !std::isfinite(lr))
-        throw ConfigError("learning rate must be a positive finite number, got " + std::to_string(lr));
-    for (auto* w : workers_) w->request_learning_rate(lr);
+    for (auto* w : workers_) w->request_change(LearningRateChange{lr});
 }
 
 void TrainingController::hold_after_step(int64_t step) {

@@ -29,6 +29,7 @@
 #include "core/precision/loss_scaler.h"
 #include "core/train/checkpoint.h"
 #include "core/train/decision_boundary.h"
+#include "core/train/live_changes.h"
 #include "core/train/observer.h"
 #include "core/train/train_config.h"
 
@@ -130,7 +131,8 @@ public:
     // Blocks until every worker thread ended (used on close and by tests).
     void wait();
 
-    // Live tuning: validated at once (ConfigError to the caller), applied at the next step. In a
+    // Live tuning (core/train/live_changes.h): checked at once by each run's queue (ConfigError
+    // to the caller; the first run refuses before any has taken it), applied at the next step. In a
     // comparison the scaler settings go to the runs that use a reduced format (FP32 has no loss
     // scale to tune); the learning rate goes to every run so the comparison stays fair.
     void request_scaler_config(const LossScalerConfig& config);
@@ -194,10 +196,9 @@ public:
     void pause();
     void resume();
     void stop();
-    void request_scaler_config(const LossScalerConfig& config);
-    void request_loss_scale(double scale);
-    void request_learning_rate(float lr);
-    void request_recipe_config(const ScaledRecipeConfig& config);
+    // Checked now (ConfigError to the caller): before the trainer exists it becomes the run's
+    // starting setting (apply_before_start), after it joins the trainer's queue.
+    void request_change(const LiveChange& change);
     void hold_after_step(int64_t step);
     // Before run(): continue a stored run instead of starting a new one.
     void set_resume(ResumeSource resume) { resume_ = std::move(resume); }

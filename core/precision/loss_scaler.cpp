@@ -52,46 +52,13 @@ bool LossScaler::at_min() const { return config_.mode == ScalerMode::Dynamic && 
 bool LossScaler::at_max() const { return config_.mode == ScalerMode::Dynamic && scale_ >= max_f(); }
 
 void LossScaler::push_event(int64_t step, const char* kind, const char* source, nlohmann::json detail) {
-    std::lock_guard lock(mutex_);
     events_.push_back(ScalerEvent{step, kind, source, std::move(detail)});
 }
 
 std::vector<ScalerEvent> LossScaler::take_events() {
-    std::lock_guard lock(mutex_);
     std::vector<ScalerEvent> out;
     out.swap(events_);
     return out;
-}
-
-void LossScaler::request_config(const LossScalerConfig& config) {
-    config.validate();  // throws to the requesting thread, never to the training loop
-    std::lock_guard lock(mutex_);
-    pending_config_ = config;
-}
-
-void LossScaler::request_scale(double scale) {
-    if (auto problem = loss_scale_problem("requested scale", scale); !problem.empty())
-        throw ScalerConfigError({"requested scale", std::move(problem)});
-    std::lock_guard lock(mutex_);
-    pending_scale_ = scale;
-}
-
-bool LossScaler::has_pending_requests() const {
-    std::lock_guard lock(mutex_);
-    return pending_config_.has_value() || pending_scale_.has_value();
-}
-
-void LossScaler::begin_step(int64_t step) {
-    std::optional<LossScalerConfig> cfg;
-    std::optional<double> scale;
-    {
-        std::lock_guard lock(mutex_);
-        cfg.swap(pending_config_);
-        scale.swap(pending_scale_);
-    }
-    // The configuration first, so that a scale typed together with a new configuration wins.
-    if (cfg) apply_config(step, *cfg);
-    if (scale) apply_user_scale(step, *scale);
 }
 
 // Reports arriving at a clamp once, and re-arms the report when the scale leaves it.
@@ -263,6 +230,29 @@ void LossScaler::count_clean_step(int64_t step) {
     note_clamps(step);
 }
 
+// Why an overflowed attempt was skipped; where names the first non-finite layer (or is empty).
+std::string LossScaler::skip_reason(const std::string& where, bool lowered, bool absorbed,
+                                    int retries_done) const {
+    switch (config_.mode) {
+        case ScalerMode::None:
+            // Without a scaler PyTorch would apply the step and poison the weights with inf/NaN;
+            // the workbench skips and reports instead, which is the only outcome a person can
+            // learn from.
+            return "non-finite gradients" + where +
+                   " with loss scaling off; the update would destroy the weights";
+        case ScalerMode::Static:
+            return "non-finite gradients" + where + " at the static scale";
+        case ScalerMode::Dynamic:
+            break;
+    }
+    std::string reason = "non-finite gradients" + where;
+    if (config_.on_overflow == OverflowAction::Retry && retries_done >= config_.max_retries && lowered)
+        reason += " after " + std::to_string(retries_done) + " retries";
+    if (absorbed) reason += "; tolerated by hysteresis, scale kept";
+    if (!lowered && !absorbed) reason += "; the scale is at min_scale";
+    return reason;
+}
+
 StepOutcome LossScaler::on_step_result(int64_t step, bool found_nonfinite,
                                        std::string first_nonfinite_layer) {
     StepOutcome out;
@@ -305,26 +295,7 @@ StepOutcome LossScaler::on_step_result(int64_t step, bool found_nonfinite,
         } else {
             out.action = StepAction::Skip;
             const int retries_done = retries_in_step_;
-            switch (config_.mode) {
-                case ScalerMode::None:
-                    // Without a scaler PyTorch would apply the step and poison the weights with
-                    // inf/NaN; the workbench skips and reports instead, which is the only outcome
-                    // a person can learn from.
-                    out.reason = "non-finite gradients" + where +
-                                 " with loss scaling off; the update would destroy the weights";
-                    break;
-                case ScalerMode::Static:
-                    out.reason = "non-finite gradients" + where + " at the static scale";
-                    break;
-                case ScalerMode::Dynamic:
-                    out.reason = "non-finite gradients" + where;
-                    if (config_.on_overflow == OverflowAction::Retry && retries_done >= config_.max_retries &&
-                        lowered)
-                        out.reason += " after " + std::to_string(retries_done) + " retries";
-                    if (out.hysteresis_absorbed) out.reason += "; tolerated by hysteresis, scale kept";
-                    if (!lowered && !out.hysteresis_absorbed) out.reason += "; the scale is at min_scale";
-                    break;
-            }
+            out.reason = skip_reason(where, lowered, out.hysteresis_absorbed, retries_done);
             ++skipped_steps_;
             if (config_.count_skipped_steps) ++optimizer_iteration_;
             retries_in_step_ = 0;

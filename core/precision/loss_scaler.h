@@ -14,14 +14,12 @@
 // forward/backward and the fused unscale + non-finite check, then reports the result with
 // on_step_result(), which says whether to apply the update, skip it, or retry the same batch.
 //
-// Threads: the training thread owns the scaler (begin_step, on_step_result, scale, save/restore,
-// the accessors). request_config, request_scale and take_events may be called from any thread
-// (the GUI): requests are validated at once (bad settings throw ConfigError to the caller) and
-// applied at the next begin_step, so a change never lands in the middle of a step.
+// Threads: one thread owns the scaler. A change a person asks for while a run goes on reaches it
+// through the trainer's queue of live changes (core/train/live_changes.h), which checks it when it
+// is requested and hands it to apply_config or apply_user_scale at a step boundary, so a change
+// never lands in the middle of a step.
 #pragma once
 #include <cstdint>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,12 +57,6 @@ public:
     LossScaler(const LossScaler&) = delete;
     LossScaler& operator=(const LossScaler&) = delete;
 
-    // ---- training thread ----
-    // Step boundary: applies the latest pending configuration, then the latest pending scale,
-    // each producing an event stamped with this step (a configuration identical to the one in
-    // force changes nothing and records nothing). A new mode or initial_scale restarts the scale
-    // there; other changes keep the live scale, clamped into the new [min_scale, max_scale].
-    void begin_step(int64_t step);
     // The factor to multiply the loss by for the current attempt. PyTorch keeps the scale in
     // FP32 and so do we: every power of two in range is exact, the default factors keep it a
     // power of two, and products are formed in double and rounded once to float, which equals
@@ -88,29 +80,26 @@ public:
     bool at_max() const;
 
     // Everything needed to continue the identical trajectory: configuration, scale, trackers,
-    // counters. Pending requests and undrained events are not part of it.
+    // counters. Undrained events are not part of it.
     nlohmann::json save_state() const;
     // Throws ConfigError naming the missing or bad field; the scaler is unchanged on error.
     void restore_state(const nlohmann::json& state);
 
-    // ---- any thread ----
-    // Validated now (ConfigError to the caller), applied at the next begin_step. A later request
-    // replaces an earlier one that has not been applied yet.
-    void request_config(const LossScalerConfig& config);
-    // Validated now (finite, positive, representable in FP32), applied at the next begin_step,
-    // clamped into [min_scale, max_scale] of the configuration then in force. The trackers are
-    // kept, as PyTorch's GradScaler.update(new_scale) keeps its growth tracker.
-    void request_scale(double scale);
-    // Whether a request waits for the next begin_step (a device-resident step loop syncs with
-    // the device before applying it).
-    bool has_pending_requests() const;
+    // A live change at the boundary before `step`, with an event stamped with that step. The
+    // caller has checked it (checked_live_change). A configuration identical to the one in force
+    // changes nothing and records nothing. A new mode or initial_scale restarts the scale there;
+    // other changes keep the live scale, clamped into the new [min_scale, max_scale].
+    void apply_config(int64_t step, const LossScalerConfig& next);
+    // The scale `requested` (finite, positive, an FP32 value), clamped into [min_scale, max_scale]
+    // of the configuration in force. The trackers are kept, as PyTorch's
+    // GradScaler.update(new_scale) keeps its growth tracker.
+    void apply_user_scale(int64_t step, double requested);
     // Drains the events produced so far, oldest first.
     std::vector<ScalerEvent> take_events();
 
 private:
-    void apply_config(int64_t step, const LossScalerConfig& next);
-    void apply_user_scale(int64_t step, double requested);
     bool back_off(int64_t step, StepOutcome& out);
+    std::string skip_reason(const std::string& where, bool lowered, bool absorbed, int retries_done) const;
     void count_clean_step(int64_t step);
     void push_event(int64_t step, const char* kind, const char* source, nlohmann::json detail);
     float min_f() const { return static_cast<float>(config_.min_scale); }
@@ -132,10 +121,6 @@ private:
     // minimum give one scale_at_min event (each skip's own event still says at_min).
     bool reported_at_min_ = false;
     bool reported_at_max_ = false;
-
-    mutable std::mutex mutex_;  // guards the members below
-    std::optional<LossScalerConfig> pending_config_;
-    std::optional<double> pending_scale_;
     std::vector<ScalerEvent> events_;
 };
 

@@ -22,17 +22,17 @@ constexpr double kNoLimit = std::numeric_limits<double>::infinity();
 
 std::string num(double v) { return shortest_text(v); }
 
-constexpr ScalerChoice kModes[] = {{int(ScalerMode::None), "none", "none"},
-                                   {int(ScalerMode::Static), "static", "static"},
-                                   {int(ScalerMode::Dynamic), "dynamic", "dynamic"},
-                                   {int(ScalerMode::None), "off", nullptr},
-                                   {int(ScalerMode::Static), "fixed", nullptr}};
-constexpr ScalerChoice kRefills[] = {
+constexpr SettingChoice kModes[] = {{int(ScalerMode::None), "none", "none"},
+                                    {int(ScalerMode::Static), "static", "static"},
+                                    {int(ScalerMode::Dynamic), "dynamic", "dynamic"},
+                                    {int(ScalerMode::None), "off", nullptr},
+                                    {int(ScalerMode::Static), "fixed", nullptr}};
+constexpr SettingChoice kRefills[] = {
     {int(HysteresisRefill::OnGrowth), "on_growth", "on growth"},
     {int(HysteresisRefill::EveryCleanStep), "every_clean_step", "every clean step"}};
-constexpr ScalerChoice kOverflowActions[] = {{int(OverflowAction::Skip), "skip", "skip the step"},
-                                             {int(OverflowAction::Retry), "retry", "retry the batch"}};
-constexpr ScalerChoice kGrowthTimings[] = {
+constexpr SettingChoice kOverflowActions[] = {{int(OverflowAction::Skip), "skip", "skip the step"},
+                                              {int(OverflowAction::Retry), "retry", "retry the batch"}};
+constexpr SettingChoice kGrowthTimings[] = {
     {int(GrowthTiming::OnInterval), "on_interval", "on interval (PyTorch)"},
     {int(GrowthTiming::AfterInterval), "after_interval", "after interval (NNabla)"}};
 
@@ -71,19 +71,13 @@ const char* enum_setting_name<GrowthTiming>() {
     return "growth_timing";
 }
 
-template <class Enum>
-Enum parse_scaler_enum(std::string_view text) {
+ScalerMode parse_scaler_mode(std::string_view text) {
     try {
-        return parse_setting_enum<Enum>(text);
+        return parse_setting_enum<ScalerMode>(text);
     } catch (const ConfigError& e) {
-        throw ScalerConfigError({enum_setting_name<Enum>(), e.what()});
+        throw ScalerConfigError({enum_setting_name<ScalerMode>(), e.what()});
     }
 }
-
-template ScalerMode parse_scaler_enum<ScalerMode>(std::string_view);
-template HysteresisRefill parse_scaler_enum<HysteresisRefill>(std::string_view);
-template OverflowAction parse_scaler_enum<OverflowAction>(std::string_view);
-template GrowthTiming parse_scaler_enum<GrowthTiming>(std::string_view);
 
 ScalerConfigError::ScalerConfigError(ConfigIssue issue)
     : ConfigError("loss scaler: " + issue.message), issue_(std::move(issue)) {}
@@ -104,7 +98,7 @@ bool tolerating(const LossScalerConfig& c) { return dynamic(c) && c.hysteresis >
     get_setting_member<&LossScalerConfig::m, LossScalerConfig>, \
         set_setting_member<&LossScalerConfig::m, LossScalerConfig>
 
-using K = ScalerFieldKind;
+using K = SettingKind;
 const ScalerField kFields[] = {
     {"mode", "Mode", K::Choice,
      "none: no scaling. static: the fixed initial scale. dynamic: the scale follows the rules below", 0, 0,
@@ -247,10 +241,6 @@ const ScalerField kFields[] = {
 
 std::span<const ScalerField> loss_scaler_fields() { return kFields; }
 
-const ScalerField* find_loss_scaler_field(std::string_view name) {
-    return find_setting_field(loss_scaler_fields(), name);
-}
-
 std::string loss_scale_problem(std::string_view name, double v) {
     const std::string n(name);
     if (!std::isfinite(v)) return n + " must be finite (got " + num(v) + ")";
@@ -268,7 +258,7 @@ std::vector<ConfigIssue> LossScalerConfig::issues() const {
     std::vector<ConfigIssue> out;
     for (const auto& f : kFields) {
         std::string problem;
-        if (f.kind == ScalerFieldKind::Scale)
+        if (f.kind == SettingKind::Scale)
             problem = loss_scale_problem(f.name, f.get(*this).get<double>());
         else
             problem = setting_range_problem(f, *this);

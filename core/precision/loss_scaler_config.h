@@ -1,8 +1,9 @@
 // LossScalerConfig: the settings of the loss scaler (loss_scaler.h), and the one description of
 // them that every reader and editor works from. loss_scaler_fields() lists each setting with its
 // kind, label, help text, valid range and the choices of an enumeration; the JSON reader and
-// writer, the GUI's scaler form and validation all go through that table, so a new setting is a
-// member here plus one table entry, and shows up in the saved configuration and the form alike.
+// writer, the GUI's scaler form, validation and mpwb-cli's flags all go through that table, so a
+// new setting is a member here plus one table entry, and shows up in the saved configuration, the
+// form and the command line alike.
 // Validation reports issues as data, {field, message}, so the form marks the field it names
 // instead of searching the message for a field name.
 #pragma once
@@ -45,11 +46,8 @@ enum class OverflowAction { Skip, Retry };
 //   rule rather than an adjusted interval because no single interval reproduces both gaps.
 enum class GrowthTiming { OnInterval, AfterInterval };
 
-using ScalerChoice = SettingChoice;
-
-// The names of each enumeration, table-driven (setting_field.h): one parser and one writer serve
-// all four. Parsing ignores case and reads '-' and ' ' as '_'; an unknown name is a
-// ScalerConfigError naming the setting and the valid names.
+// The names of each enumeration, table-driven (setting_field.h): parse_setting_enum and
+// setting_enum_name serve all four. Parsing ignores case and reads '-' and ' ' as '_'.
 template <>
 std::span<const SettingChoice> setting_choices<ScalerMode>();
 template <>
@@ -66,31 +64,10 @@ template <>
 const char* enum_setting_name<OverflowAction>();
 template <>
 const char* enum_setting_name<GrowthTiming>();
-template <class Enum>
-std::span<const SettingChoice> scaler_choices() {
-    return setting_choices<Enum>();
-}
-template <class Enum>
-Enum parse_scaler_enum(std::string_view text);
-template <class Enum>
-const char* scaler_enum_name(Enum value) {
-    return setting_enum_name(value);
-}
 
-inline ScalerMode parse_scaler_mode(std::string_view text) { return parse_scaler_enum<ScalerMode>(text); }
-inline HysteresisRefill parse_hysteresis_refill(std::string_view text) {
-    return parse_scaler_enum<HysteresisRefill>(text);
-}
-inline OverflowAction parse_overflow_action(std::string_view text) {
-    return parse_scaler_enum<OverflowAction>(text);
-}
-inline GrowthTiming parse_growth_timing(std::string_view text) {
-    return parse_scaler_enum<GrowthTiming>(text);
-}
-inline const char* to_string(ScalerMode mode) { return scaler_enum_name(mode); }
-inline const char* to_string(HysteresisRefill refill) { return scaler_enum_name(refill); }
-inline const char* to_string(OverflowAction action) { return scaler_enum_name(action); }
-inline const char* to_string(GrowthTiming timing) { return scaler_enum_name(timing); }
+// The mode named text (compare's "fp16-mixed@static"); a ScalerConfigError naming the setting and
+// the valid names otherwise.
+ScalerMode parse_scaler_mode(std::string_view text);
 
 // The ConfigError of a refused scaler configuration; what() is "loss scaler: " + the message.
 class ScalerConfigError : public ConfigError {
@@ -133,13 +110,11 @@ struct LossScalerConfig {
     bool operator==(const LossScalerConfig&) const = default;
 };
 
-using ScalerFieldKind = SettingKind;
 using ScalerField = SettingField<LossScalerConfig>;
 
-// Every setting, in the order the form shows them.
+// Every setting, in the order the form shows them: the form, the JSON reader and writer,
+// validation and mpwb-cli's flags (app/cli/setting_flags.h) read it.
 std::span<const ScalerField> loss_scaler_fields();
-// nullptr when no setting has that name.
-const ScalerField* find_loss_scaler_field(std::string_view name);
 // The problem of a loss scale (name = its setting): not finite, not positive, or outside FP32.
 // Empty when the scale is fine.
 std::string loss_scale_problem(std::string_view name, double value);

@@ -217,10 +217,6 @@ RecipeConfigError::RecipeConfigError(ConfigIssue issue)
 
 std::span<const RecipeField> scaled_recipe_fields() { return kFields; }
 
-const RecipeField* find_scaled_recipe_field(std::string_view name) {
-    return find_setting_field(scaled_recipe_fields(), name);
-}
-
 std::vector<ConfigIssue> ScaledRecipeConfig::issues() const {
     std::vector<ConfigIssue> out;
     for (const auto& f : kFields)

@@ -89,7 +89,6 @@ private:
 using RecipeField = SettingField<ScaledRecipeConfig>;
 // Every setting, in the order the form shows them; applies() says which recipe uses it.
 std::span<const RecipeField> scaled_recipe_fields();
-const RecipeField* find_scaled_recipe_field(std::string_view name);
 
 // "fp8-delayed" ...; "" for None.
 const char* scaled_recipe_name(ScaledRecipe recipe);

@@ -90,13 +90,15 @@ ScaledRecipeConfig TrainConfig::effective_recipe() const {
     return c;
 }
 
+void check_learning_rate(float lr) { check_rate("lr", lr, true); }
+
 void TrainConfig::validate() const {
     using L = TrainLimits;
     // epochs may be 0 when max_steps bounds the run instead.
     check_count("epochs", epochs, max_steps > 0 ? 0 : 1, L::kMaxEpochs);
     check_count("max_steps", max_steps, 0, L::kMaxSteps);
     check_count("batch_size", batch_size, 1, L::kMaxBatch);
-    check_rate("lr", lr, true);
+    check_learning_rate(lr);
     check_rate("clip_norm", clip_norm, false);
     check_count("threads", threads, 0, L::kMaxThreads);
     check_count("stats_every", stats_every, 0, L::kMaxSteps);

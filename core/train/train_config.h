@@ -75,6 +75,9 @@ struct TrainConfig {
     void validate() const;
 };
 
+// ConfigError unless lr is a learning rate TrainConfig::validate accepts (the live change's check).
+void check_learning_rate(float lr);
+
 // Steps a run of `config` takes over `train_size` samples: max_steps, else epochs x steps per
 // epoch, computed with checked arithmetic; ConfigError when that is beyond TrainLimits::kMaxSteps.
 int64_t training_steps(const TrainConfig& config, int64_t train_size);

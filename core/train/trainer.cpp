@@ -9,6 +9,8 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <variant>
 
 #include "core/common/error.h"
 #include "core/common/parallel.h"
@@ -117,7 +119,8 @@ Trainer::Trainer(Network& network, const Dataset& data, TrainConfig config, Back
       config_(std::move(config)),
       backend_(backend),
       policy_(config_.policy()),
-      scaler_(config_.effective_scaler()) {
+      scaler_(config_.effective_scaler()),
+      live_changes_(policy_) {
     config_.validate();
     if (data_.train_size() == 0) throw DataError("dataset '" + data_.name + "' has no training samples");
     (void)training_steps(config_, data_.train_size());  // ConfigError beyond the step limit
@@ -180,61 +183,6 @@ bool Trainer::take_hold(int64_t steps_done) {
 void Trainer::stop() {
     stop_ = true;
     resume();
-}
-
-void Trainer::request_scaler_config(const LossScalerConfig& config) { scaler_.request_config(config); }
-void Trainer::request_loss_scale(double scale) { scaler_.request_scale(scale); }
-
-void Trainer::request_learning_rate(float lr) {
-    if (!(lr > 0.0f) || !std::isfinite(lr))
-        throw ConfigError("learning rate must be positive and finite, gets " + std::to_string(lr));
-    std::lock_guard lock(request_mutex_);
-    pending_lr_ = lr;
-}
-
-void Trainer::request_recipe_config(const ScaledRecipeConfig& config) {
-    if (!policy_.scaled())
-        throw ConfigError(
-            "recipe settings need a scaled precision (fp8-delayed, fp8-current, fp8-block, mxfp8 "
-            "or nvfp4), not " +
-            policy_.name());
-    ScaledRecipeConfig wanted = config;
-    wanted.recipe = policy_.recipe;
-    wanted.validate();
-    std::lock_guard lock(request_mutex_);
-    pending_recipe_ = wanted;
-}
-
-bool Trainer::recipe_request_pending() {
-    std::lock_guard lock(request_mutex_);
-    return pending_recipe_.has_value();
-}
-
-void Trainer::apply_recipe_request(int64_t at_step, double wall) {
-    std::lock_guard lock(request_mutex_);
-    if (!pending_recipe_) return;
-    const ScaledRecipeConfig before = config_.effective_recipe();
-    config_.recipe = *pending_recipe_;
-    pending_recipe_.reset();
-    const nlohmann::json changes = scaled_recipe_changes(before, config_.effective_recipe());
-    if (changes.empty()) return;
-    network_.set_recipe_config(config_.effective_recipe());
-    emit_event({at_step, wall, "recipe_changed", "user", changes});
-}
-
-bool Trainer::lr_request_pending() {
-    std::lock_guard lock(request_mutex_);
-    return pending_lr_.has_value();
-}
-
-void Trainer::apply_lr_request(int64_t at_step, double wall) {
-    std::lock_guard lock(request_mutex_);
-    if (!pending_lr_) return;
-    const float base = schedule_->lr_at(scaler_.optimizer_iteration());
-    const float old_lr = base * lr_scale_;
-    lr_scale_ = *pending_lr_ / base;
-    emit_event({at_step, wall, "lr_changed", "user", {{"from", old_lr}, {"to", *pending_lr_}}});
-    pending_lr_.reset();
 }
 
 void Trainer::wait_while_paused() {
@@ -528,8 +476,7 @@ bool Trainer::checkpoint_point(Run& run, int64_t epoch, int64_t batch) {
     }
     // A live change waiting for the next step lands now, as that step would apply it, so the
     // checkpoint holds it.
-    if (scaler_.has_pending_requests() || lr_request_pending() || recipe_request_pending())
-        apply_live_changes(run, run.step + 1);
+    apply_live_changes(run, run.step + 1);
     hand_checkpoint(run, epoch, batch);
     if (!interrupt) return false;
     run.interrupted = true;
@@ -605,8 +552,7 @@ void Trainer::train_step(Run& run, int64_t epoch, int64_t batch) {
     step.offset = batch * config_.batch_size;
     step.n = std::min(config_.batch_size, run.batches.samples() - step.offset);
     step.statistics = config_.stats_every > 0 && (step.step % config_.stats_every == 0 || step.step == 1);
-    if (scaler_.has_pending_requests() || lr_request_pending() || recipe_request_pending())
-        apply_live_changes(run, step.step);
+    apply_live_changes(run, step.step);
     if (step.statistics) collect(run, true);  // the histograms see the weights the step starts from
     run.in_flight.push_back(step);
     launch(run, run.in_flight.back());
@@ -623,13 +569,43 @@ void Trainer::train_step(Run& run, int64_t epoch, int64_t batch) {
 }
 
 // A live change lands on a step boundary the host and the engine agree on: the host catches up
-// with every step in flight, applies it, and hands the engine its scaler.
+// with every step in flight, applies the changes in request order, says them, and hands the
+// engine its scaler.
 void Trainer::apply_live_changes(Run& run, int64_t step) {
+    const std::vector<LiveChange> changes = live_changes_.take();
+    if (changes.empty()) return;
     collect(run, true);
-    scaler_.begin_step(step);
-    apply_lr_request(step, run.seconds());
-    apply_recipe_request(step, run.seconds());
+    for (const LiveChange& change : changes) apply_live_change(change, step, run.seconds());
     run.engine->set_scaler(scaler_.config(), scaler_);
+}
+
+// One checked change (LiveChanges::request checked it against this run's policy).
+void Trainer::apply_live_change(const LiveChange& change, int64_t step, double wall) {
+    std::visit(
+        [&](const auto& c) {
+            using C = std::remove_cvref_t<decltype(c)>;
+            if constexpr (std::is_same_v<C, LossScalerConfig>) {
+                scaler_.apply_config(step, c);
+            } else if constexpr (std::is_same_v<C, LossScaleChange>) {
+                scaler_.apply_user_scale(step, c.scale);
+            } else if constexpr (std::is_same_v<C, LearningRateChange>) {
+                const float base = schedule_->lr_at(scaler_.optimizer_iteration());
+                const float old_lr = base * lr_scale_;
+                lr_scale_ = c.lr / base;
+                emit_event({step, wall, "lr_changed", "user", {{"from", old_lr}, {"to", c.lr}}});
+            } else {
+                static_assert(std::is_same_v<C, ScaledRecipeConfig>,
+                              "a live change the trainer cannot apply");
+                const ScaledRecipeConfig before = config_.effective_recipe();
+                config_.recipe = c;
+                const nlohmann::json changes = scaled_recipe_changes(before, config_.effective_recipe());
+                if (changes.empty()) return;
+                network_.set_recipe_config(config_.effective_recipe());
+                emit_event({step, wall, "recipe_changed", "user", changes});
+            }
+        },
+        change);
+    drain_scaler_events(wall);  // the scaler's own events of the change, in request order
 }
 
 void Trainer::launch(Run& run, InFlight& step) {

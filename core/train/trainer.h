@@ -5,8 +5,9 @@
 // accelerator. The loop launches steps, collects their records, replays each verdict through the
 // run's LossScaler and narrates it to the observers, evaluates, and takes gradient statistics on
 // the host for an engine that does not take them itself. Pause, resume and stop act between
-// steps; live setting changes (scaler, learning rate) apply at the next step boundary, once the
-// host has caught up with every step in flight, and are recorded as events.
+// steps; live setting changes (learning rate, scaler, loss scale, recipe) go through one queue
+// (live_changes.h) and apply at the next step boundary in the order they were requested, once the
+// host has caught up with every step in flight, each recorded as an event.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -22,6 +23,7 @@
 #include "core/optim/lr_schedule.h"
 #include "core/precision/loss_scaler.h"
 #include "core/train/checkpoint.h"
+#include "core/train/live_changes.h"
 #include "core/train/observer.h"
 #include "core/train/train_config.h"
 
@@ -54,15 +56,15 @@ public:
     // call moves it (0 = none). Gives tests a point where a run is certainly still going, at
     // any machine speed, instead of racing its end.
     void hold_after_step(int64_t step);
-    // Validated now (ConfigError to the caller), applied at the next step boundary.
-    void request_scaler_config(const LossScalerConfig& config);
-    void request_loss_scale(double scale);
-    void request_learning_rate(float lr);
-    // A scaled recipe's settings (history length, algorithm, margin, MX scale rounding,
-    // stochastic rounding, ...): validated now, applied at the next step boundary and recorded as
-    // a "recipe_changed" event with the fields that changed. ConfigError when the run's policy
-    // has no scaled recipe.
-    void request_recipe_config(const ScaledRecipeConfig& config);
+    // Any thread. Live changes (live_changes.h): checked now (ConfigError to the caller, nothing
+    // queued), applied at the next step boundary in the order requested, each recorded as an
+    // event ("config_changed", "user_set_scale", "lr_changed", "recipe_changed" with the fields
+    // that changed). A recipe change needs a policy with a scaled recipe.
+    void request_change(LiveChange change) { live_changes_.request(std::move(change)); }
+    void request_scaler_config(const LossScalerConfig& config) { request_change(config); }
+    void request_loss_scale(double scale) { request_change(LossScaleChange{scale}); }
+    void request_learning_rate(float lr) { request_change(LearningRateChange{lr}); }
+    void request_recipe_config(const ScaledRecipeConfig& config) { request_change(config); }
 
     // Checkpoints (core/train/checkpoint.h), handed to the observers' on_checkpoint at a step
     // boundary. every_steps: after every N steps; every_seconds: when that much run time has
@@ -117,7 +119,9 @@ private:
     // Between steps: the hold, then pause until resumed. False when stopped meanwhile.
     bool pause_point(Run& run);
     void train_step(Run& run, int64_t epoch, int64_t batch);
+    // The queued live changes at the boundary before `step`, in request order.
     void apply_live_changes(Run& run, int64_t step);
+    void apply_live_change(const LiveChange& change, int64_t step, double wall);
     void launch(Run& run, InFlight& step);
     void host_statistics(Run& run, const InFlight& step);
     // Narrates every record that has arrived (all launched ones when wait). False when the last
@@ -150,10 +154,6 @@ private:
     bool take_hold(int64_t steps_done);
     void emit_event(const TrainingEvent& event);
     void drain_scaler_events(double wall);
-    bool lr_request_pending();
-    bool recipe_request_pending();
-    void apply_recipe_request(int64_t at_step, double wall);
-    void apply_lr_request(int64_t at_step, double wall);
 
     Network& network_;
     const Dataset& data_;
@@ -161,6 +161,7 @@ private:
     Backend& backend_;
     PrecisionPolicy policy_;
     LossScaler scaler_;
+    LiveChanges live_changes_;
     std::unique_ptr<LrSchedule> schedule_;
     std::vector<TrainingObserver*> observers_;
 
@@ -169,9 +170,6 @@ private:
     std::atomic<int64_t> hold_step_{0};
     std::mutex pause_mutex_;
     std::condition_variable pause_cv_;
-    std::mutex request_mutex_;
-    std::optional<float> pending_lr_;
-    std::optional<ScaledRecipeConfig> pending_recipe_;
     float lr_scale_ = 1.0f;  // user's live learning-rate change, relative to the schedule's base
 
     CheckpointPolicy checkpoint_policy_;

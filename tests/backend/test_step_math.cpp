@@ -63,8 +63,9 @@ std::vector<NamedScalerConfig> scaler_configs() {
                     c.initial_scale = 1024;
                     c.min_scale = 1.0 / 64;
                     c.max_scale = 65536;
-                    out.push_back({"dynamic h" + std::to_string(hysteresis) + " " + to_string(refill) + " " +
-                                       to_string(timing) + (count_skipped ? " count" : " nocount"),
+                    out.push_back({"dynamic h" + std::to_string(hysteresis) + " " +
+                                       setting_enum_name(refill) + " " + setting_enum_name(timing) +
+                                       (count_skipped ? " count" : " nocount"),
                                    c, true, true});
                 }
     // Factors and clamps that are not FP32 values: the products must be formed in double.
@@ -244,7 +245,6 @@ void TestStepMath::scaler_rule_matches_loss_scaler() {
         float lowest = s.scale, highest = s.scale;
         for (int64_t step = 1; step <= kSteps; ++step) {
             const bool overflow = overflows.next();
-            scaler.begin_step(step);
             const StepOutcome out = scaler.on_step_result(step, overflow);
             QVERIFY(out.action != StepAction::Retry);
             const bool applied = cuda::scaler_rule(rule, overflow, s);

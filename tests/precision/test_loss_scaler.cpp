@@ -3,15 +3,15 @@
 // NNabla, must give exactly the trajectory (scale used by every attempt, applied / skipped /
 // retried) of small transliterations of those systems' own update rules written below,
 // independently of the engine. Then short sequences worked out by hand, the clamps, retries,
-// the LR-schedule clock, live changes from another thread, save/restore, and every bad setting.
+// the LR-schedule clock, live changes applied at a step boundary, save/restore, and every bad
+// setting. The queue that brings live changes from another thread is tested in
+// tests/train/test_live_changes.
 #include <QtTest>
 
-#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/common/error.h"
@@ -50,7 +50,6 @@ Trajectory run_engine(LossScaler& s, const std::vector<bool>& flags, int64_t fir
     Trajectory t;
     size_t i = 0;
     for (int64_t step = first_step; i < flags.size(); ++step) {
-        s.begin_step(step);
         while (i < flags.size()) {
             // Read before the call: argument order is unspecified, and flags[i - 1] evaluated
             // before i++ read flags[-1] (ASan: heap-buffer-overflow).
@@ -594,7 +593,6 @@ private slots:
         LossScaler s(c);
         std::vector<ScalerEvent> ev;
         for (int step = 0; step < 1000; ++step) {
-            s.begin_step(step);
             StepOutcome o;
             try {
                 o = s.on_step_result(step, true, "conv1.weight");
@@ -678,7 +676,6 @@ private slots:
         c.initial_scale = 1024;
         c.on_overflow = OverflowAction::Retry;  // max_retries 4
         LossScaler s(c);
-        s.begin_step(0);
         std::vector<StepOutcome> outs;
         for (int k = 0; k < 5; ++k) outs.push_back(s.on_step_result(0, true));
         for (int k = 0; k < 4; ++k) {
@@ -764,8 +761,7 @@ private slots:
         QVERIFY(o.reason.find("loss scaling off") != std::string::npos);
         QCOMPARE(n.scale(), 1.0f);
         QCOMPARE(count_kind(n.take_events(), "overflow_skip"), 1);
-        n.request_scale(64);
-        n.begin_step(6);
+        n.apply_user_scale(6, 64);
         QCOMPARE(n.scale(), 1.0f);  // mode none: scale stays 1, and the event says so
         const auto ev = n.take_events();
         QCOMPARE(ev.size(), size_t(1));
@@ -793,42 +789,18 @@ private slots:
 
     // ---- live changes ----
 
-    void requestConfigFromThread() {
+    void liveConfigChange() {
         LossScalerConfig c;
         c.initial_scale = 1024;
         c.growth_interval = 100;
         LossScaler s(c);
-        for (int step = 0; step < 5; ++step) {
-            s.begin_step(step);
-            s.on_step_result(step, false);
-        }
+        for (int step = 0; step < 6; ++step) s.on_step_result(step, false);
         s.take_events();
 
         LossScalerConfig next = c;
         next.growth_interval = 2;
         next.hysteresis = 3;
-        std::string bad_message;
-        std::thread gui([&] {
-            s.request_config(next);
-            LossScalerConfig wrong = next;
-            wrong.backoff_factor = 1.5;
-            try {
-                s.request_config(wrong);  // rejected in this thread; the valid request stays
-            } catch (const ConfigError& e) {
-                bad_message = e.what();
-            }
-        });
-        gui.join();
-        QVERIFY(bad_message.find("backoff_factor") != std::string::npos);
-        QVERIFY(bad_message.find("1.5") != std::string::npos);
-
-        // Not applied until the next step boundary.
-        QCOMPARE(s.config().growth_interval, int64_t(100));
-        s.on_step_result(5, false);
-        QCOMPARE(s.config().growth_interval, int64_t(100));
-        QVERIFY(s.take_events().empty());
-
-        s.begin_step(6);
+        s.apply_config(6, next);
         QCOMPARE(s.config(), next);
         const auto ev = s.take_events();
         QCOMPARE(ev.size(), size_t(1));
@@ -839,6 +811,9 @@ private slots:
         QCOMPARE(ev[0].detail.at("changes").at("growth_interval").at("to").get<int>(), 2);
         QVERIFY(ev[0].detail.at("changes").contains("hysteresis"));
         QVERIFY(!ev[0].detail.at("changes").contains("min_scale"));
+        // The same configuration again changes nothing and says nothing.
+        s.apply_config(6, next);
+        QVERIFY(s.take_events().empty());
         // The live scale was kept (neither mode nor initial scale changed) and the tracker, at 6
         // clean steps, is past the new interval: the next clean step grows.
         QCOMPARE(s.scale(), 1024.0f);
@@ -846,7 +821,6 @@ private slots:
         s.on_step_result(6, false);
         QCOMPARE(s.scale(), 2048.0f);
         // hysteresis 3: two overflows tolerated, the third backs off.
-        s.begin_step(7);
         s.on_step_result(7, true);
         s.on_step_result(8, true);
         QCOMPARE(s.scale(), 2048.0f);
@@ -864,59 +838,20 @@ private slots:
         for (auto& e : ev1) QCOMPARE(e.source, std::string("scaler"));
 
         // A user scale, clamped into range, stamped with its step.
-        s.request_scale(1e30);
-        s.begin_step(10);
+        s.apply_user_scale(10, 1e30);
         QCOMPARE(s.scale(), 0x1p24f);
         auto ev2 = s.take_events();
         QCOMPARE(count_kind(ev2, "user_set_scale"), 1);
         QCOMPARE(ev2[0].step, 10);
         QCOMPARE(ev2[0].source, std::string("user"));
-        EXPECT_CONFIG_ERROR(s.request_scale(std::nan("")), "requested scale", "nan");
-        EXPECT_CONFIG_ERROR(s.request_scale(-2), "requested scale", "-2");
 
         // Switching to static mode restarts at its scale.
         LossScalerConfig st = s.config();
         st.mode = ScalerMode::Static;
         st.initial_scale = 512;
-        s.request_config(st);
-        s.begin_step(11);
+        s.apply_config(11, st);
         QCOMPARE(s.scale(), 512.0f);
         QCOMPARE(s.on_step_result(11, true).next_scale, 512.0f);
-    }
-
-    void concurrentRequestsAndDrains() {
-        // The GUI thread posts settings and drains events while the training thread steps.
-        LossScalerConfig c;
-        c.growth_interval = 3;
-        LossScaler s(c);
-        std::atomic<bool> done{false};
-        std::atomic<int> drained_skips{0};
-        std::thread gui([&] {
-            Rng rng(5);
-            while (!done.load()) {
-                LossScalerConfig n = c;
-                n.growth_interval = 1 + static_cast<int64_t>(rng.below(5));
-                n.hysteresis = 1 + static_cast<int>(rng.below(3));
-                s.request_config(n);
-                s.request_scale(std::ldexp(1.0, static_cast<int>(rng.below(20))));
-                drained_skips += count_kind(s.take_events(), "overflow_skip");
-                std::this_thread::yield();
-            }
-        });
-        const auto flags = random_flags(3, 20000, 0.1f, 3);
-        int produced_skips = 0;
-        for (int step = 0; step < 20000; ++step) {
-            s.begin_step(step);
-            const auto o = s.on_step_result(step, flags[step]);
-            QVERIFY(std::isfinite(o.next_scale) && o.next_scale > 0);
-            produced_skips += o.action == StepAction::Skip;
-        }
-        done = true;
-        gui.join();
-        const auto rest = s.take_events();
-        // Each skip produced exactly one overflow_skip event, whichever thread drained it.
-        QCOMPARE(drained_skips + count_kind(rest, "overflow_skip"), produced_skips);
-        QCOMPARE(s.skipped_steps(), produced_skips);
     }
 
     // ---- state ----
@@ -1051,25 +986,26 @@ private slots:
         changed.mode = ScalerMode::Static;
         for (const auto& f : loss_scaler_fields()) {
             QVERIFY2(defaults.contains(f.name), f.name);
-            QCOMPARE(find_loss_scaler_field(f.name), &f);
+            QCOMPARE(find_setting_field(loss_scaler_fields(), f.name), &f);  // each name once
             // set(get()) copies a field from one configuration to another.
             LossScalerConfig c;
             f.set(c, f.get(changed), f.name);
             QCOMPARE(f.get(c), f.get(changed));
-            if (f.kind == ScalerFieldKind::Choice) QVERIFY2(!f.choices.empty(), f.name);
+            if (f.kind == SettingKind::Choice) QVERIFY2(!f.choices.empty(), f.name);
         }
-        QCOMPARE(find_loss_scaler_field("growth_intervall"), nullptr);
-        for (const auto& c : scaler_choices<GrowthTiming>())
-            QCOMPARE(scaler_enum_name(parse_scaler_enum<GrowthTiming>(c.name)), c.name);
-        QCOMPARE(parse_hysteresis_refill("Every-Clean-Step"), HysteresisRefill::EveryCleanStep);
+        QCOMPARE(find_setting_field(loss_scaler_fields(), "growth_intervall"), nullptr);
+        for (const auto& c : setting_choices<GrowthTiming>())
+            QCOMPARE(setting_enum_name(parse_setting_enum<GrowthTiming>(c.name)), c.name);
+        QCOMPARE(parse_setting_enum<HysteresisRefill>("Every-Clean-Step"), HysteresisRefill::EveryCleanStep);
         QCOMPARE(parse_scaler_mode("off"), ScalerMode::None);
-        QCOMPARE(to_string(ScalerMode::None), "none");  // an alias is read, never written
+        QCOMPARE(setting_enum_name(ScalerMode::None), "none");  // an alias is read, never written
+        EXPECT_CONFIG_ERROR(parse_setting_enum<OverflowAction>("abort"), "on_overflow", "skip or retry");
         try {
-            (void)parse_overflow_action("abort");
+            (void)parse_scaler_mode("sometimes");
             QFAIL("an unknown name was accepted");
         } catch (const ScalerConfigError& e) {
-            QCOMPARE(e.issue().field, std::string("on_overflow"));
-            QVERIFY2(e.issue().message.find("skip or retry") != std::string::npos, e.what());
+            QCOMPARE(e.issue().field, std::string("mode"));
+            QVERIFY2(e.issue().message.find("none, static or dynamic") != std::string::npos, e.what());
         }
         // A field read from JSON is named by its path.
         EXPECT_CONFIG_ERROR(loss_scaler_config_from_json(nlohmann::json{{"hysteresis", int64_t{10000000000}}},
@@ -1123,26 +1059,22 @@ private slots:
         for (const auto& k : cases) {
             LossScalerConfig c;
             k.set(c);
-            // The field comes as data, the first issue is the one validate() throws, and the
-            // scaler's live request carries the same issue.
+            // The field comes as data, and the first issue is the one validate() throws (which a
+            // live change carries too: test_live_changes).
             const auto issues = c.issues();
             QVERIFY2(!issues.empty(), k.setting);
             QCOMPARE(issues.front().field, std::string(k.setting));
             QVERIFY2(QString::fromStdString(issues.front().message).contains(k.value),
                      issues.front().message.c_str());
             try {
-                LossScaler{}.request_config(c);
-                QFAIL("request_config accepted an invalid configuration");
+                c.validate();
+                QFAIL("validate accepted an invalid configuration");
             } catch (const ScalerConfigError& e) {
                 QCOMPARE(e.issue(), issues.front());
                 QCOMPARE(std::string(e.what()), "loss scaler: " + issues.front().message);
             }
             EXPECT_CONFIG_ERROR(c.validate(), k.setting, k.value);
             EXPECT_CONFIG_ERROR(LossScaler{c}, k.setting);
-            LossScaler live;
-            EXPECT_CONFIG_ERROR(live.request_config(c), k.setting, k.value);
-            live.begin_step(0);
-            QCOMPARE(live.config(), LossScalerConfig{});  // nothing pending after a rejected request
         }
         // Every problem is listed, each under its own field, in the order of the field table.
         LossScalerConfig several;

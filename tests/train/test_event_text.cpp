@@ -80,10 +80,8 @@ private slots:
         c.initial_scale = 1024;
         c.growth_interval = 2;
         LossScaler scaler(c);
-        for (int64_t step = 1; step <= 4; ++step) {
-            scaler.begin_step(step);
+        for (int64_t step = 1; step <= 4; ++step)
             scaler.on_step_result(step, step == 1, step == 1 ? "3:Linear" : "");
-        }
         const auto events = scaler.take_events();
         QVERIFY(events.size() >= 2);
         for (const auto& e : events) {
