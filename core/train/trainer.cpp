@@ -16,7 +16,7 @@
 #include "core/train/checkpoint_restore.h"
 #include "core/train/checkpoint_state.h"
 #include "core/train/dataset_digest.h"
-#include "core/train/host_step_engine.h"
+#include "core/engine/host_step_engine.h"
 
 namespace mpwb {
 namespace {

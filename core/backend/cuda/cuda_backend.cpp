@@ -1,7 +1,7 @@
 // The CudaBackend's step engine. The module's entry point (module_entry.cpp) makes the backend.
 #include "core/backend/cuda/cuda_backend.h"
 
-#include "core/backend/cuda/cuda_step_engine.h"
+#include "core/engine/cuda/cuda_step_engine.h"
 
 namespace mpwb::cuda {
 

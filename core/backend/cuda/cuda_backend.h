@@ -9,7 +9,7 @@
 
 #include "core/backend/cpu/cpu_backend.h"
 #include "core/backend/cuda/device_context.h"
-#include "core/backend/step_engine.h"
+#include "core/engine/step_engine.h"
 
 namespace mpwb::cuda {
 
