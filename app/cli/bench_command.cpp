@@ -16,6 +16,7 @@
 #include "app/cli/training_options.h"
 #include "core/common/error.h"
 #include "core/common/parallel.h"
+#include "core/engine/device_steps.h"
 #include "core/train/dataset_source.h"
 #include "sessions/run_recorder.h"
 #include "sessions/store_bench.h"
@@ -299,7 +300,7 @@ int run_bench(const BenchArgs& args) {
                         : images         ? 10
                                          : preset.training.dataset.classes;
     auto backend = make_backend(args.backend);
-    const bool device = backend->device_steps() != nullptr;
+    const bool device = has_device_steps(*backend);
     std::vector<bool> graph_modes{true};
     if (device) {
         if (args.graphs == "both")

@@ -12,8 +12,6 @@
 
 namespace mpwb {
 
-class StepEngineFactory;  // core/backend/step_engine.h
-
 enum class Activation : uint8_t { ReLU, LeakyReLU, GELU, Tanh, Sigmoid };
 
 struct ConvGeometry {
@@ -103,11 +101,6 @@ public:
     // Multiplies x by factor and reports whether every result is finite (the unscale step).
     virtual bool scale_and_check_finite(float factor, float* x, int64_t n) = 0;
     virtual double sum_squares(const float* x, int64_t n) = 0;
-
-    // A backend that can keep whole training steps on its device offers a step engine for them
-    // here; the Trainer then drives it instead of the host engine, which calls the ops above one
-    // by one. Null: op by op.
-    virtual StepEngineFactory* device_steps() { return nullptr; }
 };
 
 // The CPU backend; always available.

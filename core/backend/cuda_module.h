@@ -1,7 +1,9 @@
-// The CUDA backend's module interface: the one C entry point of libmpwb_cuda.so and the table it
-// returns. The programs load the module with dlopen (core/backend/default_backend.cpp), so
-// neither mpwb nor mpwb-cli links libcudart, cuBLASLt or cuDNN: without them, or without the
-// module, they start and train on the CPU. No CUDA header here: the programs include it.
+// The CUDA backend's module interface: the C entry point of libmpwb_cuda.so that the loader
+// checks, and the table it returns (the module's step engine has its own entry point, found
+// through cuda_module_symbol: core/engine/device_steps.h). The programs load the module with dlopen
+// (core/backend/default_backend.cpp), so neither mpwb nor mpwb-cli links libcudart, cuBLASLt or cuDNN:
+// without them, or without the module, they start and train on the CPU. No CUDA header here: the programs
+// include it.
 //
 // The module is built with the programs from the same tree and resolves the core's symbols from
 // the program that loads it (see core/CMakeLists.txt), so the table may pass C++ types; `abi`

@@ -8,6 +8,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -32,6 +33,9 @@ struct LoadedModule {
     const CudaModuleV1* table = nullptr;
     std::string why_not;
 };
+
+// The module's handle once it loaded and passed the checks (for cuda_module_symbol).
+std::atomic<void*> loaded_handle{nullptr};
 
 // The running program's file: /proc/self/exe, except when the program was started through the
 // dynamic loader (`ld.so --library-path ... mpwb-cli`, as the packaging test does). Then that
@@ -78,6 +82,7 @@ LoadedModule load_module() {
                     " (install the matching mpwb-cuda)";
     } else {
         m.table = table;
+        loaded_handle.store(handle, std::memory_order_release);
         return m;
     }
     dlclose(handle);
@@ -109,6 +114,11 @@ std::unique_ptr<Backend> make_cuda_backend(std::string* why_not, int device_inde
 std::unique_ptr<Backend> make_default_backend(std::string* why_not) {
     if (auto cuda = make_cuda_backend(why_not)) return cuda;
     return make_cpu_backend();
+}
+
+void* cuda_module_symbol(const char* name) {
+    void* handle = loaded_handle.load(std::memory_order_acquire);
+    return handle ? dlsym(handle, name) : nullptr;
 }
 
 int run_cuda_op_checks(Backend& cuda_backend, const std::function<void(const CudaCheckLine&)>& report) {

@@ -21,6 +21,11 @@ std::unique_ptr<Backend> make_cuda_backend(std::string* why_not, int device_inde
 // The module's op parity checks on a backend make_cuda_backend returned; the failure count.
 int run_cuda_op_checks(Backend& cuda_backend, const std::function<void(const CudaCheckLine&)>& report);
 
+// Another entry point of the CUDA module, by its exported name, once make_cuda_backend has loaded
+// the module; null before (asking never loads it) or when the module has no such name. The step
+// engine's entry is found this way (core/engine/device_steps.h), so the backend names no engine.
+void* cuda_module_symbol(const char* name);
+
 // Where the module is looked for: $MPWB_CUDA_MODULE when set, else next to the program, at the
 // same place relative to its bin directory as the install puts it (build tree: app/lib/mpwb).
 std::string cuda_module_path();

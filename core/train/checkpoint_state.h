@@ -18,7 +18,7 @@
 #include <span>
 #include <vector>
 
-#include "core/backend/step_engine.h"
+#include "core/engine/step_engine.h"
 #include "core/precision/gemm_quantizer.h"
 
 namespace mpwb {

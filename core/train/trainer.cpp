@@ -15,10 +15,11 @@
 #include "core/common/error.h"
 #include "core/common/parallel.h"
 #include "core/data/batcher.h"
+#include "core/engine/device_steps.h"
 #include "core/train/checkpoint_restore.h"
 #include "core/train/checkpoint_state.h"
 #include "core/train/dataset_digest.h"
-#include "core/train/host_step_engine.h"
+#include "core/engine/host_step_engine.h"
 
 namespace mpwb {
 namespace {
@@ -364,7 +365,7 @@ RunSummary Trainer::run() {
 
 bool Trainer::uses_device_engine() const {
     // Scaled recipes run on the host until the device engine quantizes (issue 15).
-    return backend_.device_steps() && !policy_.scaled();
+    return has_device_steps(backend_) && !policy_.scaled();
 }
 
 std::unique_ptr<StepEngine> Trainer::make_engine(int64_t total_steps) {
@@ -378,7 +379,7 @@ std::unique_ptr<StepEngine> Trainer::make_engine(int64_t total_steps) {
     c.eval_batch = config_.eval_batch;
     c.seed = config_.seed;
     c.use_graphs = config_.device_graphs;
-    auto engine = uses_device_engine() ? backend_.device_steps()->make_step_engine(network_, data_, c)
+    auto engine = uses_device_engine() ? make_device_step_engine(backend_, network_, data_, c)
                                        : make_host_step_engine(network_, data_, backend_, c);
     engine->set_scaler(scaler_.config(), scaler_);
     return engine;
@@ -435,7 +436,7 @@ void Trainer::announce_start() {
     info.backend = backend_.name();
     info.device = backend_.device_name();
     // A device backend hands scaled recipes to the host engine (make_engine): say where it runs.
-    if (policy_.scaled() && backend_.device_steps()) {
+    if (policy_.scaled() && has_device_steps(backend_)) {
         info.backend = "cpu";
         if (const auto* cpu = dynamic_cast<const CpuBackend*>(&backend_))
             info.device = cpu->CpuBackend::device_name();

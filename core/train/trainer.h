@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/backend/backend.h"
-#include "core/backend/step_engine.h"
+#include "core/engine/step_engine.h"
 #include "core/data/dataset.h"
 #include "core/nn/network.h"
 #include "core/optim/lr_schedule.h"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/backend/cuda/step_math.h"
-#include "core/backend/cuda/step_math_host.h"
+#include "core/engine/cuda/step_math_host.h"
 #include "core/common/rng.h"
 #include "core/optim/optimizer.h"
 #include "core/precision/loss_scaler.h"

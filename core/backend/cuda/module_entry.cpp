@@ -1,6 +1,7 @@
 // The entry point of libmpwb_cuda.so (core/backend/cuda_module.h): the table through which the
 // programs make the CUDA backend and run its op parity checks, after loading the module with
-// dlopen. Everything else in the module is reached through the Backend it returns.
+// dlopen. Everything else in the module is reached through the Backend it returns, except the
+// step engine, whose entry point sits above the engine interface (core/engine/cuda/engine_entry.cpp).
 #include "core/backend/cuda_module.h"
 
 #include "core/backend/cuda/cuda_backend.h"

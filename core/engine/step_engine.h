@@ -2,20 +2,21 @@
 // drives a single loop over it (launch, collect records, narrate, evaluate, pause, stop) and
 // never knows which engine it holds:
 //
-//   - the host engine (core/train/host_step_engine.h) runs the step op by op through a Backend on
+//   - the host engine (core/engine/host_step_engine.h) runs the step op by op through a Backend on
 //     host memory; its records are ready as soon as launch returns;
-//   - a device engine (core/backend/cuda/cuda_step_engine.h) keeps the dataset and the weights on
-//     an accelerator, enqueues every step (batch gather, forward, loss, backward, unscale +
-//     non-finite check, the loss scaler's decision, the fused optimizer) without a host
-//     synchronisation, and hands its records back asynchronously every few steps.
+//   - a device engine (core/engine/cuda/cuda_step_engine.h, found from its backend by
+//     core/engine/device_steps.h) keeps the dataset and the weights on an accelerator, enqueues
+//     every step (batch gather, forward, loss, backward, unscale + non-finite check, the loss
+//     scaler's decision, the fused optimizer) without a host synchronisation, and hands its
+//     records back asynchronously every few steps.
 //
 // The engine decides, the host narrates: each engine carries its own copy of the loss scaler
 // (set_scaler) and decides every step with it; the Trainer replays each record's overflow flag
 // through the run's LossScaler, which produces the events and counters the observers see, and
 // checks that the engine took the same decision (a mismatch is a bug and fails the run loudly).
 //
-// Here, in core/backend, so that a backend can offer an engine (Backend::device_steps()) without
-// including core/train. No CUDA types.
+// The engines sit above nn, optim and data, which they drive, and below train; core/backend is
+// the op interface they call and never names an engine. No CUDA types.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -124,18 +125,6 @@ public:
     virtual void load_state(const StepEngineState& state) = 0;
     // "CUDA graphs, 12 MiB of device memory" and the like, for logs.
     virtual std::string description() const = 0;
-};
-
-// What a backend that keeps steps on its device offers (Backend::device_steps()).
-class StepEngineFactory {
-public:
-    virtual ~StepEngineFactory() = default;
-    // An engine for this network and dataset (both outlive it), built (shapes fixed) for the
-    // config, with the dataset and the network's initial weights already in place. Throws
-    // NetworkError naming a layer the device cannot run, DeviceOutOfMemory naming the size when
-    // the plan does not fit.
-    virtual std::unique_ptr<StepEngine> make_step_engine(Network& network, const Dataset& data,
-                                                         const StepEngineConfig& config) = 0;
 };
 
 }  // namespace mpwb

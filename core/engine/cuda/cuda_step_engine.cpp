@@ -1,6 +1,6 @@
 // CudaStepEngine: planning the buffers of a network on the device, the step as enqueued work,
 // its CUDA graphs, and the host side of the record ring.
-#include "core/backend/cuda/cuda_step_engine.h"
+#include "core/engine/cuda/cuda_step_engine.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,7 +12,7 @@
 
 #include "core/backend/cuda/cuda_check.h"
 #include "core/backend/cuda/kernels.h"
-#include "core/backend/cuda/step_math_host.h"
+#include "core/engine/cuda/step_math_host.h"
 #include "core/backend/cuda/stream_timer.h"
 #include "core/nn/batchnorm.h"
 #include "core/nn/conv2d.h"

@@ -1,5 +1,5 @@
 // The host StepEngine and the host pieces it shares with the Trainer (see host_step_engine.h).
-#include "core/train/host_step_engine.h"
+#include "core/engine/host_step_engine.h"
 
 #include <algorithm>
 #include <chrono>

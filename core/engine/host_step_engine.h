@@ -10,7 +10,7 @@
 #include <memory>
 #include <span>
 
-#include "core/backend/step_engine.h"
+#include "core/engine/step_engine.h"
 #include "core/common/rng.h"
 
 namespace mpwb {

@@ -26,7 +26,7 @@
 
 #include "core/backend/cuda/device_context.h"
 #include "core/backend/cuda/step_math.h"
-#include "core/backend/step_engine.h"
+#include "core/engine/step_engine.h"
 
 namespace mpwb::cuda {
 
