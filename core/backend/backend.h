@@ -8,11 +8,10 @@
 #include <memory>
 #include <string>
 
+#include "core/backend/activations.h"  // Activation: the activation table
 #include "core/numeric/format.h"
 
 namespace mpwb {
-
-enum class Activation : uint8_t { ReLU, LeakyReLU, GELU, Tanh, Sigmoid };
 
 struct ConvGeometry {
     int64_t batch = 0, in_channels = 0, in_h = 0, in_w = 0;

@@ -54,143 +54,158 @@ std::unique_ptr<Layer> make_pooling(Pool2d::Mode mode, const LayerSettings& s) {
                                     s.integer("padding"));
 }
 
-LayerKind activation_kind(const char* name, Activation a, const char* help) {
-    return {name, help, "keeps the shape", {}, [a](const LayerSettings&) {
-                return std::make_unique<ActivationLayer>(a);
+LayerField slope_field() {
+    return {.key = "slope",
+            .label = "Negative slope",
+            .type = FieldType::Float,
+            .default_value = 0.01,
+            .editor_floor = 0,
+            .editor_ceiling = 1,
+            .decimals = 4,
+            .new_layer_value = 0.01,
+            .help = "Factor applied to negative inputs"};
+}
+
+// One kind per entry of the activation table (core/backend/activations.h), in its order.
+void add_activation_kinds(std::vector<LayerKind>& kinds) {
+    for (const ActivationInfo& a : activation_infos()) {
+        std::vector<LayerField> fields;
+        if (a.has_slope) fields.push_back(slope_field());
+        kinds.push_back({a.name, a.help, "keeps the shape", fields, [a](const LayerSettings& s) {
+                             return a.has_slope ? std::make_unique<ActivationLayer>(a.kind, s.real("slope"))
+                                                : std::make_unique<ActivationLayer>(a.kind);
+                         }});
+    }
+}
+
+LayerKind linear_kind() {
+    return {"Linear",
+            "Fully connected: y = x Wᵀ + b",
+            "[F] → [out]",
+            {{.key = "out",
+              .label = "Outputs",
+              .when_absent = WhenAbsent::Required,
+              .min = 1,
+              .editor_ceiling = 1 << 20,
+              .new_layer_value = 64,
+              .help = "Number of output features"},
+             bias_field(),
+             {.key = "in",
+              .label = "Inputs",
+              .min = 0,
+              .editor_ceiling = 1 << 20,
+              .zero_means = "infer",
+              .help = "Fixes the expected input width; 0 takes it from the previous layer"}},
+            [](const LayerSettings& s) {
+                return std::make_unique<Linear>(s.integer("out"), s.integer("in"), s.flag("bias"));
             }};
 }
 
+LayerKind conv2d_kind() {
+    return {"Conv2d",
+            "2-D convolution with a square kernel",
+            "[C × H × W] → [out_channels × H' × W']",
+            {{.key = "out_channels",
+              .label = "Output channels",
+              .when_absent = WhenAbsent::Required,
+              .min = 1,
+              .editor_ceiling = 4096,
+              .new_layer_value = 16,
+              .help = "Number of filters"},
+             {.key = "kernel",
+              .label = "Kernel",
+              .when_absent = WhenAbsent::Required,
+              .min = 1,
+              .editor_ceiling = 63,
+              .new_layer_value = 3,
+              .help = "Side of the square kernel"},
+             {.key = "stride",
+              .label = "Stride",
+              .default_value = 1,
+              .min = 1,
+              .editor_ceiling = 32,
+              .help = "Step of the kernel"},
+             {.key = "padding",
+              .label = "Padding",
+              .min = 0,
+              .editor_ceiling = 32,
+              .new_layer_value = 1,
+              .help = "Zeros around the image"},
+             bias_field(),
+             {.key = "in_channels",
+              .label = "Input channels",
+              .min = 0,
+              .editor_ceiling = 4096,
+              .zero_means = "infer",
+              .help = "Fixes the expected input channels; 0 takes them from the previous layer"}},
+            [](const LayerSettings& s) {
+                return std::make_unique<Conv2d>(s.integer("out_channels"), s.integer("kernel"),
+                                                s.integer("stride"), s.integer("padding"),
+                                                s.integer("in_channels"), s.flag("bias"));
+            }};
+}
+
+LayerKind dropout_kind() {
+    return {"Dropout",
+            "Zeroes inputs at random while training",
+            "keeps the shape",
+            {{.key = "p",
+              .label = "Drop probability",
+              .type = FieldType::Float,
+              .default_value = 0.5,
+              .min = 0,
+              .max = 1,
+              .max_open = true,
+              .editor_ceiling = 0.99,
+              .decimals = 3,
+              .new_layer_value = 0.5,
+              .help = "Probability that an input is zeroed while training"}},
+            [](const LayerSettings& s) { return std::make_unique<Dropout>(s.real("p")); }};
+}
+
+LayerKind batchnorm_kind() {
+    return {"BatchNorm",
+            "Normalises each feature or channel over the batch",
+            "keeps the shape ([F] or [C × H × W])",
+            {{.key = "momentum",
+              .label = "Momentum",
+              .type = FieldType::Float,
+              .default_value = 0.1,
+              .min = 0,
+              .max = 1,
+              .min_open = true,
+              .decimals = 4,
+              .help = "Weight of the new batch in the running statistics"},
+             {.key = "eps",
+              .label = "Epsilon",
+              .type = FieldType::Float,
+              .default_value = 1e-5,
+              .min = 0,
+              .min_open = true,
+              .editor_ceiling = 1,
+              .decimals = 8,
+              .help = "Added to the variance before its square root"}},
+            [](const LayerSettings& s) {
+                return std::make_unique<BatchNorm>(s.real("momentum"), s.real("eps"));
+            }};
+}
+
+// The palette's order.
 std::vector<LayerKind> make_registry() {
-    std::vector<LayerKind> kinds;
-    kinds.push_back({"Linear",
-                     "Fully connected: y = x Wᵀ + b",
-                     "[F] → [out]",
-                     {{.key = "out",
-                       .label = "Outputs",
-                       .when_absent = WhenAbsent::Required,
-                       .min = 1,
-                       .editor_ceiling = 1 << 20,
-                       .new_layer_value = 64,
-                       .help = "Number of output features"},
-                      bias_field(),
-                      {.key = "in",
-                       .label = "Inputs",
-                       .min = 0,
-                       .editor_ceiling = 1 << 20,
-                       .zero_means = "infer",
-                       .help = "Fixes the expected input width; 0 takes it from the previous layer"}},
-                     [](const LayerSettings& s) {
-                         return std::make_unique<Linear>(s.integer("out"), s.integer("in"), s.flag("bias"));
-                     }});
-    kinds.push_back({"Conv2d",
-                     "2-D convolution with a square kernel",
-                     "[C × H × W] → [out_channels × H' × W']",
-                     {{.key = "out_channels",
-                       .label = "Output channels",
-                       .when_absent = WhenAbsent::Required,
-                       .min = 1,
-                       .editor_ceiling = 4096,
-                       .new_layer_value = 16,
-                       .help = "Number of filters"},
-                      {.key = "kernel",
-                       .label = "Kernel",
-                       .when_absent = WhenAbsent::Required,
-                       .min = 1,
-                       .editor_ceiling = 63,
-                       .new_layer_value = 3,
-                       .help = "Side of the square kernel"},
-                      {.key = "stride",
-                       .label = "Stride",
-                       .default_value = 1,
-                       .min = 1,
-                       .editor_ceiling = 32,
-                       .help = "Step of the kernel"},
-                      {.key = "padding",
-                       .label = "Padding",
-                       .min = 0,
-                       .editor_ceiling = 32,
-                       .new_layer_value = 1,
-                       .help = "Zeros around the image"},
-                      bias_field(),
-                      {.key = "in_channels",
-                       .label = "Input channels",
-                       .min = 0,
-                       .editor_ceiling = 4096,
-                       .zero_means = "infer",
-                       .help = "Fixes the expected input channels; 0 takes them from the previous layer"}},
-                     [](const LayerSettings& s) {
-                         return std::make_unique<Conv2d>(s.integer("out_channels"), s.integer("kernel"),
-                                                         s.integer("stride"), s.integer("padding"),
-                                                         s.integer("in_channels"), s.flag("bias"));
-                     }});
+    std::vector<LayerKind> kinds{linear_kind(), conv2d_kind()};
     kinds.push_back({"MaxPool2d", "Largest value of each window", "[C × H × W] → [C × H' × W']",
                      pooling_fields(),
                      [](const LayerSettings& s) { return make_pooling(Pool2d::Mode::Max, s); }});
     kinds.push_back({"AvgPool2d", "Mean of each window", "[C × H × W] → [C × H' × W']", pooling_fields(),
                      [](const LayerSettings& s) { return make_pooling(Pool2d::Mode::Average, s); }});
-    kinds.push_back(activation_kind("ReLU", Activation::ReLU, "max(x, 0)"));
-    kinds.push_back({"LeakyReLU",
-                     "x, or slope · x below 0",
-                     "keeps the shape",
-                     {{.key = "slope",
-                       .label = "Negative slope",
-                       .type = FieldType::Float,
-                       .default_value = 0.01,
-                       .editor_floor = 0,
-                       .editor_ceiling = 1,
-                       .decimals = 4,
-                       .new_layer_value = 0.01,
-                       .help = "Factor applied to negative inputs"}},
-                     [](const LayerSettings& s) {
-                         return std::make_unique<ActivationLayer>(Activation::LeakyReLU, s.real("slope"));
-                     }});
-    kinds.push_back(activation_kind("GELU", Activation::GELU, "Gaussian error linear unit"));
-    kinds.push_back(activation_kind("Tanh", Activation::Tanh, "Hyperbolic tangent"));
-    kinds.push_back(activation_kind("Sigmoid", Activation::Sigmoid, "1 / (1 + e^-x)"));
+    add_activation_kinds(kinds);
     kinds.push_back({"Flatten",
                      "Makes an image a flat vector of features",
                      "[C × H × W] → [C·H·W]",
                      {},
                      [](const LayerSettings&) { return std::make_unique<Flatten>(); }});
-    kinds.push_back({"Dropout",
-                     "Zeroes inputs at random while training",
-                     "keeps the shape",
-                     {{.key = "p",
-                       .label = "Drop probability",
-                       .type = FieldType::Float,
-                       .default_value = 0.5,
-                       .min = 0,
-                       .max = 1,
-                       .max_open = true,
-                       .editor_ceiling = 0.99,
-                       .decimals = 3,
-                       .new_layer_value = 0.5,
-                       .help = "Probability that an input is zeroed while training"}},
-                     [](const LayerSettings& s) { return std::make_unique<Dropout>(s.real("p")); }});
-    kinds.push_back({"BatchNorm",
-                     "Normalises each feature or channel over the batch",
-                     "keeps the shape ([F] or [C × H × W])",
-                     {{.key = "momentum",
-                       .label = "Momentum",
-                       .type = FieldType::Float,
-                       .default_value = 0.1,
-                       .min = 0,
-                       .max = 1,
-                       .min_open = true,
-                       .decimals = 4,
-                       .help = "Weight of the new batch in the running statistics"},
-                      {.key = "eps",
-                       .label = "Epsilon",
-                       .type = FieldType::Float,
-                       .default_value = 1e-5,
-                       .min = 0,
-                       .min_open = true,
-                       .editor_ceiling = 1,
-                       .decimals = 8,
-                       .help = "Added to the variance before its square root"}},
-                     [](const LayerSettings& s) {
-                         return std::make_unique<BatchNorm>(s.real("momentum"), s.real("eps"));
-                     }});
+    kinds.push_back(dropout_kind());
+    kinds.push_back(batchnorm_kind());
     return kinds;
 }
 

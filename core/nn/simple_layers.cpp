@@ -7,21 +7,7 @@ namespace mpwb {
 
 ActivationLayer::ActivationLayer(Activation kind, float slope) : activation_(kind), slope_(slope) {}
 
-std::string ActivationLayer::kind() const {
-    switch (activation_) {
-        case Activation::ReLU:
-            return "ReLU";
-        case Activation::LeakyReLU:
-            return "LeakyReLU";
-        case Activation::GELU:
-            return "GELU";
-        case Activation::Tanh:
-            return "Tanh";
-        case Activation::Sigmoid:
-            return "Sigmoid";
-    }
-    return "?";
-}
+std::string ActivationLayer::kind() const { return activation_info(activation_).name; }
 
 void ActivationLayer::forward(LayerContext& ctx, const Tensor& x, Tensor& y) {
     y.resize(x.shape());
@@ -38,7 +24,7 @@ void ActivationLayer::backward(LayerContext& ctx, const Tensor& x, const Tensor&
 
 nlohmann::json ActivationLayer::to_json() const {
     nlohmann::json j{{"type", kind()}};
-    if (activation_ == Activation::LeakyReLU) j["slope"] = float_as_json_double(slope_);
+    if (activation_info(activation_).has_slope) j["slope"] = float_as_json_double(slope_);
     return j;
 }
 

@@ -1,4 +1,5 @@
-// Layers without weights of their own: activations, Flatten and Dropout.
+// Layers without weights of their own: activations (one class for every entry of the activation
+// table, core/backend/activations.h), Flatten and Dropout.
 #pragma once
 #include "core/nn/layer.h"
 
@@ -15,7 +16,7 @@ public:
     nlohmann::json to_json() const override;
 
     Activation activation() const { return activation_; }
-    float slope() const { return slope_; }  // used by LeakyReLU only
+    float slope() const { return slope_; }  // used by the entries with has_slope only
 
 private:
     Activation activation_;

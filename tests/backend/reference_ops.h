@@ -43,6 +43,8 @@ inline double gemm_abs_sum(bool ta, bool tb, int64_t i, int64_t j, int64_t k, co
     return s;
 }
 
+// Every entry of the activation table (core/backend/activations.h); an entry without a case here
+// gets 0 and fails the tests that compare against it.
 inline double activation(Activation kind, double slope, double x) {
     switch (kind) {
         case Activation::ReLU:

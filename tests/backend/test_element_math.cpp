@@ -2,8 +2,9 @@
 // reference: its integer FP16/BF16/TF32 rounding against core/numeric's round_to_format (every
 // FP16 value's neighbourhood, every BF16 value's, a strided sweep of all floats and random bit
 // patterns: subnormals, signed zero, inf, NaN payloads, the overflow boundaries), load/store by
-// dtype, the activations, batch normalisation and loss steps against CpuBackend bit for bit
-// (same order of operations on the host), the histogram slot rules against
+// dtype, CpuBackend's activation loops against the activation table's entries called one
+// element at a time (the kernels' way), batch normalisation and loss steps against CpuBackend bit
+// for bit (same order of operations on the host), the histogram slot rules against
 // ExponentHistogram::compute, and the dropout hash's keep rate and per-step masks.
 // Needs no GPU: nothing here touches CUDA.
 #include <QtTest/QtTest>
@@ -195,8 +196,9 @@ private slots:
         }
     }
 
-    // Host runs of element_math use glibc's transcendentals like CpuBackend, so the results must
-    // agree bit for bit. (On the device CUDA's expf/erff/tanhf are within 2 ulp instead.)
+    // CpuBackend's loops and the kernels run the same table entries; called element by element as
+    // a kernel does (only the one of x and y its backward reads), an entry gives the loop's bits.
+    // (On the device CUDA's expf/erff/tanhf are within 2 ulp instead.)
     void activations_match_cpu_backend_bit_for_bit() {
         auto cpu = make_cpu_backend();
         Rng rng(11);
@@ -205,31 +207,32 @@ private slots:
         for (float& d : dy) d = rng.uniform(-2.0f, 2.0f);
         const auto n = static_cast<int64_t>(x.size());
         const float slope = 0.01f;
-        for (Activation kind : {Activation::ReLU, Activation::LeakyReLU, Activation::GELU, Activation::Tanh,
-                                Activation::Sigmoid}) {
+        for_each_activation([&](auto entry) {
+            using A = decltype(entry);
             std::vector<float> y(x.size()), dx(x.size());
-            cpu->activation_forward(kind, slope, x.data(), y.data(), n);
-            cpu->activation_backward(kind, slope, x.data(), y.data(), dy.data(), dx.data(), n);
+            cpu->activation_forward(A::kind, slope, x.data(), y.data(), n);
+            cpu->activation_backward(A::kind, slope, x.data(), y.data(), dy.data(), dx.data(), n);
+            constexpr float nan = std::numeric_limits<float>::quiet_NaN();
             for (size_t i = 0; i < x.size(); ++i) {
-                const float mine_y = activation_forward_value(kind, slope, x[i]);
-                const float mine_dx = activation_backward_value(kind, slope, x[i], y[i], dy[i]);
+                const float mine_y = A::forward(x[i], slope);
+                const float mine_dx = A::backward(A::backward_reads_output ? nan : x[i],
+                                                  A::backward_reads_output ? y[i] : nan, dy[i], slope);
                 QVERIFY2(same_value(mine_y, y[i]),
                          qPrintable(QString("activation %1 forward of %2: %3, cpu %4")
-                                        .arg(int(kind))
+                                        .arg(A::name)
                                         .arg(double(x[i]), 0, 'g', 9)
                                         .arg(double(mine_y), 0, 'g', 9)
                                         .arg(double(y[i]), 0, 'g', 9)));
                 QVERIFY2(same_value(mine_dx, dx[i]),
                          qPrintable(QString("activation %1 backward at %2: %3, cpu %4")
-                                        .arg(int(kind))
+                                        .arg(A::name)
                                         .arg(double(x[i]), 0, 'g', 9)
                                         .arg(double(mine_dx), 0, 'g', 9)
                                         .arg(double(dx[i]), 0, 'g', 9)));
             }
-        }
-        // ReLU sends NaN to 0, as the CPU does (x > 0 is false for NaN).
-        QCOMPARE(activation_forward_value(Activation::ReLU, 0, std::numeric_limits<float>::quiet_NaN()),
-                 0.0f);
+        });
+        // ReLU sends NaN to 0 (x > 0 is false for NaN).
+        QCOMPARE(ReluActivation::forward(std::numeric_limits<float>::quiet_NaN(), 0), 0.0f);
     }
 
     // The batchnorm steps after the sums, driven in the CPU's summation order, reproduce

@@ -56,15 +56,11 @@ inline Vec layer_forward(const nlohmann::json& spec, const Shape& in, int64_t ba
         g.padding = json_int(spec, "padding", 0);
         return type == "MaxPool2d" ? maxpool_forward(g, x) : avgpool_forward(g, x);
     }
-    if (type == "ReLU" || type == "LeakyReLU" || type == "GELU" || type == "Tanh" || type == "Sigmoid") {
-        const Activation a = type == "ReLU"        ? Activation::ReLU
-                             : type == "LeakyReLU" ? Activation::LeakyReLU
-                             : type == "GELU"      ? Activation::GELU
-                             : type == "Tanh"      ? Activation::Tanh
-                                                   : Activation::Sigmoid;
+    for (const ActivationInfo& a : activation_infos()) {  // the activation table's kinds
+        if (type != a.name) continue;
         const double slope = spec.contains("slope") ? spec["slope"].get<double>() : 0.01;
         Vec y(x.size());
-        for (size_t i = 0; i < x.size(); ++i) y[i] = activation(a, slope, x[i]);
+        for (size_t i = 0; i < x.size(); ++i) y[i] = activation(a.kind, slope, x[i]);
         return y;
     }
     if (type == "Flatten") return x;

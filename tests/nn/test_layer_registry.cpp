@@ -5,6 +5,7 @@
 // the code the registry replaced, for every shipped preset and a network that sets every field).
 #include <QtTest/QtTest>
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/common/error.h"
@@ -47,13 +48,15 @@ class TestLayerRegistry : public QObject {
 
 private slots:
     void everyKindMakesItsLayerFromANewLayer() {
-        // The kinds there were before the registry keep their names and palette order; new ones follow.
+        // The kinds there were before the registry keep their names and palette order; new ones
+        // join them (a new activation with the activations, where the activation table puts it).
         const std::vector<std::string> former = {"Linear",  "Conv2d",    "MaxPool2d", "AvgPool2d",
                                                  "ReLU",    "LeakyReLU", "GELU",      "Tanh",
                                                  "Sigmoid", "Flatten",   "Dropout",   "BatchNorm"};
-        const auto kinds = layer_kinds();
-        QVERIFY(kinds.size() >= former.size());
-        QCOMPARE(std::vector<std::string>(kinds.begin(), kinds.begin() + long(former.size())), former);
+        std::vector<std::string> kept;
+        for (const std::string& kind : layer_kinds())
+            if (std::find(former.begin(), former.end(), kind) != former.end()) kept.push_back(kind);
+        QCOMPARE(kept, former);
         for (const LayerKind& kind : layer_registry()) {
             const json spec = new_layer_json(kind);
             QCOMPARE(QString::fromStdString(make_layer(spec)->kind()), QString::fromStdString(kind.name));

@@ -115,13 +115,6 @@ int64_t conv_chunk(const ConvGeometry& g) {
     return std::clamp<int64_t>((int64_t{8} << 20) / std::max<int64_t>(per_sample, 1), 1, g.batch);
 }
 
-float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2))); }
-float gelu_grad(float x) {
-    const float cdf = 0.5f * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2)));
-    const float pdf = std::exp(-0.5f * x * x) * static_cast<float>(0.5 * M_2_SQRTPI * M_SQRT1_2);
-    return cdf + x * pdf;
-}
-
 }  // namespace
 
 CpuBackend::CpuBackend() { sync_blas_threads(); }
@@ -240,54 +233,27 @@ void CpuBackend::bias_grad_channels(const float* dy, float* db, int64_t n, int64
     });
 }
 
+// One loop per activation (visit_activation dispatches once per tensor): the table's math inlines
+// into it, so the simple activations vectorise.
 void CpuBackend::activation_forward(Activation kind, float slope, const float* x, float* y, int64_t n) {
-    parallel_for(n, kGrain, [=](int64_t i0, int64_t i1) {
-        switch (kind) {
-            case Activation::ReLU:
-                for (int64_t i = i0; i < i1; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-                break;
-            case Activation::LeakyReLU:
-                for (int64_t i = i0; i < i1; ++i) y[i] = x[i] > 0.0f ? x[i] : slope * x[i];
-                break;
-            case Activation::GELU:
-                for (int64_t i = i0; i < i1; ++i) y[i] = gelu(x[i]);
-                break;
-            case Activation::Tanh:
-                for (int64_t i = i0; i < i1; ++i) y[i] = std::tanh(x[i]);
-                break;
-            case Activation::Sigmoid:
-                for (int64_t i = i0; i < i1; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
-                break;
-        }
+    visit_activation(kind, [=](auto entry) {
+        using A = decltype(entry);
+        parallel_for(n, kGrain, [=](int64_t i0, int64_t i1) {
+            for (int64_t i = i0; i < i1; ++i) y[i] = A::forward(x[i], slope);
+        });
     });
 }
 
 void CpuBackend::activation_backward(Activation kind, float slope, const float* x, const float* y,
                                      const float* dy, float* dx, int64_t n) {
-    parallel_for(n, kGrain, [=](int64_t i0, int64_t i1) {
-        switch (kind) {
-            case Activation::ReLU:
-                for (int64_t i = i0; i < i1; ++i) {
-                    const float g = dy[i];  // loaded unconditionally, so the loop vectorises
-                    dx[i] = x[i] > 0.0f ? g : 0.0f;
-                }
-                break;
-            case Activation::LeakyReLU:
-                for (int64_t i = i0; i < i1; ++i) {
-                    const float g = dy[i];
-                    dx[i] = x[i] > 0.0f ? g : slope * g;
-                }
-                break;
-            case Activation::GELU:
-                for (int64_t i = i0; i < i1; ++i) dx[i] = dy[i] * gelu_grad(x[i]);
-                break;
-            case Activation::Tanh:
-                for (int64_t i = i0; i < i1; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
-                break;
-            case Activation::Sigmoid:
-                for (int64_t i = i0; i < i1; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
-                break;
-        }
+    visit_activation(kind, [=](auto entry) {
+        using A = decltype(entry);
+        parallel_for(n, kGrain, [=](int64_t i0, int64_t i1) {
+            // dy is loaded unconditionally (it is an argument), so ReLU's select vectorises.
+            for (int64_t i = i0; i < i1; ++i)
+                dx[i] = A::backward(A::backward_reads_output ? 0.0f : x[i],
+                                    A::backward_reads_output ? y[i] : 0.0f, dy[i], slope);
+        });
     });
 }
 

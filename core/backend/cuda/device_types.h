@@ -1,6 +1,7 @@
 // Types shared by every file of the CUDA backend: the storage dtypes a device tensor can have,
-// the error checks that turn CUDA, cuBLAS and cuDNN status codes into mpwb errors, and
-// MPWB_HD, which marks the per-element math that kernels and their CPU references share.
+// the error checks that turn CUDA, cuBLAS and cuDNN status codes into mpwb errors, and (from
+// core/backend/hd_math.h) MPWB_HD, which marks the per-element math that kernels and their CPU
+// references share.
 //
 // Host-compilable (g++ sees it through the .cpp files and the CPU-side tests); nothing here
 // needs a GPU to run.
@@ -11,13 +12,8 @@
 #include <string>
 
 #include "core/common/error.h"
+#include "core/backend/hd_math.h"  // MPWB_HD
 #include "core/numeric/format.h"
-
-#if defined(__CUDACC__)
-#define MPWB_HD __host__ __device__ __forceinline__
-#else
-#define MPWB_HD inline
-#endif
 
 namespace mpwb::cuda {
 

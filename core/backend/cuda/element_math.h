@@ -10,8 +10,8 @@
 //               same bits, checked over every half and every rounding boundary by the selftest)
 //               for all but NaN, whose payload the instructions do not keep. 16-bit values are
 //               accessed as their bit patterns (the bytes of __half / __nv_bfloat16).
-//   activations forward and backward per element with CpuBackend's formulas (GELU with erf,
-//               LeakyReLU's slope, tanh and sigmoid backward from y, ReLU sending NaN to 0).
+//   activations are the activation table's entries (core/backend/activations.h), shared with
+//               the CPU backend the same way.
 //   batchnorm,  the scalar steps of CpuBackend's batchnorm and loss code after the sums, so the
 //   losses     kernels reduce however they like and still finish like the CPU does.
 //   histogram   the slot of a float in ExponentHistogram (bin, zero, non-finite) and each
@@ -63,9 +63,9 @@ MPWB_HD int leading_zeros(uint32_t x) {  // 32 for 0
 #endif
 }
 
-// mul_rn, add_rn, sub_rn (step_math.h): products and sums the device compiler must not fuse
-// into an FMA, so the CPU backend's formulas, which round after every operation, come out the
-// same bits on the device.
+// mul_rn, add_rn, sub_rn, exp_f, log_f (core/backend/hd_math.h): products and sums the device
+// compiler must not fuse into an FMA, so the CPU backend's formulas, which round after every
+// operation, come out the same bits on the device.
 
 // ---- storage rounding -------------------------------------------------------------------
 
@@ -217,83 +217,6 @@ MPWB_HD float round_to_dtype(DType t, float v) {
         default:
             return v;
     }
-}
-
-// ---- activations (CpuBackend::activation_forward / activation_backward) -------------------
-
-// Transcendentals: glibc's on the host (bit-identical to CpuBackend), CUDA's libdevice on the
-// device (within 2 ulp of the correctly rounded value, so within a few ulp of the CPU).
-MPWB_HD float exp_f(float x) {
-#if defined(__CUDA_ARCH__)
-    return expf(x);
-#else
-    return std::exp(x);
-#endif
-}
-MPWB_HD float log_f(float x) {
-#if defined(__CUDA_ARCH__)
-    return logf(x);
-#else
-    return std::log(x);
-#endif
-}
-MPWB_HD float erf_f(float x) {
-#if defined(__CUDA_ARCH__)
-    return erff(x);
-#else
-    return std::erf(x);
-#endif
-}
-MPWB_HD float tanh_f(float x) {
-#if defined(__CUDA_ARCH__)
-    return tanhf(x);
-#else
-    return std::tanh(x);
-#endif
-}
-
-// The CPU backend's constants, computed by the same double expressions before rounding.
-inline constexpr float kSqrtHalf = static_cast<float>(0.70710678118654752440);
-inline constexpr float kGeluPdfScale =
-    static_cast<float>(0.5 * 1.12837916709551257390 * 0.70710678118654752440);
-
-MPWB_HD float activation_forward_value(Activation kind, float slope, float x) {
-    switch (kind) {
-        case Activation::ReLU:
-            return x > 0.0f ? x : 0.0f;
-        case Activation::LeakyReLU:
-            return x > 0.0f ? x : slope * x;
-        case Activation::GELU:
-            return mul_rn(mul_rn(0.5f, x), add_rn(1.0f, erf_f(mul_rn(x, kSqrtHalf))));
-        case Activation::Tanh:
-            return tanh_f(x);
-        case Activation::Sigmoid:
-            return 1.0f / add_rn(1.0f, exp_f(-x));
-    }
-    return x;
-}
-
-MPWB_HD float gelu_derivative(float x) {
-    const float cdf = mul_rn(0.5f, add_rn(1.0f, erf_f(mul_rn(x, kSqrtHalf))));
-    const float pdf = mul_rn(exp_f(mul_rn(mul_rn(-0.5f, x), x)), kGeluPdfScale);
-    return add_rn(cdf, mul_rn(x, pdf));
-}
-
-// dx from x (ReLU, LeakyReLU, GELU) or from the forward output y (Tanh, Sigmoid).
-MPWB_HD float activation_backward_value(Activation kind, float slope, float x, float y, float dy) {
-    switch (kind) {
-        case Activation::ReLU:
-            return x > 0.0f ? dy : 0.0f;
-        case Activation::LeakyReLU:
-            return x > 0.0f ? dy : slope * dy;
-        case Activation::GELU:
-            return mul_rn(dy, gelu_derivative(x));
-        case Activation::Tanh:
-            return mul_rn(dy, sub_rn(1.0f, mul_rn(y, y)));
-        case Activation::Sigmoid:
-            return mul_rn(mul_rn(dy, y), sub_rn(1.0f, y));
-    }
-    return dy;
 }
 
 // ---- batch normalisation (CpuBackend::batchnorm_*), after the FP64 sums -------------------

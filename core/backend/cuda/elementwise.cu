@@ -1,8 +1,8 @@
 // The elementwise kernels of kernels.h and their launchers: dtype conversion, in-place format
 // rounding, row and channel bias adds with their FP32 gradients, activations forward and
 // backward, the dropout multiply and mask, and the on-device batch gather. The math per element
-// is element_math.h's, so a kernel's result is the CPU reference's up to the transcendental
-// functions (see activation_*); the bias gradients are FP32 sums in a fixed order per launch
+// is element_math.h's and the activation table's, so a kernel's result is the CPU reference's up
+// to the transcendental functions; the bias gradients are FP32 sums in a fixed order per launch
 // shape, so they are reproducible run to run.
 #include <cuda_runtime.h>
 
@@ -17,7 +17,6 @@ using launch::check_launch;
 using launch::global_thread;
 using launch::grid_threads;
 using launch::kThreads;
-using launch::with_activation;
 using launch::with_dtype;
 
 namespace {
@@ -40,7 +39,7 @@ __global__ void add_bias_rows_kernel(void* y, const float* bias, int64_t rows, i
     const int64_t n = rows * cols;
     for (int64_t i = global_thread(); i < n; i += grid_threads()) {
         const float v = load_value<T>(y, i) + bias[i % cols];
-        store_value<T>(y, i, Relu ? activation_forward_value(Activation::ReLU, 0.0f, v) : v);
+        store_value<T>(y, i, Relu ? ReluActivation::forward(v, 0.0f) : v);
     }
 }
 
@@ -113,21 +112,22 @@ __global__ void bias_grad_channels_kernel(const void* dy, float* db, int64_t n, 
     if (threadIdx.x == 0) db[ch] = static_cast<float>(total);
 }
 
-template <DType T, Activation A>
+// A: an entry of the activation table.
+template <DType T, class A>
 __global__ void activation_forward_kernel(float slope, const void* x, void* y, int64_t n) {
     for (int64_t i = global_thread(); i < n; i += grid_threads())
-        store_value<T>(y, i, activation_forward_value(A, slope, load_value<T>(x, i)));
+        store_value<T>(y, i, A::forward(load_value<T>(x, i), slope));
 }
 
-// Tanh and Sigmoid read y, the others x; the unused one may be null.
-template <DType T, Activation A>
+// Loads only the one of x and y the entry's backward reads; the other may be null.
+template <DType T, class A>
 __global__ void activation_backward_kernel(float slope, const void* x, const void* y, const void* dy,
                                            void* dx, int64_t n) {
-    constexpr bool from_y = A == Activation::Tanh || A == Activation::Sigmoid;
+    constexpr bool from_y = A::backward_reads_output;
     for (int64_t i = global_thread(); i < n; i += grid_threads()) {
         const float xv = from_y ? 0.0f : load_value<T>(x, i);
         const float yv = from_y ? load_value<T>(y, i) : 0.0f;
-        store_value<T>(dx, i, activation_backward_value(A, slope, xv, yv, load_value<T>(dy, i)));
+        store_value<T>(dx, i, A::backward(xv, yv, load_value<T>(dy, i), slope));
     }
 }
 
@@ -266,8 +266,8 @@ void activation_forward(Activation kind, float slope, DType t, const void* x, vo
     if (n <= 0) return;
     with_dtype(t, [&](auto t_tag) {
         constexpr DType T = decltype(t_tag)::value;
-        with_activation(kind, [&](auto a_tag) {
-            constexpr Activation A = decltype(a_tag)::value;
+        visit_activation(kind, [&](auto entry) {
+            using A = decltype(entry);
             activation_forward_kernel<T, A><<<blocks_for(n), kThreads, 0, stream>>>(slope, x, y, n);
         });
     });
@@ -279,8 +279,8 @@ void activation_backward(Activation kind, float slope, DType t, const void* x, c
     if (n <= 0) return;
     with_dtype(t, [&](auto t_tag) {
         constexpr DType T = decltype(t_tag)::value;
-        with_activation(kind, [&](auto a_tag) {
-            constexpr Activation A = decltype(a_tag)::value;
+        visit_activation(kind, [&](auto entry) {
+            using A = decltype(entry);
             activation_backward_kernel<T, A><<<blocks_for(n), kThreads, 0, stream>>>(slope, x, y, dy, dx, n);
         });
     });

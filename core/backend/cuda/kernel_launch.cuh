@@ -1,9 +1,10 @@
 // What the own kernels' .cu files share to launch and reduce: grid sizes for grid-stride loops,
-// the turn of a runtime DType (or Activation) into a template argument so the per-element loop
-// has no switch in it (the callback gets a std::integral_constant: plain C++17, which is what
-// nvcc compiles in when CMake's CUDA standard wins over -std=c++20), the launch check that names the kernel,
-// and warp/block sums and the block argmax used by the reductions (bias gradients, batchnorm statistics,
-// losses). Device/host code for nvcc only; the host side never synchronises.
+// the turn of a runtime DType into a template argument so the per-element loop has no switch in
+// it (the callback gets a std::integral_constant: plain C++17, which is what nvcc compiles in when
+// CMake's CUDA standard wins over -std=c++20; an Activation's turn is visit_activation, in
+// core/backend/activations.h), the launch check that names the kernel, and warp/block sums and
+// the block argmax used by the reductions (bias gradients, batchnorm statistics, losses).
+// Device/host code for nvcc only; the host side never synchronises.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -44,23 +45,6 @@ void with_dtype(DType t, F&& f) {
             return f(std::integral_constant<DType, DType::BF16>{});
     }
     throw ConfigError("unknown device dtype id " + std::to_string(static_cast<int>(t)));
-}
-
-template <class F>
-void with_activation(Activation kind, F&& f) {
-    switch (kind) {
-        case Activation::ReLU:
-            return f(std::integral_constant<Activation, Activation::ReLU>{});
-        case Activation::LeakyReLU:
-            return f(std::integral_constant<Activation, Activation::LeakyReLU>{});
-        case Activation::GELU:
-            return f(std::integral_constant<Activation, Activation::GELU>{});
-        case Activation::Tanh:
-            return f(std::integral_constant<Activation, Activation::Tanh>{});
-        case Activation::Sigmoid:
-            return f(std::integral_constant<Activation, Activation::Sigmoid>{});
-    }
-    throw ConfigError("unknown activation id " + std::to_string(static_cast<int>(kind)));
 }
 
 __device__ __forceinline__ int64_t global_thread() {

@@ -300,15 +300,14 @@ void check_elementwise(Harness& h) {
     const int64_t rows = 300, cols = 70, n = rows * cols;
     for (DType t : kDtypes) {
         const std::string d = dtype_name(t);
-        for (Activation kind : {Activation::ReLU, Activation::LeakyReLU, Activation::GELU, Activation::Tanh,
-                                Activation::Sigmoid}) {
+        for (const ActivationInfo& info : activation_infos()) {
+            const Activation kind = info.kind;
             const Host x = h.random(n, t, -4.0f, 4.0f), dy = h.random(n, t);
             Host y_ref(static_cast<size_t>(n)), dx_ref(static_cast<size_t>(n));
             h.cpu().activation_forward(kind, 0.02f, x.data(), y_ref.data(), n);
             for (auto& v : y_ref) v = round_to_dtype(t, v);  // the stored output backward reads
             h.cpu().activation_backward(kind, 0.02f, x.data(), y_ref.data(), dy.data(), dx_ref.data(), n);
-            const char* names[] = {"relu", "leaky_relu", "gelu", "tanh", "sigmoid"};
-            const std::string base = std::string(names[static_cast<int>(kind)]) + " " + d;
+            const std::string base = std::string(info.name) + " " + d;
             void* dxin = h.upload(x, t);
             void* dyv = h.zeros(n, t);
             kernels::activation_forward(kind, 0.02f, t, dxin, dyv, n, h.stream());

@@ -9,17 +9,16 @@
 // The host replays each step's record through its own LossScaler (events, summaries), so the
 // device decides and the host narrates; the two must agree, and the trainer checks they do.
 //
-// Bit-exactness with the CPU needs every operation rounded on its own: nvcc would otherwise
-// contract a*b+c into one FMA (its default, --fmad=true), which g++ never does for x86-64
-// without -mfma. So the rules do their arithmetic through the *_rn helpers below, which are the
-// CUDA round-to-nearest intrinsics on the device (never contracted) and plain operators on the
-// host. The host helpers that build these structs from core's LossScaler are in
-// step_math_host.h, so that this header needs neither nlohmann json nor CUDA headers.
+// Bit-exactness with the CPU needs every operation rounded on its own, so the rules do their
+// arithmetic through the *_rn helpers of core/backend/hd_math.h. The host helpers that build these structs
+// from core's LossScaler are in step_math_host.h, so that this header needs neither nlohmann json nor CUDA
+// headers.
 #pragma once
 #include <cmath>
 #include <cstdint>
 
 #include "core/backend/cuda/device_types.h"
+#include "core/backend/hd_math.h"
 
 namespace mpwb::cuda {
 
@@ -139,95 +138,6 @@ struct DeviceHistogram {
     unsigned int max_abs_bits;
     unsigned int pad;
 };
-
-// ---- arithmetic rounded one operation at a time (see the header comment) ----
-
-MPWB_HD float mul_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-    return __fmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-MPWB_HD float add_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-    return __fadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-MPWB_HD float sub_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-    return __fsub_rn(a, b);
-#else
-    return a - b;
-#endif
-}
-MPWB_HD float div_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-    return __fdiv_rn(a, b);
-#else
-    return a / b;
-#endif
-}
-MPWB_HD float sqrt_rn(float a) {
-#if defined(__CUDA_ARCH__)
-    return __fsqrt_rn(a);
-#else
-    return std::sqrt(a);
-#endif
-}
-MPWB_HD double mul_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-    return __dmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-MPWB_HD double add_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-    return __dadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-MPWB_HD double sub_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-    return __dsub_rn(a, b);
-#else
-    return a - b;
-#endif
-}
-MPWB_HD double div_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-    return __ddiv_rn(a, b);
-#else
-    return a / b;
-#endif
-}
-MPWB_HD double sqrt_rn(double a) {
-#if defined(__CUDA_ARCH__)
-    return __dsqrt_rn(a);
-#else
-    return std::sqrt(a);
-#endif
-}
-// glibc's pow is within 1 ulp and CUDA's double pow within 2, so the two may differ in the
-// last bit of the double; rounded to float afterwards that almost never shows (see optimizer_rule).
-MPWB_HD double pow_d(double x, double y) {
-#if defined(__CUDA_ARCH__)
-    return ::pow(x, y);
-#else
-    return std::pow(x, y);
-#endif
-}
-MPWB_HD bool is_finite(float x) {
-#if defined(__CUDA_ARCH__)
-    return ::isfinite(x);
-#else
-    return std::isfinite(x);
-#endif
-}
 
 // ---- the loss scaler's skip rule ----
 
