@@ -166,8 +166,8 @@ struct RunResult {
 // every run is checked against.
 struct Comparison {
     const CompareArgs& args;
+    std::vector<RunSpec> specs;  // parsed first: a bad --precisions is said before anything loads
     Preset preset;
-    std::vector<RunSpec> specs;
     std::vector<TrainConfig> configs;  // one per spec
     Dataset data;
     std::unique_ptr<Backend> backend;
@@ -207,7 +207,7 @@ std::vector<TrainConfig> run_configs(const std::vector<RunSpec>& specs, const Tr
 }
 
 Comparison prepare_comparison(const CompareArgs& args) {
-    Comparison c{args, args.training.resolve(), parse_run_specs(args.precisions), {}, {}, {}, {}, {}};
+    Comparison c{args, parse_run_specs(args.precisions), args.training.resolve(), {}, {}, {}, {}, {}};
     if (!args.training.stats_every) c.preset.training.stats_every = kDefaultCompareStatsEvery;
     c.configs = run_configs(c.specs, c.preset.training);
     c.data = load_dataset(c.preset.training.dataset);
