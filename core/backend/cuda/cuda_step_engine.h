@@ -52,9 +52,6 @@ public:
     void load_state(const StepEngineState& state) override;
     std::string description() const override;
 
-    // Bytes of device memory the plan holds (arena blocks), for the benchmark's memory column.
-    size_t device_bytes() const { return arena_.bytes_reserved(); }
-
 private:
     struct Buffer {
         void* data = nullptr;
