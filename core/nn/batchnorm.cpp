@@ -57,4 +57,14 @@ nlohmann::json BatchNorm::to_json() const {
             {"eps", float_as_json_double(eps_)}};
 }
 
+// BatchNorm1d over features, BatchNorm2d over the channels of an image; gamma and beta are
+// PyTorch's weight and bias.
+PytorchModule BatchNorm::pytorch_module(const Shape& input) const {
+    return {"nn.BatchNorm" + std::string(input.size() == 3 ? "2d" : "1d") + "(" +
+                std::to_string(input.at(0)) + ", eps=" + python_float(eps_) +
+                ", momentum=" + python_float(momentum_) + ")",
+            {},
+            {{"gamma", "weight"}, {"beta", "bias"}}};
+}
+
 }  // namespace mpwb

@@ -17,6 +17,8 @@ public:
     void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
     nlohmann::json to_json() const override;
+    DeviceOp device_op() const override { return BatchNormOp{momentum_, eps_}; }
+    PytorchModule pytorch_module(const Shape& input) const override;
 
     float momentum() const { return momentum_; }
     float eps() const { return eps_; }

@@ -121,4 +121,10 @@ nlohmann::json Conv2d::to_json() const {
     return j;
 }
 
+PytorchModule Conv2d::pytorch_module(const Shape&) const {
+    return {"nn.Conv2d(" + std::to_string(in_c_) + ", " + std::to_string(out_c_) +
+            ", kernel_size=" + std::to_string(kernel_) + ", stride=" + std::to_string(stride_) +
+            ", padding=" + std::to_string(padding_) + ", bias=" + python_bool(has_bias_) + ")"};
+}
+
 }  // namespace mpwb

@@ -17,14 +17,11 @@ public:
     void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
     nlohmann::json to_json() const override;
+    DeviceOp device_op() const override { return Conv2dOp{geometry(0)}; }
+    PytorchModule pytorch_module(const Shape& input) const override;
 
     // The convolution at this batch; the input sizes are known once the layer is built.
     ConvGeometry geometry(int64_t batch) const;
-    int64_t out_channels() const { return out_c_; }
-    int64_t kernel() const { return kernel_; }
-    int64_t stride() const { return stride_; }
-    int64_t padding() const { return padding_; }
-    bool has_bias() const { return has_bias_; }
 
 private:
     int64_t out_c_, kernel_, stride_, padding_, in_c_ = 0, in_h_ = 0, in_w_ = 0;

@@ -2,16 +2,20 @@
 // already rounded to the storage format; the network, not the layer, rounds what a layer stores
 // (outputs, input gradients, weight gradients), so the precision policy lives in one place.
 // Layers are made from their JSON by the layer registry (layer_registry.h), which checks every
-// setting's type and range; a layer's constructor trusts its arguments.
+// setting's type and range; a layer's constructor trusts its arguments. A layer also says what it
+// is elsewhere: its op on a device engine (device_op) and its PyTorch module (pytorch_module), so
+// a kind is its own file plus its registry entry.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/backend/backend.h"
+#include "core/backend/device_op.h"
 #include "core/common/checked_arith.h"
 #include "core/common/rng.h"
 #include "core/common/text_format.h"  // float_as_json_double: how each layer's to_json writes a float setting
+#include "core/nn/pytorch_module.h"
 #include "core/precision/gemm_quantizer.h"
 #include "core/tensor/parameter.h"
 #include "core/tensor/tensor.h"
@@ -87,6 +91,11 @@ public:
     virtual void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                           Tensor* dx) = 0;
     virtual nlohmann::json to_json() const = 0;
+    // What the CUDA step runs for this built layer, or NoDeviceOp when no device engine can run
+    // it (the network then trains on the host engine: Network::missing_device_op).
+    virtual DeviceOp device_op() const = 0;
+    // This built layer as a PyTorch module, given its per-sample input shape.
+    virtual PytorchModule pytorch_module(const Shape& input) const = 0;
 
     int64_t parameter_count() {
         int64_t n = 0;

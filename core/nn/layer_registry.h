@@ -1,9 +1,10 @@
 // The registry of layer kinds: for each kind its name, its settings (type, default, range, help
 // text), the shape rule in words and the factory that makes the layer. It is the one place a
 // kind is described: Network::from_json reads and checks a layer's JSON through it, the network
-// editor builds its palette and its settings forms from it, and the CUDA plan asks the Layer
-// objects it makes. Adding a kind is the layer's own file plus one entry in layer_registry.cpp
-// (plus its CUDA op).
+// editor builds its palette and its settings forms from it, and the CUDA plan and the PyTorch
+// export ask the Layer objects it makes (Layer::device_op, Layer::pytorch_module). Adding a kind
+// is the layer's own file plus one entry in layer_registry.cpp; adding an activation is one entry
+// of the activation table (core/backend/activations.h), which makes its kind here.
 #pragma once
 #include <cmath>
 #include <functional>

@@ -83,4 +83,9 @@ nlohmann::json Linear::to_json() const {
     return j;
 }
 
+PytorchModule Linear::pytorch_module(const Shape&) const {
+    return {"nn.Linear(" + std::to_string(in_) + ", " + std::to_string(out_) +
+            ", bias=" + python_bool(has_bias_) + ")"};
+}
+
 }  // namespace mpwb

@@ -16,10 +16,8 @@ public:
     void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
     nlohmann::json to_json() const override;
-
-    int64_t out_features() const { return out_; }
-    int64_t in_features() const { return in_; }  // 0 until built unless the description fixed it
-    bool has_bias() const { return has_bias_; }
+    DeviceOp device_op() const override { return LinearOp{has_bias_}; }
+    PytorchModule pytorch_module(const Shape& input) const override;
 
 private:
     int64_t out_, in_;

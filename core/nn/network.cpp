@@ -86,6 +86,14 @@ Network Network::from_json(const nlohmann::json& description) {
     return net;
 }
 
+Network Network::from_layers(std::vector<std::unique_ptr<Layer>> layers, std::string loss) {
+    Network net;
+    net.name_ = "network";
+    net.loss_ = std::move(loss);
+    net.layers_ = std::move(layers);
+    return net;
+}
+
 Network Network::load_file(const std::string& path) {
     nlohmann::json j;
     try {
@@ -258,6 +266,14 @@ std::vector<Tensor*> Network::buffers() const {
 
 std::string Network::layer_label(size_t layer) const {
     return std::to_string(layer) + " " + layers_.at(layer)->kind();
+}
+
+std::string Network::missing_device_op() const {
+    for (size_t i = 0; i < layers_.size(); ++i)
+        if (std::holds_alternative<NoDeviceOp>(layers_[i]->device_op()))
+            return "the CUDA engine has no op for layer " + std::to_string(i) + " (" + layers_[i]->kind() +
+                   ")";
+    return {};
 }
 
 std::string Network::parameter_owner(size_t parameter_index) const {

@@ -51,6 +51,10 @@ public:
 
     // Layers from {"layers": [{"type": "Linear", "out": 10}, ...], "loss": "cross_entropy"}.
     static Network from_json(const nlohmann::json& description);
+    // A network of layers already made (from_json makes them from the registry; a test may bring
+    // a kind of its own).
+    static Network from_layers(std::vector<std::unique_ptr<Layer>> layers,
+                               std::string loss = "cross_entropy");
     static Network load_file(const std::string& path);
     nlohmann::json to_json() const;
     void save_file(const std::string& path) const;
@@ -80,6 +84,10 @@ public:
     // "3 Linear" for the layer that owns parameters()[i].
     std::string parameter_owner(size_t parameter_index) const;
     std::string layer_label(size_t layer) const;
+    // Empty when a device engine has an op for every layer (Layer::device_op); else the one line
+    // naming the first layer without: "the CUDA engine has no op for layer 3 (Foo)". The CUDA plan
+    // refuses such a network with it, and the Trainer runs it on the host engine instead.
+    std::string missing_device_op() const;
 
     // Scaled recipes: a GemmQuantizer for every layer that runs in reduced precision (GEMM and
     // convolution), seeded by the run's seed and the layer's index. Call after build; a config

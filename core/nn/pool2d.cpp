@@ -67,4 +67,9 @@ nlohmann::json Pool2d::to_json() const {
     return {{"type", kind()}, {"kernel", kernel_}, {"stride", stride_}, {"padding", padding_}};
 }
 
+PytorchModule Pool2d::pytorch_module(const Shape&) const {
+    return {"nn." + kind() + "(kernel_size=" + std::to_string(kernel_) +
+            ", stride=" + std::to_string(stride_) + ", padding=" + std::to_string(padding_) + ")"};
+}
+
 }  // namespace mpwb

@@ -16,10 +16,13 @@ public:
     void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
     nlohmann::json to_json() const override;
+    DeviceOp device_op() const override {
+        return PoolOp{mode_ == Mode::Max ? PoolOp::Mode::Max : PoolOp::Mode::Average, geometry(0)};
+    }
+    PytorchModule pytorch_module(const Shape& input) const override;
 
     // The pooling at this batch; the input sizes are known once the layer is built.
     PoolGeometry geometry(int64_t batch) const;
-    Mode mode() const { return mode_; }
     int64_t kernel() const { return kernel_; }
     int64_t stride() const { return stride_; }
     int64_t padding() const { return padding_; }

@@ -1,7 +1,7 @@
 // PyTorch export: state_dict names and the generated script (see pytorch_export.h).
 #include "core/nn/pytorch_export.h"
 
-#include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -65,18 +65,6 @@ std::string python_string_literal(std::string_view text) {
 
 namespace {
 
-// A float as Python reads it back to the same float; nan and inf as float("nan") and
-// float("inf"), since Python has no such names.
-std::string py_float(float v) {
-    if (std::isnan(v)) return "float(\"nan\")";
-    if (std::isinf(v)) return v > 0 ? "float(\"inf\")" : "-float(\"inf\")";
-    return shortest_text(v);
-}
-
-std::string py_float(const nlohmann::json& v) { return py_float(v.get<float>()); }
-
-std::string py_bool(bool v) { return v ? "True" : "False"; }
-
 std::string py_tuple(const Shape& s) {
     std::string t = "(";
     for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
@@ -85,46 +73,8 @@ std::string py_tuple(const Shape& s) {
 
 std::string py_list(const std::vector<float>& v) {
     std::string t = "[";
-    for (size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + py_float(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + python_float(v[i]);
     return t + "]";
-}
-
-const NamedTensor* find_tensor(const std::vector<const NamedTensor*>& tensors, const std::string& name) {
-    for (const auto* t : tensors)
-        if (t->name == name) return t;
-    return nullptr;
-}
-
-// The nn module of one layer. `input` is the layer's per-sample input shape.
-std::string module_expr(const std::string& label, const nlohmann::json& s, const Shape& input,
-                        const std::vector<const NamedTensor*>& tensors) {
-    const std::string kind = s.at("type");
-    const bool bias = find_tensor(tensors, "bias") != nullptr;
-    const NamedTensor* weight = find_tensor(tensors, "weight");
-    if (kind == "Linear")
-        return "nn.Linear(" + std::to_string(weight->shape[1]) + ", " + std::to_string(weight->shape[0]) +
-               ", bias=" + py_bool(bias) + ")";
-    if (kind == "Conv2d")
-        return "nn.Conv2d(" + std::to_string(weight->shape[1]) + ", " + std::to_string(weight->shape[0]) +
-               ", kernel_size=" + std::to_string(s.at("kernel").get<int64_t>()) +
-               ", stride=" + std::to_string(s.at("stride").get<int64_t>()) +
-               ", padding=" + std::to_string(s.at("padding").get<int64_t>()) + ", bias=" + py_bool(bias) +
-               ")";
-    if (kind == "MaxPool2d" || kind == "AvgPool2d")
-        return "nn." + kind + "(kernel_size=" + std::to_string(s.at("kernel").get<int64_t>()) +
-               ", stride=" + std::to_string(s.at("stride").get<int64_t>()) +
-               ", padding=" + std::to_string(s.at("padding").get<int64_t>()) + ")";
-    if (kind == "ReLU" || kind == "Tanh" || kind == "Sigmoid" || kind == "Flatten")
-        return "nn." + kind + "()";
-    if (kind == "GELU") return "nn.GELU()";  // exact (erf), as ours
-    if (kind == "LeakyReLU") return "nn.LeakyReLU(negative_slope=" + py_float(s.at("slope")) + ")";
-    if (kind == "Dropout") return "nn.Dropout(p=" + py_float(s.at("p")) + ")";
-    if (kind == "BatchNorm") {
-        const std::string dims = input.size() == 3 ? "2d" : "1d";
-        return "nn.BatchNorm" + dims + "(" + std::to_string(input[0]) + ", eps=" + py_float(s.at("eps")) +
-               ", momentum=" + py_float(s.at("momentum")) + ")";
-    }
-    throw Error("layer " + label + " has no PyTorch equivalent; the run cannot be exported for PyTorch");
 }
 
 // normalise(); NORMALISATION (set above it) says in words what it does.
@@ -212,14 +162,46 @@ if __name__ == "__main__":
     print(f"weights read with {WEIGHTS_READER}; input shape per sample {INPUT_SHAPE}")
 )py";
 
-}  // namespace
-
-std::string pytorch_tensor_name(const std::string& layer_kind, const NamedTensor& tensor) {
+// "<layer>.<name>", under the module's own name for the tensor.
+std::string pytorch_tensor_name(const PytorchModule& module, const NamedTensor& tensor) {
     std::string name = tensor.name;
-    if (layer_kind == "BatchNorm" && name == "gamma") name = "weight";
-    if (layer_kind == "BatchNorm" && name == "beta") name = "bias";
+    for (const auto& [ours, theirs] : module.renamed_tensors)
+        if (name == ours) name = theirs;
     return std::to_string(tensor.layer) + "." + name;
 }
+
+// The nn.Sequential's lines, one module per layer, with the weights under its state_dict names,
+// and the classes those modules need (each once).
+struct ExportedLayers {
+    std::string modules;
+    std::string class_definitions;
+};
+
+ExportedLayers export_layers(Network& network, const NetworkWeights& weights,
+                             const std::vector<LayerReport>& reports, SafetensorsFile& out) {
+    ExportedLayers exported;
+    std::vector<std::string> defined;
+    std::ostringstream lines;
+    Shape input = weights.input_shape;
+    for (size_t i = 0; i < network.size(); ++i) {
+        const PytorchModule module = network.layer(i).pytorch_module(input);
+        for (const auto& t : weights.tensors)
+            if (t.layer == static_cast<int64_t>(i))
+                out.tensors.push_back({pytorch_tensor_name(module, t), t.shape, t.values});
+        if (!module.definition.empty() &&
+            std::find(defined.begin(), defined.end(), module.definition) == defined.end()) {
+            defined.push_back(module.definition);
+            exported.class_definitions += module.definition + "\n\n\n";
+        }
+        lines << "        " << module.expression << ",  # " << network.layer_label(i) << ", output "
+              << shape_to_string(reports.at(i).output) << "\n";
+        input = reports.at(i).output;
+    }
+    exported.modules = lines.str();
+    return exported;
+}
+
+}  // namespace
 
 PytorchExport make_pytorch_export(const nlohmann::json& network_description, const NetworkWeights& weights,
                                   const PytorchExportInfo& info) {
@@ -244,21 +226,7 @@ PytorchExport make_pytorch_export(const nlohmann::json& network_description, con
     PytorchExport out;
     out.weights.metadata = info.metadata;
     out.weights.metadata["format"] = "pt";  // what safetensors.torch.save_file writes
-    std::ostringstream layers;
-    Shape input = weights.input_shape;
-    for (size_t i = 0; i < network.size(); ++i) {
-        Layer& layer = network.layer(i);
-        std::vector<const NamedTensor*> tensors;
-        for (const auto& t : weights.tensors)
-            if (t.layer == static_cast<int64_t>(i)) {
-                tensors.push_back(&t);
-                out.weights.tensors.push_back({pytorch_tensor_name(layer.kind(), t), t.shape, t.values});
-            }
-        layers << "        " << module_expr(network.layer_label(i), layer.to_json(), input, tensors)
-               << ",  # " << network.layer_label(i) << ", output " << shape_to_string(reports.at(i).output)
-               << "\n";
-        input = reports.at(i).output;
-    }
+    const ExportedLayers layers = export_layers(network, weights, reports, out.weights);
 
     // Every text that is not the writer's own (the run's name in the title, the file name, the
     // dataset path in the normalisation's description) is a string literal, escaped by
@@ -281,8 +249,8 @@ PytorchExport make_pytorch_export(const nlohmann::json& network_description, con
        << "WEIGHTS_FILE = " << python_string_literal(info.weights_file) << "\n"
        << "# How the run normalised its inputs; normalise() below does the same.\n"
        << "NORMALISATION = " << python_string_literal(info.normalisation.description) << "\n\n\n"
-       << "def build_model():\n    return nn.Sequential(\n"
-       << layers.str() << "    )\n\n\n"
+       << layers.class_definitions << "def build_model():\n    return nn.Sequential(\n"
+       << layers.modules << "    )\n\n\n"
        << normalisation_code(info.normalisation) << "\n"
        << kLoaderCode;
     out.script = py.str();

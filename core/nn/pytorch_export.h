@@ -3,8 +3,10 @@
 // and Conv2d [out, in, kh, kw] layouts are PyTorch's, so nothing is transposed; BatchNorm's
 // gamma and beta are PyTorch's weight and bias), and a Python script that builds the same
 // nn.Sequential and loads them, with the safetensors package where it is installed and with its
-// own reader (the JSON header, then numpy.frombuffer) where it is not. Our GELU is the exact
-// (erf) one, PyTorch's default; AvgPool2d divides by the whole window (count_include_pad).
+// own reader (the JSON header, then numpy.frombuffer) where it is not. Each layer writes its own
+// module (Layer::pytorch_module, and for a kind torch.nn lacks the class the script defines); the
+// export has no list of kinds. Our GELU is the exact (erf) one, PyTorch's default, GELUTanh its
+// approximate="tanh"; AvgPool2d divides by the whole window (count_include_pad).
 #pragma once
 #include <map>
 #include <string>
@@ -38,8 +40,7 @@ struct PytorchExport {
 };
 
 // Builds the network from its description at weights.input_shape, loads the weights into it
-// (NetworkError naming the layer when they do not fit), and maps each layer. A layer kind with
-// no PyTorch equivalent is an Error naming the layer ("layer 3 (Foo) has no PyTorch equivalent").
+// (NetworkError naming the layer when they do not fit), and writes each layer's module.
 PytorchExport make_pytorch_export(const nlohmann::json& network_description, const NetworkWeights& weights,
                                   const PytorchExportInfo& info);
 
@@ -49,9 +50,5 @@ PytorchExport make_pytorch_export(const nlohmann::json& network_description, con
 // \udcNN that Python's surrogateescape reads it as (os.fsencode gives the byte back). The
 // script holds every text that is not its own this way and nowhere else.
 std::string python_string_literal(std::string_view text);
-
-// The state_dict name of one of our tensors: "<layer>.<name>" with BatchNorm's gamma and beta
-// named weight and bias.
-std::string pytorch_tensor_name(const std::string& layer_kind, const NamedTensor& tensor);
 
 }  // namespace mpwb

@@ -28,6 +28,15 @@ nlohmann::json ActivationLayer::to_json() const {
     return j;
 }
 
+// The table's module, with the slope where it says "{slope}".
+PytorchModule ActivationLayer::pytorch_module(const Shape&) const {
+    std::string module = activation_info(activation_).pytorch;
+    const std::string placeholder = "{slope}";
+    if (const size_t at = module.find(placeholder); at != std::string::npos)
+        module.replace(at, placeholder.size(), python_float(slope_));
+    return {module};
+}
+
 void Flatten::forward(LayerContext&, const Tensor& x, Tensor& y) {
     y = x;
     y.resize({x.dim(0), x.numel() / x.dim(0)});

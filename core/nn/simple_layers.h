@@ -14,8 +14,9 @@ public:
     void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
     nlohmann::json to_json() const override;
+    DeviceOp device_op() const override { return ActivationOp{activation_, slope_}; }
+    PytorchModule pytorch_module(const Shape& input) const override;
 
-    Activation activation() const { return activation_; }
     float slope() const { return slope_; }  // used by the entries with has_slope only
 
 private:
@@ -33,6 +34,8 @@ public:
     void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
     nlohmann::json to_json() const override { return {{"type", "Flatten"}}; }
+    DeviceOp device_op() const override { return ReshapeOp{}; }
+    PytorchModule pytorch_module(const Shape&) const override { return {"nn.Flatten()"}; }
 };
 
 class Dropout final : public Layer {
@@ -44,6 +47,10 @@ public:
     void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
     nlohmann::json to_json() const override { return {{"type", "Dropout"}, {"p", float_as_json_double(p_)}}; }
+    DeviceOp device_op() const override { return DropoutOp{p_}; }
+    PytorchModule pytorch_module(const Shape&) const override {
+        return {"nn.Dropout(p=" + python_float(p_) + ")"};
+    }
 
     float p() const { return p_; }  // drop probability
 

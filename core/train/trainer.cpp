@@ -364,8 +364,9 @@ RunSummary Trainer::run() {
 }
 
 bool Trainer::uses_device_engine() const {
-    // Scaled recipes run on the host until the device engine quantizes (issue 15).
-    return has_device_steps(backend_) && !policy_.scaled();
+    // Scaled recipes run on the host until the device engine quantizes (issue 15), and so does a
+    // network with a layer the device has no op for (Network::missing_device_op).
+    return has_device_steps(backend_) && !policy_.scaled() && network_.missing_device_op().empty();
 }
 
 std::unique_ptr<StepEngine> Trainer::make_engine(int64_t total_steps) {
@@ -435,12 +436,15 @@ void Trainer::announce_start() {
     info.precision = policy_.name();
     info.backend = backend_.name();
     info.device = backend_.device_name();
-    // A device backend hands scaled recipes to the host engine (make_engine): say where it runs.
-    if (policy_.scaled() && has_device_steps(backend_)) {
+    // A device backend hands scaled recipes and layers it has no op for to the host engine
+    // (make_engine): say where the run trains, and why.
+    if (has_device_steps(backend_) && !uses_device_engine()) {
         info.backend = "cpu";
         if (const auto* cpu = dynamic_cast<const CpuBackend*>(&backend_))
             info.device = cpu->CpuBackend::device_name();
-        info.device += " (scaled recipes run on the host engine)";
+        info.device += policy_.scaled()
+                           ? " (scaled recipes run on the host engine)"
+                           : " (" + network_.missing_device_op() + ": it trains on the host engine)";
     }
     info.parameters = network_.parameter_count();
     info.steps_per_epoch = steps_per_epoch();

@@ -1,14 +1,15 @@
 // The PyTorch export round trip (issue 17, item 4): a run trained through mpwb-cli, exported with
 // `runs export --safetensors --pytorch`, and a conv net with BatchNorm, pooling, Flatten and every
-// activation, exported through the core API, give PyTorch outputs equal to ours within FP32
-// tolerance (tests/cli/check_pytorch_export.py compares), with the safetensors package where it is
-// installed and with the script's own numpy reader (forced by MPWB_EXPORT_NO_SAFETENSORS); a
-// transposed weight is caught. Needs a python3 that imports torch and numpy: where there is none,
-// the test says why and exits 77, which CTest reports as skipped.
+// activation of the activation table, exported through the core API, give PyTorch outputs equal
+// to ours within FP32 tolerance (tests/cli/check_pytorch_export.py compares), with the safetensors
+// package where it is installed and with the script's own numpy reader (forced by
+// MPWB_EXPORT_NO_SAFETENSORS); a transposed weight is caught. Needs a python3 that imports torch
+// and numpy: where there is none, the test says why and exits 77, which CTest reports as skipped.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -118,6 +119,8 @@ private:
 
     // A network with every kind the export maps, on a small image-like input, its BatchNorm
     // statistics and affine parameters away from their initial values so eval mode matters.
+    // Every entry of the activation table is in it: those not placed below go before the last
+    // Linear.
     static Network conv_network(nlohmann::json& description) {
         description = {
             {"layers",
@@ -137,6 +140,14 @@ private:
               {{"type", "Sigmoid"}},
               {{"type", "Linear"}, {"out", 3}},
               {{"type", "ReLU"}}}}};
+        auto& layers = description["layers"];
+        for (const ActivationInfo& a : activation_infos()) {
+            if (std::any_of(layers.begin(), layers.end(), [&](const auto& l) { return l["type"] == a.name; }))
+                continue;
+            nlohmann::json layer{{"type", a.name}};
+            if (a.has_slope) layer["slope"] = 0.2;
+            layers.insert(layers.end() - 2, layer);
+        }
         Network network = Network::from_json(description);
         network.build({3, 12, 12}, 8);
         network.init(7);

@@ -2,7 +2,8 @@
 // a JSON header whose entries give dtype, shape and data_offsets relative to the data, the data
 // on an 8-byte boundary after space padding, raw little-endian values), the reader's refusals of
 // damaged files, the state_dict names of the PyTorch export and its refusals; write_new_file
-// never overwrites.
+// never overwrites. Every registered layer kind has its PyTorch module and says what it runs as on
+// the device (a device op, or explicitly none), so a new kind cannot forget either.
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
+#include "core/nn/layer_registry.h"
 #include "core/nn/network_weights.h"
 #include "core/nn/pytorch_export.h"
 #include "core/nn/safetensors_file.h"
@@ -32,6 +34,17 @@ uint64_t header_length(const std::vector<uint8_t>& bytes) {
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[static_cast<size_t>(i)];
     return n;
+}
+
+// Builds the layer on an image input, or on features where it takes no image; returns the input.
+Shape build_on_some_input(Layer& layer) {
+    for (const Shape& input : {Shape{3, 8, 8}, Shape{16}}) {
+        try {
+            layer.build(input);
+            return input;
+        } catch (const ShapeError&) {}
+    }
+    qFatal("%s takes neither an image nor features", layer.kind().c_str());
 }
 
 void set_header(std::vector<uint8_t>& bytes, const std::string& header) {
@@ -190,6 +203,24 @@ private slots:
               "nn.Dropout(p=0.1)", "nn.Linear(36, 3, bias=False)",
               "nn.BatchNorm1d(3, eps=1e-05, momentum=0.1)", "INPUT_SHAPE = (2, 6, 6)", "at step 9"})
             QVERIFY2(e.script.find(line) != std::string::npos, line);
+    }
+
+    // The module is torch.nn's or a class the layer's definition gives the script; the device op
+    // is one the CUDA plan runs or NoDeviceOp, which refuses the network there (test_device_plan).
+    void everyRegisteredKindHasItsModuleAndItsDeviceOp() {
+        for (const LayerKind& kind : layer_registry()) {
+            const auto layer = make_layer(new_layer_json(kind));
+            const PytorchModule module = layer->pytorch_module(build_on_some_input(*layer));
+            const std::string what = kind.name + ": " + module.expression;
+            const std::string class_name = module.expression.substr(0, module.expression.find('('));
+            QVERIFY2(!class_name.empty() && module.expression.back() == ')', what.c_str());
+            if (module.definition.empty())
+                QVERIFY2(class_name.rfind("nn.", 0) == 0, what.c_str());
+            else
+                QVERIFY2(module.definition.rfind("class " + class_name + "(", 0) == 0, what.c_str());
+            const DeviceOp op = layer->device_op();
+            QVERIFY2(!op.valueless_by_exception(), kind.name.c_str());
+        }
     }
 
     void weightsThatDoNotFitAreRefused() {

@@ -43,7 +43,6 @@ void* DeviceArena::allocate(size_t bytes, const std::string& what) {
     }
     void* p = block->base + block->used;
     block->used += need;
-    in_use_ += need;
     return p;
 }
 

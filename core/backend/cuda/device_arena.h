@@ -24,7 +24,6 @@ public:
     T* allocate_array(size_t count, const std::string& what) {
         return static_cast<T*>(allocate(count * sizeof(T), what));
     }
-    size_t bytes_in_use() const { return in_use_; }
     size_t bytes_reserved() const { return reserved_; }
 
 private:
@@ -35,7 +34,7 @@ private:
     };
     size_t block_bytes_;
     std::vector<Block> blocks_;
-    size_t in_use_ = 0, reserved_ = 0;
+    size_t reserved_ = 0;
 };
 
 // Page-locked host memory, so cudaMemcpyAsync to and from it is truly asynchronous.

@@ -83,8 +83,4 @@ DeviceContext::~DeviceContext() {
 
 void DeviceContext::make_current() const { check_cuda(cudaSetDevice(index_), "cudaSetDevice"); }
 
-void DeviceContext::synchronize() const {
-    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-}
-
 }  // namespace mpwb::cuda

@@ -34,7 +34,6 @@ public:
     CudnnOps& dnn() { return *dnn_; }
     // Makes this context's device current on the calling thread (training runs on a worker).
     void make_current() const;
-    void synchronize() const;
 
 private:
     DeviceContext() = default;

@@ -25,10 +25,6 @@ namespace {
 
 using Host = std::vector<float>;
 
-Format format_of(DType t) {
-    return t == DType::F16 ? Format::FP16 : t == DType::BF16 ? Format::BF16 : Format::FP32;
-}
-
 // Device memory for one check; freed with the harness.
 class Harness {
 public:

@@ -14,23 +14,12 @@
 #include "core/backend/cuda/kernels.h"
 #include "core/engine/cuda/step_math_host.h"
 #include "core/backend/cuda/stream_timer.h"
-#include "core/nn/batchnorm.h"
-#include "core/nn/conv2d.h"
-#include "core/nn/linear.h"
-#include "core/nn/pool2d.h"
-#include "core/nn/simple_layers.h"
 
 namespace mpwb::cuda {
 namespace {
 
 double now_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-int64_t numel_of(const Shape& s) {
-    int64_t n = 1;
-    for (auto d : s) n *= d;
-    return n;
 }
 
 void copy_to_device(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
@@ -71,46 +60,6 @@ std::string CudaStepEngine::description() const {
 // ---------------------------------------------------------------------------------------------
 // Planning
 
-CudaStepEngine::LayerPlan CudaStepEngine::describe_layer(Network& network, size_t i, const Shape& in) const {
-    Layer& layer = network.layer(i);
-    LayerPlan L;
-    L.label = network.layer_label(i);
-    L.reduced = layer.runs_in_reduced_precision();
-    L.in_shape = in;
-    L.out_shape = layer.plan(in).output;
-    L.in_features = numel_of(in);
-    L.out_features = numel_of(L.out_shape);
-    // Geometries come with batch 0; each call fills in its batch.
-    if (dynamic_cast<const Linear*>(&layer)) {
-        L.op = Op::Linear;
-    } else if (const auto* conv = dynamic_cast<const Conv2d*>(&layer)) {
-        L.op = Op::Conv2d;
-        L.conv = conv->geometry(0);
-    } else if (const auto* pool = dynamic_cast<const Pool2d*>(&layer)) {
-        L.op = pool->mode() == Pool2d::Mode::Max ? Op::MaxPool : Op::AvgPool;
-        L.pool = pool->geometry(0);
-    } else if (const auto* activation = dynamic_cast<const ActivationLayer*>(&layer)) {
-        L.op = Op::Activation;
-        L.activation = activation->activation();
-        L.slope = activation->slope();
-    } else if (dynamic_cast<const Flatten*>(&layer)) {
-        L.op = Op::Flatten;
-    } else if (const auto* dropout = dynamic_cast<const Dropout*>(&layer)) {
-        L.op = Op::Dropout;
-        L.dropout_p = dropout->p();
-    } else if (auto* bn = dynamic_cast<BatchNorm*>(&layer)) {
-        L.op = Op::BatchNorm;
-        L.bn_momentum = bn->momentum();
-        L.bn_eps = bn->eps();
-        const auto buffers = bn->buffers();
-        L.host_running_mean = buffers.at(0);
-        L.host_running_var = buffers.at(1);
-    } else {
-        throw NetworkError(L.label + ": the CUDA backend has no " + layer.kind() + " layer");
-    }
-    return L;
-}
-
 void CudaStepEngine::plan_parameters(LayerPlan& L, Layer& layer, std::span<Parameter* const> all_params) {
     const PrecisionPolicy& policy = config_.policy;
     for (Parameter* p : layer.parameters()) {
@@ -140,31 +89,28 @@ void CudaStepEngine::plan_parameters(LayerPlan& L, Layer& layer, std::span<Param
 
 void CudaStepEngine::plan_layers(Network& network) {
     const auto all_params = network.parameters();
-    Shape in = network.input_shape();
+    std::vector<PlannedLayer> planned = plan_device_layers(network);
     lowest_trained_ = network.size();
-    for (size_t i = 0; i < network.size(); ++i) {
-        LayerPlan L = describe_layer(network, i, in);
+    for (size_t i = 0; i < planned.size(); ++i) {
+        LayerPlan L(std::move(planned[i]));
+        L.host_buffers = network.layer(i).buffers();
         plan_parameters(L, network.layer(i), all_params);
         if (!L.params.empty()) lowest_trained_ = std::min(lowest_trained_, i);
-        in = L.out_shape;
         layers_.push_back(std::move(L));
-    }
-    // ReLU straight after a Linear with a bias runs with the bias add: in the GEMM's epilogue where
-    // cuBLASLt offers it, else in the own bias kernel (forward_layer decides per batch size).
-    for (size_t i = 0; i + 1 < layers_.size(); ++i) {
-        LayerPlan& L = layers_[i];
-        LayerPlan& next = layers_[i + 1];
-        if (L.op != Op::Linear || L.params.size() != 2 || next.op != Op::Activation ||
-            next.activation != Activation::ReLU)
-            continue;
-        L.fused_relu = true;
-        next.folded = true;
     }
     output_width_ = layers_.empty() ? 0 : layers_.back().out_features;
     label_width_ = classification_ ? 1 : output_width_;
 }
 
 void CudaStepEngine::allocate_buffers() {
+    allocate_activations();
+    allocate_parameters();
+    allocate_layer_state();
+    allocate_step_state();
+}
+
+// Each layer's output and its gradient at the largest batch, the input batch and its labels.
+void CudaStepEngine::allocate_activations() {
     const size_t a = dtype_size(act_);
     const size_t count = layers_.size();
     acts_.assign(count + 1, {});
@@ -181,7 +127,7 @@ void CudaStepEngine::allocate_buffers() {
     for (size_t i = 0; i < count; ++i) {
         const LayerPlan& L = layers_[i];
         // Flatten and a folded ReLU write nothing of their own: their output is their input.
-        if (L.op == Op::Flatten || L.folded) {
+        if (std::holds_alternative<ReshapeOp>(L.op) || L.folded) {
             acts_[i + 1] = acts_[i];
             grads_[i + 1] = grads_[i];
             acts_[i + 1].per_sample = L.out_features;
@@ -193,7 +139,10 @@ void CudaStepEngine::allocate_buffers() {
     }
     labels_ =
         arena_.allocate_array<float>(static_cast<size_t>(max_batch_ * label_width_), "the batch labels");
+}
 
+// The masters, reduced copies, gradients and optimizer state, and the gradient scratch.
+void CudaStepEngine::allocate_parameters() {
     int64_t largest_param = 1;
     const bool momentum = config_.optimizer.kind == "sgd" && config_.optimizer.momentum != 0.0f;
     const bool adam = config_.optimizer.kind != "sgd";
@@ -211,14 +160,18 @@ void CudaStepEngine::allocate_buffers() {
     }
     bias_sum_ = arena_.allocate_array<float>(static_cast<size_t>(2 * largest_param), "gradient scratch");
     dtype_scratch_ = arena_.allocate(static_cast<size_t>(largest_param) * 4, "gradient scratch");
+}
+
+// What the ops keep besides activations: reduction partials, BatchNorm statistics, dropout masks.
+void CudaStepEngine::allocate_layer_state() {
     size_t reduction_bytes = kernels::loss_scratch_bytes();
     for (const auto& L : layers_)
-        if (L.op == Op::Linear)
+        if (std::holds_alternative<LinearOp>(L.op))
             reduction_bytes = std::max(
                 reduction_bytes, kernels::bias_grad_rows_scratch_bytes(config_.batch_size, L.out_features));
     reduction_scratch_ = arena_.allocate(reduction_bytes, "reduction scratch");
     for (auto& L : layers_) {
-        if (L.op == Op::BatchNorm) {
+        if (std::holds_alternative<BatchNormOp>(L.op)) {
             const int64_t c = L.in_shape.at(0);
             L.running_mean = arena_.allocate_array<float>(static_cast<size_t>(c), L.label + " running mean");
             L.running_var =
@@ -227,11 +180,15 @@ void CudaStepEngine::allocate_buffers() {
             L.save_invstd =
                 arena_.allocate_array<float>(static_cast<size_t>(c), L.label + " batch inverse std");
         }
-        if (L.op == Op::Dropout)
+        if (std::holds_alternative<DropoutOp>(L.op))
             L.mask = arena_.allocate_array<float>(static_cast<size_t>(max_batch_ * L.in_features),
                                                   L.label + " mask");
     }
+}
 
+// The step's shared state, the multi-tensor lists, the optimizer's constants, the schedule and
+// the record ring.
+void CudaStepEngine::allocate_step_state() {
     input_ = arena_.allocate_array<StepInput>(1, "step input");
     device_step_ = reinterpret_cast<int64_t*>(reinterpret_cast<char*>(input_) + offsetof(StepInput, step));
     flags_ = arena_.allocate_array<StepFlags>(1, "step flags");
@@ -327,11 +284,11 @@ void CudaStepEngine::upload(const Dataset& data) {
         if (p.copy) kernels::convert(DType::F32, p.master, p.copy_dtype, p.copy, p.n, stream_);
     }
     for (auto& L : layers_) {
-        if (L.op != Op::BatchNorm) continue;
-        copy_to_device(L.running_mean, L.host_running_mean->data(),
-                       static_cast<size_t>(L.host_running_mean->numel()) * 4, stream_);
-        copy_to_device(L.running_var, L.host_running_var->data(),
-                       static_cast<size_t>(L.host_running_var->numel()) * 4, stream_);
+        if (!std::holds_alternative<BatchNormOp>(L.op)) continue;
+        const Tensor& mean = *L.host_buffers.at(0);
+        const Tensor& var = *L.host_buffers.at(1);
+        copy_to_device(L.running_mean, mean.data(), static_cast<size_t>(mean.numel()) * 4, stream_);
+        copy_to_device(L.running_var, var.data(), static_cast<size_t>(var.numel()) * 4, stream_);
     }
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (upload)");
 }
@@ -358,12 +315,14 @@ void CudaStepEngine::download_weights() {
                             static_cast<size_t>(p.n));
     }
     for (auto& L : layers_) {
-        if (L.op != Op::BatchNorm) continue;
-        check_cuda(cudaMemcpy(L.host_running_mean->data(), L.running_mean,
-                              static_cast<size_t>(L.host_running_mean->numel()) * 4, cudaMemcpyDeviceToHost),
+        if (!std::holds_alternative<BatchNormOp>(L.op)) continue;
+        Tensor& mean = *L.host_buffers.at(0);
+        Tensor& var = *L.host_buffers.at(1);
+        check_cuda(cudaMemcpy(mean.data(), L.running_mean, static_cast<size_t>(mean.numel()) * 4,
+                              cudaMemcpyDeviceToHost),
                    "cudaMemcpy (download)");
-        check_cuda(cudaMemcpy(L.host_running_var->data(), L.running_var,
-                              static_cast<size_t>(L.host_running_var->numel()) * 4, cudaMemcpyDeviceToHost),
+        check_cuda(cudaMemcpy(var.data(), L.running_var, static_cast<size_t>(var.numel()) * 4,
+                              cudaMemcpyDeviceToHost),
                    "cudaMemcpy (download)");
     }
 }
@@ -477,78 +436,41 @@ void CudaStepEngine::enqueue_tail() {
                           kRingSize, ring_count_device_, stream_);
 }
 
+// ---------------------------------------------------------------------------------------------
+// One layer's launches, by its DeviceOp
+
 void CudaStepEngine::forward_layer(size_t i, int64_t batch, bool training) {
     LayerPlan& L = layers_[i];
-    const void* x = acts_[i].data;
-    void* y = acts_[i + 1].data;
-    const int64_t n_out = batch * L.out_features;
-    switch (L.op) {
-        case Op::Linear: {
-            const ParamPlan& w = params_[L.params[0]];
-            const float* bias = L.params.size() > 1 ? params_[L.params[1]].master : nullptr;
-            MatmulShape s{
-                false,         true,
-                batch,         L.out_features,
-                L.in_features, L.in_features,
-                L.in_features, L.out_features,
-                act_,          act_,
-                tf32_,         bias ? (L.fused_relu ? Epilogue::ReluBias : Epilogue::Bias) : Epilogue::None};
-            if (s.epilogue != Epilogue::None && !ctx_.gemm().supports(s)) {
-                s.epilogue = Epilogue::None;
-                ctx_.gemm().matmul(s, 1.0f, x, w.read(), 0.0f, y, nullptr, nullptr, stream_);
-                kernels::add_bias_rows(act_, y, bias, batch, L.out_features, L.fused_relu, stream_);
-            } else {
-                ctx_.gemm().matmul(s, 1.0f, x, w.read(), 0.0f, y, bias, nullptr, stream_);
-            }
-            break;
-        }
-        case Op::Conv2d: {
-            ConvGeometry g = L.conv;
-            g.batch = batch;
-            ctx_.dnn().conv_forward(g, act_, tf32_, x, params_[L.params[0]].read(), y, stream_);
-            if (L.params.size() > 1)
-                kernels::add_bias_channels(act_, y, params_[L.params[1]].master, batch, g.out_channels,
-                                           g.out_h() * g.out_w(), stream_);
-            break;
-        }
-        case Op::MaxPool:
-        case Op::AvgPool: {
-            PoolGeometry g = L.pool;
-            g.batch = batch;
-            ctx_.dnn().pool_forward(g, L.op == Op::MaxPool ? PoolMode::Max : PoolMode::Average, act_, x, y,
-                                    stream_);
-            break;
-        }
-        case Op::Activation:
-            if (L.folded) break;
-            // cuDNN's activations where it has them; GELU, LeakyReLU and BF16 data go through our
-            // own kernels, whose math is the CPU backend's (element_math.h).
-            if (CudnnOps::supports(L.activation) && act_ != DType::BF16)
-                ctx_.dnn().activation_forward(L.activation, act_, x, y, n_out, stream_);
-            else
-                kernels::activation_forward(L.activation, L.slope, act_, x, y, n_out, stream_);
-            break;
-        case Op::Flatten:
-            break;
-        case Op::Dropout:
-            if (training) {
-                kernels::dropout_mask(L.dropout_p, config_.seed ^ (0xD50Full + i), device_step_, L.mask,
-                                      n_out, stream_);
-                kernels::multiply(act_, x, L.mask, y, n_out, stream_);
-            } else {
-                check_cuda(cudaMemcpyAsync(y, x, static_cast<size_t>(n_out) * dtype_size(act_),
-                                           cudaMemcpyDeviceToDevice, stream_),
-                           "cudaMemcpyAsync (dropout at evaluation)");
-            }
-            break;
-        case Op::BatchNorm: {
-            const int64_t c = L.in_shape.at(0);
-            kernels::batchnorm_forward(act_, x, y, params_[L.params[0]].master, params_[L.params[1]].master,
-                                       L.running_mean, L.running_var, L.save_mean, L.save_invstd, batch, c,
-                                       L.in_features / c, L.bn_momentum, L.bn_eps, training, stream_);
-            break;
-        }
-    }
+    const LayerCall call{.plan = L,
+                         .index = i,
+                         .batch = batch,
+                         .training = training,
+                         .x = acts_[i].data,
+                         .y_out = acts_[i + 1].data};
+    std::visit([&](const auto& op) { forward(op, call); }, L.op);
+}
+
+void CudaStepEngine::backward_layer(size_t i, int64_t batch) {
+    LayerPlan& L = layers_[i];
+    const LayerCall call{.plan = L,
+                         .index = i,
+                         .batch = batch,
+                         .x = acts_[i].data,
+                         .y = acts_[i + 1].data,
+                         .dy = grads_[i + 1].data,
+                         .dx = i > lowest_trained_ ? grads_[i].data : nullptr,
+                         .dx_buffer = grads_[i].data};
+    std::visit([&](const auto& op) { backward(op, call); }, L.op);
+}
+
+// plan_device_layers refuses a network with a layer that has no device op.
+void CudaStepEngine::forward(const NoDeviceOp&, const LayerCall& call) {
+    throw std::logic_error("layer " + call.plan.label + " has no device op but was planned");
+}
+void CudaStepEngine::backward(const NoDeviceOp& op, const LayerCall& call) { forward(op, call); }
+
+float* CudaStepEngine::f32_target(const ParamPlan& p, float* scratch) const {
+    return p.grad_dtype == DType::F32 ? static_cast<float*>(p.grad) : scratch;
 }
 
 void CudaStepEngine::store_param_grad(const ParamPlan& p, const float* sum) {
@@ -562,135 +484,201 @@ void CudaStepEngine::store_param_grad(const ParamPlan& p, const float* sum) {
     }
 }
 
-void CudaStepEngine::backward_layer(size_t i, int64_t batch) {
-    LayerPlan& L = layers_[i];
-    const void* x = acts_[i].data;
-    const void* y = acts_[i + 1].data;
-    const void* dy = grads_[i + 1].data;
-    void* dx = i > lowest_trained_ ? grads_[i].data : nullptr;
-    const int64_t n_in = batch * L.in_features;
-    // An FP32 target for a gradient: the parameter's own buffer when it is FP32, else scratch
-    // that store_param_grad converts.
-    auto f32_target = [&](const ParamPlan& p, float* scratch) {
-        return p.grad_dtype == DType::F32 ? static_cast<float*>(p.grad) : scratch;
-    };
-    switch (L.op) {
-        case Op::Linear: {
-            const ParamPlan& w = params_[L.params[0]];
-            const ParamPlan* b = L.params.size() > 1 ? &params_[L.params[1]] : nullptr;
-            // dW[out, in] = dY^T X, with the bias gradient (the column sums of dY) written in the
-            // gradient's own format by the GEMM's epilogue or by the own column-sum kernel,
-            // whichever the first step measured faster: cuBLASLt's epilogue kernels are quick
-            // for wide layers but run on a single block for a narrow one over a large batch.
-            const bool direct = w.grad_dtype == DType::F32 || w.grad_dtype == act_;
-            MatmulShape s{true,           false,
-                          L.out_features, L.in_features,
-                          batch,          L.out_features,
-                          L.in_features,  L.in_features,
-                          act_,           direct ? w.grad_dtype : act_,
-                          tf32_,          b ? Epilogue::BiasGradA : Epilogue::None};
-            if (b) s.bias = b->grad_dtype;
-            void* dw = direct ? w.grad : dtype_scratch_;
-            MatmulShape plain = s;
-            plain.epilogue = Epilogue::None;
-            auto with_epilogue = [&] {
-                ctx_.gemm().matmul(s, 1.0f, dy, x, 0.0f, dw, nullptr, b ? b->grad : nullptr, stream_);
-            };
-            auto with_kernel = [&] {
-                ctx_.gemm().matmul(plain, 1.0f, dy, x, 0.0f, dw, nullptr, nullptr, stream_);
-                float* db = f32_target(*b, bias_sum_);
-                kernels::bias_grad_rows(act_, dy, db, batch, L.out_features, reduction_scratch_, stream_);
-                store_param_grad(*b, db);
-            };
-            using Path = LayerPlan::BiasGradPath;
-            if (!b) {
-                with_epilogue();
-            } else {
-                if (L.bias_grad_path == Path::Undecided) {
-                    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-                    check_cuda(cudaStreamIsCapturing(stream_, &capture), "cudaStreamIsCapturing");
-                    if (!ctx_.gemm().supports(s))
-                        L.bias_grad_path = Path::Kernel;
-                    else if (!measured_choices_enabled())
-                        L.bias_grad_path = Path::Epilogue;
-                    else if (capture == cudaStreamCaptureStatusNone)
-                        L.bias_grad_path =
-                            measured_choice(
-                                {milliseconds_per_call(stream_, [&] { return with_epilogue(), true; }),
-                                 milliseconds_per_call(stream_, [&] { return with_kernel(), true; })}) == 0
-                                ? Path::Epilogue
-                                : Path::Kernel;
-                }
-                if (L.bias_grad_path == Path::Epilogue && ctx_.gemm().supports(s))
-                    with_epilogue();
-                else
-                    with_kernel();
-            }
-            if (!direct) kernels::convert(act_, dtype_scratch_, w.grad_dtype, w.grad, w.n, stream_);
-            if (dx) {
-                // dX[batch, in] = dY W
-                const MatmulShape d{false,          false,          batch,         L.in_features,
-                                    L.out_features, L.out_features, L.in_features, L.in_features,
-                                    act_,           act_,           tf32_,         Epilogue::None};
-                ctx_.gemm().matmul(d, 1.0f, dy, w.read(), 0.0f, dx, nullptr, nullptr, stream_);
-            }
-            break;
-        }
-        case Op::Conv2d: {
-            ConvGeometry g = L.conv;
-            g.batch = batch;
-            const ParamPlan& w = params_[L.params[0]];
-            const bool direct = w.grad_dtype == act_;
-            ctx_.dnn().conv_backward_filter(g, act_, tf32_, x, dy, direct ? w.grad : dtype_scratch_, stream_);
-            if (!direct) kernels::convert(act_, dtype_scratch_, w.grad_dtype, w.grad, w.n, stream_);
-            if (L.params.size() > 1) {
-                const ParamPlan& b = params_[L.params[1]];
-                float* db = f32_target(b, bias_sum_);
-                kernels::bias_grad_channels(act_, dy, db, batch, g.out_channels, g.out_h() * g.out_w(),
-                                            stream_);
-                store_param_grad(b, db);
-            }
-            if (dx) ctx_.dnn().conv_backward_data(g, act_, tf32_, w.read(), dy, dx, stream_);
-            break;
-        }
-        case Op::MaxPool:
-        case Op::AvgPool:
-            if (dx) {
-                PoolGeometry g = L.pool;
-                g.batch = batch;
-                ctx_.dnn().pool_backward(g, L.op == Op::MaxPool ? PoolMode::Max : PoolMode::Average, act_, x,
-                                         y, dy, dx, stream_);
-            }
-            break;
-        case Op::Activation:
-            if (!dx) break;
-            if (L.folded)  // the pre-activation was never stored; ReLU's derivative reads the output
-                kernels::activation_backward(Activation::ReLU, 0.0f, act_, y, y, dy, dx, n_in, stream_);
-            else if (CudnnOps::supports(L.activation) && act_ != DType::BF16)
-                ctx_.dnn().activation_backward(L.activation, act_, x, y, dy, dx, n_in, stream_);
-            else
-                kernels::activation_backward(L.activation, L.slope, act_, x, y, dy, dx, n_in, stream_);
-            break;
-        case Op::Flatten:
-            break;
-        case Op::Dropout:
-            if (dx) kernels::multiply(act_, dy, L.mask, dx, n_in, stream_);
-            break;
-        case Op::BatchNorm: {
-            const int64_t c = L.in_shape.at(0);
-            const ParamPlan& gamma = params_[L.params[0]];
-            const ParamPlan& beta = params_[L.params[1]];
-            float* dgamma = f32_target(gamma, bias_sum_);
-            float* dbeta = f32_target(beta, bias_sum_ + c);
-            // BatchNorm always writes an input gradient; below the lowest trained layer it lands
-            // in the layer's own (unused) gradient buffer.
-            kernels::batchnorm_backward(act_, x, dy, gamma.master, L.save_mean, L.save_invstd, grads_[i].data,
-                                        dgamma, dbeta, batch, c, L.in_features / c, stream_);
-            store_param_grad(gamma, dgamma);
-            store_param_grad(beta, dbeta);
-            break;
-        }
+void CudaStepEngine::forward(const LinearOp&, const LayerCall& call) {
+    const LayerPlan& L = call.plan;
+    const ParamPlan& w = params_[L.params[0]];
+    const float* bias = L.params.size() > 1 ? params_[L.params[1]].master : nullptr;
+    MatmulShape s{
+        false,         true,
+        call.batch,    L.out_features,
+        L.in_features, L.in_features,
+        L.in_features, L.out_features,
+        act_,          act_,
+        tf32_,         bias ? (L.fused_relu ? Epilogue::ReluBias : Epilogue::Bias) : Epilogue::None};
+    if (s.epilogue != Epilogue::None && !ctx_.gemm().supports(s)) {
+        s.epilogue = Epilogue::None;
+        ctx_.gemm().matmul(s, 1.0f, call.x, w.read(), 0.0f, call.y_out, nullptr, nullptr, stream_);
+        kernels::add_bias_rows(act_, call.y_out, bias, call.batch, L.out_features, L.fused_relu, stream_);
+    } else {
+        ctx_.gemm().matmul(s, 1.0f, call.x, w.read(), 0.0f, call.y_out, bias, nullptr, stream_);
     }
+}
+
+void CudaStepEngine::backward(const LinearOp&, const LayerCall& call) {
+    const LayerPlan& L = call.plan;
+    linear_weight_grads(call);
+    if (!call.dx) return;
+    // dX[batch, in] = dY W
+    const MatmulShape d{false,          false,          call.batch,    L.in_features,
+                        L.out_features, L.out_features, L.in_features, L.in_features,
+                        act_,           act_,           tf32_,         Epilogue::None};
+    ctx_.gemm().matmul(d, 1.0f, call.dy, params_[L.params[0]].read(), 0.0f, call.dx, nullptr, nullptr,
+                       stream_);
+}
+
+// dW[out, in] = dY^T X, with the bias gradient (the column sums of dY) written in the gradient's
+// own format by the GEMM's epilogue or by the own column-sum kernel, whichever the first step
+// measured faster: cuBLASLt's epilogue kernels are quick for wide layers but run on a single
+// block for a narrow one over a large batch.
+void CudaStepEngine::linear_weight_grads(const LayerCall& call) {
+    LayerPlan& L = call.plan;
+    const ParamPlan& w = params_[L.params[0]];
+    const ParamPlan* b = L.params.size() > 1 ? &params_[L.params[1]] : nullptr;
+    const bool direct = w.grad_dtype == DType::F32 || w.grad_dtype == act_;
+    MatmulShape s{true,           false,
+                  L.out_features, L.in_features,
+                  call.batch,     L.out_features,
+                  L.in_features,  L.in_features,
+                  act_,           direct ? w.grad_dtype : act_,
+                  tf32_,          b ? Epilogue::BiasGradA : Epilogue::None};
+    if (b) s.bias = b->grad_dtype;
+    void* dw = direct ? w.grad : dtype_scratch_;
+    MatmulShape plain = s;
+    plain.epilogue = Epilogue::None;
+    auto with_epilogue = [&] {
+        ctx_.gemm().matmul(s, 1.0f, call.dy, call.x, 0.0f, dw, nullptr, b ? b->grad : nullptr, stream_);
+    };
+    auto with_kernel = [&] {
+        ctx_.gemm().matmul(plain, 1.0f, call.dy, call.x, 0.0f, dw, nullptr, nullptr, stream_);
+        float* db = f32_target(*b, bias_sum_);
+        kernels::bias_grad_rows(act_, call.dy, db, call.batch, L.out_features, reduction_scratch_, stream_);
+        store_param_grad(*b, db);
+    };
+    using Path = LayerPlan::BiasGradPath;
+    if (b && L.bias_grad_path == Path::Undecided) {
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        check_cuda(cudaStreamIsCapturing(stream_, &capture), "cudaStreamIsCapturing");
+        if (!ctx_.gemm().supports(s))
+            L.bias_grad_path = Path::Kernel;
+        else if (!measured_choices_enabled())
+            L.bias_grad_path = Path::Epilogue;
+        else if (capture == cudaStreamCaptureStatusNone)
+            L.bias_grad_path =
+                measured_choice({milliseconds_per_call(stream_, [&] { return with_epilogue(), true; }),
+                                 milliseconds_per_call(stream_, [&] { return with_kernel(), true; })}) == 0
+                    ? Path::Epilogue
+                    : Path::Kernel;
+    }
+    if (!b || (L.bias_grad_path == Path::Epilogue && ctx_.gemm().supports(s)))
+        with_epilogue();
+    else
+        with_kernel();
+    if (!direct) kernels::convert(act_, dtype_scratch_, w.grad_dtype, w.grad, w.n, stream_);
+}
+
+void CudaStepEngine::forward(const Conv2dOp& op, const LayerCall& call) {
+    const LayerPlan& L = call.plan;
+    ConvGeometry g = op.geometry;
+    g.batch = call.batch;
+    ctx_.dnn().conv_forward(g, act_, tf32_, call.x, params_[L.params[0]].read(), call.y_out, stream_);
+    if (L.params.size() > 1)
+        kernels::add_bias_channels(act_, call.y_out, params_[L.params[1]].master, call.batch, g.out_channels,
+                                   g.out_h() * g.out_w(), stream_);
+}
+
+void CudaStepEngine::backward(const Conv2dOp& op, const LayerCall& call) {
+    const LayerPlan& L = call.plan;
+    ConvGeometry g = op.geometry;
+    g.batch = call.batch;
+    const ParamPlan& w = params_[L.params[0]];
+    const bool direct = w.grad_dtype == act_;
+    ctx_.dnn().conv_backward_filter(g, act_, tf32_, call.x, call.dy, direct ? w.grad : dtype_scratch_,
+                                    stream_);
+    if (!direct) kernels::convert(act_, dtype_scratch_, w.grad_dtype, w.grad, w.n, stream_);
+    if (L.params.size() > 1) {
+        const ParamPlan& b = params_[L.params[1]];
+        float* db = f32_target(b, bias_sum_);
+        kernels::bias_grad_channels(act_, call.dy, db, call.batch, g.out_channels, g.out_h() * g.out_w(),
+                                    stream_);
+        store_param_grad(b, db);
+    }
+    if (call.dx) ctx_.dnn().conv_backward_data(g, act_, tf32_, w.read(), call.dy, call.dx, stream_);
+}
+
+namespace {
+PoolMode pool_mode(const PoolOp& op) {
+    return op.mode == PoolOp::Mode::Max ? PoolMode::Max : PoolMode::Average;
+}
+}  // namespace
+
+void CudaStepEngine::forward(const PoolOp& op, const LayerCall& call) {
+    PoolGeometry g = op.geometry;
+    g.batch = call.batch;
+    ctx_.dnn().pool_forward(g, pool_mode(op), act_, call.x, call.y_out, stream_);
+}
+
+void CudaStepEngine::backward(const PoolOp& op, const LayerCall& call) {
+    if (!call.dx) return;
+    PoolGeometry g = op.geometry;
+    g.batch = call.batch;
+    ctx_.dnn().pool_backward(g, pool_mode(op), act_, call.x, call.y, call.dy, call.dx, stream_);
+}
+
+// cuDNN's activations where it has them; the other entries of the activation table and BF16 data
+// go through our own kernels, whose math is the CPU backend's (core/backend/activations.h).
+void CudaStepEngine::forward(const ActivationOp& op, const LayerCall& call) {
+    if (call.plan.folded) return;
+    const int64_t n = call.batch * call.plan.out_features;
+    if (CudnnOps::supports(op.activation) && act_ != DType::BF16)
+        ctx_.dnn().activation_forward(op.activation, act_, call.x, call.y_out, n, stream_);
+    else
+        kernels::activation_forward(op.activation, op.slope, act_, call.x, call.y_out, n, stream_);
+}
+
+void CudaStepEngine::backward(const ActivationOp& op, const LayerCall& call) {
+    if (!call.dx) return;
+    const int64_t n = call.batch * call.plan.in_features;
+    if (call.plan.folded)  // the pre-activation was never stored; ReLU's derivative reads the output
+        kernels::activation_backward(Activation::ReLU, 0.0f, act_, call.y, call.y, call.dy, call.dx, n,
+                                     stream_);
+    else if (CudnnOps::supports(op.activation) && act_ != DType::BF16)
+        ctx_.dnn().activation_backward(op.activation, act_, call.x, call.y, call.dy, call.dx, n, stream_);
+    else
+        kernels::activation_backward(op.activation, op.slope, act_, call.x, call.y, call.dy, call.dx, n,
+                                     stream_);
+}
+
+void CudaStepEngine::forward(const DropoutOp& op, const LayerCall& call) {
+    const int64_t n = call.batch * call.plan.out_features;
+    if (call.training) {
+        kernels::dropout_mask(op.p, config_.seed ^ (0xD50Full + call.index), device_step_, call.plan.mask, n,
+                              stream_);
+        kernels::multiply(act_, call.x, call.plan.mask, call.y_out, n, stream_);
+    } else {
+        check_cuda(cudaMemcpyAsync(call.y_out, call.x, static_cast<size_t>(n) * dtype_size(act_),
+                                   cudaMemcpyDeviceToDevice, stream_),
+                   "cudaMemcpyAsync (dropout at evaluation)");
+    }
+}
+
+void CudaStepEngine::backward(const DropoutOp&, const LayerCall& call) {
+    if (call.dx)
+        kernels::multiply(act_, call.dy, call.plan.mask, call.dx, call.batch * call.plan.in_features,
+                          stream_);
+}
+
+void CudaStepEngine::forward(const BatchNormOp& op, const LayerCall& call) {
+    const LayerPlan& L = call.plan;
+    const int64_t c = L.in_shape.at(0);
+    kernels::batchnorm_forward(act_, call.x, call.y_out, params_[L.params[0]].master,
+                               params_[L.params[1]].master, L.running_mean, L.running_var, L.save_mean,
+                               L.save_invstd, call.batch, c, L.in_features / c, op.momentum, op.eps,
+                               call.training, stream_);
+}
+
+// BatchNorm always writes an input gradient; below the lowest trained layer it lands in the
+// layer's own (unused) gradient buffer.
+void CudaStepEngine::backward(const BatchNormOp&, const LayerCall& call) {
+    const LayerPlan& L = call.plan;
+    const int64_t c = L.in_shape.at(0);
+    const ParamPlan& gamma = params_[L.params[0]];
+    const ParamPlan& beta = params_[L.params[1]];
+    float* dgamma = f32_target(gamma, bias_sum_);
+    float* dbeta = f32_target(beta, bias_sum_ + c);
+    kernels::batchnorm_backward(act_, call.x, call.dy, gamma.master, L.save_mean, L.save_invstd,
+                                call.dx_buffer, dgamma, dbeta, call.batch, c, L.in_features / c, stream_);
+    store_param_grad(gamma, dgamma);
+    store_param_grad(beta, dbeta);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,8 +12,9 @@
 // once as a CUDA graph and replayed; the host only writes the step's small StepInput (step
 // number, batch offset, live learning-rate factor) before each replay.
 //
-// The plan asks each Layer object for its settings and geometry (the typed accessors of
-// core/nn), never the network's JSON. Gradient statistics are not taken on the device: the
+// The plan is each layer's DeviceOp (device_plan.h: what the Layer object says it runs as, never
+// the network's JSON or its class); each op's launches are their own overloads of forward and
+// backward below. Gradient statistics are not taken on the device: the
 // histograms must see the scaled FP32 values before they are rounded, which a real FP16 GEMM never
 // writes to memory, so the Trainer takes them on the host (capabilities()).
 #pragma once
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "core/backend/cuda/device_context.h"
+#include "core/backend/cuda/device_plan.h"
 #include "core/backend/cuda/step_math.h"
 #include "core/engine/step_engine.h"
 
@@ -50,9 +52,6 @@ public:
     void load_state(const StepEngineState& state) override;
     std::string description() const override;
 
-    // Bytes of device memory the plan holds (arena blocks), for the benchmark's memory column.
-    size_t device_bytes() const { return arena_.bytes_reserved(); }
-
 private:
     struct Buffer {
         void* data = nullptr;
@@ -73,40 +72,43 @@ private:
         bool decay = true;
         const void* read() const { return copy ? copy : master; }
     };
-    enum class Op { Linear, Conv2d, MaxPool, AvgPool, Activation, Flatten, Dropout, BatchNorm };
-    struct LayerPlan {
-        Op op = Op::Flatten;
-        std::string label;
-        bool reduced = false;
-        Shape in_shape, out_shape;  // per sample
-        int64_t in_features = 0, out_features = 0;
-        Activation activation = Activation::ReLU;
-        float slope = 0;  // the settings below are the layer's own (typed accessors)
-        float dropout_p = 0;
-        float bn_momentum = 0, bn_eps = 0;
-        ConvGeometry conv;  // batch filled per call
-        PoolGeometry pool;
-        bool fused_relu = false;  // Linear whose ReLU (the next layer) runs in its GEMM epilogue
-        bool folded = false;      // ReLU folded into the previous Linear: nothing to run
+    // A planned layer with its device state.
+    struct LayerPlan : PlannedLayer {
+        explicit LayerPlan(PlannedLayer planned) : PlannedLayer(std::move(planned)) {}
         // Linear with a bias: whether its bias gradient comes from the weight-gradient GEMM's
         // epilogue or from the own column-sum kernel; timed on the first (eager) step.
         enum class BiasGradPath { Undecided, Epilogue, Kernel } bias_grad_path = BiasGradPath::Undecided;
-        std::vector<size_t> params;  // indices into params_
+        std::vector<size_t> params;         // indices into params_
+        std::vector<Tensor*> host_buffers;  // Layer::buffers(): BatchNorm's running mean and variance
         float* running_mean = nullptr;
         float* running_var = nullptr;
-        Tensor* host_running_mean = nullptr;
-        Tensor* host_running_var = nullptr;
         float* save_mean = nullptr;
         float* save_invstd = nullptr;
         float* mask = nullptr;  // dropout
     };
 
+    // One layer's launches: what they read and write.
+    struct LayerCall {
+        LayerPlan& plan;
+        size_t index = 0;
+        int64_t batch = 0;
+        bool training = true;
+        const void* x = nullptr;
+        const void* y = nullptr;
+        void* y_out = nullptr;      // forward's output (y)
+        const void* dy = nullptr;   // backward
+        void* dx = nullptr;         // backward; null below the lowest trained layer
+        void* dx_buffer = nullptr;  // the layer's input-gradient buffer, even where dx is null
+    };
+
     void plan_layers(Network& network);
-    // What layer i runs on the device, from the Layer object; NetworkError for a kind it lacks.
-    LayerPlan describe_layer(Network& network, size_t i, const Shape& in) const;
     void plan_parameters(LayerPlan& plan, Layer& layer, std::span<Parameter* const> all_params);
     void upload(const Dataset& data);
     void allocate_buffers();
+    void allocate_activations();
+    void allocate_parameters();
+    void allocate_layer_state();
+    void allocate_step_state();
     // The step as enqueued work (what a graph captures); batch is the sample count.
     void enqueue_step(int64_t batch);
     void enqueue_forward(int64_t batch, bool training);
@@ -114,6 +116,28 @@ private:
     void enqueue_tail();
     void forward_layer(size_t i, int64_t batch, bool training);
     void backward_layer(size_t i, int64_t batch);
+    void forward(const NoDeviceOp&, const LayerCall& call);
+    void forward(const LinearOp& op, const LayerCall& call);
+    void forward(const Conv2dOp& op, const LayerCall& call);
+    void forward(const PoolOp& op, const LayerCall& call);
+    void forward(const ActivationOp& op, const LayerCall& call);
+    void forward(const ReshapeOp&, const LayerCall&) {}
+    void forward(const DropoutOp& op, const LayerCall& call);
+    void forward(const BatchNormOp& op, const LayerCall& call);
+    void backward(const NoDeviceOp&, const LayerCall& call);
+    void backward(const LinearOp& op, const LayerCall& call);
+    void backward(const Conv2dOp& op, const LayerCall& call);
+    void backward(const PoolOp& op, const LayerCall& call);
+    void backward(const ActivationOp& op, const LayerCall& call);
+    void backward(const ReshapeOp&, const LayerCall&) {}
+    void backward(const DropoutOp& op, const LayerCall& call);
+    void backward(const BatchNormOp& op, const LayerCall& call);
+    // Linear's weight and bias gradients, the bias's by the GEMM's epilogue or the own kernel
+    // (whichever the first step measured faster).
+    void linear_weight_grads(const LayerCall& call);
+    // An FP32 target for a gradient: the parameter's own buffer when it is FP32, else scratch
+    // that store_param_grad converts.
+    float* f32_target(const ParamPlan& p, float* scratch) const;
     // dst (dtype of the parameter's grad) from an FP32 sum, converting when they differ.
     void store_param_grad(const ParamPlan& p, const float* sum);
 

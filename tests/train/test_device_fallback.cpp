@@ -1,0 +1,94 @@
+// The Trainer on a backend that offers a device engine: a network holding a kind with no device
+// op (Layer::device_op) trains on the host engine, and the run start says so in one line naming
+// the layer; a network the device can run goes to the device engine. The device here is a stand-in
+// that counts the engines asked of it, so the test needs no GPU.
+// The engine's headers come before Qt's: core/train/trainer.h declares a member named emit(),
+// which Qt's `emit` keyword macro would otherwise erase.
+#include "core/backend/cpu/cpu_backend.h"
+#include "core/backend/step_engine.h"
+#include "core/common/error.h"
+#include "core/nn/linear.h"
+#include "core/train/dataset_source.h"
+#include "core/train/trainer.h"
+#include "resources/presets.h"
+#include "tests/nn/host_only_layer.h"
+
+#include <QtTest/QtTest>
+
+using namespace mpwb;
+
+namespace {
+
+// The CPU backend, offering a device engine it never delivers.
+class StandInDevice final : public CpuBackend, public StepEngineFactory {
+public:
+    std::string name() const override { return "stand-in"; }
+    StepEngineFactory* device_steps() override { return this; }
+    std::unique_ptr<StepEngine> make_step_engine(Network&, const Dataset&, const StepEngineConfig&) override {
+        ++engines_asked;
+        throw Error("the stand-in device has no engine");
+    }
+    int engines_asked = 0;
+};
+
+class StartRecorder final : public TrainingObserver {
+public:
+    void on_run_start(const RunStartInfo& info) override { start = info; }
+    void on_step(const StepMetrics&) override { ++steps; }
+    RunStartInfo start;
+    int steps = 0;
+};
+
+struct Spiral {
+    Preset preset = load_preset("spiral-mlp");
+    Dataset data = load_dataset(preset.training.dataset);
+};
+
+RunSummary train(Network& net, const Spiral& spiral, StandInDevice& device, StartRecorder& recorder) {
+    TrainConfig config = spiral.preset.training;
+    config.max_steps = 5;
+    Trainer trainer(net, spiral.data, config, device);
+    trainer.add_observer(&recorder);
+    return trainer.run();
+}
+
+}  // namespace
+
+class TestDeviceFallback : public QObject {
+    Q_OBJECT
+
+private slots:
+    void aLayerWithoutADeviceOpTrainsOnTheHostEngine() {
+        const Spiral spiral;
+        std::vector<std::unique_ptr<Layer>> layers;
+        layers.push_back(std::make_unique<Linear>(16));
+        layers.push_back(std::make_unique<test::HostOnlyLayer>());
+        layers.push_back(std::make_unique<Linear>(spiral.data.num_classes));
+        Network net = Network::from_layers(std::move(layers));
+        StandInDevice device;
+        StartRecorder recorder;
+        const RunSummary summary = train(net, spiral, device, recorder);
+        QCOMPARE(summary.status, RunStatus::Finished);
+        QCOMPARE(recorder.steps, 5);
+        QCOMPARE(device.engines_asked, 0);
+        QCOMPARE(recorder.start.backend, std::string("cpu"));
+        QVERIFY2(recorder.start.device.find("(the CUDA engine has no op for layer 1 (HostOnly): it trains on "
+                                            "the host engine)") != std::string::npos,
+                 recorder.start.device.c_str());
+    }
+
+    // The control: a network of registered kinds goes to the device engine.
+    void aNetworkTheDeviceRunsGoesToIt() {
+        const Spiral spiral;
+        Network net = Network::from_json(spiral.preset.network);
+        StandInDevice device;
+        StartRecorder recorder;
+        const RunSummary summary = train(net, spiral, device, recorder);
+        QCOMPARE(device.engines_asked, 1);
+        QCOMPARE(summary.status, RunStatus::Failed);
+        QCOMPARE(recorder.start.backend, std::string("stand-in"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDeviceFallback)
+#include "test_device_fallback.moc"
