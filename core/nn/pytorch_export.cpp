@@ -7,6 +7,7 @@
 
 #include "core/common/error.h"
 #include "core/common/text_format.h"
+#include "core/nn/loss_registry.h"
 
 namespace mpwb {
 
@@ -271,10 +272,7 @@ PytorchExport make_pytorch_export(const nlohmann::json& network_description, con
        << "Import this file as a module (or run it: it prints the model), then\n"
        << "    model = load_model()   # eval mode\n"
        << "    y = model(normalise(x))   # x: float32 [batch, *INPUT_SHAPE]\n\n"
-       << "The outputs are "
-       << (network.loss() == "cross_entropy" ? "logits (the run trained them with softmax cross-entropy)"
-                                             : "the regression outputs (the run trained them with MSE)")
-       << ".\n\"\"\"\n"
+       << "The outputs are " << loss_named(network.loss()).pytorch_outputs << ".\n\"\"\"\n"
        << "import json\nimport os\nimport struct\n\nimport torch\nfrom torch import nn\n\n"
        << "RUN_TITLE = " << python_string_literal(info.title) << "\n"
        << "INPUT_SHAPE = " << py_tuple(weights.input_shape) << "\n"

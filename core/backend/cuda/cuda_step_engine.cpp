@@ -45,7 +45,9 @@ CudaStepEngine::CudaStepEngine(DeviceContext& context, Network& network, const D
     ctx_.make_current();
     act_ = storage_dtype(config_.policy.activations);
     tf32_ = config_.policy.gemm_operands == Format::TF32;
-    classification_ = network.loss() == "cross_entropy";
+    loss_ = &run_loss(network.loss(), data.target_kind(), data.name);
+    if (loss_->device == DeviceLoss::None)
+        throw NetworkError("the CUDA backend has no kernel for the " + loss_->name + " loss");
     max_batch_ = std::max(config_.batch_size, config_.eval_batch);
     if (!config_.schedule) throw ConfigError("the device step needs the learning-rate schedule");
     // One entry past the last step: the schedule's clock can run one ahead on a skip.
@@ -161,7 +163,7 @@ void CudaStepEngine::plan_layers(Network& network) {
         next.folded = true;
     }
     output_width_ = layers_.empty() ? 0 : layers_.back().out_features;
-    label_width_ = classification_ ? 1 : output_width_;
+    label_width_ = loss_->targets == TargetKind::Regression ? output_width_ : 1;
 }
 
 void CudaStepEngine::allocate_buffers() {
@@ -443,17 +445,26 @@ void CudaStepEngine::enqueue_step(int64_t batch) {
     enqueue_forward(batch, true);
     check_cuda(cudaMemsetAsync(loss_sum_, 0, sizeof(float), stream_), "cudaMemsetAsync (loss)");
     check_cuda(cudaMemsetAsync(correct_, 0, sizeof(int64_t), stream_), "cudaMemsetAsync (correct)");
-    const Buffer& out = acts_.back();
-    const float* scale = &scaler_state_->scale;
-    if (classification_)
-        kernels::softmax_cross_entropy(act_, out.data, labels_, act_, grads_.back().data, batch,
-                                       output_width_, scale, loss_sum_, correct_, reduction_scratch_,
-                                       stream_);
-    else
-        kernels::mse(act_, out.data, labels_, act_, grads_.back().data, batch, output_width_, scale,
-                     loss_sum_, reduction_scratch_, stream_);
+    enqueue_loss(batch, grads_.back().data, &scaler_state_->scale);
     enqueue_backward(batch);
     enqueue_tail();
+}
+
+void CudaStepEngine::enqueue_loss(int64_t batch, void* dout, const float* grad_scale) {
+    const void* out = acts_.back().data;
+    switch (loss_->device) {
+        case DeviceLoss::SoftmaxCrossEntropy:
+            kernels::softmax_cross_entropy(act_, out, labels_, act_, dout, batch, output_width_, grad_scale,
+                                           loss_sum_, correct_, reduction_scratch_, stream_);
+            return;
+        case DeviceLoss::MeanSquaredError:
+            kernels::mse(act_, out, labels_, act_, dout, batch, output_width_, grad_scale, loss_sum_,
+                         reduction_scratch_, stream_);
+            return;
+        case DeviceLoss::None:
+            break;
+    }
+    throw Error("the CUDA backend has no kernel for the " + loss_->name + " loss");
 }
 
 void CudaStepEngine::enqueue_forward(int64_t batch, bool training) {
@@ -753,12 +764,7 @@ Backend::LossResult CudaStepEngine::evaluate() {
         enqueue_forward(n, false);
         check_cuda(cudaMemsetAsync(loss_sum_, 0, sizeof(float), stream_), "cudaMemsetAsync (loss)");
         check_cuda(cudaMemsetAsync(correct_, 0, sizeof(int64_t), stream_), "cudaMemsetAsync (correct)");
-        if (classification_)
-            kernels::softmax_cross_entropy(act_, acts_.back().data, labels_, act_, nullptr, n, output_width_,
-                                           nullptr, loss_sum_, correct_, reduction_scratch_, stream_);
-        else
-            kernels::mse(act_, acts_.back().data, labels_, act_, nullptr, n, output_width_, nullptr,
-                         loss_sum_, reduction_scratch_, stream_);
+        enqueue_loss(n, nullptr, nullptr);
         float loss = 0;
         int64_t correct = 0;
         check_cuda(cudaMemcpyAsync(&loss, loss_sum_, sizeof loss, cudaMemcpyDeviceToHost, stream_),
