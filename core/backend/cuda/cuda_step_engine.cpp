@@ -48,6 +48,7 @@ CudaStepEngine::CudaStepEngine(DeviceContext& context, Network& network, const D
     loss_ = &run_loss(network.loss(), data.target_kind(), data.name);
     if (loss_->device == DeviceLoss::None)
         throw NetworkError("the CUDA backend has no kernel for the " + loss_->name + " loss");
+    (void)optimizer_constants(config_.optimizer);  // Error for an optimizer without a device rule
     max_batch_ = std::max(config_.batch_size, config_.eval_batch);
     if (!config_.schedule) throw ConfigError("the device step needs the learning-rate schedule");
     // One entry past the last step: the schedule's clock can run one ahead on a skip.
@@ -196,21 +197,7 @@ void CudaStepEngine::allocate_buffers() {
     labels_ =
         arena_.allocate_array<float>(static_cast<size_t>(max_batch_ * label_width_), "the batch labels");
 
-    int64_t largest_param = 1;
-    const bool momentum = config_.optimizer.kind == "sgd" && config_.optimizer.momentum != 0.0f;
-    const bool adam = config_.optimizer.kind != "sgd";
-    for (auto& p : params_) {
-        const std::string what = "parameter " + p.host->name + " (" + std::to_string(p.n) + " values)";
-        p.master = arena_.allocate_array<float>(static_cast<size_t>(p.n), what);
-        p.copy = p.has_copy ? arena_.allocate(static_cast<size_t>(p.n) * dtype_size(p.copy_dtype),
-                                              what + ", reduced copy")
-                            : nullptr;
-        p.grad = arena_.allocate(static_cast<size_t>(p.n) * dtype_size(p.grad_dtype), what + ", gradient");
-        if (momentum || adam)
-            p.a = arena_.allocate_array<float>(static_cast<size_t>(p.n), what + ", optimizer state");
-        if (adam) p.b = arena_.allocate_array<float>(static_cast<size_t>(p.n), what + ", optimizer state");
-        largest_param = std::max(largest_param, p.n);
-    }
+    const int64_t largest_param = allocate_parameters();
     bias_sum_ = arena_.allocate_array<float>(static_cast<size_t>(2 * largest_param), "gradient scratch");
     dtype_scratch_ = arena_.allocate(static_cast<size_t>(largest_param) * 4, "gradient scratch");
     size_t reduction_bytes = kernels::loss_scratch_bytes();
@@ -246,6 +233,32 @@ void CudaStepEngine::allocate_buffers() {
     grad_entries_ = arena_.allocate_array<GradEntry>(std::max<size_t>(1, params_.size()), "gradient list");
     param_entries_ = arena_.allocate_array<ParamEntry>(std::max<size_t>(1, params_.size()), "parameter list");
 
+    upload_step_tables();
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (plan)");
+}
+
+int64_t CudaStepEngine::allocate_parameters() {
+    int64_t largest_param = 1;
+    // The buffers the optimizer's device rule keeps: SGD's momentum, Adam's two moments.
+    const OptimizerKind rule = optimizer_constants(config_.optimizer).kind;
+    const bool momentum = rule == OptimizerKind::SGD && config_.optimizer.momentum != 0.0f;
+    const bool adam = rule != OptimizerKind::SGD;
+    for (auto& p : params_) {
+        const std::string what = "parameter " + p.host->name + " (" + std::to_string(p.n) + " values)";
+        p.master = arena_.allocate_array<float>(static_cast<size_t>(p.n), what);
+        p.copy = p.has_copy ? arena_.allocate(static_cast<size_t>(p.n) * dtype_size(p.copy_dtype),
+                                              what + ", reduced copy")
+                            : nullptr;
+        p.grad = arena_.allocate(static_cast<size_t>(p.n) * dtype_size(p.grad_dtype), what + ", gradient");
+        if (momentum || adam)
+            p.a = arena_.allocate_array<float>(static_cast<size_t>(p.n), what + ", optimizer state");
+        if (adam) p.b = arena_.allocate_array<float>(static_cast<size_t>(p.n), what + ", optimizer state");
+        largest_param = std::max(largest_param, p.n);
+    }
+    return largest_param;
+}
+
+void CudaStepEngine::upload_step_tables() {
     // The lists the multi-tensor kernels walk; order 0 is the gradient nearest the loss.
     std::vector<GradEntry> grads;
     std::vector<ParamEntry> entries;
@@ -293,7 +306,6 @@ void CudaStepEngine::allocate_buffers() {
     check_cuda(cudaHostGetDevicePointer(&device_view, ring_.as<void>(), 0), "cudaHostGetDevicePointer");
     ring_device_ = static_cast<StepRecord*>(device_view);
     ring_count_device_ = reinterpret_cast<int64_t*>(ring_device_ + kRingSize);
-    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (plan)");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -107,6 +107,11 @@ private:
     void plan_parameters(LayerPlan& plan, Layer& layer, std::span<Parameter* const> all_params);
     void upload(const Dataset& data);
     void allocate_buffers();
+    // Each parameter's master, copy, gradient and optimizer state; returns the largest's size.
+    int64_t allocate_parameters();
+    // The gradient and parameter lists, the optimizer's constants, the schedule and the record
+    // ring, before the first step.
+    void upload_step_tables();
     // The step as enqueued work (what a graph captures); batch is the sample count.
     void enqueue_step(int64_t batch);
     void enqueue_forward(int64_t batch, bool training);
