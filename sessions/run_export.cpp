@@ -7,6 +7,7 @@
 #include "core/common/error.h"
 #include "core/common/json_input.h"
 #include "core/data/normalize.h"
+#include "core/optim/optimizer_registry.h"
 #include "core/train/dataset_source.h"
 #include "sessions/file_identity.h"
 
@@ -30,6 +31,19 @@ void refuse_existing(const std::string& path, const std::string& what) {
     std::error_code ec;
     if (fs::exists(fs::symlink_status(path, ec)))
         throw Error(what + " " + path + " already exists; choose another name or remove it first");
+}
+
+// The run's optimizer as the PyTorch script constructs it (PytorchExportInfo::optimizer); empty
+// when the run's configuration cannot be read.
+std::string run_pytorch_optimizer(const std::string& config_json) {
+    try {
+        const TrainConfig config =
+            train_config_from_json(parse_json_text(config_json, "the run's config_json"));
+        return optimizer_named(config.optimizer.kind)
+            .pytorch(config.optimizer, config.lr, pytorch_parameter_groups(config.optimizer.weight_decay));
+    } catch (const std::exception&) {
+        return {};
+    }
 }
 
 }  // namespace
@@ -93,6 +107,7 @@ ExportedModel export_run_for_pytorch(RunStore& store, std::int64_t run_id,
                      {"mpwb_input_shape", shape_to_string(weights->input_shape)}};
     if (!script_path.empty())
         info.normalisation = run_input_normalisation(run.config_json, weights->input_shape);
+    info.optimizer = run_pytorch_optimizer(run.config_json);
     PytorchExport exported;
     try {
         exported =

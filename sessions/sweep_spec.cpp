@@ -111,6 +111,7 @@ TrainConfig apply_overrides(const TrainConfig& base, nlohmann::json overrides) {
 // declared sizes (generating 1e8 points per planned run would cost seconds and gigabytes).
 struct DeclaredData {
     std::string name;
+    TargetKind targets = TargetKind::ClassPerSample;  // every synthetic set
     int classes = 0;
     int64_t batch = 1;  // the largest batch the trainer builds the network for
 };
@@ -127,8 +128,9 @@ std::optional<DeclaredData> declared_data(const TrainConfig& config) {
                                                   .classes = d.classes});
     // As Trainer's constructor sizes it: the training batch or the evaluation batch.
     const int64_t eval_batch = std::min(config.eval_batch, std::max<int64_t>(split.test, 1));
-    return DeclaredData{synthetic_kind_name(kind), d.classes,
-                        std::max(std::min(config.batch_size, split.train), eval_batch)};
+    return DeclaredData{.name = synthetic_kind_name(kind),
+                        .classes = d.classes,
+                        .batch = std::max(std::min(config.batch_size, split.train), eval_batch)};
 }
 
 // The reason a network description does not fit the declared data; empty when it does. Measured
@@ -141,9 +143,7 @@ std::string network_problem(const nlohmann::json& description, const std::option
         for (const LayerReport& layer : layers)
             if (!layer.error.empty())
                 return "layer " + std::to_string(layer.index) + " (" + layer.kind + "): " + layer.error;
-        if (network.loss() != "cross_entropy")
-            return "dataset '" + data->name +
-                   "' is a classification set; the network's loss must be cross_entropy";
+        (void)run_loss(network.loss(), data->targets, data->name);  // as the trainer will refuse it
         const Shape& output = layers.back().output;
         if (output != Shape{int64_t{data->classes}})
             return "the network's output " + shape_to_string(output) + " does not match the " +

@@ -228,7 +228,7 @@ private:
 };
 
 NetworkEditor::NetworkEditor(QWidget* parent) : QWidget(parent) {
-    network_ = {{"name", "network"}, {"loss", "cross_entropy"}, {"layers", nlohmann::json::array()}};
+    network_ = {{"name", "network"}, {"loss", default_loss().name}, {"layers", nlohmann::json::array()}};
     undo_ = new QUndoStack(this);
     auto* split = new QSplitter;
     split->addWidget(makePalette());
@@ -482,7 +482,7 @@ void NetworkEditor::setNetworkJson(const nlohmann::json& network, const QString&
     nlohmann::json next = network;
     if (!next.contains("layers") || !next["layers"].is_array()) next["layers"] = nlohmann::json::array();
     if (!next.contains("name")) next["name"] = "network";
-    if (!next.contains("loss")) next["loss"] = "cross_entropy";
+    if (!next.contains("loss")) next["loss"] = default_loss().name;
     undo_->push(
         new NetworkEditCommand(this, network_, next, current_, next["layers"].empty() ? -1 : 0, text));
 }

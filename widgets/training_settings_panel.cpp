@@ -12,7 +12,7 @@
 #include <QVBoxLayout>
 
 #include "core/optim/lr_schedule.h"
-#include "core/optim/optimizer.h"
+#include "core/optim/optimizer_registry.h"
 
 namespace mpwb {
 
@@ -37,6 +37,17 @@ QSpinBox* int_spin(const char* name, int lo, int hi, int value, const QString& s
     return s;
 }
 
+// The optimizers of the registry, each with its one line of help as its tooltip.
+QComboBox* optimizer_combo() {
+    auto* combo = new QComboBox;
+    combo->setObjectName("optimizerCombo");
+    for (const OptimizerDefinition& optimizer : optimizer_registry()) {
+        combo->addItem(QString::fromStdString(optimizer.name));
+        combo->setItemData(combo->count() - 1, QString::fromStdString(optimizer.help), Qt::ToolTipRole);
+    }
+    return combo;
+}
+
 }  // namespace
 
 TrainingSettingsPanel::TrainingSettingsPanel(QWidget* parent) : QWidget(parent) {
@@ -44,9 +55,7 @@ TrainingSettingsPanel::TrainingSettingsPanel(QWidget* parent) : QWidget(parent) 
     max_steps_ = int_spin("maxStepsSpin", 0, 1000000000, 0, tr("all epochs"));
     batch_ = int_spin("batchSpin", 1, 65536, 128);
     lr_ = number_edit("lrEdit", 1e-3);
-    optimizer_ = new QComboBox;
-    optimizer_->setObjectName("optimizerCombo");
-    for (const auto& k : optimizer_kinds()) optimizer_->addItem(QString::fromStdString(k));
+    optimizer_ = optimizer_combo();
     momentum_ = new QDoubleSpinBox;
     momentum_->setObjectName("momentumSpin");
     momentum_->setRange(0.0, 0.999);
@@ -163,9 +172,10 @@ void TrainingSettingsPanel::setFromConfig(const TrainConfig& c) {
 }
 
 void TrainingSettingsPanel::updateEnabled() {
-    const bool sgd = optimizer_->currentText() == "sgd";
-    momentum_->setEnabled(sgd);
-    nesterov_->setEnabled(sgd && momentum_->value() > 0);
+    // The settings the chosen optimizer reads.
+    const OptimizerDefinition* optimizer = find_optimizer(optimizer_->currentText().toStdString());
+    momentum_->setEnabled(optimizer && optimizer->reads("momentum"));
+    nesterov_->setEnabled(optimizer && optimizer->reads("nesterov") && momentum_->value() > 0);
     const bool step = schedule_->currentText() == "step";
     step_size_->setEnabled(step);
     gamma_->setEnabled(step);

@@ -7,6 +7,8 @@
 #include "app/cli/option_checks.h"
 #include "core/common/error.h"
 #include "core/data/synthetic.h"
+#include "core/nn/loss_registry.h"
+#include "core/optim/optimizer_registry.h"
 #include "core/train/dataset_source.h"
 
 namespace mpwb::cli {
@@ -88,12 +90,8 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
     app.add_option("--max-steps", max_steps, "Stop after this many steps (0 = no limit)")
         ->check(whole_number(0, kMaxSteps));
     app.add_option("--batch", batch, "Batch size")->check(whole_number(1, TrainLimits::kMaxBatch));
-    app.add_option("--optimizer", optimizer, "sgd, adam, adamw");
     app.add_option("--lr", lr, "Learning rate")->check(real_number(0, TrainLimits::kMaxRate, true));
-    app.add_option("--momentum", momentum, "SGD momentum")->check(real_number(0, 1, false, true));
-    app.add_flag("--nesterov", nesterov, "SGD with Nesterov momentum");
-    app.add_option("--weight-decay", weight_decay, "Weight decay")
-        ->check(real_number(0, TrainLimits::kMaxRate));
+    add_optimizer_flags(app);
     app.add_option("--schedule", schedule, "constant, step, cosine");
     app.add_option("--warmup", warmup, "Linear warm-up steps")->check(whole_number(0, kMaxSteps));
     app.add_option("--step-size", step_size, "Step schedule: steps between decays")
@@ -126,6 +124,50 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
     scaler_flags.add_to(app, scaler_group);
 }
 
+// The optimizer, its settings and the loss, with the choices and help of their registries.
+void TrainingOptions::add_optimizer_flags(CLI::App& app) {
+    std::string optimizers;
+    for (const OptimizerDefinition& o : optimizer_registry())
+        optimizers += (optimizers.empty() ? "" : "; ") + o.name + ": " + o.help;
+    app.add_option("--optimizer", optimizer, "Optimizer. " + optimizers);
+    // "Momentum (sgd)": the optimizers a setting applies to.
+    const auto help = [](const std::string& what, const char* setting) {
+        return what + " (" + optimizers_reading(setting) + ")";
+    };
+    app.add_option("--momentum", momentum, help("Momentum", "momentum"))
+        ->check(real_number(0, 1, false, true));
+    app.add_flag("--nesterov", nesterov, help("Nesterov momentum", "nesterov"));
+    app.add_option("--weight-decay", weight_decay, help("Weight decay", "weight_decay"))
+        ->check(real_number(0, TrainLimits::kMaxRate));
+    app.add_option("--beta1", beta1, help("First moment decay", "beta1"))
+        ->check(real_number(0, 1, false, true));
+    app.add_option("--beta2", beta2, help("Second moment decay", "beta2"))
+        ->check(real_number(0, 1, false, true));
+    app.add_option("--eps", eps, help("Denominator epsilon", "eps"))
+        ->check(real_number(0, TrainLimits::kMaxRate, true));
+    std::string losses;
+    for (const LossDefinition& l : loss_registry())
+        losses += (losses.empty() ? "" : "; ") + l.name + ": " + l.help + " (" + target_kind_text(l.targets) +
+                  " targets)";
+    app.add_option("--loss", loss, "The network's loss (default: the network's own). " + losses);
+}
+
+void TrainingOptions::apply_optimizer_flags(Preset& p) const {
+    OptimizerConfig& o = p.training.optimizer;
+    if (optimizer) o.kind = *optimizer;
+    if (momentum) o.momentum = *momentum;
+    if (nesterov) o.nesterov = true;
+    if (weight_decay) o.weight_decay = *weight_decay;
+    if (beta1) o.beta1 = *beta1;
+    if (beta2) o.beta2 = *beta2;
+    if (eps) o.eps = *eps;
+    if (loss) {
+        if (!find_loss(*loss))
+            throw ConfigError("--loss: unknown loss '" + *loss + "'; choose " + loss_name_list());
+        p.network["loss"] = *loss;
+    }
+}
+
 Preset TrainingOptions::resolve() const {
     Preset p;
     if (!network_file.empty()) {
@@ -149,11 +191,8 @@ Preset TrainingOptions::resolve() const {
     if (epochs) c.epochs = *epochs;
     if (max_steps) c.max_steps = *max_steps;
     if (batch) c.batch_size = *batch;
-    if (optimizer) c.optimizer.kind = *optimizer;
     if (lr) c.lr = *lr;
-    if (momentum) c.optimizer.momentum = *momentum;
-    if (nesterov) c.optimizer.nesterov = true;
-    if (weight_decay) c.optimizer.weight_decay = *weight_decay;
+    apply_optimizer_flags(p);
     if (schedule) c.schedule.kind = *schedule;
     if (warmup) c.schedule.warmup_steps = *warmup;
     if (step_size) c.schedule.step_size = *step_size;

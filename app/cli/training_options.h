@@ -29,8 +29,8 @@ struct TrainingOptions {
     std::optional<int> channels;
     std::optional<uint64_t> data_seed;
     std::optional<int64_t> epochs, max_steps, batch, eval_every, stats_every;
-    std::optional<std::string> optimizer, schedule;
-    std::optional<float> lr, momentum, weight_decay, min_lr, clip_norm;
+    std::optional<std::string> optimizer, schedule, loss;
+    std::optional<float> lr, momentum, weight_decay, beta1, beta2, eps, min_lr, clip_norm;
     std::optional<int64_t> warmup, step_size;
     std::optional<float> gamma;
     bool nesterov = false;
@@ -54,6 +54,8 @@ struct TrainingOptions {
 
 private:
     void apply_scaler_flags(TrainConfig& c) const;
+    void add_optimizer_flags(CLI::App& app);
+    void apply_optimizer_flags(Preset& p) const;
     void apply_recipe_flags(TrainConfig& c) const;
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend/loss_targets.h"
 #include "core/tensor/shape.h"
 #include "core/tensor/tensor.h"
 
@@ -21,6 +22,12 @@ struct Dataset {
     std::vector<std::string> class_names;  // num_classes entries (empty for regression)
 
     bool is_classification() const { return num_classes > 0; }
+    // What the labels are, which decides the losses that fit (core/nn/loss_registry.h): class
+    // indices per sample ([N]) or per position ([N, T]), or regression targets.
+    TargetKind target_kind() const {
+        if (!is_classification()) return TargetKind::Regression;
+        return train_y.rank() > 1 ? TargetKind::ClassPerPosition : TargetKind::ClassPerSample;
+    }
     int64_t train_size() const { return train_x.rank() ? train_x.dim(0) : 0; }
     int64_t test_size() const { return test_x.rank() ? test_x.dim(0) : 0; }
     // Values per regression target row (1 for classification).

@@ -113,16 +113,9 @@ int HostStepEngine::unscale_gradients(float scale) {
 
 }  // namespace
 
-Backend::LossResult batch_loss(Backend& backend, bool classification, const Tensor& out, const Tensor& target,
-                               float* dout, float grad_scale) {
-    const int64_t n = out.dim(0);
-    const int64_t k = out.numel() / n;
-    return classification ? backend.softmax_cross_entropy(out.data(), target.data(), dout, n, k, grad_scale)
-                          : backend.mse(out.data(), target.data(), dout, n, k, grad_scale);
-}
-
 Backend::LossResult evaluate_on_host(Network& network, const Dataset& data, Backend& backend,
                                      const PrecisionPolicy& policy, int64_t eval_batch) {
+    const LossDefinition& loss = run_loss(network.loss(), data.target_kind(), data.name);
     LayerContext ctx{backend, policy.gemm_operands, false, nullptr};
     BatchIterator batches(data.test_x, data.test_y, eval_batch, 0, false, false);
     batches.start_epoch(0);
@@ -131,8 +124,7 @@ Backend::LossResult evaluate_on_host(Network& network, const Dataset& data, Back
     int64_t seen = 0;
     while (batches.next(bx, by)) {
         network.begin_quantized_step(0, false);  // quantizes with the scales training left, changes none
-        const auto r = batch_loss(backend, data.is_classification(), network.forward(ctx, bx, policy), by,
-                                  nullptr, 1.0f);
+        const auto r = loss.on_host(backend, network.forward(ctx, bx, policy), by, nullptr, 1.0f);
         const int64_t n = bx.dim(0);
         total.loss += r.loss * static_cast<double>(n);
         total.correct += r.correct;
@@ -148,6 +140,7 @@ HostGradientPass::HostGradientPass(Network& network, const Dataset& data, Backen
       data_(data),
       backend_(backend),
       policy_(policy),
+      loss_(run_loss(network.loss(), data.target_kind(), data.name)),
       dropout_rng_(seed ^ 0xD50Full),
       ctx_{backend, policy.gemm_operands, true, &dropout_rng_} {}
 
@@ -156,8 +149,7 @@ Backend::LossResult HostGradientPass::run(std::span<const int64_t> rows, float s
     gather_rows(data_.train_y, rows, by_);
     const Tensor& out = network_.forward(ctx_, bx_, policy_);
     dout_.resize(out.shape());
-    const Backend::LossResult loss =
-        batch_loss(backend_, data_.is_classification(), out, by_, dout_.data(), scale);
+    const Backend::LossResult loss = loss_.on_host(backend_, out, by_, dout_.data(), scale);
     network_.backward(ctx_, dout_, policy_, probe);
     return loss;
 }

@@ -2,23 +2,19 @@
 // backend; a GPU backend's host ops for its statistics pass). Its records are ready when launch
 // returns, and it takes gradient statistics itself, in the step's own backward pass.
 //
-// Also the host pieces the Trainer reuses: the one place a batch's loss is chosen (softmax
-// cross-entropy for a classification set, else mean squared error), the evaluation on the test
-// split, and HostGradientPass, the forward + loss + backward of one batch that both the host
-// engine and the Trainer's statistics pass for a device engine run.
+// Also the host pieces the Trainer reuses: the evaluation on the test split, and HostGradientPass,
+// the forward + loss + backward of one batch that both the host engine and the Trainer's
+// statistics pass for a device engine run. The loss is the run's, as run_loss
+// (core/nn/loss_registry.h) chooses it for every engine.
 #pragma once
 #include <memory>
 #include <span>
 
 #include "core/engine/step_engine.h"
 #include "core/common/rng.h"
+#include "core/nn/loss_registry.h"
 
 namespace mpwb {
-
-// The mean loss of a batch of network outputs against their targets; when dout is not null, also
-// its gradient with grad_scale folded in. classification: softmax cross-entropy, else MSE.
-Backend::LossResult batch_loss(Backend& backend, bool classification, const Tensor& out, const Tensor& target,
-                               float* dout, float grad_scale);
 
 // Test loss and accuracy of the network's current host weights over the test split.
 Backend::LossResult evaluate_on_host(Network& network, const Dataset& data, Backend& backend,
@@ -29,6 +25,7 @@ Backend::LossResult evaluate_on_host(Network& network, const Dataset& data, Back
 // generator, seeded from the run's seed, so the masks follow the steps the pass runs.
 class HostGradientPass {
 public:
+    // NetworkError when the network's loss does not fit the dataset (run_loss).
     HostGradientPass(Network& network, const Dataset& data, Backend& backend, const PrecisionPolicy& policy,
                      uint64_t seed);
     HostGradientPass(const HostGradientPass&) = delete;  // ctx_ points at dropout_rng_
@@ -44,6 +41,7 @@ private:
     const Dataset& data_;
     Backend& backend_;
     PrecisionPolicy policy_;
+    const LossDefinition& loss_;
     Rng dropout_rng_;
     LayerContext ctx_;
     Tensor bx_, by_, dout_;

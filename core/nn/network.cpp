@@ -66,10 +66,8 @@ Network Network::from_json(const nlohmann::json& description) {
     net.name_ = description.value("name", std::string("network"));
     if (description.contains("loss")) {
         if (!description["loss"].is_string())
-            throw NetworkError("\"loss\" must be \"cross_entropy\" or \"mse\"");
-        net.loss_ = description["loss"].get<std::string>();
-        if (net.loss_ != "cross_entropy" && net.loss_ != "mse")
-            throw NetworkError("unknown loss \"" + net.loss_ + "\"; choose cross_entropy or mse");
+            throw NetworkError("\"loss\" must be the name of a loss: " + loss_name_list());
+        net.loss_ = loss_named(description["loss"].get<std::string>()).name;
     }
     const auto& layers = description["layers"];
     if (layers.empty()) throw NetworkError("network has no layers");

@@ -10,6 +10,7 @@
 
 #include "core/nn/layer.h"
 #include "core/nn/layer_registry.h"  // make_layer, layer_kinds: the kinds a description may name
+#include "core/nn/loss_registry.h"   // the losses a description may name
 #include "core/precision/precision_policy.h"
 
 namespace mpwb {
@@ -49,7 +50,8 @@ public:
     Network(Network&&) = default;
     Network& operator=(Network&&) = default;
 
-    // Layers from {"layers": [{"type": "Linear", "out": 10}, ...], "loss": "cross_entropy"}.
+    // Layers from {"layers": [{"type": "Linear", "out": 10}, ...], "loss": "mse"}; "loss" names an
+    // entry of the loss registry (core/nn/loss_registry.h), default_loss() when absent.
     static Network from_json(const nlohmann::json& description);
     // A network of layers already made (from_json makes them from the registry; a test may bring
     // a kind of its own).
@@ -75,6 +77,8 @@ public:
     size_t size() const { return layers_.size(); }
     Layer& layer(size_t i) { return *layers_.at(i); }
     const std::string& name() const { return name_; }
+    // The loss setting: a name in the loss registry. Which loss a run trains with is run_loss's
+    // choice (this setting and the dataset's targets).
     const std::string& loss() const { return loss_; }
     const Shape& input_shape() const { return input_shape_; }
     const Shape& output_shape() const { return output_shape_; }
@@ -112,7 +116,7 @@ public:
 
 private:
     std::string name_;
-    std::string loss_ = "cross_entropy";
+    std::string loss_ = default_loss().name;
     std::vector<std::unique_ptr<Layer>> layers_;
     std::vector<size_t> parameter_layer_;  // layer index of each parameter, in parameters() order
     size_t lowest_trained_ = 0;            // no input gradient is needed below this layer

@@ -7,6 +7,7 @@
 
 #include "core/common/error.h"
 #include "core/common/text_format.h"
+#include "core/nn/loss_registry.h"
 
 namespace mpwb {
 
@@ -97,6 +98,33 @@ std::string normalisation_code(const InputNormalisation& n) {
     return py.str();
 }
 
+// LOSS, the groups of parameters as the run decayed them, and make_optimizer: the run's loss and
+// optimizer (the loss registry's module, `optimizer` from the optimizer registry).
+std::string training_code(const Network& network, const std::vector<std::string>& decayed,
+                          const std::string& optimizer) {
+    std::string tuple;
+    for (const std::string& name : decayed) tuple += (tuple.empty() ? "" : ", ") + name;
+    if (decayed.size() == 1) tuple += ",";
+    std::ostringstream py;
+    py << "# The loss the run trained with.\nLOSS = " << loss_named(network.loss()).pytorch << "\n"
+       << "# The parameters the run decayed; it did not decay the others (biases, normalisation).\n"
+       << "DECAYED_PARAMETERS = (" << tuple << ")\n\n\n"
+       << "def parameter_groups(model, weight_decay):\n"
+       << "    named = list(model.named_parameters())\n"
+       << "    return [{\"params\": [p for n, p in named if n in DECAYED_PARAMETERS], \"weight_decay\": "
+          "weight_decay},\n"
+       << "            {\"params\": [p for n, p in named if n not in DECAYED_PARAMETERS], \"weight_decay\": "
+          "0.0}]\n\n\n"
+       << "def make_optimizer(model):\n"
+       << "    \"\"\"The run's optimizer with its settings at the start of the run (its learning-rate "
+          "schedule,\n    gradient clipping and loss scaling are not part of it).\"\"\"\n";
+    if (optimizer.empty())
+        py << "    raise NotImplementedError(\"the run's optimizer settings could not be read\")\n";
+    else
+        py << "    return " << optimizer << "\n";
+    return py.str();
+}
+
 // Everything of the script that does not depend on the network: the two readers and the loader.
 const char* const kLoaderCode = R"py(
 def read_safetensors(path):
@@ -175,6 +203,7 @@ std::string pytorch_tensor_name(const PytorchModule& module, const NamedTensor& 
 struct ExportedLayers {
     std::string modules;
     std::string class_definitions;
+    std::vector<std::string> decayed;  // the state_dict names of the parameters the run decayed
 };
 
 ExportedLayers export_layers(Network& network, const NetworkWeights& weights,
@@ -188,6 +217,13 @@ ExportedLayers export_layers(Network& network, const NetworkWeights& weights,
         for (const auto& t : weights.tensors)
             if (t.layer == static_cast<int64_t>(i))
                 out.tensors.push_back({pytorch_tensor_name(module, t), t.shape, t.values});
+        for (const Parameter* p : network.layer(i).parameters())
+            if (p->weight_decay) {
+                NamedTensor named;
+                named.layer = static_cast<int64_t>(i);
+                named.name = p->name;
+                exported.decayed.push_back(python_string_literal(pytorch_tensor_name(module, named)));
+            }
         if (!module.definition.empty() &&
             std::find(defined.begin(), defined.end(), module.definition) == defined.end()) {
             defined.push_back(module.definition);
@@ -202,6 +238,10 @@ ExportedLayers export_layers(Network& network, const NetworkWeights& weights,
 }
 
 }  // namespace
+
+std::string pytorch_parameter_groups(float weight_decay) {
+    return "parameter_groups(model, weight_decay=" + py_float(weight_decay) + ")";
+}
 
 PytorchExport make_pytorch_export(const nlohmann::json& network_description, const NetworkWeights& weights,
                                   const PytorchExportInfo& info) {
@@ -239,10 +279,8 @@ PytorchExport make_pytorch_export(const nlohmann::json& network_description, con
        << "Import this file as a module (or run it: it prints the model), then\n"
        << "    model = load_model()   # eval mode\n"
        << "    y = model(normalise(x))   # x: float32 [batch, *INPUT_SHAPE]\n\n"
-       << "The outputs are "
-       << (network.loss() == "cross_entropy" ? "logits (the run trained them with softmax cross-entropy)"
-                                             : "the regression outputs (the run trained them with MSE)")
-       << ".\n\"\"\"\n"
+       << "The outputs are " << loss_named(network.loss()).pytorch_outputs << ". LOSS and\n"
+       << "make_optimizer(model) are the run's loss and optimizer, to train the model on.\n\"\"\"\n"
        << "import json\nimport os\nimport struct\n\nimport torch\nfrom torch import nn\n\n"
        << "RUN_TITLE = " << python_string_literal(info.title) << "\n"
        << "INPUT_SHAPE = " << py_tuple(weights.input_shape) << "\n"
@@ -251,7 +289,8 @@ PytorchExport make_pytorch_export(const nlohmann::json& network_description, con
        << "NORMALISATION = " << python_string_literal(info.normalisation.description) << "\n\n\n"
        << layers.class_definitions << "def build_model():\n    return nn.Sequential(\n"
        << layers.modules << "    )\n\n\n"
-       << normalisation_code(info.normalisation) << "\n"
+       << normalisation_code(info.normalisation) << "\n\n"
+       << training_code(network, layers.decayed, info.optimizer) << "\n"
        << kLoaderCode;
     out.script = py.str();
     return out;

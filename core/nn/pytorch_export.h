@@ -6,7 +6,9 @@
 // own reader (the JSON header, then numpy.frombuffer) where it is not. Each layer writes its own
 // module (Layer::pytorch_module, and for a kind torch.nn lacks the class the script defines); the
 // export has no list of kinds. Our GELU is the exact (erf) one, PyTorch's default, GELUTanh its
-// approximate="tanh"; AvgPool2d divides by the whole window (count_include_pad).
+// approximate="tanh"; AvgPool2d divides by the whole window (count_include_pad). The script also
+// holds the run's loss (the loss registry's torch.nn module) and optimizer, to train the model on
+// in PyTorch.
 #pragma once
 #include <map>
 #include <string>
@@ -32,7 +34,15 @@ struct PytorchExportInfo {
     std::string weights_file;                     // the safetensors file name the script loads by default
     std::map<std::string, std::string> metadata;  // for the safetensors header (__metadata__)
     InputNormalisation normalisation;
+    // The run's optimizer as a torch.optim constructor over pytorch_parameter_groups(...) (the
+    // optimizer registry's OptimizerDefinition::pytorch); empty when it is not known, and the
+    // script's make_optimizer says so.
+    std::string optimizer;
 };
+
+// The script's expression for the model's parameters in two groups, the ones the run decayed
+// (weight_decay) and the ones it did not (biases, normalisation parameters), for `optimizer`.
+std::string pytorch_parameter_groups(float weight_decay);
 
 struct PytorchExport {
     SafetensorsFile weights;  // state_dict names, F32

@@ -1,7 +1,7 @@
-// SGD, Adam and AdamW with PyTorch's update rules, the fused master/copy write, the config's
-// validation and JSON, and the state checkpoint. Arithmetic is FP32 per element as in PyTorch's
-// CPU kernels; per-step scalars (bias corrections) are computed in double as PyTorch does in
-// Python. Elementwise work splits over threads, so the result never depends on the thread count.
+// What every optimizer kind shares: the config's validation and JSON, the step over the
+// parameters with the fused master/copy write, and the state checkpoint. The kinds' updates are
+// in their own files (sgd.cpp, adam.cpp), listed in optimizer_registry.cpp. Elementwise work
+// splits over threads, so the result never depends on the thread count.
 #include "core/optim/optimizer.h"
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "core/common/parallel.h"
 #include "core/common/json_input.h"
 #include "core/common/text_format.h"
+#include "core/optim/optimizer_registry.h"
 
 namespace mpwb {
 
@@ -37,18 +38,8 @@ void check_unit(const char* key, float v) {
 
 }  // namespace
 
-const std::vector<std::string>& optimizer_kinds() {
-    static const std::vector<std::string> kinds{"sgd", "adam", "adamw"};
-    return kinds;
-}
-
 void OptimizerConfig::validate() const {
-    const auto& kinds = optimizer_kinds();
-    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
-        std::string valid;
-        for (const auto& k : kinds) valid += (valid.empty() ? "" : ", ") + k;
-        throw ConfigError("optimizer kind '" + kind + "' is unknown (valid kinds: " + valid + ")");
-    }
+    const OptimizerDefinition& definition = optimizer_named(kind);
     check_unit("momentum", momentum);
     check_finite("weight_decay", weight_decay);
     if (weight_decay < 0.0f)
@@ -57,7 +48,7 @@ void OptimizerConfig::validate() const {
     check_unit("beta2", beta2);
     check_finite("eps", eps);
     if (eps <= 0.0f) throw ConfigError("optimizer eps = " + shortest_text(eps) + " must be > 0");
-    if (kind == "sgd" && nesterov && momentum == 0.0f)
+    if (definition.reads("nesterov") && nesterov && momentum == 0.0f)
         throw ConfigError("optimizer nesterov = true needs momentum > 0 (momentum = 0)");
 }
 
@@ -183,23 +174,20 @@ std::vector<float> get_floats(BlobReader& r) {
     return v;
 }
 
-// " holds a first moment of 6 values", " holds no second moment".
-std::string buffer_text(const std::vector<float>& buffer, const char* name) {
+}  // namespace
+
+std::string Optimizer::buffer_text(const std::vector<float>& buffer, const char* name) {
     return buffer.empty() ? std::string("no ") + name
                           : std::string("a ") + name + " of " + std::to_string(buffer.size()) + " values";
 }
 
-// The first value `bad` says no update could have left, as " (nan at element 3)"; empty if none.
-template <class Bad>
-std::string first_bad_value(const std::vector<float>& buffer, Bad bad) {
+std::string Optimizer::first_bad_value(const std::vector<float>& buffer, bool (*bad)(float)) {
     for (size_t i = 0; i < buffer.size(); ++i)
         if (bad(buffer[i]))
             return shortest_text(buffer[i]) + " at element " + std::to_string(i) + " of " +
                    std::to_string(buffer.size());
     return {};
 }
-
-}  // namespace
 
 std::vector<uint8_t> Optimizer::save_state() const {
     std::vector<uint8_t> out(kMagic, kMagic + sizeof kMagic);
@@ -255,153 +243,9 @@ void Optimizer::load_state(std::span<const uint8_t> blob, std::span<Parameter* c
     state_ = std::move(states);
 }
 
-// ---------------------------------------------------------------------------------------------
-// The kinds
-
-namespace {
-
-class Sgd final : public Optimizer {
-public:
-    using Optimizer::Optimizer;
-
-protected:
-    bool prepare_state(State& s, int64_t n) const override {
-        if (config_.momentum == 0.0f || !s.a.empty()) return false;
-        s.a.assign(static_cast<size_t>(n), 0.0f);
-        return true;
-    }
-
-    // The momentum buffer is allocated at the first update that uses momentum (a live change
-    // may turn it on later), so it may be missing; SGD keeps no second buffer.
-    std::string size_problem(const State& s, int64_t n) const override {
-        if (!s.b.empty()) return "holds " + buffer_text(s.b, "second buffer") + ", which SGD does not keep";
-        if (!s.a.empty() && s.a.size() != static_cast<size_t>(n))
-            return "holds " + buffer_text(s.a, "momentum buffer") + "; the parameter has " +
-                   std::to_string(n);
-        return {};
-    }
-
-    // Momentum sums finite gradients: a non-finite one would already have made the weight so.
-    std::string value_problem(const State& s) const override {
-        const std::string bad = first_bad_value(s.a, [](float v) { return !std::isfinite(v); });
-        return bad.empty() ? bad : "has a non-finite momentum: " + bad;
-    }
-
-    void update_range(const Update& u, int64_t begin, int64_t end) const override {
-        const float wd = u.decay ? config_.weight_decay : 0.0f;
-        const float mu = config_.momentum;
-        const bool nesterov = config_.nesterov;
-        const float lr = u.lr;
-        const bool fresh = u.fresh;
-        float* __restrict value = u.value;  // see Adam: no overlap, so the loop vectorises
-        const float* __restrict grad = u.grad;
-        float* __restrict momentum = u.a;
-        for (int64_t i = begin; i < end; ++i) {
-            const float w = value[i];
-            float d = grad[i];
-            if (wd != 0.0f) d = d + wd * w;
-            if (mu != 0.0f) {
-                const float buf = fresh ? d : mu * momentum[i] + d;
-                momentum[i] = buf;
-                d = nesterov ? d + mu * buf : buf;
-            }
-            value[i] = w - lr * d;
-        }
-    }
-};
-
-struct AdamConstants {
-    float step_size, bc2_sqrt, beta1, beta2, eps, one_minus_b1, one_minus_b2, wd, shrink;
-};
-
-// Local restrict pointers: the four arrays never overlap, and saying so lets the loop vectorise
-// instead of reloading through `u` after every store.
-template <bool Decoupled, bool L2, class Update>
-void adam_loop(const Update& u, const AdamConstants& k, int64_t begin, int64_t end) {
-    float* __restrict value = u.value;
-    const float* __restrict grad = u.grad;
-    float* __restrict first = u.a;
-    float* __restrict second = u.b;
-    for (int64_t i = begin; i < end; ++i) {
-        float w = value[i];
-        float g = grad[i];
-        if constexpr (Decoupled) w = w * k.shrink;
-        if constexpr (L2) g = g + k.wd * w;
-        const float m = k.beta1 * first[i] + k.one_minus_b1 * g;
-        const float v = k.beta2 * second[i] + k.one_minus_b2 * (g * g);
-        first[i] = m;
-        second[i] = v;
-        const float denom = std::sqrt(v) / k.bc2_sqrt + k.eps;
-        value[i] = w - k.step_size * (m / denom);
-    }
-}
-
-class Adam final : public Optimizer {
-public:
-    Adam(OptimizerConfig config, bool decoupled) : Optimizer(std::move(config)), decoupled_(decoupled) {}
-
-protected:
-    bool prepare_state(State& s, int64_t n) const override {
-        if (!s.a.empty()) return false;
-        s.a.assign(static_cast<size_t>(n), 0.0f);
-        s.b.assign(static_cast<size_t>(n), 0.0f);
-        return true;
-    }
-
-    // Both moments are allocated together at the first update: none before it, one value per
-    // element of the parameter in each after it.
-    std::string size_problem(const State& s, int64_t n) const override {
-        const auto want = static_cast<size_t>(s.step > 0 ? n : 0);
-        if (s.a.size() == want && s.b.size() == want) return {};
-        return "holds " + buffer_text(s.a, "first moment") + " and " + buffer_text(s.b, "second moment") +
-               " after " + std::to_string(s.step) + " updates; a parameter of " + std::to_string(n) +
-               " values has " +
-               (want ? std::to_string(want) + " in each" : std::string("none before its first"));
-    }
-
-    // The first moment averages finite gradients, so it is finite; the second averages their
-    // squares, which may overflow to +inf but are never negative or NaN.
-    std::string value_problem(const State& s) const override {
-        std::string bad = first_bad_value(s.a, [](float v) { return !std::isfinite(v); });
-        if (!bad.empty()) return "has a non-finite first moment: " + bad;
-        bad = first_bad_value(s.b, [](float v) { return !(v >= 0.0f); });
-        return bad.empty() ? bad : "has a second moment that is negative or NaN: " + bad;
-    }
-
-    void update_range(const Update& u, int64_t begin, int64_t end) const override {
-        const double b1 = config_.beta1, b2 = config_.beta2;
-        const double bc1 = 1.0 - std::pow(b1, static_cast<double>(u.step));
-        const double bc2 = 1.0 - std::pow(b2, static_cast<double>(u.step));
-        const auto step_size = static_cast<float>(u.lr / bc1);
-        const auto bc2_sqrt = static_cast<float>(std::sqrt(bc2));
-        const float beta1 = config_.beta1, beta2 = config_.beta2, eps = config_.eps;
-        const auto one_minus_b1 = static_cast<float>(1.0 - b1);
-        const auto one_minus_b2 = static_cast<float>(1.0 - b2);
-        const float wd = u.decay ? config_.weight_decay : 0.0f;
-        const bool l2 = wd != 0.0f && !decoupled_;
-        const bool decay = wd != 0.0f && decoupled_;
-        const auto shrink = static_cast<float>(1.0 - static_cast<double>(u.lr) * wd);
-        const AdamConstants k{step_size, bc2_sqrt, beta1, beta2, eps, one_minus_b1, one_minus_b2, wd, shrink};
-        // One branch-free loop per weight-decay form, so each vectorises.
-        if (decay)
-            adam_loop<true, false>(u, k, begin, end);
-        else if (l2)
-            adam_loop<false, true>(u, k, begin, end);
-        else
-            adam_loop<false, false>(u, k, begin, end);
-    }
-
-private:
-    bool decoupled_;
-};
-
-}  // namespace
-
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config) {
     config.validate();
-    if (config.kind == "sgd") return std::make_unique<Sgd>(config);
-    if (config.kind == "adam") return std::make_unique<Adam>(config, false);
-    return std::make_unique<Adam>(config, true);
+    return optimizer_named(config.kind).make(config);
 }
 
 }  // namespace mpwb

@@ -1,5 +1,6 @@
-// Optimizers over mpwb::Parameter: SGD (momentum, Nesterov, weight decay), Adam and AdamW, with
-// PyTorch's update rules so a run here can be checked against a PyTorch run step for step.
+// Optimizers over mpwb::Parameter: the base every kind shares and its settings. The kinds (SGD,
+// Adam, AdamW: sgd.h, adam.h) follow PyTorch's update rules, so a run here can be checked against
+// a PyTorch run step for step; the optimizer registry (optimizer_registry.h) lists them.
 //
 // One step does, per element and in one pass over each tensor, what the design's fused CUDA step
 // does: update the FP32 master weight, round it to the master format when the policy keeps no
@@ -22,7 +23,7 @@
 namespace mpwb {
 
 struct OptimizerConfig {
-    std::string kind = "sgd";   // "sgd", "adam", "adamw"
+    std::string kind = "sgd";   // a name in the optimizer registry (optimizer_registry.h)
     float momentum = 0.9f;      // sgd only; 0 is plain SGD
     bool nesterov = false;      // sgd only; needs momentum > 0
     float weight_decay = 0.0f;  // L2 added to the gradient (sgd, adam); decoupled (adamw)
@@ -30,13 +31,10 @@ struct OptimizerConfig {
     float beta2 = 0.999f;
     float eps = 1e-8f;
 
-    // Throws ConfigError naming the setting and its value.
+    // Throws ConfigError naming the setting and its value (an unknown kind: listing the kinds).
     void validate() const;
     bool operator==(const OptimizerConfig&) const = default;
 };
-
-// The kinds make_optimizer accepts, for error messages and the GUI's combo box.
-const std::vector<std::string>& optimizer_kinds();
 
 // JSON with the field names above; missing keys keep their defaults, unknown keys and values of
 // the wrong type throw ConfigError naming the key. from_json validates the result.
@@ -119,13 +117,19 @@ protected:
     // Why the buffers' values cannot come from this kind's updates; empty when they can.
     virtual std::string value_problem(const State& state) const = 0;
 
+    // For the two above: "a first moment of 6 values", "no first moment".
+    static std::string buffer_text(const std::vector<float>& buffer, const char* name);
+    // The first value `bad` says no update could have left, as "nan at element 3 of 6"; empty if none.
+    static std::string first_bad_value(const std::vector<float>& buffer, bool (*bad)(float));
+
     OptimizerConfig config_;
 
 private:
     std::vector<State> state_;
 };
 
-// Throws ConfigError for an invalid config (see OptimizerConfig::validate).
+// The optimizer of config.kind (its registry entry's make). Throws ConfigError for an invalid
+// config (see OptimizerConfig::validate).
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config);
 
 }  // namespace mpwb

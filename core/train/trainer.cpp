@@ -124,16 +124,14 @@ Trainer::Trainer(Network& network, const Dataset& data, TrainConfig config, Back
       live_changes_(policy_) {
     config_.validate();
     if (data_.train_size() == 0) throw DataError("dataset '" + data_.name + "' has no training samples");
-    (void)training_steps(config_, data_.train_size());  // ConfigError beyond the step limit
+    (void)training_steps(config_, data_.train_size());                 // ConfigError beyond the step limit
+    (void)run_loss(network_.loss(), data_.target_kind(), data_.name);  // NetworkError: does not fit
     // Sized for the largest batch a step or an evaluation will run, so a network too large for
     // it is refused here with the numbers, before anything is allocated.
     const int64_t eval_batch = std::min(config_.eval_batch, std::max<int64_t>(data_.test_size(), 1));
     network_.build(data_.sample_shape,
                    std::max(std::min(config_.batch_size, data_.train_size()), eval_batch));
     if (data_.is_classification()) {
-        if (network_.loss() != "cross_entropy")
-            throw NetworkError("dataset '" + data_.name +
-                               "' is a classification set; the network's loss must be cross_entropy");
         if (network_.output_shape() != Shape{data_.num_classes})
             throw NetworkError(
                 "the network's output " + shape_to_string(network_.output_shape()) + " does not match the " +

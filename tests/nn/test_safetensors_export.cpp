@@ -1,9 +1,10 @@
 // The safetensors writer against the format's definition (an 8-byte little-endian header length,
 // a JSON header whose entries give dtype, shape and data_offsets relative to the data, the data
 // on an 8-byte boundary after space padding, raw little-endian values), the reader's refusals of
-// damaged files, the state_dict names of the PyTorch export and its refusals; write_new_file
-// never overwrites. Every registered layer kind has its PyTorch module and says what it runs as on
-// the device (a device op, or explicitly none), so a new kind cannot forget either.
+// damaged files, the state_dict names of the PyTorch export, its loss and optimizer, and its
+// refusals; write_new_file never overwrites. Every registered layer kind has its PyTorch module and
+// says what it runs as on the device (a device op, or explicitly none), so a new kind cannot forget
+// either.
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
@@ -16,6 +17,7 @@
 #include "core/nn/network_weights.h"
 #include "core/nn/pytorch_export.h"
 #include "core/nn/safetensors_file.h"
+#include "core/optim/optimizer_registry.h"
 
 using namespace mpwb;
 
@@ -221,6 +223,36 @@ private slots:
             const DeviceOp op = layer->device_op();
             QVERIFY2(!op.valueless_by_exception(), kind.name.c_str());
         }
+    }
+
+    // The run's loss (the loss registry's module) and optimizer (the optimizer registry's
+    // constructor over the parameters as the run decayed them: weights, not biases or
+    // normalisation parameters).
+    void pytorchLossAndOptimizer() {
+        const nlohmann::json description = {{"loss", "mse"},
+                                            {"layers",
+                                             {{{"type", "Linear"}, {"out", 4}},
+                                              {{"type", "BatchNorm"}},
+                                              {{"type", "Linear"}, {"out", 1}, {"bias", false}}}}};
+        Network net = Network::from_json(description);
+        net.build({3});
+        net.init(1);
+        PytorchExportInfo info;
+        info.title = "t";
+        info.weights_file = "t.safetensors";
+        const PytorchExport unknown = make_pytorch_export(description, network_weights(net, 1), info);
+        QVERIFY(unknown.script.find(
+                    "raise NotImplementedError(\"the run's optimizer settings could not be read") !=
+                std::string::npos);
+        const OptimizerConfig adamw{.kind = "adamw", .weight_decay = 0.1f, .beta2 = 0.95f};
+        info.optimizer = optimizer_named("adamw").pytorch(adamw, 6e-4f, pytorch_parameter_groups(0.1f));
+        const PytorchExport e = make_pytorch_export(description, network_weights(net, 1), info);
+        for (const char* line :
+             {"LOSS = nn.MSELoss()\n", "DECAYED_PARAMETERS = (\"0.weight\", \"2.weight\")\n",
+              "def parameter_groups(model, weight_decay):", "the regression outputs",
+              "    return torch.optim.AdamW(parameter_groups(model, weight_decay=0.1), lr=6e-04, "
+              "betas=(0.9, 0.95), eps=1e-08)\n"})
+            QVERIFY2(e.script.find(line) != std::string::npos, line);
     }
 
     void weightsThatDoNotFitAreRefused() {

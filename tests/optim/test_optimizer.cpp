@@ -17,6 +17,7 @@
 #include "core/common/rng.h"
 #include "core/numeric/format.h"
 #include "core/optim/optimizer.h"
+#include "core/optim/optimizer_registry.h"
 #include "tests/common/test_support.h"
 
 using mpwb::test::error_text;
@@ -249,6 +250,60 @@ private slots:
         }
         // Element 2 has a zero gradient: only the decoupled decay moves it, 0.5 * (1 - 0.005)^3.
         QVERIFY(close(p.value[2], 0.5 * std::pow(1.0 - 0.05 * 0.1, 3)));
+    }
+
+    // One AdamW step against its closed form. After one step the bias-corrected moments are g and
+    // g^2, so torch.optim.AdamW moves w to w (1 - lr wd) - lr g / (|g| + eps); a parameter without
+    // weight decay is not shrunk, and a zero gradient leaves only the shrink.
+    void adamwOneStepClosedForm() {
+        const OptimizerConfig c{
+            .kind = "adamw", .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-6f};
+        auto opt = make_optimizer(c);
+        Parameter w = make_param({2.0f, -1.0f, 0.5f}, {0.25f, -4.0f, 0.0f});
+        Parameter b = make_param({2.0f}, {0.25f}, false);
+        Parameter* ps[] = {&w, &b};
+        const double lr = 0.01, shrink = 1.0 - lr * 0.1;
+        opt->step(ps, float(lr));
+        const double expected[] = {2.0 * shrink - lr * 0.25 / (0.25 + 1e-6),
+                                   -1.0 * shrink + lr * 4.0 / (4.0 + 1e-6), 0.5 * shrink};
+        for (int i = 0; i < 3; ++i)
+            QVERIFY2(close(w.value[i], expected[i], 1e-6),
+                     qPrintable(
+                         QString("element %1: %2 vs %3").arg(i).arg(w.value[i], 0, 'g', 9).arg(expected[i])));
+        QVERIFY(close(b.value[0], 2.0 - lr * 0.25 / (0.25 + 1e-6), 1e-6));
+    }
+
+    // Each optimizer is one registry entry: the CPU engine's optimizer, the CUDA rule, the
+    // settings it reads and the torch.optim constructor of the same rule.
+    void registryDefinesEachOptimizerOnce() {
+        QCOMPARE(optimizer_names(), (std::vector<std::string>{"sgd", "adam", "adamw"}));
+        for (const OptimizerDefinition& o : optimizer_registry()) {
+            QCOMPARE(find_optimizer(o.name), &o);
+            QVERIFY2(!o.help.empty() && o.device, o.name.c_str());
+            OptimizerConfig c;
+            c.kind = o.name;
+            QCOMPARE(make_optimizer(c)->config().kind, o.name);
+        }
+        QVERIFY(find_optimizer("adagrad") == nullptr);
+        VERIFY_MSG(error_text<ConfigError>([] { (void)optimizer_named("adagrad"); }), "adagrad",
+                   "sgd, adam, adamw");
+        QCOMPARE(optimizers_reading("momentum"), std::string("sgd"));
+        QCOMPARE(optimizers_reading("beta2"), std::string("adam, adamw"));
+        QCOMPARE(optimizers_reading("weight_decay"), std::string("sgd, adam, adamw"));
+        // Nesterov without momentum is an error only for a kind that reads it.
+        QVERIFY(!error_text<ConfigError>([] {
+                     OptimizerConfig{.kind = "adam", .momentum = 0, .nesterov = true}.validate();
+                 }).contains("nesterov"));
+
+        const OptimizerConfig sgd{.kind = "sgd", .momentum = 0.9f, .nesterov = true, .weight_decay = 0.5f};
+        QCOMPARE(optimizer_named("sgd").pytorch(sgd, 0.1f, "groups"),
+                 std::string("torch.optim.SGD(groups, lr=0.1, momentum=0.9, nesterov=True)"));
+        const OptimizerConfig adam{.kind = "adam"};
+        QCOMPARE(optimizer_named("adam").pytorch(adam, 1e-3f, "groups"),
+                 std::string("torch.optim.Adam(groups, lr=0.001, betas=(0.9, 0.999), eps=1e-08)"));
+        const OptimizerConfig adamw{.kind = "adamw", .weight_decay = 0.1f, .beta2 = 0.95f};
+        QCOMPARE(optimizer_named("adamw").pytorch(adamw, 6e-4f, "groups"),
+                 std::string("torch.optim.AdamW(groups, lr=6e-04, betas=(0.9, 0.95), eps=1e-08)"));
     }
 
     void fp16MasterLosesSmallUpdate() {

@@ -26,6 +26,7 @@
 #include <QtTest>
 
 #include "core/data/idx_reader.h"
+#include "core/optim/optimizer_registry.h"
 #include "sessions/run_store.h"
 #include "widgets/dataset_panel.h"
 #include "widgets/network_editor.h"
@@ -553,6 +554,14 @@ void TestWidgets::training_settings_round_trip() {
     auto* lr = child<QLineEdit>(&p, "lrEdit");
     lr->clear();
     QVERIFY(!p.errorText().isEmpty());
+    // The optimizer registry's choices; momentum only for the optimizers that read it.
+    auto* optimizer = child<QComboBox>(&p, "optimizerCombo");
+    QCOMPARE(optimizer->count(), int(optimizer_registry().size()));
+    for (const OptimizerDefinition& o : optimizer_registry()) {
+        optimizer->setCurrentText(QString::fromStdString(o.name));
+        QCOMPARE(child<QDoubleSpinBox>(&p, "momentumSpin")->isEnabled(), o.reads("momentum"));
+    }
+    optimizer->setCurrentText("sgd");
     screenshot(&p, "training_settings");
 }
 

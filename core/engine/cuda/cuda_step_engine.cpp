@@ -34,7 +34,10 @@ CudaStepEngine::CudaStepEngine(DeviceContext& context, Network& network, const D
     ctx_.make_current();
     act_ = storage_dtype(config_.policy.activations);
     tf32_ = config_.policy.gemm_operands == Format::TF32;
-    classification_ = network.loss() == "cross_entropy";
+    loss_ = &run_loss(network.loss(), data.target_kind(), data.name);
+    if (loss_->device == DeviceLoss::None)
+        throw NetworkError("the CUDA backend has no kernel for the " + loss_->name + " loss");
+    (void)optimizer_constants(config_.optimizer);  // Error for an optimizer without a device rule
     max_batch_ = std::max(config_.batch_size, config_.eval_batch);
     if (!config_.schedule) throw ConfigError("the device step needs the learning-rate schedule");
     // One entry past the last step: the schedule's clock can run one ahead on a skip.
@@ -99,12 +102,12 @@ void CudaStepEngine::plan_layers(Network& network) {
         layers_.push_back(std::move(L));
     }
     output_width_ = layers_.empty() ? 0 : layers_.back().out_features;
-    label_width_ = classification_ ? 1 : output_width_;
+    label_width_ = loss_->targets == TargetKind::Regression ? output_width_ : 1;
 }
 
 void CudaStepEngine::allocate_buffers() {
     allocate_activations();
-    allocate_parameters();
+    allocate_parameter_buffers();
     allocate_layer_state();
     allocate_step_state();
 }
@@ -142,22 +145,8 @@ void CudaStepEngine::allocate_activations() {
 }
 
 // The masters, reduced copies, gradients and optimizer state, and the gradient scratch.
-void CudaStepEngine::allocate_parameters() {
-    int64_t largest_param = 1;
-    const bool momentum = config_.optimizer.kind == "sgd" && config_.optimizer.momentum != 0.0f;
-    const bool adam = config_.optimizer.kind != "sgd";
-    for (auto& p : params_) {
-        const std::string what = "parameter " + p.host->name + " (" + std::to_string(p.n) + " values)";
-        p.master = arena_.allocate_array<float>(static_cast<size_t>(p.n), what);
-        p.copy = p.has_copy ? arena_.allocate(static_cast<size_t>(p.n) * dtype_size(p.copy_dtype),
-                                              what + ", reduced copy")
-                            : nullptr;
-        p.grad = arena_.allocate(static_cast<size_t>(p.n) * dtype_size(p.grad_dtype), what + ", gradient");
-        if (momentum || adam)
-            p.a = arena_.allocate_array<float>(static_cast<size_t>(p.n), what + ", optimizer state");
-        if (adam) p.b = arena_.allocate_array<float>(static_cast<size_t>(p.n), what + ", optimizer state");
-        largest_param = std::max(largest_param, p.n);
-    }
+void CudaStepEngine::allocate_parameter_buffers() {
+    const int64_t largest_param = allocate_parameters();
     bias_sum_ = arena_.allocate_array<float>(static_cast<size_t>(2 * largest_param), "gradient scratch");
     dtype_scratch_ = arena_.allocate(static_cast<size_t>(largest_param) * 4, "gradient scratch");
 }
@@ -201,6 +190,32 @@ void CudaStepEngine::allocate_step_state() {
     grad_entries_ = arena_.allocate_array<GradEntry>(std::max<size_t>(1, params_.size()), "gradient list");
     param_entries_ = arena_.allocate_array<ParamEntry>(std::max<size_t>(1, params_.size()), "parameter list");
 
+    upload_step_tables();
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (plan)");
+}
+
+int64_t CudaStepEngine::allocate_parameters() {
+    int64_t largest_param = 1;
+    // The buffers the optimizer's device rule keeps: SGD's momentum, Adam's two moments.
+    const OptimizerKind rule = optimizer_constants(config_.optimizer).kind;
+    const bool momentum = rule == OptimizerKind::SGD && config_.optimizer.momentum != 0.0f;
+    const bool adam = rule != OptimizerKind::SGD;
+    for (auto& p : params_) {
+        const std::string what = "parameter " + p.host->name + " (" + std::to_string(p.n) + " values)";
+        p.master = arena_.allocate_array<float>(static_cast<size_t>(p.n), what);
+        p.copy = p.has_copy ? arena_.allocate(static_cast<size_t>(p.n) * dtype_size(p.copy_dtype),
+                                              what + ", reduced copy")
+                            : nullptr;
+        p.grad = arena_.allocate(static_cast<size_t>(p.n) * dtype_size(p.grad_dtype), what + ", gradient");
+        if (momentum || adam)
+            p.a = arena_.allocate_array<float>(static_cast<size_t>(p.n), what + ", optimizer state");
+        if (adam) p.b = arena_.allocate_array<float>(static_cast<size_t>(p.n), what + ", optimizer state");
+        largest_param = std::max(largest_param, p.n);
+    }
+    return largest_param;
+}
+
+void CudaStepEngine::upload_step_tables() {
     // The lists the multi-tensor kernels walk; order 0 is the gradient nearest the loss.
     std::vector<GradEntry> grads;
     std::vector<ParamEntry> entries;
@@ -248,7 +263,6 @@ void CudaStepEngine::allocate_step_state() {
     check_cuda(cudaHostGetDevicePointer(&device_view, ring_.as<void>(), 0), "cudaHostGetDevicePointer");
     ring_device_ = static_cast<StepRecord*>(device_view);
     ring_count_device_ = reinterpret_cast<int64_t*>(ring_device_ + kRingSize);
-    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (plan)");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -402,17 +416,26 @@ void CudaStepEngine::enqueue_step(int64_t batch) {
     enqueue_forward(batch, true);
     check_cuda(cudaMemsetAsync(loss_sum_, 0, sizeof(float), stream_), "cudaMemsetAsync (loss)");
     check_cuda(cudaMemsetAsync(correct_, 0, sizeof(int64_t), stream_), "cudaMemsetAsync (correct)");
-    const Buffer& out = acts_.back();
-    const float* scale = &scaler_state_->scale;
-    if (classification_)
-        kernels::softmax_cross_entropy(act_, out.data, labels_, act_, grads_.back().data, batch,
-                                       output_width_, scale, loss_sum_, correct_, reduction_scratch_,
-                                       stream_);
-    else
-        kernels::mse(act_, out.data, labels_, act_, grads_.back().data, batch, output_width_, scale,
-                     loss_sum_, reduction_scratch_, stream_);
+    enqueue_loss(batch, grads_.back().data, &scaler_state_->scale);
     enqueue_backward(batch);
     enqueue_tail();
+}
+
+void CudaStepEngine::enqueue_loss(int64_t batch, void* dout, const float* grad_scale) {
+    const void* out = acts_.back().data;
+    switch (loss_->device) {
+        case DeviceLoss::SoftmaxCrossEntropy:
+            kernels::softmax_cross_entropy(act_, out, labels_, act_, dout, batch, output_width_, grad_scale,
+                                           loss_sum_, correct_, reduction_scratch_, stream_);
+            return;
+        case DeviceLoss::MeanSquaredError:
+            kernels::mse(act_, out, labels_, act_, dout, batch, output_width_, grad_scale, loss_sum_,
+                         reduction_scratch_, stream_);
+            return;
+        case DeviceLoss::None:
+            break;
+    }
+    throw Error("the CUDA backend has no kernel for the " + loss_->name + " loss");
 }
 
 void CudaStepEngine::enqueue_forward(int64_t batch, bool training) {
@@ -741,12 +764,7 @@ Backend::LossResult CudaStepEngine::evaluate() {
         enqueue_forward(n, false);
         check_cuda(cudaMemsetAsync(loss_sum_, 0, sizeof(float), stream_), "cudaMemsetAsync (loss)");
         check_cuda(cudaMemsetAsync(correct_, 0, sizeof(int64_t), stream_), "cudaMemsetAsync (correct)");
-        if (classification_)
-            kernels::softmax_cross_entropy(act_, acts_.back().data, labels_, act_, nullptr, n, output_width_,
-                                           nullptr, loss_sum_, correct_, reduction_scratch_, stream_);
-        else
-            kernels::mse(act_, acts_.back().data, labels_, act_, nullptr, n, output_width_, nullptr,
-                         loss_sum_, reduction_scratch_, stream_);
+        enqueue_loss(n, nullptr, nullptr);
         float loss = 0;
         int64_t correct = 0;
         check_cuda(cudaMemcpyAsync(&loss, loss_sum_, sizeof loss, cudaMemcpyDeviceToHost, stream_),

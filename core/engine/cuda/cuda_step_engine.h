@@ -4,7 +4,7 @@
 // state), and runs one step as a fixed sequence of enqueued work:
 //
 //   gather batch -> forward (cuBLASLt GEMMs with bias/ReLU epilogues, cuDNN convolution and
-//   pooling, own kernels) -> FP32 softmax cross-entropy with the loss scale folded in ->
+//   pooling, own kernels) -> the run's FP32 loss (run_loss) with the loss scale folded in ->
 //   backward -> multi-tensor unscale + non-finite check -> scaler decision -> fused optimizer
 //   (skips itself on overflow) -> the step's record into mapped host memory.
 //
@@ -106,14 +106,21 @@ private:
     void upload(const Dataset& data);
     void allocate_buffers();
     void allocate_activations();
-    void allocate_parameters();
+    void allocate_parameter_buffers();
     void allocate_layer_state();
     void allocate_step_state();
+    // Each parameter's master, copy, gradient and optimizer state; returns the largest's size.
+    int64_t allocate_parameters();
+    // The gradient and parameter lists, the optimizer's constants, the schedule and the record
+    // ring, before the first step.
+    void upload_step_tables();
     // The step as enqueued work (what a graph captures); batch is the sample count.
     void enqueue_step(int64_t batch);
     void enqueue_forward(int64_t batch, bool training);
     void enqueue_backward(int64_t batch);
     void enqueue_tail();
+    // The run's loss kernel over the output of `batch` samples; dout null: the loss only.
+    void enqueue_loss(int64_t batch, void* dout, const float* grad_scale);
     void forward_layer(size_t i, int64_t batch, bool training);
     void backward_layer(size_t i, int64_t batch);
     void forward(const NoDeviceOp&, const LayerCall& call);
@@ -146,7 +153,7 @@ private:
     std::vector<float> lr_by_iteration_;  // the schedule sampled for iterations 0..total_steps
     DeviceArena arena_;
     cudaStream_t stream_ = nullptr;
-    bool classification_ = true;
+    const LossDefinition* loss_ = nullptr;  // the run's loss (run_loss)
     int64_t output_width_ = 0;
     int64_t label_width_ = 1;
     int64_t max_batch_ = 0;

@@ -7,7 +7,7 @@
 // Plain C++; include it from .cpp files (and tests), not from kernels.
 #pragma once
 #include "core/backend/cuda/step_math.h"
-#include "core/optim/optimizer.h"
+#include "core/optim/optimizer_registry.h"
 #include "core/precision/loss_scaler.h"
 
 namespace mpwb::cuda {
@@ -48,12 +48,13 @@ inline ScalerState scaler_state_from(const LossScaler& scaler) {
 }
 
 // The optimizer rule's constants from its configuration (fp16-pure's master rounding and the
-// clip norm are the step's, set by the caller).
+// clip norm are the step's, set by the caller): the device rule its registry entry names. Error
+// for an optimizer the device has no rule for.
 inline OptimizerConstants optimizer_constants(const OptimizerConfig& c) {
+    const OptimizerDefinition& definition = optimizer_named(c.kind);
+    if (!definition.device) throw Error("the CUDA backend has no " + definition.name + " optimizer");
     OptimizerConstants k;
-    k.kind = c.kind == "sgd"    ? OptimizerKind::SGD
-             : c.kind == "adam" ? OptimizerKind::Adam
-                                : OptimizerKind::AdamW;
+    k.kind = *definition.device;
     k.momentum = c.momentum;
     k.nesterov = c.nesterov ? 1 : 0;
     k.weight_decay = c.weight_decay;
