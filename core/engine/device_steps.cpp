@@ -9,14 +9,19 @@
 namespace mpwb {
 namespace {
 
+const CudaEngineEntryV1* entry_for_tests = nullptr;
+
 // Null until the CUDA module is loaded; a CPU run never loads it.
 const CudaEngineEntryV1* cuda_engine_entry() {
+    if (entry_for_tests) return entry_for_tests;
     using Entry = const CudaEngineEntryV1* (*)();
     auto entry = reinterpret_cast<Entry>(cuda_module_symbol(MPWB_CUDA_ENGINE_ENTRY));
     return entry ? entry() : nullptr;
 }
 
 }  // namespace
+
+void set_device_engine_entry_for_tests(const CudaEngineEntryV1* entry) { entry_for_tests = entry; }
 
 bool has_device_steps(const Backend& backend) {
     const CudaEngineEntryV1* entry = cuda_engine_entry();

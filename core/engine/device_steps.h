@@ -21,6 +21,11 @@ bool has_device_steps(const Backend& backend);
 std::unique_ptr<StepEngine> make_device_step_engine(Backend& backend, Network& network, const Dataset& data,
                                                     const StepEngineConfig& config);
 
+struct CudaEngineEntryV1;
+// Tests stand a device in: this entry is used instead of the CUDA module's (null: the module's
+// again), so the choice between the engines is tested without a GPU.
+void set_device_engine_entry_for_tests(const CudaEngineEntryV1* entry);
+
 // The table the CUDA module's engine entry point returns (core/engine/cuda/engine_entry.cpp).
 // The module's build was checked when it was loaded (core/backend/cuda_module.h).
 struct CudaEngineEntryV1 {

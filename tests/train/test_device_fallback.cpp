@@ -5,7 +5,7 @@
 // The engine's headers come before Qt's: core/train/trainer.h declares a member named emit(),
 // which Qt's `emit` keyword macro would otherwise erase.
 #include "core/backend/cpu/cpu_backend.h"
-#include "core/backend/step_engine.h"
+#include "core/engine/device_steps.h"
 #include "core/common/error.h"
 #include "core/nn/linear.h"
 #include "core/train/dataset_source.h"
@@ -19,16 +19,28 @@ using namespace mpwb;
 
 namespace {
 
-// The CPU backend, offering a device engine it never delivers.
-class StandInDevice final : public CpuBackend, public StepEngineFactory {
+// The CPU backend, offering a device engine it never delivers (through the device engines' entry).
+class StandInDevice final : public CpuBackend {
 public:
+    StandInDevice() {
+        current = this;
+        set_device_engine_entry_for_tests(&entry);
+    }
+    ~StandInDevice() override {
+        set_device_engine_entry_for_tests(nullptr);
+        current = nullptr;
+    }
     std::string name() const override { return "stand-in"; }
-    StepEngineFactory* device_steps() override { return this; }
-    std::unique_ptr<StepEngine> make_step_engine(Network&, const Dataset&, const StepEngineConfig&) override {
-        ++engines_asked;
+    int engines_asked = 0;
+
+private:
+    static inline StandInDevice* current = nullptr;
+    static bool runs_on(const Backend& backend) { return &backend == current; }
+    static std::unique_ptr<StepEngine> make(Backend&, Network&, const Dataset&, const StepEngineConfig&) {
+        ++current->engines_asked;
         throw Error("the stand-in device has no engine");
     }
-    int engines_asked = 0;
+    const CudaEngineEntryV1 entry{&runs_on, &make};
 };
 
 class StartRecorder final : public TrainingObserver {
