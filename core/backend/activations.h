@@ -23,7 +23,7 @@
 namespace mpwb {
 
 // The table's order: the palette's.
-enum class Activation : uint8_t { ReLU, LeakyReLU, GELU, Tanh, Sigmoid };
+enum class Activation : uint8_t { ReLU, LeakyReLU, GELU, GELUTanh, Tanh, Sigmoid };
 
 // Each entry has:
 //   kind, name, help    the enum value, the layer kind's name, the palette's line
@@ -77,6 +77,34 @@ struct GeluActivation {
     }
 };
 
+// GELU with the tanh approximation (GPT-2): 0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³))),
+// differentiated as PyTorch's kernel does.
+struct GeluTanhActivation {
+    static constexpr Activation kind = Activation::GELUTanh;
+    static constexpr const char* name = "GELUTanh";
+    static constexpr const char* help = "GELU, tanh approximation (GPT-2)";
+    static constexpr const char* pytorch = "nn.GELU(approximate=\"tanh\")";
+    static constexpr bool has_slope = false;
+    static constexpr bool backward_reads_output = false;
+    static constexpr float kBeta = static_cast<float>(0.79788456080286535588);  // sqrt(2/π)
+    static constexpr float kKappa = 0.044715f;
+    MPWB_HD static float inner_tanh(float x) {
+        return tanh_f(mul_rn(kBeta, add_rn(x, mul_rn(kKappa, mul_rn(mul_rn(x, x), x)))));
+    }
+    MPWB_HD static float forward(float x, float) {
+        return mul_rn(mul_rn(0.5f, x), add_rn(1.0f, inner_tanh(x)));
+    }
+    MPWB_HD static float backward(float x, float, float dy, float) {
+        const float t = inner_tanh(x);
+        const float left_derivative = mul_rn(0.5f, add_rn(1.0f, t));
+        const float inner_derivative =
+            mul_rn(kBeta, add_rn(1.0f, mul_rn(mul_rn(3.0f, kKappa), mul_rn(x, x))));
+        const float right_derivative =
+            mul_rn(mul_rn(mul_rn(0.5f, x), sub_rn(1.0f, mul_rn(t, t))), inner_derivative);
+        return mul_rn(dy, add_rn(left_derivative, right_derivative));
+    }
+};
+
 struct TanhActivation {
     static constexpr Activation kind = Activation::Tanh;
     static constexpr const char* name = "Tanh";
@@ -106,8 +134,8 @@ struct SigmoidActivation {
 template <class... Entries>
 struct ActivationList {};
 
-using ActivationTable =
-    ActivationList<ReluActivation, LeakyReluActivation, GeluActivation, TanhActivation, SigmoidActivation>;
+using ActivationTable = ActivationList<ReluActivation, LeakyReluActivation, GeluActivation,
+                                       GeluTanhActivation, TanhActivation, SigmoidActivation>;
 
 namespace activation_detail {
 

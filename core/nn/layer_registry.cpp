@@ -206,6 +206,10 @@ std::vector<LayerKind> make_registry() {
                      [](const LayerSettings&) { return std::make_unique<Flatten>(); }});
     kinds.push_back(dropout_kind());
     kinds.push_back(batchnorm_kind());
+    kinds.push_back(
+        {"Identity", "Passes its input through unchanged", "keeps the shape", {}, [](const LayerSettings&) {
+             return std::make_unique<Identity>();
+         }});
     return kinds;
 }
 

@@ -1,5 +1,5 @@
 // Layers without weights of their own: activations (one class for every entry of the activation
-// table, core/backend/activations.h), Flatten and Dropout.
+// table, core/backend/activations.h), Flatten, Dropout and Identity.
 #pragma once
 #include "core/nn/layer.h"
 
@@ -36,6 +36,22 @@ public:
     nlohmann::json to_json() const override { return {{"type", "Flatten"}}; }
     DeviceOp device_op() const override { return ReshapeOp{}; }
     PytorchModule pytorch_module(const Shape&) const override { return {"nn.Flatten()"}; }
+};
+
+// Passes its input through: a placeholder where a layer may or may not be (a sweep's "none").
+// Not final: the tests' kind without a device op is an Identity (tests/nn/host_only_layer.h).
+class Identity : public Layer {
+public:
+    std::string kind() const override { return "Identity"; }
+    LayerPlan plan(const Shape& input) const override { return {input, 0, 0}; }
+    Shape build(const Shape& input) override { return input; }
+    void forward(LayerContext&, const Tensor& x, Tensor& y) override { y = x; }
+    void backward(LayerContext&, const Tensor&, const Tensor&, const Tensor& dy, Tensor* dx) override {
+        if (dx) *dx = dy;
+    }
+    nlohmann::json to_json() const override { return {{"type", "Identity"}}; }
+    DeviceOp device_op() const override { return ReshapeOp{}; }
+    PytorchModule pytorch_module(const Shape&) const override { return {"nn.Identity()"}; }
 };
 
 class Dropout final : public Layer {

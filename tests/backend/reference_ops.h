@@ -53,6 +53,8 @@ inline double activation(Activation kind, double slope, double x) {
             return x > 0 ? x : slope * x;
         case Activation::GELU:
             return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+        case Activation::GELUTanh:
+            return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
         case Activation::Tanh:
             return std::tanh(x);
         case Activation::Sigmoid:
@@ -69,6 +71,11 @@ inline double activation_grad(Activation kind, double slope, double x) {
             return x > 0 ? 1 : slope;
         case Activation::GELU:
             return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+        case Activation::GELUTanh: {  // d/dx of 0.5 x (1 + tanh(u)), u = sqrt(2/π) (x + 0.044715 x³)
+            const double k = std::sqrt(2 / M_PI);
+            const double t = std::tanh(k * (x + 0.044715 * x * x * x));
+            return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+        }
         case Activation::Tanh: {
             const double t = std::tanh(x);
             return 1 - t * t;

@@ -63,7 +63,7 @@ inline Vec layer_forward(const nlohmann::json& spec, const Shape& in, int64_t ba
         for (size_t i = 0; i < x.size(); ++i) y[i] = activation(a.kind, slope, x[i]);
         return y;
     }
-    if (type == "Flatten") return x;
+    if (type == "Flatten" || type == "Identity") return x;
     if (type == "Dropout") {
         if (!mask) return x;
         Vec y(x.size());

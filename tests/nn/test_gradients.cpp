@@ -337,8 +337,9 @@ private slots:
         check_layer({json{{"type", "Sigmoid"}}, {2, 3, 4}, 2});  // an image keeps its shape
     }
 
-    void flattenAndDropout() {
+    void flattenDropoutAndIdentity() {
         check_layer({json{{"type", "Flatten"}}, {2, 3, 4}, 2});
+        check_layer({json{{"type", "Identity"}}, {2, 3, 4}, 2});
         check_layer({json{{"type", "Dropout"}, {"p", 0.3}}, {50}, 4});
         check_layer({json{{"type", "Dropout"}, {"p", 0.5}}, {2, 4, 4}, 2});
     }

@@ -172,7 +172,8 @@ private slots:
     }
 
     // Names as nn.Sequential's state_dict has them; BatchNorm 1d/2d by its input, with our eps and
-    // momentum; LeakyReLU's slope and Dropout's p in their shortest form.
+    // momentum; LeakyReLU's slope and Dropout's p in their shortest form; GELUTanh is PyTorch's
+    // GELU with approximate="tanh".
     void pytorchNamesAndModules() {
         const nlohmann::json description = {
             {"layers",
@@ -182,7 +183,8 @@ private slots:
               {{"type", "Flatten"}},
               {{"type", "Dropout"}, {"p", 0.1}},
               {{"type", "Linear"}, {"out", 3}, {"bias", false}},
-              {{"type", "BatchNorm"}}}}};
+              {{"type", "BatchNorm"}},
+              {{"type", "GELUTanh"}}}}};
         Network net = Network::from_json(description);
         net.build({2, 6, 6});
         net.init(1);
@@ -203,7 +205,8 @@ private slots:
              {"nn.Conv2d(2, 4, kernel_size=3, stride=2, padding=1, bias=True)",
               "nn.BatchNorm2d(4, eps=0.001, momentum=0.2)", "nn.LeakyReLU(negative_slope=0.01)",
               "nn.Dropout(p=0.1)", "nn.Linear(36, 3, bias=False)",
-              "nn.BatchNorm1d(3, eps=1e-05, momentum=0.1)", "INPUT_SHAPE = (2, 6, 6)", "at step 9"})
+              "nn.BatchNorm1d(3, eps=1e-05, momentum=0.1)", "nn.GELU(approximate=\"tanh\"),  # 7 GELUTanh",
+              "INPUT_SHAPE = (2, 6, 6)", "at step 9"})
             QVERIFY2(e.script.find(line) != std::string::npos, line);
     }
 
