@@ -6,7 +6,7 @@
 // RunWriter, which has its own connection and thread.
 #pragma once
 #include "core/train/checkpoint.h"
-#include "core/train/observer.h"
+#include "core/train/run_records.h"
 #include "sessions/run_types.h"
 #include "sessions/sqlite_db.h"
 #include "sessions/store_error.h"

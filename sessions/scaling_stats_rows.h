@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/train/observer.h"
+#include "core/train/run_records.h"
 #include "sessions/sqlite_db.h"
 
 namespace mpwb {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/train/observer.h"
+#include "core/train/run_records.h"
 
 namespace mpwb {
 

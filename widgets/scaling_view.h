@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/numeric/exponent_histogram.h"
-#include "core/train/observer.h"
+#include "core/train/run_records.h"
 
 class QComboBox;
 class QGridLayout;

@@ -24,7 +24,7 @@
 #include "core/data/dataset.h"
 #include "core/numeric/exponent_histogram.h"
 #include "core/numeric/format.h"
-#include "core/train/observer.h"
+#include "core/train/run_records.h"
 #include "widgets/plots/series_plot.h"
 
 class QCheckBox;

@@ -8,14 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "core/nn/gradient_kind.h"
 #include "core/nn/layer.h"
 #include "core/nn/layer_registry.h"  // make_layer, layer_kinds: the kinds a description may name
 #include "core/nn/loss_registry.h"   // the losses a description may name
 #include "core/precision/precision_policy.h"
 
 namespace mpwb {
-
-enum class GradientKind : uint8_t { Activation, Weight };
 
 // Sees gradients as the scaled FP32 values, before they are rounded to their storage format.
 class GradientProbe {

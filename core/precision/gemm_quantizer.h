@@ -22,6 +22,7 @@
 
 #include "core/numeric/format.h"
 #include "core/precision/scaled_recipe_config.h"
+#include "core/precision/scaling_stats.h"
 
 namespace mpwb {
 
@@ -29,33 +30,6 @@ enum class GemmOperand : uint8_t { Input, Weight, OutputGrad };  // x, w, dy
 enum class GemmPass : uint8_t { Forward, DataGrad, WeightGrad };
 // The dimension of a row-major rows x cols operand that its GEMM sums over.
 enum class SumAlong : uint8_t { Cols, Rows };
-
-// What one quantization of one operand did (DESIGN.md, "Statistics of the scaling").
-struct ScalingStats {
-    // "x", "w", "dy" for the forward / data-grad copies; block recipes add the second copy as
-    // "x (wgrad)", "w (dgrad)", "dy (wgrad)".
-    std::string operand;
-    Format element = Format::E4M3;
-    float amax = 0;  // of the values before quantization
-    float scale =
-        1;  // per-tensor recipes: the scale used (q = x · scale); nvfp4: s_tensor; other block recipes: 0
-    int64_t values = 0;
-    double underflow_fraction = 0;  // of the non-zero values, those that quantize to zero
-    double saturate_fraction = 0;   // of all values, those clamped at the element maximum
-    double sqnr_db = 0;             // 10 log10(Σx² / Σ(x − deq(q(x)))²); +inf stored as 999
-    // Block recipes: blocks, blocks whose maximum clips, and the histogram of the block scales'
-    // exponents (floor(log2 scale)), one bin per power of two starting at block_exponent_min.
-    int64_t blocks = 0;
-    int64_t clipped_blocks = 0;
-    int block_exponent_min = 0;
-    std::vector<int64_t> block_exponent_counts;
-};
-
-// The statistics of one quantization, with the index of the layer whose GEMM it fed.
-struct LayerScalingStats {
-    size_t layer = 0;
-    ScalingStats stats;
-};
 
 class GemmQuantizer {
 public:

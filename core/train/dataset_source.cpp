@@ -6,6 +6,7 @@
 #include "core/data/idx_reader.h"
 #include "core/data/image_folder.h"
 #include "core/data/normalize.h"
+#include "core/data/synthetic.h"
 
 namespace mpwb {
 

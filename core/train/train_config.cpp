@@ -12,6 +12,7 @@
 #include "core/common/json_input.h"
 #include "core/common/text_format.h"
 #include "core/data/image_folder.h"
+#include "core/data/synthetic.h"
 
 namespace mpwb {
 

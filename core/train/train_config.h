@@ -7,10 +7,9 @@
 #include <optional>
 #include <string>
 
-#include "core/data/synthetic.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
-#include "core/precision/loss_scaler.h"
+#include "core/precision/loss_scaler_config.h"
 #include "core/precision/precision_policy.h"
 #include "core/precision/scaled_recipe_config.h"
 #include "core/train/train_limits.h"

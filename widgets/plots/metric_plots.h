@@ -4,7 +4,7 @@
 // plot's overflow and skip markers come from read_scale_markers (sessions/plot_series.h) and,
 // live, from the step's overflow count and skip flag.
 #pragma once
-#include "core/train/observer.h"
+#include "core/train/run_records.h"
 #include "sessions/metric_keys.h"
 #include "widgets/plots/series_plot.h"
 
