@@ -240,7 +240,7 @@ ExportedLayers export_layers(Network& network, const NetworkWeights& weights,
 }  // namespace
 
 std::string pytorch_parameter_groups(float weight_decay) {
-    return "parameter_groups(model, weight_decay=" + py_float(weight_decay) + ")";
+    return "parameter_groups(model, weight_decay=" + python_float(weight_decay) + ")";
 }
 
 PytorchExport make_pytorch_export(const nlohmann::json& network_description, const NetworkWeights& weights,
