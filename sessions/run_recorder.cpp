@@ -2,7 +2,6 @@
 // stored under which key). Everything after on_run_start only appends to the RunWriter buffer.
 #include "sessions/run_recorder.h"
 
-#include "core/backend/cpu/blas_kernel.h"
 #include "sessions/metric_keys.h"
 
 #include <sqlite3.h>
@@ -59,7 +58,6 @@ nlohmann::json RunRecorder::versions() {
     return {
         {"compiler", compiler_version()},
         {"sqlite", sqlite3_libversion()},
-        {"openblas_core", blas_core_name()},
         {"json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
                      std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
                      std::to_string(NLOHMANN_JSON_VERSION_PATCH)},
@@ -143,6 +141,7 @@ std::int64_t RunRecorder::create_run(const RunStartInfo& info) {
     run.backend = info.backend;
     run.device = info.device;
     nlohmann::json v = versions();
+    v["openblas_core"] = info.blas_core;
     v["parameters"] = info.parameters;
     v["steps_per_epoch"] = info.steps_per_epoch;
     v["total_steps"] = info.total_steps;

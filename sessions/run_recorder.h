@@ -96,8 +96,8 @@ public:
     // Options::group_id of each recorder.
     static std::int64_t create_group(const std::string& db_path, const std::string& name);
 
-    // Machine and library facts stored with every run: {"compiler", "sqlite", "openblas_core",
-    // "json", "machine": {"hostname", "cpu", "cores"}}.
+    // Machine and library facts stored with every run: {"compiler", "sqlite", "json", "machine":
+    // {"hostname", "cpu", "cores"}}; the run adds "openblas_core" from RunStartInfo::blas_core.
     static nlohmann::json versions();
     // "host / CPU model (N cores)".
     static std::string machine_description();

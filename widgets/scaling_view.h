@@ -1,6 +1,6 @@
 // ScalingView: what a scaled recipe's quantization did to one layer's GEMM operand, over the
 // steps of a run (the "Scaling" tab of the plot board). The layer and operand are chosen from
-// the records received (ScalingStatsRecord, core/train/observer.h). Plots: the amax over steps
+// the records received (ScalingStatsRecord, core/train/run_records.h). Plots: the amax over steps
 // with the scale as a second line on a log-2 axis, the SQNR over steps, and for block recipes
 // the latest block-scale exponent histogram and a heatmap of block-scale exponents over the
 // steps (HeatmapPlot, like the gradient heatmap). Without records the view says what to do

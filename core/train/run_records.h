@@ -24,6 +24,7 @@ struct RunStartInfo {
     std::string precision;
     std::string backend;
     std::string device;
+    std::string blas_core;  // the kernel set OpenBLAS runs the host's GEMMs with ("Haswell")
     int64_t parameters = 0;
     int64_t steps_per_epoch = 0;
     int64_t total_steps = 0;

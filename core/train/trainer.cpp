@@ -1,6 +1,7 @@
 // The step loop: one loop over one StepEngine (trainer.h), with the state of a run in Trainer::Run.
 #include "core/train/trainer.h"
 
+#include "core/backend/cpu/blas_kernel.h"
 #include "core/backend/cpu/cpu_backend.h"
 
 #include <algorithm>
@@ -434,6 +435,7 @@ void Trainer::announce_start() {
     info.precision = policy_.name();
     info.backend = backend_.name();
     info.device = backend_.device_name();
+    info.blas_core = blas_core_name();
     // A device backend hands scaled recipes and layers it has no op for to the host engine
     // (make_engine): say where the run trains, and why.
     if (has_device_steps(backend_) && !uses_device_engine()) {

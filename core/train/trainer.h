@@ -1,4 +1,4 @@
-// Trainer: the step loop. One loop over one StepEngine (core/backend/step_engine.h): the host
+// Trainer: the step loop. One loop over one StepEngine (core/engine/step_engine.h): the host
 // engine runs each step op by op (forward in the policy's formats, FP32 loss with the loss scale
 // folded into its gradient, backward, unscale + non-finite check, the scaler's verdict, clipping
 // after unscaling, the optimizer's FP32 master update); a device engine does the same on its
