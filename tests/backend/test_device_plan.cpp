@@ -1,11 +1,11 @@
-// The CUDA step's layer plan (core/backend/cuda/device_plan.h) on the host, with no GPU and no
+// The CUDA step's layer plan (core/engine/cuda/device_plan.h) on the host, with no GPU and no
 // CUDA toolkit: every registered kind is planned as the op it says it runs as, with its shapes,
 // the ReLU after a Linear with a bias folds into it, and a network holding a kind with no device
 // op is refused with one line naming the layer by index and kind (the Trainer then trains it on
 // the host engine).
 #include <QtTest/QtTest>
 
-#include "core/backend/cuda/device_plan.h"
+#include "core/engine/cuda/device_plan.h"
 #include "core/common/error.h"
 #include "core/nn/linear.h"
 #include "tests/common/test_support.h"

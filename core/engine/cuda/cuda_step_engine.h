@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "core/backend/cuda/device_context.h"
-#include "core/backend/cuda/device_plan.h"
+#include "core/engine/cuda/device_plan.h"
 #include "core/backend/cuda/step_math.h"
 #include "core/engine/step_engine.h"
 

@@ -1,5 +1,5 @@
 // The CUDA step's layer plan (device_plan.h), on the host.
-#include "core/backend/cuda/device_plan.h"
+#include "core/engine/cuda/device_plan.h"
 
 #include "core/common/error.h"
 
