@@ -5,6 +5,7 @@
 #include <array>
 
 #include "core/common/error.h"
+#include "core/common/json_input.h"
 #include "core/common/printable.h"
 #include "core/common/utf8.h"
 
@@ -89,6 +90,7 @@ Vocabulary Vocabulary::characters_of(std::string_view text, const std::string& s
 
 Vocabulary Vocabulary::from_json(const nlohmann::json& j, const std::string& where) {
     if (!j.is_object()) throw ConfigError(where + " must be an object with a tokenizer");
+    check_setting_keys(j, where, {"tokenizer", "tokens"});
     const auto kind_it = j.find("tokenizer");
     if (kind_it == j.end() || !kind_it->is_string())
         throw ConfigError(where + ".tokenizer must be \"byte\" or \"char\"");

@@ -35,7 +35,7 @@ public:
     // invalid UTF-8 (the byte offset), an empty text, or more than kTextMaxVocabulary characters.
     static Vocabulary characters_of(std::string_view text, const std::string& source);
     // From to_json's form; ConfigError naming `where` and the field ("<where>.tokens[3]: ...")
-    // for an unknown tokenizer, a token that is not one character, tokens out of order or
+    // for an unknown key, an unknown tokenizer, a token that is not one character, tokens out of order or
     // repeated, or too many.
     static Vocabulary from_json(const nlohmann::json& j, const std::string& where);
 

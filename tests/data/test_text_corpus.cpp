@@ -172,6 +172,7 @@ private slots:
         VERIFY_MSG(bad(R"({"tokenizer": "char", "tokens": ["a", 5]})"), "vocab.tokens[1]");
         VERIFY_MSG(bad(R"({"tokenizer": "char", "tokens": []})"), "vocab.tokens");
         VERIFY_MSG(bad(R"([1])"), "vocab");
+        VERIFY_MSG(bad(R"({"tokenizer": "byte", "merges": []})"), "vocab", "merges");
     }
 
     void badFilesEachSayWhy() {
