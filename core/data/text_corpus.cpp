@@ -170,6 +170,7 @@ std::string read_fortunes_text(const std::string& folder) {
     std::string text;
     for (const std::string& file : fortunes_files(folder)) {
         const uint64_t size = input_file_size(file);
+        if (size == 0) continue;  // an empty cookie file adds nothing (read_text_file refuses it)
         if (text.size() + size > kTextMaxBytes)
             throw DataError("the fortunes folder " + quoted_text(folder) + " holds over the " +
                             byte_size_text(kTextMaxBytes) + " limit of text datasets");

@@ -225,10 +225,11 @@ private slots:
         write(tmp, "zen", "%\nlast\n");
         write(tmp, "art", "first\n%\n");
         write(tmp, "art.dat", "INDEX");
+        write(tmp, "empty", "");
         const std::string dir = tmp.path().toStdString();
         std::filesystem::create_symlink(dir + "/art", dir + "/art.u8");
         std::filesystem::create_symlink(dir + "/zen", dir + "/linked");
-        QCOMPARE(fortunes_files(dir), (std::vector<std::string>{dir + "/art", dir + "/zen"}));
+        QCOMPARE(fortunes_files(dir), (std::vector<std::string>{dir + "/art", dir + "/empty", dir + "/zen"}));
         QCOMPARE(read_fortunes_text(dir), std::string("first\n%\n%\nlast\n"));
         VERIFY_MSG(error_text<DataError>([&] { fortunes_files(dir + "/none"); }), "none", "fortunes-min");
     }
