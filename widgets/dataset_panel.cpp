@@ -31,6 +31,7 @@
 
 #include "widgets/plots/plot_widget.h"
 
+#include "core/common/checked_arith.h"
 #include "core/common/utf8.h"
 #include "core/data/csv_reader.h"
 #include "core/data/idx_reader.h"
@@ -673,15 +674,11 @@ void DatasetPanel::showTextCorpus(const TextCorpus& corpus) {
     const Dataset& d = corpus.data;
     const TextCorpusFacts& f = corpus.facts;
     text_classes_ = d.num_classes;
-    QString status =
-        tr("%1 bytes: %2 training and %3 test tokens, a vocabulary of %4 tokens; %5 training and "
-           "%6 test windows.")
-            .arg(f.bytes)
-            .arg(f.train_tokens)
-            .arg(f.test_tokens)
-            .arg(d.num_classes)
-            .arg(d.train_size())
-            .arg(d.test_size());
+    const auto count = [](int64_t n) { return QString::fromStdString(size_text(n)); };
+    QString status = tr("%1 bytes: %2 training and %3 test tokens, a vocabulary of %4 tokens; %5 training "
+                        "and %6 test windows.")
+                         .arg(count(f.bytes), count(f.train_tokens), count(f.test_tokens),
+                              count(d.num_classes), count(d.train_size()), count(d.test_size()));
     if (f.dropped_test_windows > 0)
         status +=
             QLatin1Char(' ') + tr("%n test window(s) left out: they hold characters the training part lacks.",

@@ -140,7 +140,7 @@ private slots:
         QCOMPARE(p.classCount(), 19);  // "\n ,.Oacefimnoprtuwx"
         QCOMPARE(p.sampleShape(), (Shape{16}));
         const QString status = child<QLabel>(&p, "textStatus")->text();
-        QVERIFY2(status.contains("1440 bytes") && status.contains("vocabulary of 19 tokens"),
+        QVERIFY2(status.contains("1,440 bytes") && status.contains("vocabulary of 19 tokens"),
                  qPrintable(status));
         QVERIFY(
             child<QLabel>(&p, "textSample")->text().startsWith("Once upon a time, a fox met a crow.\nOnce"));
