@@ -12,6 +12,8 @@ packages=(
   libsqlite3-dev sqlite3 libopenblas-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev
   dataset-fashion-mnist
+  # The built-in text corpus (core/data/text_corpus.h): the cookie files of both packages.
+  fortunes fortunes-min
   xvfb xauth fonts-dejavu-core
   # Packaging test (lintian on both .debs, help2man man pages), the load test of the suite,
   # the sanitizer / libFuzzer builds of .ci/run, the layout check and the function length check

@@ -1,6 +1,7 @@
 // RunRecorder: training callbacks turned into run-store rows (see run_recorder.h for what is
 // stored under which key). Everything after on_run_start only appends to the RunWriter buffer.
 #include "sessions/run_recorder.h"
+#include "sessions/run_vocabulary.h"
 
 #include "sessions/metric_keys.h"
 
@@ -147,6 +148,7 @@ std::int64_t RunRecorder::create_run(const RunStartInfo& info) {
     v["total_steps"] = info.total_steps;
     v["train_samples"] = info.train_samples;
     v["test_samples"] = info.test_samples;
+    if (!info.vocabulary.is_null()) v[kRunVocabularyKey] = info.vocabulary;
     run.versions_json = v.dump();
     run.machine = machine_description();
     if (info.config.contains("seed") && info.config["seed"].is_number())

@@ -29,6 +29,8 @@
 //            RunSummary::to_json(), plus "final_weights_digest" (weights_digest of the weights it
 //            ended with, equal to its final checkpoint's when it kept one) when the run ended
 //            FINISHED or STOPPED, so the digest travels in bundles, which carry no checkpoints.
+//   vocabulary  a text run's Vocabulary::to_json() in versions_json under "vocabulary"
+//            (run_vocabulary reads it back).
 //   final weights  the FP32 weights the run ended with (on_final_weights; RunStore::final_weights),
 //            committed before the final status; bundles carry them, for export elsewhere.
 // All times are seconds since the Unix epoch (store_now()), so started + metric offsets and

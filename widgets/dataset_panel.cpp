@@ -1,6 +1,7 @@
 // DatasetPanel: source selection, synthetic preview (make_synthetic + QCustomPlot), IDX
 // thumbnails (read from the test split only, which keeps a folder check well under the 0.5 s a
-// click may take), CSV loading and image folders (listed, not decoded, for the same reason). The sources
+// click may take), CSV loading, image folders (listed, not decoded, for the same reason) and text
+// (tokenized whole: the 2.5 MB fortunes corpus takes a fraction of that). The sources
 // (kind, page, classes) and the number settings (range, step, default) are tables; the constructor only
 // assembles the pages from them.
 #include "widgets/dataset_panel.h"
@@ -11,6 +12,7 @@
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFontDatabase>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QGroupBox>
@@ -29,20 +31,23 @@
 
 #include "widgets/plots/plot_widget.h"
 
+#include "core/common/checked_arith.h"
+#include "core/common/utf8.h"
 #include "core/data/csv_reader.h"
 #include "core/data/idx_reader.h"
 #include "core/data/image_folder.h"
 #include "core/data/synthetic.h"
+#include "core/data/text_corpus.h"
 
 namespace mpwb {
 
 namespace {
 
 // The stacked page each source fills in, in the order the pages are added.
-enum Page { kSyntheticPage, kIdxPage, kCsvPage, kImageFolderPage };
+enum Page { kSyntheticPage, kIdxPage, kCsvPage, kImageFolderPage, kTextPage };
 // Source::classes when the count is not fixed by the kind.
 constexpr int kChosenClasses = -1;   // the Classes spin box (spiral arms)
-constexpr int kClassesFromFile = 0;  // what the CSV file or the image folder holds
+constexpr int kClassesFromFile = 0;  // what the CSV file, the image folder or the text holds
 
 struct Source {
     const char* kind;
@@ -61,6 +66,8 @@ const Source kSources[] = {
     {"mnist", "MNIST (IDX folder)", kIdxPage, 10},
     {"csv", "CSV file", kCsvPage, kClassesFromFile},
     {"image-folder", "Image folder (PNG/JPEG)", kImageFolderPage, kClassesFromFile},
+    {"text", "Text file", kTextPage, kClassesFromFile},
+    {"fortunes", "Fortunes (built-in text)", kTextPage, kClassesFromFile},
 };
 
 // The panel's number settings: object name, range, step, default and (QDoubleSpinBox) decimals.
@@ -77,6 +84,9 @@ constexpr SpinField kTestRatioField{"testRatioSpin", 0.01, 0.99, 0.05, 0.2, 2};
 constexpr SpinField kSeedField{"seedSpin", 0, 2147483647, 1, 1, 0};
 constexpr SpinField kImageHeightField{"imageHeightSpin", 1, kImageMaxSide, 1, 28, 0};
 constexpr SpinField kImageWidthField{"imageWidthSpin", 1, kImageMaxSide, 1, 28, 0};
+constexpr SpinField kContextField{"contextSpin", 1, kTextMaxContext, 8, 64, 0};
+// How much of a text the Text page shows.
+constexpr int64_t kTextSampleTokens = 400;
 
 // A combo box of (label, value) items.
 QComboBox* make_combo(const char* name, std::initializer_list<std::pair<QString, QVariant>> items) {
@@ -145,6 +155,7 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
     buildIdxPage();
     buildCsvPage();
     buildImageFolderPage();
+    buildTextPage();
 
     error_label_ = make_status_label("errorLabel");
     error_label_->setStyleSheet("color: #b00000;");
@@ -271,6 +282,37 @@ void DatasetPanel::buildImageFolderPage() {
     });
 }
 
+void DatasetPanel::buildTextPage() {
+    text_path_ = new QLineEdit;
+    text_path_->setObjectName("textPathEdit");
+    tokenizer_ = make_combo("tokenizerCombo", {{tr("Characters (the text's own)"), QStringLiteral("char")},
+                                               {tr("Bytes (256)"), QStringLiteral("byte")}});
+    tokenizer_->setToolTip(
+        tr("Character tokens are the distinct characters of the training part; byte "
+           "tokens read any file"));
+    context_ = watched(make_spin<QSpinBox>(kContextField));
+    context_->setToolTip(tr("Tokens per window: each window's next-token targets train the network"));
+    text_status_ = make_status_label("textStatus");
+    text_sample_ = make_status_label("textSample");
+    text_sample_->setTextFormat(Qt::PlainText);
+    text_sample_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    text_sample_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    auto* form = make_page<QFormLayout>(pages_);
+    form->addRow(tr("File"), pathRow(text_path_, "browseTextButton", &DatasetPanel::browseText));
+    form->addRow(tr("Tokens"), tokenizer_);
+    form->addRow(tr("Context"), context_);
+    form->addRow(text_status_);
+    form->addRow(text_sample_);
+    connect(text_path_, &QLineEdit::editingFinished, this, [this] {
+        loadTextCorpus();
+        onSettingChanged();
+    });
+    connect(tokenizer_, &QComboBox::currentIndexChanged, this, [this] {
+        loadTextCorpus();
+        onSettingChanged();
+    });
+}
+
 QFormLayout* DatasetPanel::buildSharedSettings() {
     test_ratio_ = watched(make_spin<QDoubleSpinBox>(kTestRatioField));
     seed_ = watched(make_spin<QSpinBox>(kSeedField));
@@ -281,7 +323,8 @@ QFormLayout* DatasetPanel::buildSharedSettings() {
     auto* form = new QFormLayout;
     test_ratio_label_ = new QLabel(tr("Test fraction"));
     form->addRow(test_ratio_label_, test_ratio_);
-    form->addRow(tr("Data seed"), seed_);
+    seed_label_ = new QLabel(tr("Data seed"));
+    form->addRow(seed_label_, seed_);
     form->addRow(normalize_);
     return form;
 }
@@ -301,6 +344,11 @@ DatasetSpec DatasetPanel::datasetSpec() const {
         s.image_width = image_width_->value();
         s.channels = channels_->currentData().toInt();
         s.size_mismatch = size_mismatch_->currentData().toString().toStdString();
+    }
+    if (page == kTextPage) {
+        s.path = text_path_->text().trimmed().toStdString();
+        s.tokenizer = tokenizer_->currentData().toString().toStdString();
+        s.context = context_->value();
     }
     s.samples = samples_->value();
     s.noise = float(noise_->value());
@@ -330,6 +378,12 @@ void DatasetPanel::setDatasetSpec(const DatasetSpec& spec) {
         size_mismatch_->setCurrentIndex(
             std::max(0, size_mismatch_->findData(QString::fromStdString(spec.size_mismatch))));
     }
+    if (spec.is_text()) {
+        text_path_->setText(QString::fromStdString(spec.path));
+        tokenizer_->setCurrentIndex(
+            std::max(0, tokenizer_->findData(QString::fromStdString(spec.tokenizer))));
+        context_->setValue(int(std::clamp<int64_t>(spec.context, context_->minimum(), context_->maximum())));
+    }
     samples_->setValue(int(std::clamp<int64_t>(spec.samples, samples_->minimum(), samples_->maximum())));
     noise_->setValue(spec.noise);
     classes_->setValue(std::clamp(spec.classes, 2, 8));
@@ -352,6 +406,8 @@ Shape DatasetPanel::sampleShape() const {
             return idx_shape_;
         case kImageFolderPage:
             return {channels_->currentData().toInt(), image_height_->value(), image_width_->value()};
+        case kTextPage:
+            return {context_->value()};
         default:
             return csv_shape_;
     }
@@ -360,7 +416,10 @@ Shape DatasetPanel::sampleShape() const {
 int DatasetPanel::sourceClasses() const {
     const Source& source = chosen_source(source_);
     if (source.classes == kChosenClasses) return classes_->value();
-    if (source.classes == kClassesFromFile) return source.page == kCsvPage ? csv_classes_ : image_classes_;
+    if (source.classes == kClassesFromFile)
+        return source.page == kCsvPage    ? csv_classes_
+               : source.page == kTextPage ? text_classes_
+                                          : image_classes_;
     return source.classes;
 }
 
@@ -377,16 +436,27 @@ void DatasetPanel::onSourceChanged() {
     // IDX sets come with their own test split.
     test_ratio_->setVisible(source.page != kIdxPage);
     test_ratio_label_->setVisible(source.page != kIdxPage);
+    // Text: the inputs are token ids, and the windows are drawn with the run's seed.
+    normalize_->setVisible(source.page != kTextPage);
+    seed_->setVisible(source.page != kTextPage);
+    seed_label_->setVisible(source.page != kTextPage);
+    text_path_->setPlaceholderText(
+        QString::fromLatin1(source.kind) == "fortunes"
+            ? tr("%1 (Debian's fortunes)").arg(QString::fromLatin1(kFortunesFolder))
+            : tr("story.txt"));
     if (source.page == kSyntheticPage) regeneratePreview();
     if (source.page == kIdxPage) loadIdxFolder();
     if (source.page == kCsvPage) loadCsvFile();
     if (source.page == kImageFolderPage) loadImageFolder();
+    if (source.page == kTextPage) loadTextCorpus();
     if (!updating_) emit datasetChanged();
 }
 
 void DatasetPanel::onSettingChanged() {
     if (pages_->currentIndex() == kSyntheticPage) regeneratePreview();
     if (pages_->currentIndex() == kCsvPage && sender() == test_ratio_) loadCsvFile();
+    if (pages_->currentIndex() == kTextPage && (sender() == test_ratio_ || sender() == context_))
+        loadTextCorpus();
     if (!updating_) emit datasetChanged();
 }
 
@@ -573,6 +643,67 @@ void DatasetPanel::loadImageFolder() {
     } catch (const std::exception& e) {
         setError(QString::fromUtf8(e.what()));
     }
+}
+
+void DatasetPanel::loadTextCorpus() {
+    text_classes_ = 0;
+    text_status_->setText({});
+    text_sample_->setText({});
+    const bool fortunes = source_->currentData().toString() == "fortunes";
+    const QString path = text_path_->text().trimmed();
+    if (path.isEmpty() && !fortunes) {
+        setError(tr("Choose a text file."));
+        return;
+    }
+    try {
+        const TextCorpusOptions options{
+            .tokenizer = parse_tokenizer(tokenizer_->currentData().toString().toStdString(), "tokenizer"),
+            .context = context_->value(),
+            .test_ratio = test_ratio_->value()};
+        const TextCorpus corpus =
+            fortunes ? load_fortunes_corpus(path.isEmpty() ? kFortunesFolder : path.toStdString(), options)
+                     : load_text_corpus(path.toStdString(), options);
+        showTextCorpus(corpus);
+        setError({});
+    } catch (const std::exception& e) {
+        setError(QString::fromUtf8(e.what()));
+    }
+}
+
+void DatasetPanel::showTextCorpus(const TextCorpus& corpus) {
+    const Dataset& d = corpus.data;
+    const TextCorpusFacts& f = corpus.facts;
+    text_classes_ = d.num_classes;
+    const auto count = [](int64_t n) { return QString::fromStdString(size_text(n)); };
+    QString status = tr("%1 bytes: %2 training and %3 test tokens, a vocabulary of %4 tokens; %5 training "
+                        "and %6 test windows.")
+                         .arg(count(f.bytes), count(f.train_tokens), count(f.test_tokens),
+                              count(d.num_classes), count(d.train_size()), count(d.test_size()));
+    if (f.dropped_test_windows > 0)
+        status +=
+            QLatin1Char(' ') + tr("%n test window(s) left out: they hold characters the training part lacks.",
+                                  nullptr, int(f.dropped_test_windows));
+    text_status_->setText(status);
+    // The start of the training part, as the windows hold it.
+    std::vector<int32_t> ids;
+    const int64_t context = d.sample_shape[0];
+    for (int64_t i = 0; i < d.train_x.numel() && int64_t(ids.size()) < kTextSampleTokens; i += context)
+        for (int64_t k = 0; k < context && int64_t(ids.size()) < kTextSampleTokens; ++k)
+            ids.push_back(int32_t(d.train_x.data()[i + k]));
+    text_sample_->setText(QString::fromStdString(replace_invalid_utf8(d.vocabulary->decode(ids))));
+}
+
+void DatasetPanel::browseText() {
+    if (source_->currentData().toString() == "fortunes") {
+        browseFolderFor(text_path_, tr("Fortunes folder"), &DatasetPanel::loadTextCorpus);
+        return;
+    }
+    const QString file = QFileDialog::getOpenFileName(this, tr("Text file"), text_path_->text(),
+                                                      tr("Text (*.txt *.md);;All files (*)"));
+    if (file.isEmpty()) return;
+    text_path_->setText(file);
+    loadTextCorpus();
+    onSettingChanged();
 }
 
 void DatasetPanel::browseFolderFor(QLineEdit* edit, const QString& title, void (DatasetPanel::*load)()) {

@@ -1,7 +1,8 @@
 // DatasetPanel: chooses the data a run trains on. Synthetic 2-D sets (spiral, circles, xor,
 // gauss, moons) with a live scatter preview, Fashion-MNIST / MNIST from a folder with a grid of
 // test-split thumbnails, a CSV table with a label column, or an image folder (one sub-folder of
-// PNG/JPEG files per class) with the classes and counts it holds. It reports the DatasetSpec the
+// PNG/JPEG files per class) with the classes and counts it holds, or text (a file, or the
+// built-in fortunes corpus) with its size, vocabulary and a sample. It reports the DatasetSpec the
 // trainer loads and the per-sample shape the network editor infers from; a folder or file that
 // does not load is explained inside the panel, never by a crash.
 #pragma once
@@ -25,6 +26,8 @@ class QCustomPlot;
 
 namespace mpwb {
 
+struct TextCorpus;
+
 class DatasetPanel : public QWidget {
     Q_OBJECT
 public:
@@ -33,7 +36,7 @@ public:
     DatasetSpec datasetSpec() const;
     void setDatasetSpec(const DatasetSpec& spec);
     // {2} for the synthetic sets, {1, rows, cols} for IDX images, {features} for CSV,
-    // {channels, height, width} for an image folder.
+    // {channels, height, width} for an image folder, {context} for text.
     Shape sampleShape() const;
     // Classes of the current source (0 when unknown, e.g. a CSV that did not load).
     int classCount() const;
@@ -54,6 +57,7 @@ private:
     void buildIdxPage();
     void buildCsvPage();
     void buildImageFolderPage();
+    void buildTextPage();
     QFormLayout* buildSharedSettings();
     // A setting whose every change goes through onSettingChanged.
     template <class Spin>
@@ -68,10 +72,13 @@ private:
     void loadIdxFolder();
     void loadCsvFile();
     void loadImageFolder();
+    void loadTextCorpus();
+    void showTextCorpus(const TextCorpus& corpus);
     void setError(const QString& message);
     void browseFolder();
     void browseCsv();
     void browseImageFolder();
+    void browseText();
     // Lets the user pick a folder for edit; a chosen one is loaded with `load`.
     void browseFolderFor(QLineEdit* edit, const QString& title, void (DatasetPanel::*load)());
 
@@ -83,6 +90,7 @@ private:
     Shape csv_shape_;
     int csv_classes_ = 0;
     int image_classes_ = 0;
+    int text_classes_ = 0;
 
     QComboBox* source_ = nullptr;
     QStackedWidget* pages_ = nullptr;
@@ -107,10 +115,17 @@ private:
     QComboBox* channels_ = nullptr;
     QComboBox* size_mismatch_ = nullptr;
     QLabel* image_status_ = nullptr;
+    // text
+    QLineEdit* text_path_ = nullptr;
+    QComboBox* tokenizer_ = nullptr;
+    QSpinBox* context_ = nullptr;
+    QLabel* text_status_ = nullptr;
+    QLabel* text_sample_ = nullptr;
     // shared
     QDoubleSpinBox* test_ratio_ = nullptr;
     QLabel* test_ratio_label_ = nullptr;
     QSpinBox* seed_ = nullptr;
+    QLabel* seed_label_ = nullptr;
     QCheckBox* normalize_ = nullptr;
     QLabel* error_label_ = nullptr;
 };

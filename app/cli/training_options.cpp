@@ -7,6 +7,7 @@
 #include "app/cli/option_checks.h"
 #include "core/common/error.h"
 #include "core/data/synthetic.h"
+#include "core/data/text_corpus.h"
 #include "core/nn/loss_registry.h"
 #include "core/optim/optimizer_registry.h"
 #include "core/train/dataset_source.h"
@@ -66,10 +67,15 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
                    "without the dataset)");
     app.add_option("--network", network_file, "Network JSON file (or a preset file)");
     app.add_option("--dataset", dataset,
-                   "spiral, circles, xor, gauss, moons, fashion-mnist, mnist, csv, image-folder");
-    app.add_option(
-        "--data-path", data_path,
-        "Folder of IDX files, a CSV file, or an image folder (one sub-folder of PNG/JPEG per class)");
+                   "spiral, circles, xor, gauss, moons, fashion-mnist, mnist, csv, image-folder, text, "
+                   "fortunes");
+    app.add_option("--data-path", data_path,
+                   "Folder of IDX files, a CSV file, an image folder (one sub-folder of PNG/JPEG per class), "
+                   "a text file, or a fortunes folder (default: Debian's)");
+    app.add_option("--tokenizer", tokenizer,
+                   "Text datasets: byte (256 tokens) or char (the text's characters)");
+    app.add_option("--context", context, "Text datasets: tokens per window")
+        ->check(whole_number(1, kTextMaxContext));
     app.add_option("--image-size", image_size,
                    "Image folders: HEIGHTxWIDTH every image becomes (e.g. 28x28)");
     app.add_option("--channels", channels, "Image folders: 1 (grayscale) or 3 (RGB)")
@@ -187,6 +193,8 @@ Preset TrainingOptions::resolve() const {
     if (channels) c.dataset.channels = *channels;
     if (size_mismatch) c.dataset.size_mismatch = *size_mismatch;
     if (data_seed) c.dataset.seed = *data_seed;
+    if (tokenizer) c.dataset.tokenizer = *tokenizer;
+    if (context) c.dataset.context = *context;
     c.dataset.validate();
     if (epochs) c.epochs = *epochs;
     if (max_steps) c.max_steps = *max_steps;

@@ -28,6 +28,9 @@ struct TrainingOptions {
     std::optional<std::string> image_size, size_mismatch;
     std::optional<int> channels;
     std::optional<uint64_t> data_seed;
+    // Text datasets: "byte" or "char" tokens, and the window length.
+    std::optional<std::string> tokenizer;
+    std::optional<int64_t> context;
     std::optional<int64_t> epochs, max_steps, batch, eval_every, stats_every;
     std::optional<std::string> optimizer, schedule, loss;
     std::optional<float> lr, momentum, weight_decay, beta1, beta2, eps, min_lr, clip_norm;

@@ -1,12 +1,14 @@
 // Dataset: the train and test splits every data source produces (synthetic 2-D sets, IDX images,
-// CSV tables), in the one layout the training loop consumes, so a source never needs to know
+// CSV tables, text), in the one layout the training loop consumes, so a source never needs to know
 // about the network or the backend.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/backend/loss_targets.h"
+#include "core/data/vocabulary.h"
 #include "core/tensor/shape.h"
 #include "core/tensor/tensor.h"
 
@@ -20,6 +22,9 @@ struct Dataset {
     int num_classes = 0;
     std::string name;
     std::vector<std::string> class_names;  // num_classes entries (empty for regression)
+    // Text datasets (core/data/text_corpus.h): how the token ids map to text; stored with the run
+    // so that sampling and export read the ids as the run trained on them.
+    std::optional<Vocabulary> vocabulary;
 
     bool is_classification() const { return num_classes > 0; }
     // What the labels are, which decides the losses that fit (core/nn/loss_registry.h): class

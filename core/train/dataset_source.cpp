@@ -22,6 +22,21 @@ ImageFolderOptions image_folder_options(const DatasetSpec& spec) {
     return options;
 }
 
+TextCorpusOptions text_corpus_options(const DatasetSpec& spec) {
+    spec.validate();
+    return {.tokenizer = parse_tokenizer(spec.tokenizer, "dataset.tokenizer"),
+            .context = spec.context,
+            .test_ratio = spec.test_ratio};
+}
+
+TextCorpus load_text_corpus(const DatasetSpec& spec) {
+    const TextCorpusOptions options = text_corpus_options(spec);
+    if (spec.kind == "fortunes")
+        return load_fortunes_corpus(spec.path.empty() ? kFortunesFolder : spec.path, options);
+    if (spec.path.empty()) throw DataError("text dataset needs a file path (--data-path)");
+    return load_text_corpus(spec.path, options);
+}
+
 Dataset load_dataset(const DatasetSpec& spec) {
     Dataset data;
     if (spec.is_synthetic()) {
@@ -51,13 +66,15 @@ Dataset load_dataset(const DatasetSpec& spec) {
     } else if (spec.kind == "image-folder") {
         if (spec.path.empty()) throw DataError("image-folder dataset needs a folder (--data-path)");
         data = load_image_folder(spec.path, image_folder_options(spec));
+    } else if (spec.is_text()) {
+        data = load_text_corpus(spec).data;
     } else {
-        throw ConfigError(
-            "unknown dataset '" + spec.kind +
-            "'; choose spiral, circles, xor, gauss, moons, fashion-mnist, mnist, csv or image-folder");
+        throw ConfigError("unknown dataset '" + spec.kind +
+                          "'; choose spiral, circles, xor, gauss, moons, fashion-mnist, mnist, csv, "
+                          "image-folder, text or fortunes");
     }
     check_dataset_finite(data);
-    if (spec.normalize && !spec.is_synthetic())
+    if (spec.normalize && !spec.is_synthetic() && !spec.is_text())
         normalize_dataset(
             data, data.sample_shape.size() == 3 ? NormalizeMode::PerChannel : NormalizeMode::PerFeature);
     return data;

@@ -30,6 +30,9 @@ struct RunStartInfo {
     int64_t total_steps = 0;
     int64_t train_samples = 0, test_samples = 0;
     std::vector<std::string> layer_labels;  // "0 Flatten", "1 Linear", ...
+    // Text datasets: Vocabulary::to_json() of the run's vocabulary, stored with the run so sampling
+    // and export read its ids as it trained on them; null for other datasets.
+    nlohmann::json vocabulary;
     // Set when the run continues from a checkpoint (Trainer::resume_from): its step. The recorder
     // then goes on recording into the run it reopened instead of creating one.
     int64_t resumed_from_step = 0;

@@ -13,6 +13,7 @@
 #include "core/common/text_format.h"
 #include "core/data/image_folder.h"
 #include "core/data/synthetic.h"
+#include "core/data/text_corpus.h"
 
 namespace mpwb {
 
@@ -22,7 +23,7 @@ bool DatasetSpec::is_synthetic() const {
 
 namespace {
 
-constexpr const char* kFileDatasets[] = {"fashion-mnist", "mnist", "csv", "image-folder"};
+constexpr const char* kFileDatasets[] = {"fashion-mnist", "mnist", "csv", "image-folder", "text", "fortunes"};
 
 // "<field> must be from <lo> to <hi>, gets <value>" unless lo <= value <= hi.
 void check_count(const char* field, int64_t value, int64_t lo, int64_t hi) {
@@ -62,8 +63,15 @@ void DatasetSpec::validate() const {
     if (std::find(std::begin(kFileDatasets), std::end(kFileDatasets), kind) == std::end(kFileDatasets))
         throw ConfigError(
             "dataset.kind '" + kind +
-            "' is unknown; choose spiral, circles, xor, gauss, moons, fashion-mnist, mnist, csv "
-            "or image-folder");
+            "' is unknown; choose spiral, circles, xor, gauss, moons, fashion-mnist, mnist, csv, "
+            "image-folder, text or fortunes");
+    if (is_text()) {
+        check_text_corpus_options({.tokenizer = parse_tokenizer(tokenizer, "dataset.tokenizer"),
+                                   .context = context,
+                                   .test_ratio = test_ratio},
+                                  "dataset.");
+        return;
+    }
     if (kind != "image-folder") return;
     check_image_sample_options({.height = image_height, .width = image_width, .channels = channels},
                                "dataset.");
@@ -134,7 +142,8 @@ int64_t training_steps(const TrainConfig& config, int64_t train_size) {
 }
 
 nlohmann::json to_json(const DatasetSpec& s) {
-    nlohmann::json j{{"kind", s.kind}, {"normalize", s.normalize}};
+    nlohmann::json j{{"kind", s.kind}};
+    if (!s.is_text()) j["normalize"] = s.normalize;
     if (s.is_synthetic()) {
         j["samples"] = s.samples;
         j["noise"] = s.noise;
@@ -156,6 +165,11 @@ nlohmann::json to_json(const DatasetSpec& s) {
         j["image_width"] = s.image_width;
         j["channels"] = s.channels;
         j["size_mismatch"] = s.size_mismatch;
+    }
+    if (s.is_text()) {
+        j["test_ratio"] = s.test_ratio;
+        j["tokenizer"] = s.tokenizer;
+        j["context"] = s.context;
     }
     return j;
 }
@@ -185,9 +199,10 @@ nlohmann::json to_json(const TrainConfig& c) {
 namespace {
 
 void read_dataset(const nlohmann::json& d, DatasetSpec& spec) {
-    check_setting_keys(d, "dataset",
-                       {"kind", "path", "samples", "noise", "test_ratio", "classes", "seed", "normalize",
-                        "label_column", "image_height", "image_width", "channels", "size_mismatch"});
+    check_setting_keys(
+        d, "dataset",
+        {"kind", "path", "samples", "noise", "test_ratio", "classes", "seed", "normalize", "label_column",
+         "image_height", "image_width", "channels", "size_mismatch", "tokenizer", "context"});
     read_setting(d, "dataset", "kind", spec.kind);
     read_setting(d, "dataset", "path", spec.path);
     read_setting(d, "dataset", "samples", spec.samples);
@@ -201,6 +216,8 @@ void read_dataset(const nlohmann::json& d, DatasetSpec& spec) {
     read_setting(d, "dataset", "image_width", spec.image_width);
     read_setting(d, "dataset", "channels", spec.channels);
     read_setting(d, "dataset", "size_mismatch", spec.size_mismatch);
+    read_setting(d, "dataset", "tokenizer", spec.tokenizer);
+    read_setting(d, "dataset", "context", spec.context);
     spec.validate();
 }
 

@@ -17,9 +17,12 @@
 namespace mpwb {
 
 struct DatasetSpec {
-    // "spiral", "circles", "xor", "gauss", "moons", "fashion-mnist", "mnist", "csv", "image-folder"
+    // "spiral", "circles", "xor", "gauss", "moons", "fashion-mnist", "mnist", "csv", "image-folder",
+    // "text" (any text file), "fortunes" (the built-in text corpus, core/data/text_corpus.h)
     std::string kind = "spiral";
-    std::string path;  // folder for IDX sets (default: Debian's) and image folders, file for CSV
+    // Folder for IDX sets (default: Debian's), image folders and fortunes (default: Debian's);
+    // file for CSV and text.
+    std::string path;
     int64_t samples = 1000;
     float noise = 0.0f;
     double test_ratio = 0.2;
@@ -32,8 +35,13 @@ struct DatasetSpec {
     int image_height = 28, image_width = 28;
     int channels = 1;  // 1 grayscale, 3 RGB
     std::string size_mismatch = "resize";
+    // Text and fortunes: "byte" or "char" tokens, and the window length T. `normalize` does not
+    // apply (the inputs are token ids).
+    std::string tokenizer = "char";
+    int64_t context = 64;
 
     bool is_synthetic() const;
+    bool is_text() const { return kind == "text" || kind == "fortunes"; }
     // ConfigError naming the field ("dataset.channels ...") for an unknown kind, or settings of
     // a synthetic set or an image folder out of range.
     void validate() const;

@@ -451,6 +451,7 @@ void Trainer::announce_start() {
     info.total_steps = total_steps();
     info.train_samples = data_.train_size();
     info.test_samples = data_.test_size();
+    if (data_.vocabulary) info.vocabulary = data_.vocabulary->to_json();
     for (size_t i = 0; i < network_.size(); ++i) info.layer_labels.push_back(network_.layer_label(i));
     for (auto* o : observers_) o->on_run_start(info);
 }

@@ -9,6 +9,7 @@
 #include <QtTest>
 
 #include <filesystem>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -293,6 +294,38 @@ private slots:
         EXPECT_FAILS_WITH(cli({"runs", "list", "--limit", "-1", "--db", store}), "--limit");
         EXPECT_FAILS_WITH(cli({"runs", "show", "99999999999999999999", "--db", store}),
                           "99999999999999999999");
+    }
+
+    // Issue 26: text datasets. Each bad option or file is one sentence naming the option, the
+    // setting or the file; a FIFO is refused from its type, never opened (the run does not hang).
+    void textDatasetRefusals() {
+        const QString db = p("text.sqlite");
+        const auto train = [&](const QStringList& args) {
+            return cli(
+                QStringList{"train", "--preset", "spiral-mlp", "--backend", "cpu", "--quiet", "--db", db} +
+                args);
+        };
+        EXPECT_FAILS_WITH(train({"--dataset", "text", "--context", "0"}), "--context");
+        EXPECT_FAILS_WITH(train({"--dataset", "text", "--context", "65537"}), "--context");
+        EXPECT_FAILS_WITH(train({"--dataset", "text", "--tokenizer", "bite"}),
+                          "dataset.tokenizer 'bite' is unknown");
+        QVERIFY2(!QFile::exists(db), "a refused option created the database");
+        EXPECT_FAILS_WITH(train({"--dataset", "text"}), "needs a file path (--data-path)");
+        EXPECT_FAILS_WITH(train({"--dataset", "text", "--data-path", dir_.path()}), "is a folder");
+        const QString fifo = p("text.fifo");
+        QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+        EXPECT_FAILS_WITH(train({"--dataset", "text", "--data-path", fifo}), "not a regular file");
+        QFile latin1(p("latin1.txt"));
+        QVERIFY(latin1.open(QIODevice::WriteOnly));
+        latin1.write(QByteArray(300, 'a') + "caf\xe9" + QByteArray(300, 'b'));
+        latin1.close();
+        EXPECT_FAILS_WITH(
+            train({"--dataset", "text", "--data-path", latin1.fileName(), "--tokenizer", "char"}),
+            "byte 0xE9 at offset 303 is not valid UTF-8");
+        EXPECT_FAILS_WITH(train({"--dataset", "text", "--data-path", latin1.fileName(), "--tokenizer", "byte",
+                                 "--context", "600"}),
+                          "shorter than context + 1");
+        EXPECT_FAILS_WITH(train({"--dataset", "fortunes", "--data-path", p("no-fortunes")}), "fortunes-min");
     }
 
 #ifdef MPWB_TEST_GUI

@@ -9,12 +9,14 @@
 // SQL where the recorder's own store code could hide a mistake.
 #include "sessions/run_recorder.h"
 #include "sessions/run_store.h"
+#include "sessions/run_vocabulary.h"
 #include "core/backend/cpu/cpu_backend.h"
 #include "core/train/dataset_source.h"
 #include "core/train/trainer.h"
 #include "resources/presets.h"
 #include "full_disk_vfs.h"
 #include "test_support.h"
+#include "tests/common/test_support.h"
 
 #include <chrono>
 #include <map>
@@ -249,6 +251,37 @@ private slots:
         QCOMPARE(store.series(run.id, "train_loss").size(), std::size_t(15));
         QCOMPARE(store.events(run.id, "stopped").size(), std::size_t(1));
         QCOMPARE(store.histograms(run.id).size(), std::size_t(0));  // stats_every = 0
+    }
+
+    // A text run's vocabulary is stored with it and read back as it was (issue 26): sampling and
+    // export map ids to text by it. A run on another dataset has none.
+    void textRunKeepsItsVocabulary() {
+        const auto path = fresh();
+        const Vocabulary vocabulary = Vocabulary::characters_of("to be, or not to be\n\u00e9", "test text");
+        std::int64_t text_run = 0, other_run = 0;
+        for (const bool text : {true, false}) {
+            RunRecorder::Options o;
+            o.db_path = path;
+            RunRecorder recorder(o);
+            RunStartInfo info;
+            if (text) info.vocabulary = vocabulary.to_json();
+            recorder.on_run_start(info);
+            QVERIFY2(recorder.error().empty(), recorder.error().c_str());
+            (text ? text_run : other_run) = recorder.run_id();
+            RunSummary summary;
+            summary.status = RunStatus::Finished;
+            recorder.on_run_end(summary);
+        }
+        RunStore store(path);
+        const std::optional<Vocabulary> stored = run_vocabulary(store.get_run(text_run));
+        QVERIFY(stored.has_value());
+        QVERIFY(*stored == vocabulary);
+        QCOMPARE(stored->decode(stored->encode("be or not")), std::string("be or not"));
+        QVERIFY(!run_vocabulary(store.get_run(other_run)).has_value());
+        Run broken = store.get_run(text_run);
+        broken.versions_json = R"({"vocabulary": {"tokenizer": "char", "tokens": ["b", "a"]}})";
+        const QString msg = mpwb::test::error_text<ConfigError>([&] { (void)run_vocabulary(broken); });
+        QVERIFY2(msg.contains("vocabulary.tokens[1]") && msg.contains("out of order"), qPrintable(msg));
     }
 
     // Issue 24: on a full disk training went on to FINISHED, then waited 30 s for the last commit

@@ -84,7 +84,7 @@ private slots:
         QStringList kinds;
         for (int i = 0; i < source->count(); ++i) kinds << source->itemData(i).toString();
         QCOMPARE(kinds, QStringList({"spiral", "circles", "xor", "gauss", "moons", "fashion-mnist", "mnist",
-                                     "csv", "image-folder"}));
+                                     "csv", "image-folder", "text", "fortunes"}));
         auto* classes = child<QSpinBox>(&p, "classesSpin");
         auto* ratio = child<QDoubleSpinBox>(&p, "testRatioSpin");
         auto* folder = child<QLineEdit>(&p, "folderEdit");
@@ -98,13 +98,74 @@ private slots:
             QCOMPARE(ratio->isVisible(), !idx);
             QCOMPARE(folder->isVisible(), idx);
             QCOMPARE(csv->isVisible(), kind == "csv");
-            const bool from_file = kind == "csv" || kind == "image-folder";
-            const int expected = kind == "spiral" ? 5 : idx ? (p.isValid() ? 10 : 0) : from_file ? 0 : 2;
+            const bool text = kind == "text" || kind == "fortunes";
+            QCOMPARE(child<QLineEdit>(&p, "textPathEdit")->isVisible(), text);
+            QCOMPARE(child<QCheckBox>(&p, "normalizeCheck")->isVisible(), !text);
+            const bool from_file = kind == "csv" || kind == "image-folder" || kind == "text";
+            // The fortunes corpus has its characters when Debian's package is installed.
+            const int expected = kind == "spiral"     ? 5
+                                 : idx                ? (p.isValid() ? 10 : 0)
+                                 : kind == "fortunes" ? (p.isValid() ? p.classCount() : 0)
+                                 : from_file          ? 0
+                                                      : 2;
             QCOMPARE(p.classCount(), expected);
             if (!idx) QCOMPARE(p.datasetSpec().classes, expected);
+            if (kind == "image-folder")
+                QCOMPARE(p.errorText(),
+                         QString("Choose an image folder: one sub-folder of PNG or JPEG images per class."));
+            if (kind == "text") QCOMPARE(p.errorText(), QString("Choose a text file."));
         }
-        QCOMPARE(p.errorText(),
-                 QString("Choose an image folder: one sub-folder of PNG or JPEG images per class."));
+    }
+
+    // A text file shows its size, its vocabulary and the start of its text; the tokenizer, the
+    // context and the test fraction make the spec, the classes and the sample shape; a file that
+    // cannot be read as asked is explained.
+    void textPageShowsSizeVocabularyAndSample() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("story.txt");
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        for (int i = 0; i < 40; ++i) f.write("Once upon a time, a fox met a crow.\n");
+        f.close();
+        DatasetPanel p;
+        DatasetSpec s;
+        s.kind = "text";
+        s.path = path.toStdString();
+        s.context = 16;
+        s.test_ratio = 0.1;
+        QSignalSpy changed(&p, &DatasetPanel::datasetChanged);
+        p.setDatasetSpec(s);
+        QCOMPARE(changed.count(), 1);
+        QVERIFY2(p.isValid(), qPrintable(p.errorText()));
+        QCOMPARE(p.classCount(), 19);  // "\n ,.Oacefimnoprtuwx"
+        QCOMPARE(p.sampleShape(), (Shape{16}));
+        const QString status = child<QLabel>(&p, "textStatus")->text();
+        QVERIFY2(status.contains("1,440 bytes") && status.contains("vocabulary of 19 tokens"),
+                 qPrintable(status));
+        QVERIFY(
+            child<QLabel>(&p, "textSample")->text().startsWith("Once upon a time, a fox met a crow.\nOnce"));
+        const DatasetSpec back = p.datasetSpec();
+        QCOMPARE(back.kind, std::string("text"));
+        QCOMPARE(back.path, path.toStdString());
+        QCOMPARE(back.tokenizer, std::string("char"));
+        QCOMPARE(back.context, int64_t{16});
+
+        auto* tokenizer = child<QComboBox>(&p, "tokenizerCombo");
+        tokenizer->setCurrentIndex(tokenizer->findData(QStringLiteral("byte")));
+        QCOMPARE(p.classCount(), 256);
+        QCOMPARE(p.datasetSpec().tokenizer, std::string("byte"));
+        child<QSpinBox>(&p, "contextSpin")->setValue(2000);
+        QCOMPARE(p.sampleShape(), (Shape{2000}));
+        QVERIFY2(p.errorText().contains("shorter than context + 1"), qPrintable(p.errorText()));
+        QCOMPARE(p.classCount(), 0);
+        child<QSpinBox>(&p, "contextSpin")->setValue(32);
+        QVERIFY2(p.isValid(), qPrintable(p.errorText()));
+
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray(100, 'a') + "caf\xe9" + QByteArray(100, 'b'));
+        f.close();
+        tokenizer->setCurrentIndex(tokenizer->findData(QStringLiteral("char")));
+        QVERIFY2(p.errorText().contains("offset 103"), qPrintable(p.errorText()));
     }
 
     // A CSV source has the classes and features its file holds.
