@@ -13,16 +13,15 @@
 
 namespace mpwb {
 
-namespace {
-
-namespace fs = std::filesystem;
-
-// Why a run has no final weights, for the error.
-std::string why_no_weights(const Run& run) {
+std::string why_no_final_weights(const Run& run) {
     if (run.status == RunStatus::Running) return "it is still running";
     return "it ended before its first step, failed where its weights could not be read back, or was "
            "recorded by a build before final weights were stored (schema 8)";
 }
+
+namespace {
+
+namespace fs = std::filesystem;
 
 void refuse_existing(const std::string& path, const std::string& what) {
     if (path.empty()) throw Error("no path given for the " + what);
@@ -92,7 +91,7 @@ ExportedModel export_run_for_pytorch(RunStore& store, std::int64_t run_id,
     if (!script_path.empty() && fs::absolute(script_path) == fs::absolute(safetensors_path))
         throw Error("the safetensors file and the PyTorch script are both " + script_path);
     const auto weights = store.final_weights(run_id);
-    if (!weights) throw Error(label + " has no stored final weights: " + why_no_weights(run));
+    if (!weights) throw Error(label + " has no stored final weights: " + why_no_final_weights(run));
 
     PytorchExportInfo info;
     info.title = "MP Workbench " + label + " (" + run.name + ")";

@@ -32,6 +32,10 @@ ExportedModel export_run_for_pytorch(RunStore& store, std::int64_t run_id,
                                      const std::string& safetensors_path, const std::string& script_path,
                                      const std::string& producer = {});
 
+// Why a run has no stored final weights, for an error: still running, ended before its first
+// step, or recorded before schema 8.
+std::string why_no_final_weights(const Run& run);
+
 // How the run's inputs were normalised, from its stored configuration: synthetic sets and
 // normalize=false are used as they are; otherwise the train split's statistics, computed again
 // from the dataset (the run stores none), or a description of why they could not be.

@@ -9,6 +9,7 @@ void add_bench_command(CLI::App& app);
 void add_runs_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_selftest_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
 // plan, run, task, collect (sweep_command.cpp); slurm and status (sweep_cluster.cpp)
 void add_sweep_command(CLI::App& app);
 

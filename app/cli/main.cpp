@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
     mpwb::cli::add_runs_command(app);
     mpwb::cli::add_compare_command(app);
     mpwb::cli::add_selftest_command(app);
+    mpwb::cli::add_generate_command(app);
     mpwb::cli::add_sweep_command(app);
     try {
         app.parse(argc, argv);

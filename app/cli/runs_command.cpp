@@ -53,46 +53,6 @@ struct RunsArgs {
     std::optional<double> target;
 };
 
-std::string resolve_path(const std::string& db) { return db.empty() ? default_database_path() : db; }
-
-// Failures of a read-write open after which a read-only open may still succeed: the file or
-// its folder is not writable, another process writes, the disk is full, the -shm cannot be made.
-bool can_still_read(StoreError::Kind kind) {
-    using K = StoreError::Kind;
-    return kind == K::ReadOnly || kind == K::Locked || kind == K::DiskFull || kind == K::Other ||
-           kind == K::Corrupt;
-}
-
-// Opens the store for a command. `write`: the command changes the store. A missing file is an
-// error (not silently created) except where `create` says so.
-std::unique_ptr<RunStore> open_store(const std::string& db, bool write, bool create = false) {
-    const std::string path = resolve_path(db);
-    RunStore::Options o;
-    o.create = create;
-    if (!create && !std::filesystem::exists(path))
-        throw StoreError(StoreError::Kind::NotFound,
-                         "database " + path + " does not exist (train a run first, or pass --db)");
-    try {
-        return std::make_unique<RunStore>(path, o);
-    } catch (const StoreError& e) {
-        if (write || !can_still_read(e.kind())) throw;
-        // Reading goes on without the write-side work (marking crashed runs INTERRUPTED): a
-        // damaged file is still listed so its runs can be got out, and it is said so once.
-        if (e.kind() == StoreError::Kind::Corrupt)
-            std::fprintf(stderr, "mpwb-cli: warning: %s; reading it anyway, nothing is written to it\n",
-                         e.what());
-        o.read_only = true;
-        auto store = std::make_unique<RunStore>(path, o);
-        if (store->read_without_wal())
-            std::fprintf(
-                stderr,
-                "mpwb-cli: note: %s was read without its -wal file (the folder is read-only or the disk "
-                "is full); rows a running writer has not yet checkpointed are not shown\n",
-                path.c_str());
-        return store;
-    }
-}
-
 std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t min_count = 1) {
     std::vector<std::int64_t> ids;
     std::stringstream in(text);
@@ -347,7 +307,7 @@ nlohmann::json run_to_json(RunStore& store, const Run& r, bool full) {
 // --- list ------------------------------------------------------------------------------------
 
 void cmd_list(const RunsArgs& a) {
-    const std::string path = resolve_path(a.db);
+    const std::string path = resolve_database_path(a.db);
     if (!std::filesystem::exists(path)) {
         if (a.json)
             std::printf("[]\n");
@@ -355,7 +315,7 @@ void cmd_list(const RunsArgs& a) {
             std::printf("no runs: %s does not exist yet\n", path.c_str());
         return;
     }
-    auto store = open_store(a.db, false);
+    auto store = open_store_for_command(a.db, false);
     RunFilter f;
     f.precision = a.precision;
     f.dataset = a.dataset;
@@ -464,7 +424,7 @@ void print_last_metrics(const Run& r) {
 }
 
 void cmd_show(const RunsArgs& a) {
-    auto store = open_store(a.db, false);
+    auto store = open_store_for_command(a.db, false);
     const auto id = parse_ids(a.ids).front();
     const Run r = store->get_run(id);
     const nlohmann::json j = run_to_json(*store, r, true);
@@ -491,7 +451,7 @@ void cmd_show(const RunsArgs& a) {
 // --- mutations ---------------------------------------------------------------------------------
 
 void cmd_tag(const RunsArgs& a) {
-    auto store = open_store(a.db, true);
+    auto store = open_store_for_command(a.db, true);
     for (auto id : parse_ids(a.ids)) {
         const auto eq = a.tag_expr.find('=');
         const std::string key = a.tag_expr.substr(0, eq);
@@ -511,7 +471,7 @@ void cmd_tag(const RunsArgs& a) {
 }
 
 void cmd_note(const RunsArgs& a) {
-    auto store = open_store(a.db, true);
+    auto store = open_store_for_command(a.db, true);
     const auto id = parse_ids(a.ids).front();
     store->set_note(id, a.note);
     std::printf("run %lld: %s\n", static_cast<long long>(id), a.note.empty() ? "note cleared" : "note set");
@@ -519,14 +479,14 @@ void cmd_note(const RunsArgs& a) {
 
 void cmd_rename(const RunsArgs& a) {
     if (a.name.empty()) throw ConfigError("the new name is empty");
-    auto store = open_store(a.db, true);
+    auto store = open_store_for_command(a.db, true);
     const auto id = parse_ids(a.ids).front();
     store->rename(id, a.name);
     std::printf("run %lld renamed to '%s'\n", static_cast<long long>(id), a.name.c_str());
 }
 
 void cmd_delete(const RunsArgs& a, bool restore) {
-    auto store = open_store(a.db, true);
+    auto store = open_store_for_command(a.db, true);
     for (auto id : parse_ids(a.ids)) {
         if (restore)
             store->restore(id);
@@ -538,7 +498,7 @@ void cmd_delete(const RunsArgs& a, bool restore) {
 }
 
 void cmd_purge(const RunsArgs& a) {
-    auto store = open_store(a.db, true);
+    auto store = open_store_for_command(a.db, true);
     const auto report = store->purge();
     const int n = report.purged;
     std::printf("purged %d deleted run%s\n", n, n == 1 ? "" : "s");
@@ -558,7 +518,7 @@ void cmd_export_model(const RunsArgs& a) {
     const auto ids = parse_ids(a.ids);
     if (ids.size() != 1)
         throw ConfigError("runs export --safetensors takes one run id, gets " + std::to_string(ids.size()));
-    auto store = open_store(a.db, false);
+    auto store = open_store_for_command(a.db, false);
     const ExportedModel m =
         export_run_for_pytorch(*store, ids.front(), a.safetensors, a.pytorch, "mpwb-cli " MPWB_VERSION);
     std::printf("exported run %lld (step %lld): %zu tensors, %lld values to %s\n",
@@ -577,7 +537,7 @@ void cmd_export(const RunsArgs& a) {
         throw ConfigError(
             "runs export needs --out BUNDLE (runs to a bundle) or --safetensors FILE (one run's "
             "weights for PyTorch)");
-    auto store = open_store(a.db, false);
+    auto store = open_store_for_command(a.db, false);
     const auto ids = parse_ids(a.ids);
     BundleExportOptions o;
     o.csv_dir = a.csv_dir;
@@ -588,7 +548,7 @@ void cmd_export(const RunsArgs& a) {
 }
 
 void cmd_import(const RunsArgs& a) {
-    auto store = open_store(a.db, true, true);
+    auto store = open_store_for_command(a.db, true, true);
     const auto report = import_bundle(*store, a.file);
     std::printf("imported %zu run%s, skipped %zu already present\n", report.imported.size(),
                 report.imported.size() == 1 ? "" : "s", report.skipped.size());
@@ -688,7 +648,7 @@ TableRows summary_rows(RunStore& store, const std::vector<Run>& runs, const std:
 }
 
 void cmd_compare(const RunsArgs& a) {
-    auto store = open_store(a.db, false);
+    auto store = open_store_for_command(a.db, false);
     const auto ids = parse_ids(a.ids, 2);
     std::vector<Run> runs;
     for (auto id : ids) runs.push_back(store->get_run(id));

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "core/common/error.h"
 #include "core/common/utf8.h"
@@ -77,6 +78,48 @@ std::unique_ptr<RunRecorder> StoreOptions::open_recorder(const std::string& defa
                                        (resumed ? ""
                                                 : " (--db PATH records elsewhere, --no-store trains "
                                                   "without recording)"));
+    }
+}
+
+std::string resolve_database_path(const std::string& db) { return db.empty() ? default_database_path() : db; }
+
+namespace {
+
+// Failures of a read-write open after which a read-only open may still succeed: the file or
+// its folder is not writable, another process writes, the disk is full, the -shm cannot be made.
+bool can_still_read(StoreError::Kind kind) {
+    using K = StoreError::Kind;
+    return kind == K::ReadOnly || kind == K::Locked || kind == K::DiskFull || kind == K::Other ||
+           kind == K::Corrupt;
+}
+
+}  // namespace
+
+std::unique_ptr<RunStore> open_store_for_command(const std::string& db, bool write, bool create = false) {
+    const std::string path = resolve_database_path(db);
+    RunStore::Options o;
+    o.create = create;
+    if (!create && !std::filesystem::exists(path))
+        throw StoreError(StoreError::Kind::NotFound,
+                         "database " + path + " does not exist (train a run first, or pass --db)");
+    try {
+        return std::make_unique<RunStore>(path, o);
+    } catch (const StoreError& e) {
+        if (write || !can_still_read(e.kind())) throw;
+        // Reading goes on without the write-side work (marking crashed runs INTERRUPTED): a
+        // damaged file is still listed so its runs can be got out, and it is said so once.
+        if (e.kind() == StoreError::Kind::Corrupt)
+            std::fprintf(stderr, "mpwb-cli: warning: %s; reading it anyway, nothing is written to it\n",
+                         e.what());
+        o.read_only = true;
+        auto store = std::make_unique<RunStore>(path, o);
+        if (store->read_without_wal())
+            std::fprintf(
+                stderr,
+                "mpwb-cli: note: %s was read without its -wal file (the folder is read-only or the disk "
+                "is full); rows a running writer has not yet checkpointed are not shown\n",
+                path.c_str());
+        return store;
     }
 }
 

@@ -38,6 +38,14 @@ struct StoreOptions {
     std::string database_path() const;
 };
 
+// The database a command reads: `db`, else default_database_path().
+std::string resolve_database_path(const std::string& db);
+
+// Opens the store for a command. `write`: the command changes the store. A missing file is an
+// error (not silently created) except where `create` says so. A read falls back to a read-only
+// open when the file cannot be written (a damaged file is said so once on stderr).
+std::unique_ptr<RunStore> open_store_for_command(const std::string& db, bool write, bool create = false);
+
 // "~/..." for paths under $HOME: shorter, and what a user would type.
 std::string display_path(const std::string& path);
 

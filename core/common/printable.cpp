@@ -96,4 +96,16 @@ std::string quoted_text(std::string_view bytes, std::size_t max_bytes) {
     return "'" + printable_text(bytes, max_bytes) + "'";
 }
 
+std::string printable_lines(std::string_view bytes) {
+    std::string out;
+    size_t start = 0;
+    while (true) {
+        const size_t end = bytes.find('\n', start);
+        out += printable_text(bytes.substr(start, end == std::string_view::npos ? end : end - start));
+        if (end == std::string_view::npos) return out;
+        out += '\n';
+        start = end + 1;
+    }
+}
+
 }  // namespace mpwb

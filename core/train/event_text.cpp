@@ -29,6 +29,13 @@ std::string text(const nlohmann::json& d, const char* key) {
     return it != d.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// Text on one line for a list row: newlines become ⏎, tabs a space.
+std::string one_line(const std::string& text) {
+    std::string s;
+    for (const char c : text) s += c == '\n' ? std::string("⏎") : c == '\t' ? std::string(" ") : std::string(1, c);
+    return s;
+}
+
 bool flag(const nlohmann::json& d, const char* key) {
     const auto it = d.find(key);
     return it != d.end() && it->is_boolean() && it->get<bool>();
@@ -119,6 +126,10 @@ std::string event_text(const std::string& kind, const nlohmann::json& detail) {
                ", the run trained on data with digest " + text(d, "trained_digest") +
                "; continued on the new data";
     }
+    if (kind == "sample")  // Trainer::write_text_sample: one line, newlines shown as ⏎
+        return "sample at T=" + shortest_text(get(d, "temperature", 0)) + ": " +
+               one_line(text(d, "prompt") + text(d, "text"));
+    if (kind == "sample_failed") return "no sample: " + text(d, "error");
     if (kind == "checkpoints_unavailable")
         return "no checkpoints: the " + text(d, "engine") + " engine cannot save its state";
     if (kind == "summary") {

@@ -53,6 +53,7 @@ std::vector<float> next_token_logits(Network& network, Backend& backend, const P
     std::fill(input.span().begin(), input.span().end(), 0.0f);
     for (size_t t = 0; t < used.size(); ++t) input[static_cast<int64_t>(t)] = static_cast<float>(used[t]);
     LayerContext ctx{backend, policy.gemm_operands, false, nullptr};
+    network.begin_quantized_step(0, false);  // as evaluation: the scales training left, none changed
     const Tensor& out = network.forward(ctx, input, policy);
     const float* last = out.data() + (std::ssize(used) - 1) * vocabulary;
     return {last, last + vocabulary};

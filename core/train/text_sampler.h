@@ -12,21 +12,10 @@
 #include "core/backend/backend.h"
 #include "core/nn/network.h"
 #include "core/precision/precision_policy.h"
+#include "core/train/sampling_settings.h"
 
 namespace mpwb {
 
-struct SamplingSettings {
-    int64_t tokens = 200;      // new tokens to draw
-    float temperature = 1.0f;  // 0: greedy (the most likely token; the lowest id on a tie)
-    int64_t top_k = 0;         // 0: every token; else only the k most likely
-    uint64_t seed = 1;
-
-    // ConfigError naming the setting: tokens in [1, kMaxSampledTokens], temperature finite and
-    // >= 0, top_k >= 0.
-    void validate() const;
-};
-
-inline constexpr int64_t kMaxSampledTokens = 100000;
 
 // The next-token distribution after `context` (its last T tokens), in FP32 logits.
 std::vector<float> next_token_logits(Network& network, Backend& backend, const PrecisionPolicy& policy,

@@ -101,6 +101,42 @@ ScaledRecipeConfig TrainConfig::effective_recipe() const {
 
 void check_learning_rate(float lr) { check_rate("lr", lr, true); }
 
+namespace {
+
+constexpr size_t kMaxSamplePromptBytes = 4096;
+
+void check_samples(const TextSampleConfig& samples) {
+    if (samples.prompt.empty()) throw ConfigError("samples.prompt is empty: a sample continues at least one character");
+    if (samples.prompt.size() > kMaxSamplePromptBytes)
+        throw ConfigError("samples.prompt has " + std::to_string(samples.prompt.size()) + " bytes, more than " +
+                          std::to_string(kMaxSamplePromptBytes));
+    try {
+        samples.sampling.validate();
+    } catch (const ConfigError& e) {
+        throw ConfigError(std::string("samples: ") + e.what());
+    }
+}
+
+nlohmann::json samples_to_json(const TextSampleConfig& s) {
+    return {{"enabled", s.enabled},
+            {"prompt", s.prompt},
+            {"tokens", s.sampling.tokens},
+            {"temperature", s.sampling.temperature},
+            {"top_k", s.sampling.top_k}};
+}
+
+void read_samples(const nlohmann::json& j, TextSampleConfig& s) {
+    check_setting_keys(j, "samples", {"enabled", "prompt", "tokens", "temperature", "top_k"});
+    read_setting(j, "samples", "enabled", s.enabled);
+    read_setting(j, "samples", "prompt", s.prompt);
+    read_setting(j, "samples", "tokens", s.sampling.tokens);
+    read_setting(j, "samples", "temperature", s.sampling.temperature);
+    read_setting(j, "samples", "top_k", s.sampling.top_k);
+    check_samples(s);
+}
+
+}  // namespace
+
 void TrainConfig::validate() const {
     using L = TrainLimits;
     // epochs may be 0 when max_steps bounds the run instead.
@@ -113,6 +149,7 @@ void TrainConfig::validate() const {
     check_count("stats_every", stats_every, 0, L::kMaxSteps);
     check_count("eval_every", eval_every, 0, L::kMaxSteps);
     check_count("eval_batch", eval_batch, 1, L::kMaxBatch);
+    check_samples(samples);
     dataset.validate();
     optimizer.validate();
     schedule.validate();
@@ -193,6 +230,7 @@ nlohmann::json to_json(const TrainConfig& c) {
                      {"eval_every", c.eval_every},
                      {"eval_batch", c.eval_batch}};
     if (c.policy().scaled()) j["recipe"] = scaled_recipe_config_to_json(c.effective_recipe());
+    if (c.dataset.is_text()) j["samples"] = samples_to_json(c.samples);
     return j;
 }
 
@@ -247,9 +285,14 @@ TrainConfig train_config_from_json(const nlohmann::json& j, TrainConfig c) {
     check_setting_keys(j, "training settings",
                        {"dataset", "epochs", "max_steps", "batch_size", "lr", "optimizer", "schedule",
                         "clip_norm", "seed", "threads", "precision", "weight_grad_format", "scaler", "recipe",
-                        "stats_every", "eval_every", "eval_batch", "device_graphs"});
+                        "stats_every", "eval_every", "eval_batch", "device_graphs", "samples"});
     if (j.contains("dataset")) read_dataset(j["dataset"], c.dataset);
     read_scalars(j, c);
+    if (j.contains("samples")) {
+        TextSampleConfig s = c.samples;
+        read_samples(j["samples"], s);
+        c.samples = s;
+    }
     // Each nested reader reads into a copy: a refused object leaves nothing half-applied.
     if (j.contains("optimizer")) {
         OptimizerConfig o = c.optimizer;

@@ -12,6 +12,7 @@
 #include "core/precision/loss_scaler_config.h"
 #include "core/precision/precision_policy.h"
 #include "core/precision/scaled_recipe_config.h"
+#include "core/train/sampling_settings.h"
 #include "core/train/train_limits.h"
 
 namespace mpwb {
@@ -72,6 +73,9 @@ struct TrainConfig {
     // On a backend that keeps steps on its device: capture each step shape once as a CUDA graph
     // and replay it (false launches every kernel every step, for comparison).
     bool device_graphs = true;
+    // Text runs: a sample of the model's writing after each evaluation. In JSON as "samples",
+    // written for text datasets only.
+    TextSampleConfig samples;
 
     PrecisionPolicy policy() const;
     LossScalerConfig effective_scaler() const;

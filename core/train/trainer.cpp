@@ -756,6 +756,7 @@ void Trainer::evaluate_now(Run& run, int64_t epoch) {
     run.summary.test_accuracy = m.test_accuracy;
     run.summary.best_test_accuracy = std::max(run.summary.best_test_accuracy, m.test_accuracy);
     for (auto* o : observers_) o->on_eval(m);
+    write_text_sample(run.step, m.wall_time);
 }
 
 void Trainer::end_epoch(Run& run, int64_t epoch, int64_t batches_done, bool evaluated) {

@@ -132,6 +132,8 @@ private:
     void finish_step(Run& run, StepMetrics& m, const StepOutcome& outcome, const StepResult& record,
                      int64_t n);
     void evaluate_now(Run& run, int64_t epoch);
+    // Text runs: the "sample" event after an evaluation (trainer_samples.cpp).
+    void write_text_sample(int64_t step, double wall_time);
     void end_epoch(Run& run, int64_t epoch, int64_t batches_done, bool evaluated);
     void close_summary(Run& run);
 
