@@ -12,11 +12,14 @@
 #include "core/nn/loss_registry.h"
 #include "core/nn/network.h"
 #include "core/train/trainer.h"
+#include "tests/cli/program_runner.h"
 #include "tests/common/test_support.h"
 
+#include <QTemporaryDir>
 #include <QtTest/QtTest>
 
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <memory>
 
@@ -162,6 +165,76 @@ struct LayerCase {
     bool input_has_gradient = true;  // false for token ids
     int64_t dataset_classes = 0;
 };
+
+// ---- PyTorch parity ----
+
+// Debian's python3 with torch ($MPWB_PYTHON first); empty, with the reason in `why`, when none.
+QString find_torch_python(QString& why) {
+    QStringList candidates;
+    if (qEnvironmentVariableIsSet("MPWB_PYTHON")) candidates << qEnvironmentVariable("MPWB_PYTHON");
+    candidates << "/usr/bin/python3";
+    for (const QString& python : candidates) {
+        const ProgramResult r = run_program(python, {"-c", "import torch"}, 120000);
+        if (r.exit_code == 0) return python;
+        why += python + ": " + QString::fromUtf8(r.err).trimmed().split('\n').last() + "; ";
+    }
+    return {};
+}
+
+// A script that builds the network from its layers' PyTorch modules, loads our weights under
+// the modules' state_dict names, and prints its outputs and LOSS on the inputs in argv[1].
+std::string parity_script(Network& net, const Shape& input) {
+    std::string classes, modules;
+    Shape shape = input;
+    for (size_t i = 0; i < net.size(); ++i) {
+        const PytorchModule m = net.layer(i).pytorch_module(shape);
+        if (!m.definition.empty() && classes.find(m.definition) == std::string::npos)
+            classes += m.definition + "\n\n\n";
+        modules += "    " + m.expression + ",\n";
+        shape = net.layer(i).plan(shape).output;
+    }
+    return "import json, sys\nimport torch\nfrom torch import nn\n\n" + classes + "model = nn.Sequential(\n" +
+           modules +
+           ")\n"
+           "data = json.load(open(sys.argv[1]))\n"
+           "state = {k: torch.tensor(v[\"values\"], dtype=torch.float32).reshape(v[\"shape\"])\n"
+           "         for k, v in data[\"tensors\"].items()}\n"
+           "missing, unexpected = model.load_state_dict(state, strict=False)\n"
+           "assert not missing and not unexpected, (missing, unexpected)\n"
+           "model.eval()\n"
+           "x = torch.tensor(data[\"x\"], dtype=torch.float32).reshape(data[\"x_shape\"])\n"
+           "y = torch.tensor(data[\"y\"], dtype=torch.float32).reshape(data[\"y_shape\"])\n"
+           "LOSS = " +
+           loss_named(net.loss()).pytorch +
+           "\n"
+           "with torch.no_grad():\n"
+           "    out = model(x)\n"
+           "    loss = LOSS(out, y)\n"
+           "print(json.dumps({\"out\": out.flatten().tolist(), \"shape\": list(out.shape), \"loss\": "
+           "float(loss)}))\n";
+}
+
+// The weights under the modules' names, and the batch, as the script reads them.
+json parity_data(Network& net, const Shape& input, const Tensor& x, const Tensor& y) {
+    json tensors = json::object();
+    Shape shape = input;
+    for (size_t i = 0; i < net.size(); ++i) {
+        const PytorchModule m = net.layer(i).pytorch_module(shape);
+        for (Parameter* p : net.layer(i).parameters()) {
+            std::string name = p->name;
+            for (const auto& [ours, theirs] : m.renamed_tensors)
+                if (name == ours) name = theirs;
+            tensors[std::to_string(i) + "." + name] = {{"values", p->value.span()},
+                                                       {"shape", p->value.shape()}};
+        }
+        shape = net.layer(i).plan(shape).output;
+    }
+    return {{"tensors", tensors},
+            {"x", x.span()},
+            {"x_shape", x.shape()},
+            {"y", y.span()},
+            {"y_shape", y.shape()}};
+}
 
 }  // namespace
 
@@ -548,6 +621,59 @@ private slots:
         float expected = table[257 * 2] + position[0];
         round_to_format(policy.activations, &expected, &expected, 1);
         QCOMPARE(y[0], expected);
+    }
+
+    // The new kinds' PyTorch modules (TokenPositionEmbedding, RowNorm for every option, Linear
+    // on [T, d]) and the loss's text compute what we compute, on our weights, within FP32.
+    void pytorchModulesMatch() {
+        QString why;
+        const QString python = find_torch_python(why);
+        if (python.isEmpty()) QSKIP(qPrintable("no python3 with torch: " + why));
+        const int64_t vocab = 7, positions = 5, batch = 2;
+        Network net = Network::from_json({{"loss", "token_cross_entropy"},
+                                          {"layers",
+                                           {{{"type", "Embedding"}, {"d_model", 8}, {"context", 6}},
+                                            {{"type", "LayerNorm"}},
+                                            {{"type", "Linear"}, {"out", 8}},
+                                            {{"type", "GELU"}},
+                                            {{"type", "RMSNorm"}, {"eps", 1e-3}},
+                                            {{"type", "LayerNorm"}, {"bias", false}},
+                                            {{"type", "RMSNorm"}, {"affine", false}},
+                                            {{"type", "LayerNorm"}, {"affine", false}},
+                                            {{"type", "Dropout"}, {"p", 0.2}},
+                                            {{"type", "Linear"}, {"bias", false}}}}});
+        net.build({positions}, batch, vocab);
+        net.init(5);
+        Rng rng(8);
+        for (size_t i = 1; i < net.size(); ++i)  // norms away from 1 and 0, so a swapped name shows
+            if (net.layer(i).kind() != "Linear")
+                for (Parameter* p : net.layer(i).parameters())
+                    for (float& v : p->value.span()) v = rng.uniform(-1.5f, 1.5f);
+        Tensor x({batch, positions}), y({batch, positions});
+        for (float& v : x.span()) v = static_cast<float>(rng.below(vocab));
+        for (float& v : y.span()) v = static_cast<float>(rng.below(vocab));
+        const PrecisionPolicy policy = PrecisionPolicy::make(PrecisionKind::FP32);
+        LayerContext ctx{*be_, policy.gemm_operands, false, nullptr};
+        const Tensor out = net.forward(ctx, x, policy);
+        const double loss = loss_named(net.loss()).on_host(*be_, out, y, nullptr, 1.0f).loss;
+
+        QTemporaryDir dir;
+        const std::string script = dir.filePath("parity.py").toStdString();
+        const std::string data = dir.filePath("data.json").toStdString();
+        std::ofstream(script) << parity_script(net, {positions});
+        std::ofstream(data) << parity_data(net, {positions}, x, y).dump();
+        const ProgramResult r =
+            run_program(python, {QString::fromStdString(script), QString::fromStdString(data)});
+        QVERIFY2(r.exit_code == 0, r.err.constData());
+        const json theirs = json::parse(r.out.toStdString());
+        QCOMPARE(theirs["shape"].get<Shape>(), out.shape());
+        const auto values = theirs["out"].get<std::vector<double>>();
+        for (int64_t i = 0; i < out.numel(); ++i)
+            QVERIFY2(std::fabs(values[i] - out[i]) <= 2e-5 * (1 + std::fabs(values[i])),
+                     qPrintable(QString("output %1: PyTorch %2, ours %3").arg(i).arg(values[i]).arg(out[i])));
+        QVERIFY2(
+            std::fabs(theirs["loss"].get<double>() - loss) <= 1e-5 * loss,
+            qPrintable(QString("loss: PyTorch %1, ours %2").arg(theirs["loss"].get<double>()).arg(loss)));
     }
 
     // Embedding -> LayerNorm -> Linear on "the next token is this one plus 1": the loss falls
