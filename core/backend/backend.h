@@ -86,13 +86,17 @@ public:
 
     // Mean softmax cross-entropy in FP32 over rows of logits[n, k] against class indices
     // (stored as floats). Writes dlogits = grad_scale * (softmax - onehot) / n; returns the loss
-    // and the number of correct argmax predictions.
+    // and the number of correct argmax predictions. z_loss > 0 adds PaLM's z-loss,
+    // z_loss * mean(log² Z) with log Z a row's log-sum-exp, to the objective: its gradient
+    // grad_scale * z_loss * 2 log Z * softmax / n joins dlogits and its value is LossResult's
+    // z_term; `loss` stays the cross-entropy alone (nats per row), the figure people compare.
     struct LossResult {
         double loss = 0;
         int64_t correct = 0;
+        double z_term = 0;  // z_loss * mean(log² Z); 0 without a z-loss
     };
     virtual LossResult softmax_cross_entropy(const float* logits, const float* labels, float* dlogits,
-                                             int64_t n, int64_t k, float grad_scale) = 0;
+                                             int64_t n, int64_t k, float grad_scale, float z_loss = 0.0f) = 0;
     // Mean squared error over n x k; dpred = grad_scale * 2 (pred - target) / (n k).
     virtual LossResult mse(const float* pred, const float* target, float* dpred, int64_t n, int64_t k,
                            float grad_scale) = 0;

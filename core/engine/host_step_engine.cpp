@@ -124,7 +124,8 @@ Backend::LossResult evaluate_on_host(Network& network, const Dataset& data, Back
     int64_t seen = 0;
     while (batches.next(bx, by)) {
         network.begin_quantized_step(0, false);  // quantizes with the scales training left, changes none
-        const auto r = loss.on_host(backend, network.forward(ctx, bx, policy), by, nullptr, 1.0f);
+        const auto r =
+            loss.on_host(backend, network.forward(ctx, bx, policy), by, nullptr, 1.0f, network.z_loss());
         const int64_t n = bx.dim(0);
         total.loss += r.loss * static_cast<double>(n);
         total.correct += r.correct;
@@ -149,7 +150,8 @@ Backend::LossResult HostGradientPass::run(std::span<const int64_t> rows, float s
     gather_rows(data_.train_y, rows, by_);
     const Tensor& out = network_.forward(ctx_, bx_, policy_);
     dout_.resize(out.shape());
-    const Backend::LossResult loss = loss_.on_host(backend_, out, by_, dout_.data(), scale);
+    const Backend::LossResult loss =
+        loss_.on_host(backend_, out, by_, dout_.data(), scale, network_.z_loss());
     network_.backward(ctx_, dout_, policy_, probe);
     return loss;
 }

@@ -79,6 +79,13 @@ public:
     virtual LayerPlan plan(const Shape& input) const = 0;
     // plan(), then sizes the parameters; returns the output shape.
     virtual Shape build(const Shape& input) = 0;
+    // The class count of the dataset the network is built for (0: none known). A setting whose
+    // value 0 means "the dataset's classes" (a language model's vocabulary, its head's outputs)
+    // takes it here; Network::build and inspect pass it to every layer before planning.
+    virtual void set_dataset_classes(int64_t) {}
+    // A first layer that reads token ids (Embedding): the network passes its input unrounded,
+    // since an id above 256 does not survive BF16.
+    virtual bool reads_token_ids() const { return false; }
     virtual void init(Rng&) {}
     virtual std::vector<Parameter*> parameters() { return {}; }
     // Buffers that are not trained but belong to the model (BatchNorm running statistics).

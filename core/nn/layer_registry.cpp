@@ -10,7 +10,9 @@
 #include "core/common/text_format.h"
 #include "core/nn/batchnorm.h"
 #include "core/nn/conv2d.h"
+#include "core/nn/embedding.h"
 #include "core/nn/linear.h"
+#include "core/nn/norm_layer.h"
 #include "core/nn/pool2d.h"
 #include "core/nn/simple_layers.h"
 
@@ -81,14 +83,15 @@ void add_activation_kinds(std::vector<LayerKind>& kinds) {
 LayerKind linear_kind() {
     return {"Linear",
             "Fully connected: y = x Wᵀ + b",
-            "[F] → [out]",
+            "[F] → [out], or [T, d] → [T, out] on the last dimension",
             {{.key = "out",
               .label = "Outputs",
-              .when_absent = WhenAbsent::Required,
-              .min = 1,
+              .min = 0,
               .editor_ceiling = 1 << 20,
               .new_layer_value = 64,
-              .help = "Number of output features"},
+              .zero_means = "the dataset's classes",
+              .help = "Number of output features; 0 takes the dataset's classes (a language model's "
+                      "vocabulary)"},
              bias_field(),
              {.key = "in",
               .label = "Inputs",
@@ -190,6 +193,70 @@ LayerKind batchnorm_kind() {
             }};
 }
 
+LayerKind embedding_kind() {
+    return {"Embedding",
+            "Token ids to vectors: a token table plus a learned position table (GPT-2)",
+            "[T] token ids → [T × d_model], T at most context",
+            {{.key = "vocab",
+              .label = "Vocabulary",
+              .min = 0,
+              .editor_ceiling = 1 << 20,
+              .zero_means = "the dataset's classes",
+              .help = "Number of distinct tokens; 0 takes the dataset's vocabulary"},
+             {.key = "d_model",
+              .label = "Width",
+              .when_absent = WhenAbsent::Required,
+              .min = 1,
+              .editor_ceiling = 1 << 16,
+              .new_layer_value = 128,
+              .help = "Length of each token's vector (d_model)"},
+             {.key = "context",
+              .label = "Context",
+              .when_absent = WhenAbsent::Required,
+              .min = 1,
+              .editor_ceiling = 1 << 16,
+              .new_layer_value = 64,
+              .help = "Most positions a sample may have: rows of the position table"}},
+            [](const LayerSettings& s) {
+                return std::make_unique<Embedding>(s.integer("vocab"), s.integer("d_model"),
+                                                   s.integer("context"));
+            }};
+}
+
+// LayerNorm and RMSNorm: the same settings, LayerNorm's bias besides.
+LayerKind norm_kind(NormKind kind) {
+    const bool layer_norm = kind == NormKind::LayerNorm;
+    std::vector<LayerField> fields{{.key = "eps",
+                                    .label = "Epsilon",
+                                    .type = FieldType::Float,
+                                    .default_value = 1e-5,
+                                    .min = 0,
+                                    .min_open = true,
+                                    .editor_ceiling = 1,
+                                    .decimals = 8,
+                                    .help = layer_norm ? "Added to the variance before its square root"
+                                                       : "Added to the mean square before its square root"},
+                                   {.key = "affine",
+                                    .label = "Affine",
+                                    .type = FieldType::Boolean,
+                                    .default_value = 1,
+                                    .help = "Multiplies each channel by a learned gain" +
+                                            std::string(layer_norm ? " (and adds the bias)" : "")}};
+    if (layer_norm) {
+        LayerField bias = bias_field();
+        bias.help = "Adds a learned bias to each channel (with affine)";
+        fields.push_back(bias);
+    }
+    return {layer_norm ? "LayerNorm" : "RMSNorm",
+            layer_norm ? "Normalises each position's vector to mean 0 and variance 1"
+                       : "Scales each position's vector to root mean square 1 (no centring)",
+            "keeps the shape ([d] or [T × d]); normalises the last dimension", fields,
+            [kind, layer_norm](const LayerSettings& s) {
+                return std::make_unique<NormLayer>(kind, s.real("eps"), s.flag("affine"),
+                                                   layer_norm && s.flag("bias"));
+            }};
+}
+
 // The palette's order.
 std::vector<LayerKind> make_registry() {
     std::vector<LayerKind> kinds{linear_kind(), conv2d_kind()};
@@ -206,6 +273,9 @@ std::vector<LayerKind> make_registry() {
                      [](const LayerSettings&) { return std::make_unique<Flatten>(); }});
     kinds.push_back(dropout_kind());
     kinds.push_back(batchnorm_kind());
+    kinds.push_back(embedding_kind());
+    kinds.push_back(norm_kind(NormKind::LayerNorm));
+    kinds.push_back(norm_kind(NormKind::RMSNorm));
     kinds.push_back(
         {"Identity", "Passes its input through unchanged", "keeps the shape", {}, [](const LayerSettings&) {
              return std::make_unique<Identity>();

@@ -24,11 +24,22 @@ enum class DeviceLoss {
     MeanSquaredError,     // kernels::mse
 };
 
+// One call of a loss's host op: outputs [rows, width] (a row is a sample, or a sample's position
+// for per-position targets), their targets, and where the gradient goes.
+struct LossCall {
+    const float* out = nullptr;
+    const float* target = nullptr;
+    float* dout = nullptr;  // null: the loss only
+    int64_t rows = 0, width = 0;
+    int64_t rows_per_sample = 1;  // positions per sample for per-position targets
+    float grad_scale = 1.0f;      // the loss scale, folded into dout
+    float z_loss = 0.0f;          // the network's z-loss coefficient (entries with takes_z_loss)
+};
+
 struct LossDefinition {
-    // The batch's mean loss over outputs [n, k] against the targets; with dout, also its gradient
-    // times grad_scale (the loss scale folded in). FP32 whatever the policy.
-    using HostOp = Backend::LossResult (Backend::*)(const float* out, const float* target, float* dout,
-                                                    int64_t n, int64_t k, float grad_scale);
+    // The mean loss over the call's rows; with dout, also its gradient times grad_scale. FP32
+    // whatever the policy.
+    using HostOp = Backend::LossResult (*)(Backend& backend, const LossCall& call);
 
     std::string name;  // the network's "loss"
     std::string help;  // one line for lists of choices
@@ -37,10 +48,13 @@ struct LossDefinition {
     DeviceLoss device;            // the CUDA engine's kernel
     std::string pytorch;          // the torch.nn module that computes the same loss
     std::string pytorch_outputs;  // what the trained outputs are, for the exported script's docstring
+    bool takes_z_loss = false;    // a network with this loss may set "z_loss"
 
-    // The loss of a batch of outputs [n, ...] against its targets through the host op.
+    // The loss of a batch of outputs [n, ...] against its targets through the host op: one row
+    // per sample, or per position (rows n x T of the last dimension) for per-position targets.
+    // LossResult::correct counts rows (tokens for per-position targets).
     Backend::LossResult on_host(Backend& backend, const Tensor& out, const Tensor& target, float* dout,
-                                float grad_scale) const;
+                                float grad_scale, float z_loss = 0.0f) const;
 };
 
 // Every loss, the default first.
@@ -51,6 +65,11 @@ const LossDefinition* find_loss(std::string_view name);
 const LossDefinition& default_loss();
 // "cross_entropy or mse".
 std::string loss_name_list();
+// The losses that take a z-loss, as loss_name_list writes them.
+std::string z_loss_losses();
+// Rows a batch's targets give the loss: 1 per sample, T per sample for per-position targets
+// [n, T]. What accuracy and per-token figures divide by.
+int64_t target_rows_per_sample(TargetKind kind, const Tensor& targets);
 
 // The loss `name` names; NetworkError "unknown loss ..." listing the losses otherwise.
 const LossDefinition& loss_named(std::string_view name);

@@ -1,6 +1,7 @@
 // Network: JSON, shape inference and the precision-aware forward and backward passes.
 #include "core/nn/network.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/common/error.h"
@@ -54,6 +55,18 @@ private:
     int64_t parameters_ = 0;
 };
 
+// "z_loss": a coefficient in [0, 1] for a loss whose entry takes one.
+float read_z_loss(const nlohmann::json& value, const std::string& loss) {
+    if (!value.is_number()) throw NetworkError("\"z_loss\" must be a number, gets " + value.dump());
+    const double z = value.get<double>();
+    if (!(z >= 0.0 && z <= 1.0))
+        throw NetworkError("\"z_loss\" must be in [0, 1] (PaLM uses 1e-4), gets " + value.dump());
+    if (z != 0.0 && !loss_named(loss).takes_z_loss)
+        throw NetworkError("\"z_loss\" applies to a loss over softmax rows that takes it (" +
+                           z_loss_losses() + "), not to " + loss);
+    return static_cast<float>(z);
+}
+
 }  // namespace
 
 Network Network::from_json(const nlohmann::json& description) {
@@ -69,6 +82,7 @@ Network Network::from_json(const nlohmann::json& description) {
             throw NetworkError("\"loss\" must be the name of a loss: " + loss_name_list());
         net.loss_ = loss_named(description["loss"].get<std::string>()).name;
     }
+    if (description.contains("z_loss")) net.z_loss_ = read_z_loss(description["z_loss"], net.loss_);
     const auto& layers = description["layers"];
     if (layers.empty()) throw NetworkError("network has no layers");
     if (layers.size() > NetworkLimits::kMaxLayers)
@@ -109,7 +123,9 @@ Network Network::load_file(const std::string& path) {
 nlohmann::json Network::to_json() const {
     nlohmann::json layers = nlohmann::json::array();
     for (const auto& l : layers_) layers.push_back(l->to_json());
-    return {{"name", name_}, {"loss", loss_}, {"layers", layers}};
+    nlohmann::json j{{"name", name_}, {"loss", loss_}, {"layers", layers}};
+    if (z_loss_ != 0.0f) j["z_loss"] = float_as_json_double(z_loss_);
+    return j;
 }
 
 void Network::save_file(const std::string& path) const {
@@ -119,7 +135,7 @@ void Network::save_file(const std::string& path) const {
 }
 
 std::vector<LayerReport> Network::inspect(const nlohmann::json& description, const Shape& input,
-                                          int64_t batch) {
+                                          int64_t batch, int64_t dataset_classes) {
     std::vector<LayerReport> reports;
     if (!description.is_object() || !description.contains("layers") || !description["layers"].is_array())
         return reports;
@@ -133,6 +149,7 @@ std::vector<LayerReport> Network::inspect(const nlohmann::json& description, con
         r.kind = spec_kind(layers[i]);
         try {
             auto layer = make_layer(layers[i]);
+            layer->set_dataset_classes(dataset_classes);
             if (shape_known) {
                 LayerPlan p = layer->plan(shape);
                 r.error = budget.add(p);
@@ -150,12 +167,13 @@ std::vector<LayerReport> Network::inspect(const nlohmann::json& description, con
     return reports;
 }
 
-void Network::build(const Shape& input, int64_t batch) {
+void Network::build(const Shape& input, int64_t batch, int64_t dataset_classes) {
     if (batch < 1)
         throw NetworkError("network built for batch " + std::to_string(batch) + "; it must be at least 1");
     // Every layer measured before any allocates: a refused network costs nothing.
     SizeBudget budget(input, batch);
     Shape planned = input;
+    for (auto& layer : layers_) layer->set_dataset_classes(dataset_classes);
     for (size_t i = 0; i < layers_.size(); ++i) {
         try {
             LayerPlan p = layers_[i]->plan(planned);
@@ -282,7 +300,10 @@ const Tensor& Network::forward(LayerContext& ctx, const Tensor& input, const Pre
     if (!built_) throw NetworkError("network must be built before it runs");
     Tensor& x0 = activations_[0];
     x0.resize(input.shape());
-    ctx.backend.round(policy.activations, input.data(), x0.data(), input.numel());
+    if (layers_.front()->reads_token_ids())
+        std::copy(input.data(), input.data() + input.numel(), x0.data());  // ids, not values
+    else
+        ctx.backend.round(policy.activations, input.data(), x0.data(), input.numel());
     for (size_t i = 0; i < layers_.size(); ++i) {
         Tensor& y = activations_[i + 1];
         ctx.quantizer = quantizer(i);

@@ -60,14 +60,18 @@ public:
     nlohmann::json to_json() const;
     void save_file(const std::string& path) const;
     // Checks every layer, sizes against NetworkLimits at the batch included, going on after an
-    // error so an editor can mark each one. Allocates nothing.
+    // error so an editor can mark each one. Allocates nothing. dataset_classes as for build.
     static std::vector<LayerReport> inspect(const nlohmann::json& description, const Shape& input,
-                                            int64_t batch = 1);
+                                            int64_t batch = 1, int64_t dataset_classes = 0);
 
     // Shape inference from the per-sample input shape; NetworkError on the first layer that does
     // not fit, or that takes the network over NetworkLimits at this batch (checked before
-    // anything is allocated; the message has the numbers and the limit).
-    void build(const Shape& input, int64_t batch = 1);
+    // anything is allocated; the message has the numbers and the limit). dataset_classes: the
+    // class count of the dataset (Dataset::num_classes, the vocabulary of a text dataset) that
+    // settings whose 0 means "the dataset's classes" take (Embedding "vocab", Linear "out"); 0
+    // when no dataset is known, and such a setting is then an error naming it. Once built,
+    // to_json writes the resolved numbers, so a stored run's network stands on its own.
+    void build(const Shape& input, int64_t batch = 1, int64_t dataset_classes = 0);
     void init(uint64_t seed);
     // Applies the policy to the freshly initialised weights: rounds masters under fp16-pure and
     // writes the reduced copies the forward pass reads.
@@ -79,6 +83,9 @@ public:
     // The loss setting: a name in the loss registry. Which loss a run trains with is run_loss's
     // choice (this setting and the dataset's targets).
     const std::string& loss() const { return loss_; }
+    // PaLM's z-loss coefficient ("z_loss" in the description; 0: none): the loss adds
+    // z_loss * mean(log² Z) over its softmax rows. Only a loss whose entry takes it may have one.
+    float z_loss() const { return z_loss_; }
     const Shape& input_shape() const { return input_shape_; }
     const Shape& output_shape() const { return output_shape_; }
     int64_t parameter_count() const;
@@ -116,6 +123,7 @@ public:
 private:
     std::string name_;
     std::string loss_ = default_loss().name;
+    float z_loss_ = 0.0f;
     std::vector<std::unique_ptr<Layer>> layers_;
     std::vector<size_t> parameter_layer_;  // layer index of each parameter, in parameters() order
     size_t lowest_trained_ = 0;            // no input gradient is needed below this layer

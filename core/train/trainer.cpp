@@ -130,9 +130,18 @@ Trainer::Trainer(Network& network, const Dataset& data, TrainConfig config, Back
     // Sized for the largest batch a step or an evaluation will run, so a network too large for
     // it is refused here with the numbers, before anything is allocated.
     const int64_t eval_batch = std::min(config_.eval_batch, std::max<int64_t>(data_.test_size(), 1));
-    network_.build(data_.sample_shape,
-                   std::max(std::min(config_.batch_size, data_.train_size()), eval_batch));
-    if (data_.is_classification()) {
+    network_.build(data_.sample_shape, std::max(std::min(config_.batch_size, data_.train_size()), eval_batch),
+                   data_.num_classes);
+    if (data_.target_kind() == TargetKind::ClassPerPosition) {
+        const Shape expected{data_.train_y.dim(1), data_.num_classes};
+        if (network_.output_shape() != expected)
+            throw NetworkError("the network's output " + shape_to_string(network_.output_shape()) +
+                               " does not match the next-token classes " + shape_to_string(expected) +
+                               " of '" + data_.name +
+                               "' (positions x vocabulary); the last Linear layer "
+                               "needs \"out\": " +
+                               std::to_string(data_.num_classes) + " (or 0, the dataset's)");
+    } else if (data_.is_classification()) {
         if (network_.output_shape() != Shape{data_.num_classes})
             throw NetworkError(
                 "the network's output " + shape_to_string(network_.output_shape()) + " does not match the " +
@@ -702,7 +711,11 @@ void Trainer::finish_step(Run& run, StepMetrics& m, const StepOutcome& outcome, 
     summary.train_seconds += m.step_seconds;
     m.wall_time = run.seconds();
     m.loss = record.loss;
-    m.accuracy = data_.is_classification() ? static_cast<double>(record.correct) / static_cast<double>(n) : 0;
+    // Per-position targets count a prediction per token: n samples of T positions.
+    const int64_t predictions = n * target_rows_per_sample(data_.target_kind(), data_.train_y);
+    m.accuracy = data_.is_classification()
+                     ? static_cast<double>(record.correct) / static_cast<double>(predictions)
+                     : 0;
     m.samples_per_second = static_cast<double>(n) / std::max(m.step_seconds, 1e-9);
     m.loss_scale = outcome.scale_used;
     m.overflow_count = scaler_.overflow_count();
@@ -745,11 +758,15 @@ void Trainer::evaluate_now(Run& run, int64_t epoch) {
     m.epoch = epoch;
     m.wall_time = run.seconds();
     m.test_loss = r.loss;
+    const int64_t test_predictions =
+        data_.test_size() * target_rows_per_sample(data_.target_kind(), data_.test_y);
     m.test_accuracy =
-        data_.test_size() ? static_cast<double>(r.correct) / static_cast<double>(data_.test_size()) : 0;
+        test_predictions ? static_cast<double>(r.correct) / static_cast<double>(test_predictions) : 0;
     m.train_loss = run.since_eval_steps ? run.since_eval_loss / static_cast<double>(run.since_eval_steps) : 0;
+    const int64_t train_predictions =
+        run.since_eval_samples * target_rows_per_sample(data_.target_kind(), data_.train_y);
     m.train_accuracy =
-        run.since_eval_samples ? run.since_eval_correct / static_cast<double>(run.since_eval_samples) : 0;
+        train_predictions ? run.since_eval_correct / static_cast<double>(train_predictions) : 0;
     run.since_eval_loss = run.since_eval_correct = 0;
     run.since_eval_steps = run.since_eval_samples = 0;
     run.summary.test_loss = m.test_loss;

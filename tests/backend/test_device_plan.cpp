@@ -27,7 +27,7 @@ Network built_alone(const json& spec) {
         return net;
     } catch (const NetworkError&) {
         Network net = Network::from_json({{"layers", json::array({spec})}});
-        net.build({16});
+        net.build({16}, 1, 10);  // 10 classes for the settings that take the dataset's (a vocabulary)
         return net;
     }
 }

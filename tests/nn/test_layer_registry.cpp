@@ -83,7 +83,9 @@ private slots:
             {"MaxPool2d", {{"type", "MaxPool2d"}, {"kernel", 2}}},
             {"AvgPool2d", {{"type", "AvgPool2d"}, {"kernel", 2}}},
             {"LeakyReLU", {{"type", "LeakyReLU"}, {"slope", 0.01}}},
-            {"Dropout", {{"type", "Dropout"}, {"p", 0.5}}}};
+            {"Dropout", {{"type", "Dropout"}, {"p", 0.5}}},
+            // Kinds added since, as they came.
+            {"Embedding", {{"type", "Embedding"}, {"d_model", 128}, {"context", 64}}}};
         for (const LayerKind& kind : layer_registry()) {
             const auto it = before.find(kind.name);
             const json expected = it != before.end() ? it->second : json{{"type", kind.name}};
@@ -133,8 +135,8 @@ private slots:
                    "layer 0 (BatchNorm): \"momentum\" must be in (0, 1], gets 0");
         VERIFY_MSG(from_json_error({{"type", "Conv2d"}, {"out_channels", 2}, {"kernel", 3}, {"padding", -1}}),
                    "\"padding\" must be at least 0, gets -1");
-        VERIFY_MSG(from_json_error({{"type", "Linear"}, {"out", 0}}),
-                   "\"out\" (outputs) must be positive, gets 0");
+        VERIFY_MSG(from_json_error({{"type", "Linear"}, {"out", -1}}),
+                   "\"out\" (outputs) must be at least 0, gets -1");
         // The rule that ties two pooling fields stays the layer's own.
         VERIFY_MSG(from_json_error({{"type", "MaxPool2d"}, {"kernel", 2}, {"padding", 2}}),
                    "padding <= kernel/2");

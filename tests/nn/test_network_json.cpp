@@ -146,8 +146,12 @@ private slots:
         VERIFY_MSG(from_json_error(net_of({{{"type", "Dropout"}, {"p", "half"}}})), "\"p\" must be a number");
         VERIFY_MSG(from_json_error(net_of({{{"type", "Dropout"}, {"p", 1.0}}})),
                    "layer 0 (Dropout): \"p\" (drop probability) must be in [0, 1), gets 1");
-        VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}}})), "layer 0 (Linear): needs \"out\"");
-        VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", -3}}})), "positive", "-3");
+        // "out" absent or 0 takes the dataset's classes: without a dataset the build says so.
+        VERIFY_MSG(error_text<NetworkError>([] {
+                       Network::from_json(net_of({{{"type", "Linear"}}})).build({4});
+                   }),
+                   "layer 0 (Linear): \"out\" (outputs) is 0", "dataset's classes");
+        VERIFY_MSG(from_json_error(net_of({{{"type", "Linear"}, {"out", -3}}})), "at least 0", "-3");
         VERIFY_MSG(from_json_error(
                        net_of({{{"type", "Conv2d"}, {"out_channels", 2}, {"kernel", 3}, {"stride", 0}}})),
                    "layer 0 (Conv2d): \"stride\" must be positive, gets 0");

@@ -482,10 +482,12 @@ void CpuBackend::multiply(const float* x, const float* mask, float* y, int64_t n
     });
 }
 
+// Without a z-loss the arithmetic is exactly the one it has always been (the golden
+// trajectories hold it); the z-loss adds its own terms beside it.
 Backend::LossResult CpuBackend::softmax_cross_entropy(const float* logits, const float* labels,
-                                                      float* dlogits, int64_t n, int64_t k,
-                                                      float grad_scale) {
-    std::vector<double> row_loss(static_cast<size_t>(n));
+                                                      float* dlogits, int64_t n, int64_t k, float grad_scale,
+                                                      float z_loss) {
+    std::vector<double> row_loss(static_cast<size_t>(n)), row_z(static_cast<size_t>(n));
     std::vector<uint8_t> row_correct(static_cast<size_t>(n));
     const float g = grad_scale / static_cast<float>(n);
     parallel_for(n, 64, [&](int64_t r0, int64_t r1) {
@@ -504,11 +506,17 @@ Backend::LossResult CpuBackend::softmax_cross_entropy(const float* logits, const
             const float log_sum = std::log(sum);
             row_loss[static_cast<size_t>(r)] = static_cast<double>(log_sum + zmax - z[label]);
             row_correct[static_cast<size_t>(r)] = arg == label;
+            const float log_z = log_sum + zmax;
+            if (z_loss != 0.0f) row_z[static_cast<size_t>(r)] = static_cast<double>(log_z) * log_z;
             if (dlogits) {
                 float* d = dlogits + r * k;
                 for (int64_t j = 0; j < k; ++j) {
                     const float p = std::exp(z[j] - zmax - log_sum);
                     d[j] = g * (p - (j == label ? 1.0f : 0.0f));
+                }
+                if (z_loss != 0.0f) {
+                    const float z_factor = g * z_loss * 2.0f * log_z;  // d(log Z)/dz_j is p_j
+                    for (int64_t j = 0; j < k; ++j) d[j] += z_factor * std::exp(z[j] - zmax - log_sum);
                 }
             }
         }
@@ -517,8 +525,10 @@ Backend::LossResult CpuBackend::softmax_cross_entropy(const float* logits, const
     for (int64_t r = 0; r < n; ++r) {
         result.loss += row_loss[static_cast<size_t>(r)];
         result.correct += row_correct[static_cast<size_t>(r)];
+        result.z_term += row_z[static_cast<size_t>(r)];
     }
     result.loss /= static_cast<double>(n);
+    result.z_term *= static_cast<double>(z_loss) / static_cast<double>(n);
     return result;
 }
 

@@ -44,7 +44,7 @@ public:
                             int64_t c, int64_t hw) override;
     void multiply(const float* x, const float* mask, float* y, int64_t n) override;
     LossResult softmax_cross_entropy(const float* logits, const float* labels, float* dlogits, int64_t n,
-                                     int64_t k, float grad_scale) override;
+                                     int64_t k, float grad_scale, float z_loss = 0.0f) override;
     LossResult mse(const float* pred, const float* target, float* dpred, int64_t n, int64_t k,
                    float grad_scale) override;
     bool scale_and_check_finite(float factor, float* x, int64_t n) override;
