@@ -74,8 +74,10 @@ void DatasetSpec::validate() const {
 }
 
 PrecisionPolicy TrainConfig::policy() const {
-    return weight_grad_format ? PrecisionPolicy::make(precision, *weight_grad_format)
-                              : PrecisionPolicy::make(precision);
+    PrecisionPolicy p = weight_grad_format ? PrecisionPolicy::make(precision, *weight_grad_format)
+                                           : PrecisionPolicy::make(precision);
+    p.fp32_residual = fp32_residual;
+    return p;
 }
 
 LossScalerConfig TrainConfig::effective_scaler() const {
@@ -179,6 +181,7 @@ nlohmann::json to_json(const TrainConfig& c) {
                      {"eval_every", c.eval_every},
                      {"eval_batch", c.eval_batch}};
     if (c.policy().scaled()) j["recipe"] = scaled_recipe_config_to_json(c.effective_recipe());
+    if (c.fp32_residual) j["fp32_residual"] = true;
     return j;
 }
 
@@ -217,6 +220,7 @@ void read_scalars(const nlohmann::json& j, TrainConfig& c) {
     read_setting(j, "", "stats_every", c.stats_every);
     read_setting(j, "", "eval_every", c.eval_every);
     read_setting(j, "", "eval_batch", c.eval_batch);
+    read_setting(j, "", "fp32_residual", c.fp32_residual);
     if (j.contains("precision"))
         c.precision = parse_precision(setting_value<std::string>(j["precision"], "precision"));
     if (j.contains("weight_grad_format"))
@@ -230,7 +234,7 @@ TrainConfig train_config_from_json(const nlohmann::json& j, TrainConfig c) {
     check_setting_keys(j, "training settings",
                        {"dataset", "epochs", "max_steps", "batch_size", "lr", "optimizer", "schedule",
                         "clip_norm", "seed", "threads", "precision", "weight_grad_format", "scaler", "recipe",
-                        "stats_every", "eval_every", "eval_batch", "device_graphs"});
+                        "stats_every", "eval_every", "eval_batch", "device_graphs", "fp32_residual"});
     if (j.contains("dataset")) read_dataset(j["dataset"], c.dataset);
     read_scalars(j, c);
     // Each nested reader reads into a copy: a refused object leaves nothing half-applied.

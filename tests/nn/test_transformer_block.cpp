@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <memory>
+#include <set>
 
 #include "core/backend/backend.h"
 #include "core/common/rng.h"
@@ -77,6 +78,13 @@ DrawnMasks draw_masks(Rng rng, const TransformerBlockSettings& s, int64_t sample
     return m;
 }
 
+// Values that BF16 cannot hold exactly.
+int64_t count_inexact(const float* values, int64_t n) {
+    int64_t inexact = 0;
+    for (int64_t i = 0; i < n; ++i) inexact += round_to_format(values[i], Format::BF16) != values[i];
+    return inexact;
+}
+
 struct BlockCase {
     json spec;
     int64_t tokens = 5, d = 8, samples = 2;
@@ -88,6 +96,38 @@ class TestTransformerBlock : public QObject {
     Q_OBJECT
 
     std::unique_ptr<Backend> be_ = make_cpu_backend();
+
+    struct ScaledRun {
+        std::vector<LayerScalingStats> stats;
+        std::string label;  // the first statistic's GEMM label
+    };
+    // One forward and backward of the network under fp8-current (bf16-mixed storage) with
+    // statistics; the output goes to `output`.
+    ScaledRun run_scaled(const json& description, bool fp8_attention, std::vector<float>& output) {
+        Network net = Network::from_json(description);
+        net.build({6, 8}, 3);
+        net.init(5);
+        const PrecisionPolicy policy = PrecisionPolicy::make(PrecisionKind::Fp8Current);
+        net.prepare_weights(policy);
+        ScaledRecipeConfig recipe;
+        recipe.recipe = ScaledRecipe::Fp8Current;
+        recipe.fp8_attention = fp8_attention;
+        net.prepare_recipe(recipe, 42);
+        Tensor X({3, 6, 8});
+        Rng rng(6);
+        for (float& v : X.span()) v = rng.uniform(-1.0f, 1.0f);
+        LayerContext ctx{*be_, policy.gemm_operands, true, nullptr};
+        net.begin_quantized_step(1, true);
+        const Tensor& Y = net.forward(ctx, X, policy);
+        output.assign(Y.span().begin(), Y.span().end());
+        Tensor dY(Y.shape());
+        for (float& v : dY.span()) v = rng.uniform(-1e-3f, 1e-3f);
+        net.backward(ctx, dY, policy, nullptr);
+        ScaledRun run{net.scaling_stats(), {}};
+        net.end_quantized_step();
+        if (!run.stats.empty()) run.label = net.gemm_label(run.stats[0].layer, run.stats[0].gemm);
+        return run;
+    }
 
     void check_block(const BlockCase& bc) {
         const std::string name = bc.spec.dump();
@@ -246,6 +286,109 @@ private slots:
         const std::string drop = build_error(
             json{{"layers", {{{"type", "TransformerBlock"}, {"attn_dropout", 1.0}}}}}, Shape{4, 8});
         QVERIFY2(drop.find("\"attn_dropout\"") != std::string::npos, drop.c_str());
+    }
+
+    // Under fp8-current every projection of a block has its own quantizer and statistics under
+    // its name; the attention products have none unless fp8_attention is on, and then their
+    // operands are FP8 per tensor (E4M3, E5M2 for gradients under HYBRID) and the output moves.
+    void named_gemms_in_scaling_stats() {
+        for (const bool swiglu : {false, true}) {
+            const json description{
+                {"layers", {{{"type", "TransformerBlock"}, {"heads", 2}, {"swiglu", swiglu}}}}};
+            const std::set<std::string> projections =
+                swiglu ? std::set<std::string>{"attn.qkv", "attn.out", "mlp.gate", "mlp.up", "mlp.fc2"}
+                       : std::set<std::string>{"attn.qkv", "attn.out", "mlp.fc1", "mlp.fc2"};
+            std::vector<float> outputs[2];
+            for (const bool fp8_attention : {false, true}) {
+                const auto run = run_scaled(description, fp8_attention, outputs[fp8_attention]);
+                std::set<std::string> named;
+                for (const LayerScalingStats& s : run.stats) {
+                    named.insert(s.gemm);
+                    QCOMPARE(s.layer, size_t{0});
+                    if (s.gemm == "attn.scores" && s.stats.operand == "x") {
+                        QCOMPARE(s.stats.element, Format::E4M3);
+                        QCOMPARE(s.stats.values, int64_t{3 * 2 * 6 * 4});  // samples · heads · T · head size
+                    }
+                    if (s.gemm == "attn.values" && s.stats.operand == "dy")
+                        QCOMPARE(s.stats.element, Format::E5M2);
+                }
+                std::set<std::string> expected = projections;
+                if (fp8_attention) expected.insert({"attn.scores", "attn.values"});
+                QCOMPARE(named, expected);
+                QCOMPARE(QString::fromStdString(run.label), QStringLiteral("0.attn.qkv"));
+            }
+            QVERIFY2(outputs[0] != outputs[1], "fp8_attention changes the attention's rounding");
+        }
+    }
+
+    // A layer with one GEMM keeps its unnamed quantizer, seeded and labelled as before names.
+    void single_gemm_layers_keep_one_unnamed_quantizer() {
+        Network net =
+            Network::from_json(json{{"layers", {{{"type", "Linear"}, {"out", 3}}, {{"type", "ReLU"}}}}});
+        net.build({4});
+        ScaledRecipeConfig recipe;
+        recipe.recipe = ScaledRecipe::Fp8Current;
+        recipe.fp8_attention = true;
+        net.prepare_recipe(recipe, 1);
+        QVERIFY(net.quantizer(0) != nullptr);
+        QVERIFY(net.quantizer(1) == nullptr);
+        QCOMPARE(net.gemms(0).size(), size_t{1});
+        QCOMPARE(QString::fromStdString(net.gemm_label(0, net.gemms(0)[0].name)), QStringLiteral("0 Linear"));
+        QCOMPARE(gemm_quantizer_key(5, 0), uint64_t{5});
+    }
+
+    // The block's stored values follow the storage format: BF16 storage moves the output.
+    void storage_format_rounds_the_block() {
+        auto layer = make_layer(json{{"type", "TransformerBlock"}, {"heads", 2}});
+        layer->build({6, 8});
+        Rng init(3);
+        layer->init(init);
+        Tensor X({2, 6, 8}), Y32, Y16;
+        Rng rng(4);
+        for (float& v : X.span()) v = rng.uniform(-1.0f, 1.0f);
+        LayerContext ctx{*be_, Format::FP32, false, nullptr};
+        layer->forward(ctx, X, Y32);
+        ctx.storage = Format::BF16;
+        layer->forward(ctx, X, Y16);
+        QVERIFY(std::vector<float>(Y32.span().begin(), Y32.span().end()) !=
+                std::vector<float>(Y16.span().begin(), Y16.span().end()));
+        for (int64_t i = 0; i < Y32.numel(); ++i) QVERIFY(std::fabs(Y32[i] - Y16[i]) < 0.1f);
+    }
+
+    // Under bf16-mixed the projections read a BF16 weight copy and store BF16 gradients; the norm
+    // gains and biases keep FP32 (no copy, FP32 gradients). The block's output, the residual
+    // stream, is BF16 unless fp32_residual is set, and then FP32 values and FP32 input gradients.
+    void precision_of_parameters_and_residual_stream() {
+        for (const bool fp32_residual : {false, true}) {
+            Network net = Network::from_json(json{{"layers",
+                                                   {{{"type", "TransformerBlock"}, {"heads", 2}},
+                                                    {{"type", "TransformerBlock"}, {"heads", 2}}}}});
+            net.build({6, 8}, 2);
+            net.init(9);
+            PrecisionPolicy policy = PrecisionPolicy::make(PrecisionKind::BF16Mixed);
+            policy.fp32_residual = fp32_residual;
+            net.prepare_weights(policy);
+            Tensor X({2, 6, 8});
+            Rng rng(2);
+            for (float& v : X.span()) v = rng.uniform(-1.0f, 1.0f);
+            LayerContext ctx{*be_, policy.gemm_operands, true, nullptr};
+            const Tensor& Y = net.forward(ctx, X, policy);
+            const int64_t inexact_outputs = count_inexact(Y.data(), Y.numel());
+            QVERIFY2(fp32_residual ? inexact_outputs > 0 : inexact_outputs == 0,
+                     qPrintable(QString("%1 outputs not BF16").arg(inexact_outputs)));
+            Tensor dY(Y.shape());
+            for (float& v : dY.span()) v = rng.uniform(-1.0f, 1.0f);
+            net.backward(ctx, dY, policy, nullptr);
+            for (Parameter* p : net.layer(0).parameters()) {
+                const QString what = QString::fromStdString(p->name);
+                QCOMPARE(p->compute.empty(), p->keeps_fp32);
+                if (p->keeps_fp32)
+                    QVERIFY2(count_inexact(p->grad.data(), p->grad.numel()) > 0, qPrintable(what));
+                else
+                    QVERIFY2(count_inexact(p->grad.data(), p->grad.numel()) == 0, qPrintable(what));
+            }
+            QVERIFY(net.layer(0).parameters().front()->keeps_fp32);  // ln1.weight
+        }
     }
 
     // The JSON a block writes reads back to the same block.
