@@ -414,6 +414,88 @@ nlohmann::json TransformerBlock::to_json() const {
     return j;
 }
 
-PytorchModule TransformerBlock::pytorch_module(const Shape&) const { return {"None"}; }
+namespace {
+
+// The block as the exported script defines it: the same parameter names (ln1, attn.qkv,
+// attn.q_norm, attn.k_norm, attn.out, ln2, mlp.fc1 or mlp.gate and mlp.up, mlp.fc2) and the same
+// math, softmax in FP32 with the causal mask.
+const char* const kBlockClass = R"py(class TransformerBlock(nn.Module):
+    """MP Workbench's pre-norm decoder block: x + Attn(Norm(x)), then x + MLP(Norm(x)), with
+    causal multi-head self-attention (optional QK-norm) and a GELU (tanh) or SwiGLU MLP."""
+
+    class Norm(nn.Module):
+        """LayerNorm (rms=False) or RMSNorm over the last dimension, with a gain and optional bias."""
+
+        def __init__(self, width, rms, eps, bias):
+            super().__init__()
+            self.rms, self.eps = rms, eps
+            self.weight = nn.Parameter(torch.ones(width))
+            self.bias = nn.Parameter(torch.zeros(width)) if bias else None
+
+        def forward(self, x):
+            if self.rms:
+                y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+            else:
+                centred = x - x.mean(-1, keepdim=True)
+                y = centred * torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + self.eps)
+            y = y * self.weight
+            return y if self.bias is None else y + self.bias
+
+    def __init__(self, d, heads, hidden, rms=False, eps=1e-5, qk_norm=False, swiglu=False,
+                 attn_dropout=0.0, resid_dropout=0.0, bias=True):
+        super().__init__()
+        self.heads, self.qk_norm, self.swiglu = heads, qk_norm, swiglu
+        norm_bias = bias and not rms
+        self.ln1 = TransformerBlock.Norm(d, rms, eps, norm_bias)
+        self.attn = nn.Module()
+        self.attn.qkv = nn.Linear(d, 3 * d, bias=bias)
+        if qk_norm:
+            self.attn.q_norm = TransformerBlock.Norm(d // heads, rms, eps, False)
+            self.attn.k_norm = TransformerBlock.Norm(d // heads, rms, eps, False)
+        self.attn.out = nn.Linear(d, d, bias=bias)
+        self.ln2 = TransformerBlock.Norm(d, rms, eps, norm_bias)
+        self.mlp = nn.Module()
+        if swiglu:
+            self.mlp.gate = nn.Linear(d, hidden, bias=bias)
+            self.mlp.up = nn.Linear(d, hidden, bias=bias)
+        else:
+            self.mlp.fc1 = nn.Linear(d, hidden, bias=bias)
+        self.mlp.fc2 = nn.Linear(hidden, d, bias=bias)
+        self.attn_dropout = nn.Dropout(attn_dropout)
+        self.resid_dropout = nn.Dropout(resid_dropout)
+
+    def attention(self, x):
+        batch, tokens, d = x.shape
+        q, k, v = self.attn.qkv(x).split(d, dim=2)
+        q, k, v = (t.view(batch, tokens, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
+        if self.qk_norm:
+            q, k = self.attn.q_norm(q), self.attn.k_norm(k)
+        scores = (q @ k.transpose(-2, -1)).float() * (d // self.heads) ** -0.5
+        causal = torch.ones(tokens, tokens, dtype=torch.bool, device=x.device).tril()
+        p = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1).to(v.dtype)
+        out = self.attn_dropout(p) @ v
+        return self.attn.out(out.transpose(1, 2).reshape(batch, tokens, d))
+
+    def feed_forward(self, x):
+        if self.swiglu:
+            return self.mlp.fc2(nn.functional.silu(self.mlp.gate(x)) * self.mlp.up(x))
+        return self.mlp.fc2(nn.functional.gelu(self.mlp.fc1(x), approximate="tanh"))
+
+    def forward(self, x):
+        x = x + self.resid_dropout(self.attention(self.ln1(x)))
+        return x + self.resid_dropout(self.feed_forward(self.ln2(x))))py";
+
+}  // namespace
+
+PytorchModule TransformerBlock::pytorch_module(const Shape&) const {
+    const TransformerBlockSettings& s = settings_;
+    const std::string expression =
+        "TransformerBlock(" + std::to_string(d_) + ", " + std::to_string(s.heads) + ", " +
+        std::to_string(hidden_) + ", rms=" + python_bool(s.norm == NormKind::RMSNorm) +
+        ", eps=" + python_float(s.eps) + ", qk_norm=" + python_bool(s.qk_norm) +
+        ", swiglu=" + python_bool(s.swiglu) + ", attn_dropout=" + python_float(s.attention_dropout) +
+        ", resid_dropout=" + python_float(s.residual_dropout) + ", bias=" + python_bool(s.bias) + ")";
+    return {expression, kBlockClass};
+}
 
 }  // namespace mpwb
