@@ -9,10 +9,13 @@
 namespace mpwb {
 
 std::vector<ScalingSummaryRow> summarize_scaling(const std::vector<ScalingStatsRecord>& records) {
-    std::map<std::pair<std::size_t, std::string>, ScalingSummaryRow> rows;
-    std::map<std::pair<std::size_t, std::string>, std::int64_t> first_step;
+    // The label is part of the key: a transformer block's named GEMMs share their layer's index
+    // ("3.attn.qkv", "3.mlp.fc1"); a layer with one GEMM has one label throughout.
+    using Key = std::tuple<std::size_t, std::string, std::string>;
+    std::map<Key, ScalingSummaryRow> rows;
+    std::map<Key, std::int64_t> first_step;
     for (const auto& r : records) {
-        const auto key = std::make_pair(r.layer, r.stats.operand);
+        const Key key{r.layer, r.layer_label, r.stats.operand};
         auto [it, fresh] = rows.try_emplace(key);
         ScalingSummaryRow& row = it->second;
         const double sqnr = r.stats.sqnr_db;

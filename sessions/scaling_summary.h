@@ -24,7 +24,8 @@ struct ScalingSummaryRow {
     std::int64_t blocks = 0;
 };
 
-// One row per (layer, operand), ordered by layer, then operand; records in any order.
+// One row per (layer, GEMM, operand), ordered by layer, then the GEMM's label ("3.attn.qkv"),
+// then operand; records in any order.
 std::vector<ScalingSummaryRow> summarize_scaling(const std::vector<ScalingStatsRecord>& records);
 
 }  // namespace mpwb

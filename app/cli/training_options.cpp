@@ -121,6 +121,8 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
     recipe_flags.add_to(app, "Scaled recipes (fp8-delayed, fp8-current, fp8-block, mxfp8, nvfp4)");
     app.add_option("--weight-grad-format", weight_grad_format,
                    "Storage of weight gradients: fp32, fp16, bf16");
+    app.add_flag("--fp32-residual", fp32_residual,
+                 "Keep a transformer's residual stream in FP32 whatever the precision");
     const std::string scaler_group = "Loss scaler";
     app.add_option("--scaler-like", scaler_like,
                    "Start from a known system's rules: pytorch, deepspeed, megatron, nnabla; the flags "
@@ -213,6 +215,7 @@ Preset TrainingOptions::resolve() const {
     if (stats_every) c.stats_every = *stats_every;
     if (precision) c.precision = parse_precision(*precision);
     if (weight_grad_format) c.weight_grad_format = parse_format(*weight_grad_format);
+    if (fp32_residual) c.fp32_residual = true;
 
     if (scaler_like || scaler_flags.any()) apply_scaler_flags(c);
     if (recipe_flags.any()) apply_recipe_flags(c);

@@ -40,6 +40,7 @@ struct TrainingOptions {
     std::optional<uint64_t> seed;
     std::optional<int> threads;
     std::optional<std::string> precision, weight_grad_format;
+    bool fp32_residual = false;  // --fp32-residual: TrainConfig::fp32_residual
     // Loss scaler: a known system's rules to start from, then one flag per field of
     // loss_scaler_fields() over them.
     std::optional<std::string> scaler_like;

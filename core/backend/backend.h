@@ -40,6 +40,24 @@ public:
                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                       int64_t ldc, Format operand_format) = 0;
 
+    // A batch of independent products of one shape, C_i = op(A_i) · op(B_i) (alpha 1, beta 0),
+    // with A_i = a + i·stride_a (likewise B, C): attention's products per (sample, head). The
+    // default runs them one after another through gemm; a backend may run them in parallel.
+    // Each C_i is summed the same way whatever the batch size or the thread count.
+    struct GemmBatch {
+        bool trans_a = false, trans_b = false;
+        int64_t m = 0, n = 0, k = 0;
+        int64_t lda = 0, ldb = 0, ldc = 0;
+        int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+        int64_t count = 0;
+    };
+    virtual void gemm_batched(const GemmBatch& g, const float* a, const float* b, float* c,
+                              Format operand_format) {
+        for (int64_t i = 0; i < g.count; ++i)
+            gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, a + i * g.stride_a, g.lda, b + i * g.stride_b,
+                 g.ldb, 0.0f, c + i * g.stride_c, g.ldc, operand_format);
+    }
+
     virtual void round(Format format, const float* in, float* out, int64_t n) = 0;
     virtual void scale(float factor, float* x, int64_t n) = 0;
 

@@ -7,6 +7,7 @@
 // a kind is its own file plus its registry entry.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,19 +45,56 @@ inline int64_t window_output(int64_t in, int64_t kernel, int64_t stride, int64_t
     return padded < kernel ? 0 : (padded - kernel) / stride + 1;
 }
 
+// One GEMM a layer runs, as the Network gives it a quantizer under a scaled recipe. A layer with
+// one GEMM (Linear, Conv2d) leaves it unnamed; a transformer block names each ("attn.qkv"), and
+// its statistics, rules and reports address it as "<layer index>.<name>".
+struct NamedGemm {
+    std::string name;
+    // An attention product (Q·Kᵀ, P·V): no weight; quantized only when the recipe's fp8_attention
+    // is on, then per tensor with current scaling (DESIGN.md, "Sequences and transformers").
+    bool attention_product = false;
+};
+
 struct LayerContext {
     Backend& backend;
     Format gemm_operands = Format::FP32;  // TF32 rounds GEMM/conv operands; other policies store them rounded
     bool training = true;
     Rng* rng = nullptr;  // dropout masks
-    // Under a scaled recipe, the quantizer of the layer being run (the Network sets it around
-    // each layer's forward and backward); null otherwise.
+    // Under a scaled recipe, the quantizer of the GEMM being run (the Network sets the layer's
+    // first around each layer's forward and backward; a layer with named GEMMs selects its own
+    // from gemm_quantizers); null otherwise.
     GemmQuantizer* quantizer = nullptr;
+    // The quantizers of the layer's GEMMs in Layer::gemms() order (null where the recipe leaves
+    // a GEMM alone); empty without a recipe. Set by the Network around each layer.
+    std::span<GemmQuantizer* const> gemm_quantizers = {};
+    // The policy's storage format of activations (what a layer keeps of the values it stores
+    // between its own steps); FP32 keeps everything. Set by Network::forward and backward.
+    Format storage = Format::FP32;
+    // The residual stream stays FP32 whatever the storage format (Megatron's
+    // fp32_residual_connection); set by the Network from the policy.
+    bool fp32_residual = false;
+
+    GemmQuantizer* gemm_quantizer(size_t gemm) const {
+        return gemm < gemm_quantizers.size() ? gemm_quantizers[gemm] : nullptr;
+    }
 
     // The operand as the layer's GEMM reads it: quantized by the recipe, or as it is.
     const float* operand(GemmOperand which, GemmPass pass, SumAlong along, const float* values, int64_t rows,
                          int64_t cols) const {
         return quantizer ? quantizer->operand(which, pass, along, values, rows, cols) : values;
+    }
+    // A batch of products of one shape (Backend::GemmBatch), through the backend's batched GEMM
+    // or, when the recipe emulates a narrow accumulator, through that one product at a time.
+    void gemm_batched(const Backend::GemmBatch& g, const float* a, const float* b, float* c) const {
+        if (quantizer && quantizer->config().accumulator_bits > 0) {
+            for (int64_t i = 0; i < g.count; ++i)
+                limited_accumulator_gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, a + i * g.stride_a, g.lda,
+                                         b + i * g.stride_b, g.ldb, c + i * g.stride_c, g.ldc,
+                                         quantizer->config().accumulator_bits,
+                                         quantizer->config().accumulator_interval);
+        } else {
+            backend.gemm_batched(g, a, b, c, gemm_operands);
+        }
     }
     // C = op(A) · op(B) (alpha 1, beta 0) through the backend, or through the recipe's narrow
     // accumulator when it emulates one.
@@ -93,6 +131,15 @@ public:
     // GEMM and convolution layers run in the reduced format under mixed policies; the rest
     // (normalisation) keep FP32 parameters, following the autocast rule.
     virtual bool runs_in_reduced_precision() const { return false; }
+    // The GEMMs the layer runs, each with its own quantizer under a scaled recipe: by default one
+    // unnamed GEMM for a layer that runs in reduced precision, none otherwise.
+    virtual std::vector<NamedGemm> gemms() const {
+        if (runs_in_reduced_precision()) return {NamedGemm{}};
+        return {};
+    }
+    // The layer's output is a residual stream (x + f(x)): kept FP32 under the policy's
+    // fp32_residual setting instead of being rounded to the storage format.
+    virtual bool writes_residual_stream() const { return false; }
     virtual void forward(LayerContext& ctx, const Tensor& x, Tensor& y) = 0;
     // Writes dx (when not null) and overwrites the parameters' grads.
     virtual void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,

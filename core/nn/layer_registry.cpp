@@ -15,6 +15,7 @@
 #include "core/nn/norm_layer.h"
 #include "core/nn/pool2d.h"
 #include "core/nn/simple_layers.h"
+#include "core/nn/transformer_block.h"
 
 namespace mpwb {
 namespace {
@@ -254,6 +255,80 @@ LayerKind norm_kind(NormKind kind) {
             [kind, layer_norm](const LayerSettings& s) {
                 return std::make_unique<NormLayer>(kind, s.real("eps"), s.flag("affine"),
                                                    layer_norm && s.flag("bias"));
+LayerField dropout_probability(std::string key, std::string label, std::string help) {
+    return {.key = std::move(key),
+            .label = std::move(label),
+            .type = FieldType::Float,
+            .default_value = 0,
+            .min = 0,
+            .max = 1,
+            .max_open = true,
+            .editor_ceiling = 0.99,
+            .decimals = 3,
+            .help = std::move(help)};
+}
+
+std::vector<LayerField> transformer_block_fields() {
+    return {
+        {.key = "heads",
+         .label = "Heads",
+         .default_value = 4,
+         .min = 1,
+         .editor_ceiling = 256,
+         .help = "Attention heads; each sees d / heads features, so heads must divide d"},
+        {.key = "rmsnorm",
+         .label = "RMSNorm",
+         .type = FieldType::Boolean,
+         .help = "Normalise by the root mean square only (RMSNorm) instead of LayerNorm"},
+        {.key = "eps",
+         .label = "Epsilon",
+         .type = FieldType::Float,
+         .default_value = 1e-5,
+         .min = 0,
+         .min_open = true,
+         .editor_ceiling = 1,
+         .decimals = 8,
+         .help = "Added to the variance (or mean square) before its square root"},
+        {.key = "qk_norm",
+         .label = "QK-norm",
+         .type = FieldType::Boolean,
+         .help = "Normalises queries and keys per head before their product (tames attention logits)"},
+        {.key = "swiglu",
+         .label = "SwiGLU",
+         .type = FieldType::Boolean,
+         .help = "MLP as silu(x Wgᵀ) ⊙ (x Wuᵀ), hidden 2/3 · ratio · d; off: GELU (tanh), hidden ratio · d"},
+        {.key = "mlp_ratio",
+         .label = "MLP ratio",
+         .default_value = 4,
+         .min = 1,
+         .editor_ceiling = 16,
+         .help = "The MLP's hidden width as a multiple of d"},
+        dropout_probability("attn_dropout", "Attention dropout",
+                            "Probability that an attention weight is zeroed while training"),
+        dropout_probability("resid_dropout", "Residual dropout",
+                            "Probability that an attention or MLP output is zeroed before its residual add"),
+        {.key = "bias",
+         .label = "Bias",
+         .type = FieldType::Boolean,
+         .default_value = 1,
+         .help = "Biases in the projections and the LayerNorms"}};
+}
+
+LayerKind transformer_block_kind() {
+    return {"TransformerBlock",
+            "Pre-norm GPT block: x + Attn(Norm(x)), then x + MLP(Norm(x)), causal self-attention",
+            "[T × d] → [T × d]", transformer_block_fields(), [](const LayerSettings& s) {
+                TransformerBlockSettings b;
+                b.heads = s.integer("heads");
+                b.norm = s.flag("rmsnorm") ? NormKind::RMSNorm : NormKind::LayerNorm;
+                b.eps = s.real("eps");
+                b.qk_norm = s.flag("qk_norm");
+                b.swiglu = s.flag("swiglu");
+                b.mlp_ratio = s.integer("mlp_ratio");
+                b.attention_dropout = s.real("attn_dropout");
+                b.residual_dropout = s.real("resid_dropout");
+                b.bias = s.flag("bias");
+                return std::make_unique<TransformerBlock>(b);
             }};
 }
 
@@ -276,6 +351,7 @@ std::vector<LayerKind> make_registry() {
     kinds.push_back(embedding_kind());
     kinds.push_back(norm_kind(NormKind::LayerNorm));
     kinds.push_back(norm_kind(NormKind::RMSNorm));
+    kinds.push_back(transformer_block_kind());
     kinds.push_back(
         {"Identity", "Passes its input through unchanged", "keeps the shape", {}, [](const LayerSettings&) {
              return std::make_unique<Identity>();

@@ -67,6 +67,14 @@ float read_z_loss(const nlohmann::json& value, const std::string& loss) {
     return static_cast<float>(z);
 }
 
+constexpr size_t kNoLayer = ~size_t{0};
+
+// The format a layer's output (and the gradient of it) is stored in: the policy's activation
+// format, or FP32 for a residual stream under fp32_residual.
+Format stream_format(const Layer& layer, const PrecisionPolicy& policy) {
+    return policy.fp32_residual && layer.writes_residual_stream() ? Format::FP32 : policy.activations;
+}
+
 }  // namespace
 
 Network Network::from_json(const nlohmann::json& description) {
@@ -195,6 +203,8 @@ void Network::build(const Shape& input, int64_t batch, int64_t dataset_classes) 
         for (size_t p = 0; p < layers_[i]->parameters().size(); ++p) parameter_layer_.push_back(i);
     }
     output_shape_ = shape;
+    gemms_.clear();
+    for (const auto& l : layers_) gemms_.push_back(l->gemms());
     // Input gradients are only needed down to the lowest layer with parameters (the Linear
     // after a Flatten skips its 784-wide input gradient, a third of an MLP's backward work).
     lowest_trained_ = parameter_layer_.empty() ? layers_.size() : parameter_layer_.front();
@@ -214,7 +224,8 @@ void Network::prepare_weights(const PrecisionPolicy& policy) {
         for (Parameter* p : layers_[i]->parameters()) {
             if (policy.master != Format::FP32)
                 round_to_format(policy.master, p->value.data(), p->value.data(), p->value.numel());
-            if (policy.weight_copy != Format::FP32 && layers_[i]->runs_in_reduced_precision()) {
+            if (policy.weight_copy != Format::FP32 && layers_[i]->runs_in_reduced_precision() &&
+                !p->keeps_fp32) {
                 p->compute.resize(p->value.shape());
                 round_to_format(policy.weight_copy, p->value.data(), p->compute.data(), p->value.numel());
             } else {
@@ -224,40 +235,78 @@ void Network::prepare_weights(const PrecisionPolicy& policy) {
     }
 }
 
+std::optional<ScaledRecipeConfig> recipe_for_gemm(const ScaledRecipeConfig& run, const NamedGemm& gemm) {
+    if (run.recipe == ScaledRecipe::None) return std::nullopt;
+    if (!gemm.attention_product) return run;
+    if (!run.fp8_attention) return std::nullopt;
+    ScaledRecipeConfig attention = run;
+    attention.recipe = ScaledRecipe::Fp8Current;
+    return attention;
+}
+
+uint64_t gemm_quantizer_key(size_t layer, size_t gemm) {
+    return static_cast<uint64_t>(layer) + (static_cast<uint64_t>(gemm) << 32);
+}
+
+void Network::set_gemm_quantizer(size_t layer, size_t gemm, const ScaledRecipeConfig& config) {
+    auto& slot = quantizers_[layer][gemm];
+    const std::optional<ScaledRecipeConfig> wanted = recipe_for_gemm(config, gemms_[layer][gemm]);
+    if (!wanted)
+        slot.reset();
+    else if (slot)
+        slot->set_config(*wanted);
+    else
+        slot = std::make_unique<GemmQuantizer>(*wanted, recipe_seed_, gemm_quantizer_key(layer, gemm));
+    quantizer_views_[layer][gemm] = slot.get();
+}
+
 void Network::prepare_recipe(const ScaledRecipeConfig& config, uint64_t seed) {
     quantizers_.clear();
+    quantizer_views_.clear();
     if (config.recipe == ScaledRecipe::None) return;
+    recipe_seed_ = seed;
     quantizers_.resize(layers_.size());
-    for (size_t i = 0; i < layers_.size(); ++i)
-        if (layers_[i]->runs_in_reduced_precision())
-            quantizers_[i] = std::make_unique<GemmQuantizer>(config, seed, i);
+    quantizer_views_.resize(layers_.size());
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        quantizers_[i].resize(gemms_[i].size());
+        quantizer_views_[i].assign(gemms_[i].size(), nullptr);
+        for (size_t g = 0; g < gemms_[i].size(); ++g) set_gemm_quantizer(i, g, config);
+    }
 }
 
 void Network::set_recipe_config(const ScaledRecipeConfig& config) {
-    for (auto& q : quantizers_)
-        if (q) q->set_config(config);
+    for (size_t i = 0; i < quantizers_.size(); ++i)
+        for (size_t g = 0; g < quantizers_[i].size(); ++g) set_gemm_quantizer(i, g, config);
 }
 
 void Network::begin_quantized_step(int64_t step, bool take_stats) {
-    for (auto& q : quantizers_)
-        if (q) q->begin_step(step, take_stats);
+    for (auto& layer : quantizers_)
+        for (auto& q : layer)
+            if (q) q->begin_step(step, take_stats);
 }
 
 void Network::end_quantized_step() {
-    for (auto& q : quantizers_)
-        if (q) q->end_step();
+    for (auto& layer : quantizers_)
+        for (auto& q : layer)
+            if (q) q->end_step();
 }
 
 std::vector<LayerScalingStats> Network::scaling_stats() const {
     std::vector<LayerScalingStats> all;
     for (size_t i = 0; i < quantizers_.size(); ++i)
-        if (quantizers_[i])
-            for (const auto& s : quantizers_[i]->stats()) all.push_back({i, s});
+        for (size_t g = 0; g < quantizers_[i].size(); ++g)
+            if (quantizers_[i][g])
+                for (const auto& s : quantizers_[i][g]->stats()) all.push_back({i, s, gemms_[i][g].name});
     return all;
 }
 
-GemmQuantizer* Network::quantizer(size_t layer) {
-    return layer < quantizers_.size() ? quantizers_[layer].get() : nullptr;
+GemmQuantizer* Network::quantizer(size_t layer, size_t gemm) {
+    if (layer >= quantizer_views_.size() || gemm >= quantizer_views_[layer].size()) return nullptr;
+    return quantizer_views_[layer][gemm];
+}
+
+std::string Network::gemm_label(size_t layer, const std::string& gemm) const {
+    return gemm.empty() ? layer_label(layer) : std::to_string(layer) + "." + gemm;
 }
 
 int64_t Network::parameter_count() const {
@@ -296,6 +345,13 @@ std::string Network::parameter_owner(size_t parameter_index) const {
     return layer_label(parameter_layer_.at(parameter_index));
 }
 
+void Network::use_layer_quantizers(LayerContext& ctx, size_t layer) {
+    const bool quantized = layer < quantizer_views_.size();
+    ctx.quantizer = quantized ? quantizer(layer, 0) : nullptr;
+    ctx.gemm_quantizers = quantized ? std::span<GemmQuantizer* const>(quantizer_views_[layer])
+                                    : std::span<GemmQuantizer* const>();
+}
+
 const Tensor& Network::forward(LayerContext& ctx, const Tensor& input, const PrecisionPolicy& policy) {
     if (!built_) throw NetworkError("network must be built before it runs");
     Tensor& x0 = activations_[0];
@@ -304,12 +360,14 @@ const Tensor& Network::forward(LayerContext& ctx, const Tensor& input, const Pre
         std::copy(input.data(), input.data() + input.numel(), x0.data());  // ids, not values
     else
         ctx.backend.round(policy.activations, input.data(), x0.data(), input.numel());
+    ctx.storage = policy.activations;
+    ctx.fp32_residual = policy.fp32_residual;
     for (size_t i = 0; i < layers_.size(); ++i) {
         Tensor& y = activations_[i + 1];
-        ctx.quantizer = quantizer(i);
+        use_layer_quantizers(ctx, i);
         layers_[i]->forward(ctx, activations_[i], y);
-        ctx.quantizer = nullptr;
-        ctx.backend.round(policy.activations, y.data(), y.data(), y.numel());
+        use_layer_quantizers(ctx, kNoLayer);
+        ctx.backend.round(stream_format(*layers_[i], policy), y.data(), y.data(), y.numel());
     }
     return activations_.back();
 }
@@ -317,28 +375,31 @@ const Tensor& Network::forward(LayerContext& ctx, const Tensor& input, const Pre
 void Network::backward(LayerContext& ctx, const Tensor& output_grad, const PrecisionPolicy& policy,
                        GradientProbe* probe) {
     const size_t n = layers_.size();
+    ctx.storage = policy.activations;
+    ctx.fp32_residual = policy.fp32_residual;
     Tensor& top = gradients_[n];
     top = output_grad;
     if (probe) probe->observe(n - 1, GradientKind::Activation, {}, top.data(), top.numel());
-    ctx.backend.round(policy.activations, top.data(), top.data(), top.numel());
+    ctx.backend.round(stream_format(*layers_.back(), policy), top.data(), top.data(), top.numel());
     for (size_t i = n; i-- > 0;) {
         Tensor* dx = i > lowest_trained_ ? &gradients_[i] : nullptr;
         Layer& layer = *layers_[i];
-        ctx.quantizer = quantizer(i);
+        use_layer_quantizers(ctx, i);
         layer.backward(ctx, activations_[i], activations_[i + 1], gradients_[i + 1], dx);
-        ctx.quantizer = nullptr;
-        const Format grad_format = layer.runs_in_reduced_precision() ? policy.weight_grads
-                                   : policy.master != Format::FP32   ? policy.master
-                                                                     : Format::FP32;
+        use_layer_quantizers(ctx, kNoLayer);
         const auto params = layer.parameters();
         for (size_t p = 0; p < params.size(); ++p) {
+            const bool reduced = layer.runs_in_reduced_precision() && !params[p]->keeps_fp32;
+            const Format grad_format = reduced                         ? policy.weight_grads
+                                       : policy.master != Format::FP32 ? policy.master
+                                                                       : Format::FP32;
             Tensor& g = params[p]->grad;
             if (probe) probe->observe(i, GradientKind::Weight, params[p]->name, g.data(), g.numel());
             ctx.backend.round(grad_format, g.data(), g.data(), g.numel());
         }
         if (dx) {
             if (probe) probe->observe(i - 1, GradientKind::Activation, {}, dx->data(), dx->numel());
-            ctx.backend.round(policy.activations, dx->data(), dx->data(), dx->numel());
+            ctx.backend.round(stream_format(*layers_[i - 1], policy), dx->data(), dx->data(), dx->numel());
         }
     }
 }

@@ -4,6 +4,7 @@
 // every value a layer stores.
 #pragma once
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -99,19 +100,27 @@ public:
     // refuses such a network with it, and the Trainer runs it on the host engine instead.
     std::string missing_device_op() const;
 
-    // Scaled recipes: a GemmQuantizer for every layer that runs in reduced precision (GEMM and
-    // convolution), seeded by the run's seed and the layer's index. Call after build; a config
-    // whose recipe is None removes them.
+    // Scaled recipes: a GemmQuantizer for every GEMM of every layer (Layer::gemms(): one unnamed
+    // GEMM for Linear and Conv2d, the named GEMMs of a transformer block), with the settings
+    // recipe_for_gemm gives it, seeded by the run's seed, the layer's index and the GEMM's
+    // (gemm_quantizer_key). Call after build; a config whose recipe is None removes them.
     void prepare_recipe(const ScaledRecipeConfig& config, uint64_t seed);
-    // A live change of the recipe's settings (same recipe), from the next step.
+    // A live change of the recipe's settings (same recipe), from the next step. Turning
+    // fp8_attention on or off adds or removes the attention products' quantizers.
     void set_recipe_config(const ScaledRecipeConfig& config);
     bool quantizes() const { return !quantizers_.empty(); }
     // Brackets one training attempt (see GemmQuantizer). Both do nothing without a recipe.
     void begin_quantized_step(int64_t step, bool take_stats);
     void end_quantized_step();
-    // The statistics the last attempt took, layer by layer.
+    // The statistics the last attempt took, layer by layer and GEMM by GEMM.
     std::vector<LayerScalingStats> scaling_stats() const;
-    GemmQuantizer* quantizer(size_t layer);
+    // The quantizer of a layer's GEMM (gemm: index into gemms(layer)); null when it has none.
+    GemmQuantizer* quantizer(size_t layer, size_t gemm = 0);
+    // The layer's GEMMs (Layer::gemms() of the built layer).
+    const std::vector<NamedGemm>& gemms(size_t layer) const { return gemms_.at(layer); }
+    // "3 Linear" for a layer's unnamed GEMM, "3.attn.qkv" for a named one: how statistics, the
+    // store and reports label a GEMM.
+    std::string gemm_label(size_t layer, const std::string& gemm) const;
 
     // Forward pass; the input is rounded to the activation format first. Returns the output.
     const Tensor& forward(LayerContext& ctx, const Tensor& input, const PrecisionPolicy& policy);
@@ -129,11 +138,27 @@ private:
     size_t lowest_trained_ = 0;            // no input gradient is needed below this layer
     Shape input_shape_, output_shape_;
     bool built_ = false;
-    std::vector<Tensor> activations_;  // activations_[i] is layer i's input; the last is the output
-    std::vector<Tensor> gradients_;    // gradients_[i] is the gradient of activations_[i]
-    // quantizers_[i] for layer i under a scaled recipe (null for layers that stay high precision);
-    // empty without one.
-    std::vector<std::unique_ptr<GemmQuantizer>> quantizers_;
+    std::vector<Tensor> activations_;            // activations_[i] is layer i's input; the last is the output
+    std::vector<Tensor> gradients_;              // gradients_[i] is the gradient of activations_[i]
+    std::vector<std::vector<NamedGemm>> gemms_;  // gemms_[i]: layer i's GEMMs, set by build
+    // quantizers_[i][g] for GEMM g of layer i under a scaled recipe (null for a GEMM the recipe
+    // leaves alone); empty without one. quantizer_views_ holds the same pointers for
+    // LayerContext::gemm_quantizers.
+    std::vector<std::vector<std::unique_ptr<GemmQuantizer>>> quantizers_;
+    std::vector<std::vector<GemmQuantizer*>> quantizer_views_;
+    uint64_t recipe_seed_ = 0;
+    void set_gemm_quantizer(size_t layer, size_t gemm, const ScaledRecipeConfig& config);
+    // Points ctx at a layer's quantizers (its first GEMM's, and all of them by index); a layer
+    // index past the end clears them.
+    void use_layer_quantizers(LayerContext& ctx, size_t layer);
 };
+
+// The settings a GEMM's quantizer runs with under the run's recipe: the run's, except for the
+// attention products, which get none (BF16 operands) unless fp8_attention is on, and then
+// per-tensor current scaling (fp8-current with the run's FP8 settings).
+std::optional<ScaledRecipeConfig> recipe_for_gemm(const ScaledRecipeConfig& run, const NamedGemm& gemm);
+// The key that seeds a GEMM's quantizer (stochastic rounding, Hadamard signs): the layer's
+// index for its first GEMM, so a layer with one GEMM draws as before GEMMs had names.
+uint64_t gemm_quantizer_key(size_t layer, size_t gemm);
 
 }  // namespace mpwb

@@ -36,6 +36,10 @@ struct PrecisionPolicy {
     Format master = Format::FP32;              // master weights (FP16 under fp16-pure)
     bool loss_scaling_by_default = false;      // FP16 policies need a loss scale; BF16 has FP32's range
     ScaledRecipe recipe = ScaledRecipe::None;  // quantized GEMM operands, per scaled_recipe_config.h
+    // A transformer's residual stream (a block's output and its gradient) stays FP32 instead of
+    // the activation format (Megatron's fp32_residual_connection). Not part of the policy's
+    // kind: TrainConfig::fp32_residual sets it.
+    bool fp32_residual = false;
 
     bool reduced() const { return activations != Format::FP32; }
     bool scaled() const { return recipe != ScaledRecipe::None; }

@@ -147,6 +147,19 @@ const RecipeField kFields[] = {
      {},
      accumulating,
      MPWB_RECIPE_MEMBER(accumulator_interval)},
+    {"fp8_attention",
+     "FP8 attention",
+     K::Flag,
+     "Quantize a transformer's attention products (Q, K, V, P and their gradients) to FP8 per tensor; "
+     "off: BF16",
+     0,
+     0,
+     false,
+     false,
+     1,
+     {},
+     any_recipe,
+     MPWB_RECIPE_MEMBER(fp8_attention)},
 };
 
 #undef MPWB_RECIPE_MEMBER

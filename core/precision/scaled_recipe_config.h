@@ -68,6 +68,10 @@ struct ScaledRecipeConfig {
     // DeepSeek-V3 §3.3.2). 0: exact FP32 accumulation.
     int accumulator_bits = 0;
     int64_t accumulator_interval = 128;
+    // Every scaled recipe: a transformer block's attention products (Q·Kᵀ and P·V) quantize Q,
+    // K, V, P and the gradients dS and dO per tensor with current scaling (FP8), as Transformer
+    // Engine's FP8 attention does; off, they stay BF16 (DESIGN.md, "Sequences and transformers").
+    bool fp8_attention = false;
 
     // Every setting of this recipe out of range, each naming its field. Empty when valid.
     std::vector<ConfigIssue> issues() const;

@@ -33,10 +33,12 @@ struct ScalingStats {
     std::vector<int64_t> block_exponent_counts;
 };
 
-// The statistics of one quantization, with the index of the layer whose GEMM it fed.
+// The statistics of one quantization, with the index of the layer whose GEMM it fed and that
+// GEMM's name within the layer ("attn.qkv"; empty for a layer's one unnamed GEMM).
 struct LayerScalingStats {
     size_t layer = 0;
     ScalingStats stats;
+    std::string gemm = {};
 };
 
 }  // namespace mpwb

@@ -17,6 +17,9 @@ struct Parameter {
     // Empty under FP32/TF32, where the layers read `value` directly.
     Tensor compute;
     bool weight_decay = true;  // false for biases and normalisation parameters
+    // A normalisation gain or bias inside a layer that runs in reduced precision (a transformer
+    // block's norms): keeps FP32 like a norm layer's parameters, following the autocast rule.
+    bool keeps_fp32 = false;
 
     const Tensor& forward_value() const { return compute.empty() ? value : compute; }
 };

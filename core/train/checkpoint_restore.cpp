@@ -238,25 +238,32 @@ void check_scaler(const TrainingCheckpoint& c, const CheckpointState& s, const R
                                      std::to_string(c.step) + " steps");
 }
 
-// One state per layer with a quantizer, in layer order, each checked by a quantizer with the
-// settings the run had reached.
+// One state per GEMM with a quantizer under the settings the run had reached, in (layer, GEMM)
+// order, each checked by a quantizer with the settings that GEMM runs with.
 void check_quantizers(const CheckpointState& s, const RestoreTarget& t, const ScaledRecipeConfig& recipe,
                       const Refusal& r) {
     Network& network = t.network;
+    auto gemm_recipe = [&](uint64_t layer, uint64_t gemm) -> std::optional<ScaledRecipeConfig> {
+        if (layer >= network.size() || gemm >= network.gemms(static_cast<size_t>(layer)).size()) return {};
+        return recipe_for_gemm(recipe, network.gemms(static_cast<size_t>(layer))[static_cast<size_t>(gemm)]);
+    };
     size_t quantizers = 0;
-    for (size_t i = 0; i < network.size(); ++i) quantizers += network.quantizer(i) ? 1 : 0;
+    for (size_t i = 0; i < network.size(); ++i)
+        for (size_t g = 0; g < network.gemms(i).size(); ++g) quantizers += gemm_recipe(i, g) ? 1 : 0;
     if (s.quantizers.size() != quantizers)
         r.damage("section QUAN", std::to_string(s.quantizers.size()) +
                                      " recipe quantizers, the network has " + std::to_string(quantizers));
-    uint64_t next_layer = 0;
+    std::pair<uint64_t, uint64_t> next{0, 0};
     for (const QuantizerCheckpoint& q : s.quantizers) {
-        if (q.layer < next_layer || q.layer >= network.size() ||
-            !network.quantizer(static_cast<size_t>(q.layer)))
+        const auto settings = gemm_recipe(q.layer, q.gemm);
+        if (std::make_pair(q.layer, q.gemm) < next || !settings)
             r.damage("section QUAN", "a recipe quantizer for layer " + std::to_string(q.layer) +
+                                         (q.gemm ? " GEMM " + std::to_string(q.gemm) : std::string()) +
                                          ", which has none or has one already");
-        next_layer = q.layer + 1;
-        GemmQuantizer probe(recipe, t.config.seed, static_cast<size_t>(q.layer));
-        r.as_damage("section QUAN, layer " + network.layer_label(static_cast<size_t>(q.layer)),
+        next = {q.layer, q.gemm + 1};
+        GemmQuantizer probe(*settings, t.config.seed, gemm_quantizer_key(q.layer, q.gemm));
+        const auto& name = network.gemms(static_cast<size_t>(q.layer))[static_cast<size_t>(q.gemm)].name;
+        r.as_damage("section QUAN, layer " + network.gemm_label(static_cast<size_t>(q.layer), name),
                     [&] { probe.load_state(q.state); });
     }
 }
@@ -348,7 +355,7 @@ void restore_checkpoint(const CheckedCheckpoint& checked, Network& network, Loss
     scaler.restore_state(s.scaler);
     network.set_recipe_config(checked.reached.effective_recipe());
     for (const QuantizerCheckpoint& q : s.quantizers)
-        network.quantizer(static_cast<size_t>(q.layer))->load_state(q.state);
+        network.quantizer(static_cast<size_t>(q.layer), static_cast<size_t>(q.gemm))->load_state(q.state);
 }
 
 }  // namespace mpwb

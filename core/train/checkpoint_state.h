@@ -39,6 +39,9 @@ struct RunSums {
 
 struct QuantizerCheckpoint {
     uint64_t layer = 0;  // the layer the quantizer belongs to
+    // Which of the layer's GEMMs (Network::gemms). In the file it shares the layer's 64-bit word
+    // (layer + gemm · 2³²), so a checkpoint from before named GEMMs reads as GEMM 0.
+    uint64_t gemm = 0;
     GemmQuantizer::SavedState state;
 };
 

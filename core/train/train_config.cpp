@@ -82,8 +82,10 @@ void DatasetSpec::validate() const {
 }
 
 PrecisionPolicy TrainConfig::policy() const {
-    return weight_grad_format ? PrecisionPolicy::make(precision, *weight_grad_format)
-                              : PrecisionPolicy::make(precision);
+    PrecisionPolicy p = weight_grad_format ? PrecisionPolicy::make(precision, *weight_grad_format)
+                                           : PrecisionPolicy::make(precision);
+    p.fp32_residual = fp32_residual;
+    return p;
 }
 
 LossScalerConfig TrainConfig::effective_scaler() const {
@@ -231,6 +233,7 @@ nlohmann::json to_json(const TrainConfig& c) {
                      {"eval_batch", c.eval_batch}};
     if (c.policy().scaled()) j["recipe"] = scaled_recipe_config_to_json(c.effective_recipe());
     if (c.dataset.is_text()) j["samples"] = samples_to_json(c.samples);
+    if (c.fp32_residual) j["fp32_residual"] = true;
     return j;
 }
 
@@ -272,6 +275,7 @@ void read_scalars(const nlohmann::json& j, TrainConfig& c) {
     read_setting(j, "", "stats_every", c.stats_every);
     read_setting(j, "", "eval_every", c.eval_every);
     read_setting(j, "", "eval_batch", c.eval_batch);
+    read_setting(j, "", "fp32_residual", c.fp32_residual);
     if (j.contains("precision"))
         c.precision = parse_precision(setting_value<std::string>(j["precision"], "precision"));
     if (j.contains("weight_grad_format"))
@@ -285,7 +289,8 @@ TrainConfig train_config_from_json(const nlohmann::json& j, TrainConfig c) {
     check_setting_keys(j, "training settings",
                        {"dataset", "epochs", "max_steps", "batch_size", "lr", "optimizer", "schedule",
                         "clip_norm", "seed", "threads", "precision", "weight_grad_format", "scaler", "recipe",
-                        "stats_every", "eval_every", "eval_batch", "device_graphs", "samples"});
+                        "stats_every", "eval_every", "eval_batch", "device_graphs", "samples",
+                        "fp32_residual"});
     if (j.contains("dataset")) read_dataset(j["dataset"], c.dataset);
     read_scalars(j, c);
     if (j.contains("samples")) {

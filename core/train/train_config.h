@@ -61,6 +61,9 @@ struct TrainConfig {
     int threads = 0;  // 0 = all cores
     PrecisionKind precision = PrecisionKind::FP32;
     std::optional<Format> weight_grad_format;  // default: the policy's
+    // A transformer's residual stream in FP32 whatever the policy (PrecisionPolicy::fp32_residual).
+    // In JSON as "fp32_residual", written only when on.
+    bool fp32_residual = false;
     // Empty: dynamic scaling for FP16 policies, none otherwise.
     std::optional<LossScalerConfig> scaler;
     // The scaled recipe's settings (fp8-delayed, fp8-current, fp8-block, mxfp8, nvfp4). Its

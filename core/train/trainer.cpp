@@ -544,7 +544,9 @@ TrainingCheckpoint Trainer::take_checkpoint(Run& run, int64_t epoch, int64_t bat
     s.engine = run.engine->save_state();
     s.scaler = scaler_.save_state();
     for (size_t i = 0; i < network_.size(); ++i)
-        if (const GemmQuantizer* q = network_.quantizer(i)) s.quantizers.push_back({i, q->save_state()});
+        for (size_t g = 0; g < network_.gemms(i).size(); ++g)
+            if (const GemmQuantizer* q = network_.quantizer(i, g))
+                s.quantizers.push_back({i, g, q->save_state()});
     s.sums = run.sums();
     s.data_digest = data_digest();
     return {run.step, epoch, batch, run.seconds(), encode_checkpoint_state(s), {}};
@@ -744,7 +746,7 @@ void Trainer::finish_step(Run& run, StepMetrics& m, const StepOutcome& outcome, 
         run.probe.reset();
     }
     for (const auto& s : record.scaling) {
-        const ScalingStatsRecord r{m.step, s.layer, network_.layer_label(s.layer), s.stats};
+        const ScalingStatsRecord r{m.step, s.layer, network_.gemm_label(s.layer, s.gemm), s.stats};
         for (auto* o : observers_) o->on_scaling_stats(r);
     }
     drain_scaler_events(m.wall_time);

@@ -345,6 +345,41 @@ private slots:
         QCOMPARE(check("conv_numpy", path("conv.py"), path("conv.safetensors"), x, y, "numpy", true), 0);
     }
 
+    // Two transformer blocks (issue 26: every option of the block in one of them) give PyTorch
+    // outputs equal to ours: the script's TransformerBlock class has our parameter names and math.
+    // A block's q and k heads swapped in the weights (qkv rows) are caught.
+    void transformerBlocksRoundTrip() {
+        if (python_.isEmpty()) QSKIP(qPrintable("no python3 with torch and numpy: " + why_));
+        const nlohmann::json description = {
+            {"layers",
+             {{{"type", "TransformerBlock"}, {"heads", 2}, {"qk_norm", true}, {"swiglu", true}},
+              {{"type", "TransformerBlock"}, {"heads", 4}, {"rmsnorm", true}, {"bias", false}, {"eps", 1e-4}},
+              {{"type", "TransformerBlock"}, {"heads", 1}, {"mlp_ratio", 2}, {"attn_dropout", 0.1}}}}};
+        Network network = Network::from_json(description);
+        network.build({6, 16}, 4);
+        network.init(3);
+        Rng rng(12);
+        for (Parameter* p : network.parameters())
+            for (float& v : p->value.span()) v += rng.uniform(-0.2f, 0.2f);
+        const NetworkWeights weights = network_weights(network, 1);
+        PytorchExportInfo info;
+        info.title = "test transformer blocks";
+        info.weights_file = "gpt.safetensors";
+        const PytorchExport e = make_pytorch_export(description, weights, info);
+        write_safetensors_file(path("gpt.safetensors").toStdString(), e.weights);
+        write_new_file(path("gpt.py").toStdString(), e.script.data(), e.script.size(), "script");
+        const Tensor x = random_inputs({6, 16}, 4, 8);
+        const Tensor y = our_outputs(network, x);
+        QCOMPARE(check("gpt", path("gpt.py"), path("gpt.safetensors"), x, y, "any", false), 0);
+        SafetensorsFile file = read_safetensors_file(path("gpt.safetensors").toStdString());
+        for (auto& t : file.tensors)
+            if (t.name == "1.attn.qkv.weight")
+                std::swap_ranges(t.values.begin(), t.values.begin() + 16 * 16, t.values.begin() + 16 * 16);
+        write_safetensors_file(path("gpt_swapped.safetensors").toStdString(), file);
+        QCOMPARE(check("gpt_swapped", path("gpt.py"), path("gpt_swapped.safetensors"), x, y, "any", false),
+                 1);
+    }
+
     // The check can fail: the first Linear's weight written transposed (same shape in the header,
     // values in [in, out] order) is caught.
     void transposedWeightIsCaught() {

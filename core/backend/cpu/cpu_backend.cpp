@@ -174,6 +174,31 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     });
 }
 
+// The operands are rounded once as whole batches; then each product runs on one thread in
+// single-threaded OpenBLAS, so a C_i does not depend on which thread ran it.
+void CpuBackend::gemm_batched(const GemmBatch& g, const float* a, const float* b, float* c,
+                              Format operand_format) {
+    if (g.count <= 0) return;
+    check_blas_sizes({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"lda", g.lda}, {"ldb", g.ldb}, {"ldc", g.ldc}});
+    sync_blas_threads();
+    auto span = [](int64_t rows, int64_t cols, int64_t ld) { return rows > 0 ? (rows - 1) * ld + cols : 0; };
+    const int64_t a_count =
+        (g.count - 1) * g.stride_a + (g.trans_a ? span(g.k, g.m, g.lda) : span(g.m, g.k, g.lda));
+    const int64_t b_count =
+        (g.count - 1) * g.stride_b + (g.trans_b ? span(g.n, g.k, g.ldb) : span(g.k, g.n, g.ldb));
+    const float* ra = rounded_operand(operand_format, a, a_count, round_a_);
+    const float* rb = rounded_operand(operand_format, b, b_count, round_b_);
+    const auto ta = g.trans_a ? CblasTrans : CblasNoTrans, tb = g.trans_b ? CblasTrans : CblasNoTrans;
+    const int64_t work = std::max<int64_t>(1, saturating_mul(saturating_mul(g.m, g.n), g.k));
+    parallel_for(g.count, std::max<int64_t>(1, (int64_t{1} << 16) / work), [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i)
+            cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(g.m), static_cast<blasint>(g.n),
+                        static_cast<blasint>(g.k), 1.0f, ra + i * g.stride_a, static_cast<blasint>(g.lda),
+                        rb + i * g.stride_b, static_cast<blasint>(g.ldb), 0.0f, c + i * g.stride_c,
+                        static_cast<blasint>(g.ldc));
+    });
+}
+
 void CpuBackend::round(Format format, const float* in, float* out, int64_t n) {
     if (format == Format::FP32) {
         if (in != out) std::copy(in, in + n, out);

@@ -18,6 +18,8 @@ public:
     void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
               Format operand_format) override;
+    void gemm_batched(const GemmBatch& g, const float* a, const float* b, float* c,
+                      Format operand_format) override;
     void round(Format format, const float* in, float* out, int64_t n) override;
     void scale(float factor, float* x, int64_t n) override;
     void add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) override;
