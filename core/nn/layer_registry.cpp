@@ -255,6 +255,9 @@ LayerKind norm_kind(NormKind kind) {
             [kind, layer_norm](const LayerSettings& s) {
                 return std::make_unique<NormLayer>(kind, s.real("eps"), s.flag("affine"),
                                                    layer_norm && s.flag("bias"));
+            }};
+}
+
 LayerField dropout_probability(std::string key, std::string label, std::string help) {
     return {.key = std::move(key),
             .label = std::move(label),
