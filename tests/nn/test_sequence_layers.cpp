@@ -706,11 +706,15 @@ private slots:
             void on_step(const StepMetrics& m) override {
                 if (m.step == 1) first_loss = m.loss;
                 accuracy_in_range &= m.accuracy >= 0 && m.accuracy <= 1;
+                // Tokens per second: the step's samples x 6 positions.
+                tokens_match &=
+                    std::fabs(m.tokens_per_second - 6 * m.samples_per_second) <= 1e-9 * m.tokens_per_second;
             }
             void on_eval(const EvalMetrics& m) override { last = m; }
             json network;
             double first_loss = std::nan("");
             bool accuracy_in_range = true;
+            bool tokens_match = true;
             EvalMetrics last;
         } watch;
         auto backend = make_cpu_backend();
@@ -734,6 +738,8 @@ private slots:
         QVERIFY2(watch.last.train_accuracy <= 1.0,
                  qPrintable(QString("train accuracy %1").arg(watch.last.train_accuracy)));
         QVERIFY(watch.accuracy_in_range);
+        QVERIFY(watch.tokens_match);
+        QCOMPARE(watch.last.test_bits_per_token, watch.last.test_loss / std::log(2.0));
     }
 };
 
