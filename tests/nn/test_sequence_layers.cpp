@@ -678,7 +678,18 @@ private slots:
 
     // Embedding -> LayerNorm -> Linear on "the next token is this one plus 1": the loss falls
     // and the accuracy, counted per token, reaches nearly every position.
+    // Under FP32, a mixed policy and a scaled recipe, whose quantizers see the head's rows as
+    // batch x positions.
+    void tinyLanguageModelTrains_data() {
+        QTest::addColumn<int>("precision");
+        QTest::newRow("fp32") << static_cast<int>(PrecisionKind::FP32);
+        QTest::newRow("bf16-mixed") << static_cast<int>(PrecisionKind::BF16Mixed);
+        QTest::newRow("fp8-current") << static_cast<int>(PrecisionKind::Fp8Current);
+        QTest::newRow("nvfp4") << static_cast<int>(PrecisionKind::NvFp4);
+    }
+
     void tinyLanguageModelTrains() {
+        QFETCH(int, precision);
         const int64_t vocab = 5, positions = 6;
         Dataset data;
         data.name = "plus-one";
@@ -723,6 +734,7 @@ private slots:
         config.epochs = 12;
         config.batch_size = 16;
         config.lr = 0.02f;
+        config.precision = static_cast<PrecisionKind>(precision);
         Trainer trainer(network, data, config, *backend);
         trainer.add_observer(&watch);
         trainer.run();
