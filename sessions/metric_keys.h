@@ -14,17 +14,19 @@ inline constexpr char samples_per_second[] = "samples_per_second";  // this step
 inline constexpr char step_seconds[] = "step_seconds";
 inline constexpr char lr[] = "lr";
 inline constexpr char loss_scale[] = "loss_scale";
-inline constexpr char skipped[] = "skipped";                // 1 when the update was dropped
-inline constexpr char overflow_count[] = "overflow_count";  // running total
-inline constexpr char skipped_count[] = "skipped_count";    // running total
-inline constexpr char retries[] = "retries";                // only when nonzero
-inline constexpr char grad_norm[] = "grad_norm";            // only when nonzero
+inline constexpr char skipped[] = "skipped";                      // 1 when the update was dropped
+inline constexpr char overflow_count[] = "overflow_count";        // running total
+inline constexpr char skipped_count[] = "skipped_count";          // running total
+inline constexpr char retries[] = "retries";                      // only when nonzero
+inline constexpr char grad_norm[] = "grad_norm";                  // only when nonzero
+inline constexpr char tokens_per_second[] = "tokens_per_second";  // per-position targets only
 
 // Per evaluation (RunRecorder::on_eval).
 inline constexpr char test_loss[] = "test_loss";
 inline constexpr char test_accuracy[] = "test_accuracy";
 inline constexpr char epoch_train_loss[] = "epoch_train_loss";
 inline constexpr char epoch_train_accuracy[] = "epoch_train_accuracy";
+inline constexpr char test_bits_per_token[] = "test_bits_per_token";  // per-position targets only
 
 // Per gradient statistic: "<stat>/<layer label>/<kind>" (gradient_stat).
 inline constexpr char underflow[] = "underflow";

@@ -223,6 +223,7 @@ void RunRecorder::on_step(const StepMetrics& m) {
     w.log_metric(key::skipped_count, s, t, static_cast<double>(m.skipped_count));
     if (m.retries != 0) w.log_metric(key::retries, s, t, m.retries);
     if (m.grad_norm != 0) w.log_metric(key::grad_norm, s, t, m.grad_norm);
+    if (m.tokens_per_second != 0) w.log_metric(key::tokens_per_second, s, t, m.tokens_per_second);
 }
 
 void RunRecorder::on_eval(const EvalMetrics& m) {
@@ -233,6 +234,8 @@ void RunRecorder::on_eval(const EvalMetrics& m) {
     writer_->log_metric(key::test_accuracy, m.step, t, m.test_accuracy);
     writer_->log_metric(key::epoch_train_loss, m.step, t, m.train_loss);
     writer_->log_metric(key::epoch_train_accuracy, m.step, t, m.train_accuracy);
+    if (m.test_bits_per_token != 0)
+        writer_->log_metric(key::test_bits_per_token, m.step, t, m.test_bits_per_token);
 }
 
 void RunRecorder::on_gradient_stats(const GradientStatsRecord& r) {

@@ -55,6 +55,9 @@ struct StepMetrics {
     int64_t overflow_count = 0;  // running totals
     int64_t skipped_count = 0;
     float grad_norm = 0;  // after unscaling; 0 when not computed
+    // Per-position targets (a language model): this step's tokens (samples x positions) / its
+    // seconds; 0 for other runs.
+    double tokens_per_second = 0;
 };
 
 struct EvalMetrics {
@@ -63,6 +66,9 @@ struct EvalMetrics {
     double wall_time = 0;
     double test_loss = 0, test_accuracy = 0;
     double train_loss = 0, train_accuracy = 0;  // means over the steps since the last evaluation
+    // Per-position targets: the test loss in bits per token (nats / ln 2; per character or byte
+    // for a text dataset); 0 for other runs.
+    double test_bits_per_token = 0;
 };
 
 struct GradientStatsRecord {

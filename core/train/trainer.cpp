@@ -719,6 +719,8 @@ void Trainer::finish_step(Run& run, StepMetrics& m, const StepOutcome& outcome, 
                      ? static_cast<double>(record.correct) / static_cast<double>(predictions)
                      : 0;
     m.samples_per_second = static_cast<double>(n) / std::max(m.step_seconds, 1e-9);
+    if (data_.target_kind() == TargetKind::ClassPerPosition)
+        m.tokens_per_second = static_cast<double>(predictions) / std::max(m.step_seconds, 1e-9);
     m.loss_scale = outcome.scale_used;
     m.overflow_count = scaler_.overflow_count();
     m.skipped_count = scaler_.skipped_steps();
@@ -764,6 +766,7 @@ void Trainer::evaluate_now(Run& run, int64_t epoch) {
         data_.test_size() * target_rows_per_sample(data_.target_kind(), data_.test_y);
     m.test_accuracy =
         test_predictions ? static_cast<double>(r.correct) / static_cast<double>(test_predictions) : 0;
+    if (data_.target_kind() == TargetKind::ClassPerPosition) m.test_bits_per_token = r.loss / std::log(2.0);
     m.train_loss = run.since_eval_steps ? run.since_eval_loss / static_cast<double>(run.since_eval_steps) : 0;
     const int64_t train_predictions =
         run.since_eval_samples * target_rows_per_sample(data_.target_kind(), data_.train_y);

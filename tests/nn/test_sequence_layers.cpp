@@ -678,7 +678,18 @@ private slots:
 
     // Embedding -> LayerNorm -> Linear on "the next token is this one plus 1": the loss falls
     // and the accuracy, counted per token, reaches nearly every position.
+    // Under FP32, a mixed policy and a scaled recipe, whose quantizers see the head's rows as
+    // batch x positions.
+    void tinyLanguageModelTrains_data() {
+        QTest::addColumn<int>("precision");
+        QTest::newRow("fp32") << static_cast<int>(PrecisionKind::FP32);
+        QTest::newRow("bf16-mixed") << static_cast<int>(PrecisionKind::BF16Mixed);
+        QTest::newRow("fp8-current") << static_cast<int>(PrecisionKind::Fp8Current);
+        QTest::newRow("nvfp4") << static_cast<int>(PrecisionKind::NvFp4);
+    }
+
     void tinyLanguageModelTrains() {
+        QFETCH(int, precision);
         const int64_t vocab = 5, positions = 6;
         Dataset data;
         data.name = "plus-one";
@@ -706,11 +717,15 @@ private slots:
             void on_step(const StepMetrics& m) override {
                 if (m.step == 1) first_loss = m.loss;
                 accuracy_in_range &= m.accuracy >= 0 && m.accuracy <= 1;
+                // Tokens per second: the step's samples x 6 positions.
+                tokens_match &=
+                    std::fabs(m.tokens_per_second - 6 * m.samples_per_second) <= 1e-9 * m.tokens_per_second;
             }
             void on_eval(const EvalMetrics& m) override { last = m; }
             json network;
             double first_loss = std::nan("");
             bool accuracy_in_range = true;
+            bool tokens_match = true;
             EvalMetrics last;
         } watch;
         auto backend = make_cpu_backend();
@@ -719,6 +734,7 @@ private slots:
         config.epochs = 12;
         config.batch_size = 16;
         config.lr = 0.02f;
+        config.precision = static_cast<PrecisionKind>(precision);
         Trainer trainer(network, data, config, *backend);
         trainer.add_observer(&watch);
         trainer.run();
@@ -734,6 +750,8 @@ private slots:
         QVERIFY2(watch.last.train_accuracy <= 1.0,
                  qPrintable(QString("train accuracy %1").arg(watch.last.train_accuracy)));
         QVERIFY(watch.accuracy_in_range);
+        QVERIFY(watch.tokens_match);
+        QCOMPARE(watch.last.test_bits_per_token, watch.last.test_loss / std::log(2.0));
     }
 };
 

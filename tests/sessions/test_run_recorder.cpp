@@ -150,6 +150,10 @@ private slots:
                                  "' AND step BETWEEN 1 AND " + std::to_string(steps)),
                      steps);
         }
+        // A classifier has no tokens: the language model's figures are not logged for it.
+        QCOMPARE(raw.integer("SELECT count(*) FROM metrics" + where +
+                             " AND key IN ('tokens_per_second', 'test_bits_per_token')"),
+                 int64_t{0});
         const auto loss = store.series(id, "train_loss");
         const auto scale = store.series(id, "loss_scale");
         const auto skipped = store.series(id, "skipped");
