@@ -526,7 +526,8 @@ void NetworkEditor::setClassCount(int classes) {
 
 void NetworkEditor::reinspect() {
     const int n = layerCount();
-    reports_ = input_shape_.empty() ? std::vector<LayerReport>{} : Network::inspect(network_, input_shape_);
+    reports_ = input_shape_.empty() ? std::vector<LayerReport>{}
+                                    : Network::inspect(network_, input_shape_, 1, classes_);
     row_errors_.assign(size_t(n), std::string());
     int errors = 0;
     QString first_error;
@@ -536,14 +537,17 @@ void NetworkEditor::reinspect() {
                 "layer " + std::to_string(i) + " (" + reports_[i].kind + "): " + reports_[i].error;
         }
     }
-    // The output must be one score per class, or the loss cannot be computed.
+    // The output must be one score per class (per position, for a sequence), or the loss cannot
+    // be computed.
     if (n > 0 && classes_ > 0 && size_t(n) == reports_.size() && reports_.back().error.empty()) {
         const Shape& out = reports_.back().output;
-        if (!(out.size() == 1 && out[0] == classes_)) {
+        const bool sequence = input_shape_.size() == 1 && out.size() == 2 && out[0] == input_shape_[0];
+        const Shape wanted = sequence ? Shape{input_shape_[0], classes_} : Shape{classes_};
+        if (out != wanted) {
             row_errors_.back() = "layer " + std::to_string(n - 1) + " (" + reports_.back().kind +
                                  "): outputs " + shape_to_string(out) + " but the dataset has " +
-                                 std::to_string(classes_) + " classes; the last layer must output [" +
-                                 std::to_string(classes_) + "]";
+                                 std::to_string(classes_) + " classes; the last layer must output " +
+                                 shape_to_string(wanted);
         }
     }
     for (const auto& e : row_errors_) {
