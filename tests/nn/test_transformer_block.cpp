@@ -11,6 +11,7 @@
 #include "core/backend/backend.h"
 #include "core/common/rng.h"
 #include "core/nn/network.h"
+#include "core/train/checkpoint_state.h"
 #include "tests/nn/reference_block.h"
 
 using namespace mpwb;
@@ -389,6 +390,25 @@ private slots:
             }
             QVERIFY(net.layer(0).parameters().front()->keeps_fp32);  // ln1.weight
         }
+    }
+
+    // A checkpoint keeps each quantizer's GEMM: GEMM 0 is written as the bare layer index, as
+    // before GEMMs had names, so older checkpoints read back as each layer's GEMM 0.
+    void checkpoint_keeps_the_gemm_of_each_quantizer() {
+        CheckpointState state;
+        state.config = json::object();
+        state.network = json::object();
+        state.scaler = json::object();
+        state.quantizers.push_back({3, 0, {}});
+        state.quantizers.push_back({3, 5, {}});
+        state.quantizers[1].state.histories[0] = {1.5f, 2.5f};
+        const CheckpointState back = decode_checkpoint_state(encode_checkpoint_state(state));
+        QCOMPARE(back.quantizers.size(), size_t{2});
+        QCOMPARE(back.quantizers[0].layer, uint64_t{3});
+        QCOMPARE(back.quantizers[0].gemm, uint64_t{0});
+        QCOMPARE(back.quantizers[1].layer, uint64_t{3});
+        QCOMPARE(back.quantizers[1].gemm, uint64_t{5});
+        QCOMPARE(back.quantizers[1].state.histories[0], (std::vector<float>{1.5f, 2.5f}));
     }
 
     // The JSON a block writes reads back to the same block.
