@@ -47,9 +47,14 @@ QCPGraph* add_line(PlotWidget* p, const QString& name, const QColor& color) {
 
 QString percent_label(double fraction) { return QString::fromStdString(percent_text(fraction, 3)); }
 
-// Layer labels start with their index: order numerically ("10 Linear" after "9 ReLU").
+// Layer labels start with their index: order numerically ("10 Linear" after "9 ReLU"); a
+// transformer block's named GEMMs ("3.attn.qkv") follow their layer's index, then by name.
 bool layer_before(const QString& a, const QString& b) {
-    return a.section(QLatin1Char(' '), 0, 0).toInt() < b.section(QLatin1Char(' '), 0, 0).toInt();
+    const auto index = [](const QString& label) {
+        return label.section(QLatin1Char(' '), 0, 0).section(QLatin1Char('.'), 0, 0).toInt();
+    };
+    const int ia = index(a), ib = index(b);
+    return ia != ib ? ia < ib : a < b;
 }
 
 }  // namespace

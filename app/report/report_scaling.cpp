@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 namespace mpwb::report_detail {
 namespace {
@@ -63,7 +64,10 @@ void style_plot(QCustomPlot& plot, const QString& x_label, const QString& y_labe
     plot.setBackground(Qt::white);
 }
 
-using Series = std::map<std::pair<std::size_t, std::string>, std::pair<QVector<double>, QVector<double>>>;
+// A line: (layer, GEMM label, operand). The label tells a transformer block's named GEMMs apart
+// ("3.attn.qkv", "3.mlp.fc1"); a layer with one GEMM has one label.
+using SeriesKey = std::tuple<std::size_t, std::string, std::string>;
+using Series = std::map<SeriesKey, std::pair<QVector<double>, QVector<double>>>;
 
 // One line per (layer, tensor) over steps of value(stats); values that are not positive and
 // finite are left out (they cannot be drawn on a log axis). Empty when no line has a point.
@@ -71,16 +75,17 @@ Series series_of(const std::vector<ScalingStatsRecord>& records, float (*value)(
     // A block recipe's second copy quantizes the same tensor as the first, so its amax repeats
     // the first's: drawn only where the layer has no first copy (the first layer's dy exists
     // only as "dy (wgrad)": no data gradient is computed for the network's input).
-    std::set<std::pair<std::size_t, std::string>> first_copies;
+    std::set<SeriesKey> first_copies;
     for (const auto& r : records)
-        if (base_operand(r.stats.operand) == r.stats.operand) first_copies.insert({r.layer, r.stats.operand});
+        if (base_operand(r.stats.operand) == r.stats.operand)
+            first_copies.insert({r.layer, r.layer_label, r.stats.operand});
     Series out;
     for (const auto& r : records) {
         const std::string base = base_operand(r.stats.operand);
-        if (base != r.stats.operand && first_copies.count({r.layer, base})) continue;
+        if (base != r.stats.operand && first_copies.count({r.layer, r.layer_label, base})) continue;
         const double v = value(r.stats);
         if (!(v > 0) || !std::isfinite(v)) continue;
-        auto& [xs, ys] = out[{r.layer, r.stats.operand}];
+        auto& [xs, ys] = out[{r.layer, r.layer_label, r.stats.operand}];
         xs << static_cast<double>(r.step);
         ys << v;
     }
@@ -104,8 +109,9 @@ std::optional<Figure> over_steps_figure(const Series& series,
     for (const auto& [layer, label] : labels) rank.emplace(layer, rank.size());
     for (const auto& [key, points] : series) {
         QCPGraph* g = plot.addGraph();
-        g->setPen(QPen(layer_color(rank.at(key.first)), 1.6, operand_style(key.second)));
-        g->setName(QString::fromStdString(labels.at(key.first) + " · " + key.second));
+        const auto& [layer, label, operand] = key;
+        g->setPen(QPen(layer_color(rank.at(layer)), 1.6, operand_style(operand)));
+        g->setName(QString::fromStdString(label + " · " + operand));
         g->setData(points.first, points.second, true);
         if (points.first.size() == 1) g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
     }

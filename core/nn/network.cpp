@@ -264,6 +264,10 @@ void Network::prepare_recipe(const ScaledRecipeConfig& config, uint64_t seed) {
     quantizers_.clear();
     quantizer_views_.clear();
     if (config.recipe == ScaledRecipe::None) return;
+    if (gemms_.size() != layers_.size()) {  // not built yet: the GEMMs are the layers' settings
+        gemms_.clear();
+        for (const auto& l : layers_) gemms_.push_back(l->gemms());
+    }
     recipe_seed_ = seed;
     quantizers_.resize(layers_.size());
     quantizer_views_.resize(layers_.size());

@@ -246,6 +246,12 @@ void TransformerBlock::dropout_forward(LayerContext& ctx, Tensor& values, Tensor
 }
 
 void TransformerBlock::forward(LayerContext& ctx, const Tensor& x, Tensor& y) {
+    // A sequence may be shorter than the one the block was built for (sampling a prompt of a few
+    // tokens): T is the input's; causality makes its outputs those of the longer sequence's prefix.
+    if (x.rank() != 3 || x.dim(2) != d_ || x.dim(1) < 1)
+        throw ShapeError("expects [batch × T × " + std::to_string(d_) + "], gets " +
+                         shape_to_string(x.shape()));
+    tokens_ = x.dim(1);
     const int64_t samples = x.dim(0);
     norm_forward(norm1_, x, d_, norm1_.out);
     store(ctx, norm1_.out);

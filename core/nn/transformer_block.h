@@ -83,7 +83,8 @@ private:
     AttentionGemms attention_gemms() const;
 
     TransformerBlockSettings settings_;
-    int64_t tokens_ = 0, d_ = 0, hidden_ = 0;
+    int64_t tokens_ = 0;  // T of the last forward pass (build: the planned T)
+    int64_t d_ = 0, hidden_ = 0;
     Norm norm1_, norm2_, q_norm_, k_norm_;
     Projection qkv_, out_, fc1_, gate_, up_, fc2_;
     // Forward values kept for backward (rows = samples · T).

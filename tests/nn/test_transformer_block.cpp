@@ -11,6 +11,7 @@
 #include "core/backend/backend.h"
 #include "core/common/rng.h"
 #include "core/nn/network.h"
+#include "core/train/checkpoint_state.h"
 #include "tests/nn/reference_block.h"
 
 using namespace mpwb;
@@ -88,6 +89,7 @@ int64_t count_inexact(const float* values, int64_t n) {
 struct BlockCase {
     json spec;
     int64_t tokens = 5, d = 8, samples = 2;
+    int64_t built_tokens = 0;  // the T the block is built for (the context); 0: tokens
 };
 
 }  // namespace
@@ -135,7 +137,7 @@ class TestTransformerBlock : public QObject {
         auto* block = dynamic_cast<TransformerBlock*>(layer.get());
         QVERIFY(block);
         const TransformerBlockSettings s = block->settings();
-        layer->build({bc.tokens, bc.d});
+        layer->build({bc.built_tokens ? bc.built_tokens : bc.tokens, bc.d});
         Rng rng(11);
         // Random gains and biases too (init sets them to 1 and 0), so their gradients are general.
         for (Parameter* p : layer->parameters())
@@ -212,25 +214,33 @@ private slots:
     void gradients_data() {
         QTest::addColumn<QString>("spec");
         QTest::addColumn<int>("tokens");
-        QTest::addRow("layernorm gelu bias") << R"({"type":"TransformerBlock","heads":2})" << 5;
-        QTest::addRow("rmsnorm") << R"({"type":"TransformerBlock","heads":2,"rmsnorm":true})" << 5;
-        QTest::addRow("qk_norm layernorm") << R"({"type":"TransformerBlock","heads":2,"qk_norm":true})" << 5;
+        QTest::addColumn<int>("context");  // the T the block is built for; 0: tokens
+        QTest::addRow("layernorm gelu bias") << R"({"type":"TransformerBlock","heads":2})" << 5 << 0;
+        QTest::addRow("rmsnorm") << R"({"type":"TransformerBlock","heads":2,"rmsnorm":true})" << 5 << 0;
+        QTest::addRow("qk_norm layernorm")
+            << R"({"type":"TransformerBlock","heads":2,"qk_norm":true})" << 5 << 0;
         QTest::addRow("qk_norm rmsnorm")
-            << R"({"type":"TransformerBlock","heads":4,"qk_norm":true,"rmsnorm":true})" << 5;
-        QTest::addRow("swiglu") << R"({"type":"TransformerBlock","heads":2,"swiglu":true})" << 5;
+            << R"({"type":"TransformerBlock","heads":4,"qk_norm":true,"rmsnorm":true})" << 5 << 0;
+        QTest::addRow("swiglu") << R"({"type":"TransformerBlock","heads":2,"swiglu":true})" << 5 << 0;
         QTest::addRow("swiglu rmsnorm no bias")
-            << R"({"type":"TransformerBlock","heads":2,"swiglu":true,"rmsnorm":true,"bias":false})" << 5;
+            << R"({"type":"TransformerBlock","heads":2,"swiglu":true,"rmsnorm":true,"bias":false})" << 5 << 0;
         QTest::addRow("no bias ratio 2")
-            << R"({"type":"TransformerBlock","heads":1,"bias":false,"mlp_ratio":2})" << 5;
-        QTest::addRow("T = 1") << R"({"type":"TransformerBlock","heads":2,"qk_norm":true})" << 1;
-        QTest::addRow("T = 9") << R"({"type":"TransformerBlock","heads":2,"eps":0.001})" << 9;
+            << R"({"type":"TransformerBlock","heads":1,"bias":false,"mlp_ratio":2})" << 5 << 0;
+        QTest::addRow("T = 1") << R"({"type":"TransformerBlock","heads":2,"qk_norm":true})" << 1 << 0;
+        QTest::addRow("T = 9") << R"({"type":"TransformerBlock","heads":2,"eps":0.001})" << 9 << 0;
         QTest::addRow("dropout fixed masks")
-            << R"({"type":"TransformerBlock","heads":2,"attn_dropout":0.25,"resid_dropout":0.3})" << 5;
+            << R"({"type":"TransformerBlock","heads":2,"attn_dropout":0.25,"resid_dropout":0.3})" << 5 << 0;
+        QTest::addRow("T = 3 < context 8")
+            << R"({"type":"TransformerBlock","heads":2,"swiglu":true})" << 3 << 8;
+        QTest::addRow("T = 1 < context 6")
+            << R"({"type":"TransformerBlock","heads":2,"rmsnorm":true})" << 1 << 6;
     }
     void gradients() {
         QFETCH(QString, spec);
         QFETCH(int, tokens);
+        QFETCH(int, context);
         BlockCase bc;
+        bc.built_tokens = context;
         bc.spec = json::parse(spec.toStdString());
         bc.tokens = tokens;
         check_block(bc);
@@ -261,6 +271,25 @@ private slots:
                                                         .arg(changed)));
             QVERIFY(Y1[changed * d] != Y2[changed * d]);
         }
+    }
+
+    // Built for context 8, the block runs a 5-token sequence as the prefix of an 8-token one.
+    void shorter_sequence_is_the_prefix() {
+        auto layer = make_layer(json{{"type", "TransformerBlock"}, {"heads", 2}, {"qk_norm", true}});
+        layer->build({8, 8});
+        Rng init(3);
+        layer->init(init);
+        Tensor X8({2, 8, 8}), X5({2, 5, 8}), Y8, Y5;
+        Rng rng(4);
+        for (float& v : X8.span()) v = rng.uniform(-1.0f, 1.0f);
+        for (int64_t s = 0; s < 2; ++s)
+            for (int64_t i = 0; i < 5 * 8; ++i) X5[s * 40 + i] = X8[s * 64 + i];
+        LayerContext ctx{*be_, Format::FP32, false, nullptr};
+        layer->forward(ctx, X8, Y8);
+        layer->forward(ctx, X5, Y5);
+        QCOMPARE(Y5.shape(), X5.shape());
+        for (int64_t s = 0; s < 2; ++s)
+            for (int64_t i = 0; i < 5 * 8; ++i) QVERIFY(std::fabs(Y5[s * 40 + i] - Y8[s * 64 + i]) <= 1e-6f);
     }
 
     void shape_errors_name_the_field() {
@@ -389,6 +418,25 @@ private slots:
             }
             QVERIFY(net.layer(0).parameters().front()->keeps_fp32);  // ln1.weight
         }
+    }
+
+    // A checkpoint keeps each quantizer's GEMM: GEMM 0 is written as the bare layer index, as
+    // before GEMMs had names, so older checkpoints read back as each layer's GEMM 0.
+    void checkpoint_keeps_the_gemm_of_each_quantizer() {
+        CheckpointState state;
+        state.config = json::object();
+        state.network = json::object();
+        state.scaler = json::object();
+        state.quantizers.push_back({3, 0, {}});
+        state.quantizers.push_back({3, 5, {}});
+        state.quantizers[1].state.histories[0] = {1.5f, 2.5f};
+        const CheckpointState back = decode_checkpoint_state(encode_checkpoint_state(state));
+        QCOMPARE(back.quantizers.size(), size_t{2});
+        QCOMPARE(back.quantizers[0].layer, uint64_t{3});
+        QCOMPARE(back.quantizers[0].gemm, uint64_t{0});
+        QCOMPARE(back.quantizers[1].layer, uint64_t{3});
+        QCOMPARE(back.quantizers[1].gemm, uint64_t{5});
+        QCOMPARE(back.quantizers[1].state.histories[0], (std::vector<float>{1.5f, 2.5f}));
     }
 
     // The JSON a block writes reads back to the same block.
