@@ -22,6 +22,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/option_checks.h"
+#include "app/cli/store_options.h"
 #include "core/common/error.h"
 #include "core/common/json_input.h"
 #include "core/common/utf8.h"
