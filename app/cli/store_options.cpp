@@ -95,7 +95,7 @@ bool can_still_read(StoreError::Kind kind) {
 
 }  // namespace
 
-std::unique_ptr<RunStore> open_store_for_command(const std::string& db, bool write, bool create = false) {
+std::unique_ptr<RunStore> open_store_for_command(const std::string& db, bool write, bool create) {
     const std::string path = resolve_database_path(db);
     RunStore::Options o;
     o.create = create;
