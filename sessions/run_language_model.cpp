@@ -28,7 +28,8 @@ RunLanguageModel load_run_language_model(RunStore& store, int64_t run_id) {
     const Run run = store.get_run(run_id);
     std::optional<Vocabulary> vocabulary = run_vocabulary(run);
     if (!vocabulary)
-        throw Error(label + " (" + run.dataset + ") did not train on text: it has no vocabulary to sample with");
+        throw Error(label + " (" + run.dataset +
+                    ") did not train on text: it has no vocabulary to sample with");
     const auto weights = store.final_weights(run_id);
     if (!weights) throw Error(label + " has no stored final weights: " + why_no_final_weights(run));
     Network network;

@@ -32,8 +32,8 @@ void run_generate(const GenerateArgs& a) {
     const std::vector<int32_t> prompt = model.vocabulary.encode(a.prompt, "--prompt");
     if (prompt.empty()) throw ConfigError("--prompt is empty: give at least one character to continue");
     CpuBackend backend;
-    const std::vector<int32_t> drawn = sample_tokens(model.network, backend, PrecisionPolicy::make(PrecisionKind::FP32),
-                                                     prompt, a.sampling);
+    const std::vector<int32_t> drawn =
+        sample_tokens(model.network, backend, PrecisionPolicy::make(PrecisionKind::FP32), prompt, a.sampling);
     // A byte-level model may write bytes that are not UTF-8 or that a terminal acts on.
     std::printf("%s\n", printable_lines(a.prompt + model.vocabulary.decode(drawn)).c_str());
 }
@@ -42,14 +42,18 @@ void run_generate(const GenerateArgs& a) {
 
 void add_generate_command(CLI::App& app) {
     auto args = std::make_shared<GenerateArgs>();
-    auto* cmd = app.add_subcommand("generate",
-                                   "Sample text from a text run's final weights (FP32, on the CPU), the prompt first");
-    cmd->add_option("run", args->run_id, "The run's id (mpwb-cli runs list)")->required()->check(CLI::PositiveNumber);
+    auto* cmd = app.add_subcommand(
+        "generate", "Sample text from a text run's final weights (FP32, on the CPU), the prompt first");
+    cmd->add_option("run", args->run_id, "The run's id (mpwb-cli runs list)")
+        ->required()
+        ->check(CLI::PositiveNumber);
     cmd->add_option("--db", args->db, "Run database (default: the workbench's)");
-    cmd->add_option("--prompt", args->prompt, "Text to continue, in the run's vocabulary (default: a newline)");
+    cmd->add_option("--prompt", args->prompt,
+                    "Text to continue, in the run's vocabulary (default: a newline)");
     cmd->add_option("--tokens", args->sampling.tokens, "Tokens to draw")
         ->check(CLI::Range(int64_t{1}, kMaxSampledTokens));
-    cmd->add_option("--temperature", args->sampling.temperature, "Softmax temperature; 0 draws the most likely")
+    cmd->add_option("--temperature", args->sampling.temperature,
+                    "Softmax temperature; 0 draws the most likely")
         ->check(CLI::Range(0.0f, 100.0f));
     cmd->add_option("--top-k", args->sampling.top_k, "Draw only among the k most likely tokens (0: all)")
         ->check(CLI::NonNegativeNumber);

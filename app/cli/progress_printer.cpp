@@ -73,15 +73,29 @@ void ProgressPrinter::on_step(const StepMetrics& m) {
 void ProgressPrinter::on_eval(const EvalMetrics& m) {
     if (quiet_) return;
     clear_bar();
+    // A text run reads per token: the loss in nats and bits, the throughput in tokens.
+    const bool text = m.test_bits_per_token > 0;
+    char bits[48] = "";
+    if (text) std::snprintf(bits, sizeof bits, " (%.3f bits/token)", m.test_bits_per_token);
+    const double rate = text ? last_.tokens_per_second : last_.samples_per_second;
     std::fprintf(stderr,
-                 "%s: epoch %lld step %lld  train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.0f "
-                 "samples/s | skipped %lld | %s\n",
+                 "%s: epoch %lld step %lld  train loss %.4f acc %.4f | test loss %.4f%s acc %.4f | %.0f "
+                 "%s/s | skipped %lld | %s\n",
                  label_.c_str(), static_cast<long long>(m.epoch + 1), static_cast<long long>(m.step),
-                 m.train_loss, m.train_accuracy, m.test_loss, m.test_accuracy, last_.samples_per_second,
-                 static_cast<long long>(last_.skipped_count), format_duration(m.wall_time).c_str());
+                 m.train_loss, m.train_accuracy, m.test_loss, bits, m.test_accuracy, rate,
+                 text ? "tokens" : "samples", static_cast<long long>(last_.skipped_count),
+                 format_duration(m.wall_time).c_str());
 }
 
 void ProgressPrinter::on_event(const TrainingEvent& e) {
+    if (e.kind == "sample" && !quiet_) {  // what a text run writes, as it writes it
+        clear_bar();
+        const std::string prompt = e.detail.value("prompt", std::string());
+        const std::string written = e.detail.value("text", std::string());
+        std::fprintf(stderr, "%s: sample at step %lld:\n%s%s\n", label_.c_str(),
+                     static_cast<long long>(e.step), prompt.c_str(), written.c_str());
+        return;
+    }
     // What a person did or asked for, and how the run was cut and continued; not the scaler's
     // own decisions (too many) nor a failure (on_run_end says it).
     const bool shown = e.source == "user" || e.source == "signal" || e.kind == "resumed_from_checkpoint" ||

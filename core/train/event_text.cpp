@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "core/common/text_format.h"
 #include "core/precision/scaler_event.h"
@@ -32,7 +33,8 @@ std::string text(const nlohmann::json& d, const char* key) {
 // Text on one line for a list row: newlines become ⏎, tabs a space.
 std::string one_line(const std::string& text) {
     std::string s;
-    for (const char c : text) s += c == '\n' ? std::string("⏎") : c == '\t' ? std::string(" ") : std::string(1, c);
+    for (const char c : text)
+        s += c == '\n' ? std::string("⏎") : c == '\t' ? std::string(" ") : std::string(1, c);
     return s;
 }
 
@@ -61,6 +63,19 @@ std::string scale_text(double scale) {
     }
     return shortest_text(scale);
 }
+
+namespace {
+
+// Trainer::write_text_sample's events: one line, newlines shown as ⏎.
+std::optional<std::string> sample_event_text(const std::string& kind, const nlohmann::json& d) {
+    if (kind == "sample")
+        return "sample at T=" + shortest_text(get(d, "temperature", 0)) + ": " +
+               one_line(text(d, "prompt") + text(d, "text"));
+    if (kind == "sample_failed") return "no sample: " + text(d, "error");
+    return std::nullopt;
+}
+
+}  // namespace
 
 std::string event_text(const std::string& kind, const nlohmann::json& detail) {
     namespace k = scaler_event_kind;
@@ -126,10 +141,7 @@ std::string event_text(const std::string& kind, const nlohmann::json& detail) {
                ", the run trained on data with digest " + text(d, "trained_digest") +
                "; continued on the new data";
     }
-    if (kind == "sample")  // Trainer::write_text_sample: one line, newlines shown as ⏎
-        return "sample at T=" + shortest_text(get(d, "temperature", 0)) + ": " +
-               one_line(text(d, "prompt") + text(d, "text"));
-    if (kind == "sample_failed") return "no sample: " + text(d, "error");
+    if (auto sample = sample_event_text(kind, d)) return *sample;
     if (kind == "checkpoints_unavailable")
         return "no checkpoints: the " + text(d, "engine") + " engine cannot save its state";
     if (kind == "summary") {

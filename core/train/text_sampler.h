@@ -16,7 +16,6 @@
 
 namespace mpwb {
 
-
 // The next-token distribution after `context` (its last T tokens), in FP32 logits.
 std::vector<float> next_token_logits(Network& network, Backend& backend, const PrecisionPolicy& policy,
                                      std::span<const int32_t> context);

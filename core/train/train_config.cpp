@@ -108,10 +108,11 @@ namespace {
 constexpr size_t kMaxSamplePromptBytes = 4096;
 
 void check_samples(const TextSampleConfig& samples) {
-    if (samples.prompt.empty()) throw ConfigError("samples.prompt is empty: a sample continues at least one character");
+    if (samples.prompt.empty())
+        throw ConfigError("samples.prompt is empty: a sample continues at least one character");
     if (samples.prompt.size() > kMaxSamplePromptBytes)
-        throw ConfigError("samples.prompt has " + std::to_string(samples.prompt.size()) + " bytes, more than " +
-                          std::to_string(kMaxSamplePromptBytes));
+        throw ConfigError("samples.prompt has " + std::to_string(samples.prompt.size()) +
+                          " bytes, more than " + std::to_string(kMaxSamplePromptBytes));
     try {
         samples.sampling.validate();
     } catch (const ConfigError& e) {
@@ -286,11 +287,12 @@ void read_scalars(const nlohmann::json& j, TrainConfig& c) {
 }  // namespace
 
 TrainConfig train_config_from_json(const nlohmann::json& j, TrainConfig c) {
-    check_setting_keys(j, "training settings",
-                       {"dataset", "epochs", "max_steps", "batch_size", "lr", "optimizer", "schedule",
-                        "clip_norm", "seed", "threads", "precision", "weight_grad_format", "scaler", "recipe",
-                        "stats_every", "eval_every", "eval_batch", "device_graphs", "samples",
-                        "fp32_residual"});
+    check_setting_keys(
+        j, "training settings",
+        {"dataset",  "epochs",       "max_steps",   "batch_size", "lr",         "optimizer",
+         "schedule", "clip_norm",    "seed",        "threads",    "precision",  "weight_grad_format",
+         "scaler",   "recipe",       "stats_every", "eval_every", "eval_batch", "device_graphs",
+         "samples",  "fp32_residual"});
     if (j.contains("dataset")) read_dataset(j["dataset"], c.dataset);
     read_scalars(j, c);
     if (j.contains("samples")) {

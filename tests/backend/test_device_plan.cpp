@@ -20,16 +20,17 @@ using nlohmann::json;
 namespace {
 
 // A network of one layer, built on an image input, or on features where it takes no image.
+// The layer alone on the first input it takes: an image, features (token ids, for an Embedding)
+// or a sequence [T, d]; 10 classes for the settings that take the dataset's (a vocabulary).
 Network built_alone(const json& spec) {
-    try {
-        Network net = Network::from_json({{"layers", json::array({spec})}});
-        net.build({3, 8, 8});
-        return net;
-    } catch (const NetworkError&) {
-        Network net = Network::from_json({{"layers", json::array({spec})}});
-        net.build({16}, 1, 10);  // 10 classes for the settings that take the dataset's (a vocabulary)
-        return net;
+    for (const Shape& input : {Shape{3, 8, 8}, Shape{16}, Shape{8, 16}}) {
+        try {
+            Network net = Network::from_json({{"layers", json::array({spec})}});
+            net.build(input, 1, 10);
+            return net;
+        } catch (const NetworkError&) {}
     }
+    throw NetworkError(spec.dump() + " takes neither an image, features nor a sequence");
 }
 
 std::vector<PlannedLayer> plan(const json& layers, const Shape& input) {

@@ -41,13 +41,13 @@ uint64_t header_length(const std::vector<uint8_t>& bytes) {
 // Builds the layer on an image input, or on features where it takes no image; returns the input.
 Shape build_on_some_input(Layer& layer) {
     layer.set_dataset_classes(10);  // for the settings whose 0 takes the dataset's (Embedding's vocabulary)
-    for (const Shape& input : {Shape{3, 8, 8}, Shape{16}}) {
+    for (const Shape& input : {Shape{3, 8, 8}, Shape{16}, Shape{8, 16}}) {
         try {
             layer.build(input);
             return input;
         } catch (const ShapeError&) {}
     }
-    qFatal("%s takes neither an image nor features", layer.kind().c_str());
+    qFatal("%s takes neither an image, features nor a sequence", layer.kind().c_str());
 }
 
 void set_header(std::vector<uint8_t>& bytes, const std::string& header) {
