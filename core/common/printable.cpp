@@ -100,10 +100,10 @@ std::string printable_lines(std::string_view bytes) {
     std::string out;
     size_t start = 0;
     while (true) {
-        const size_t end = bytes.find('\n', start);
+        const size_t end = bytes.find_first_of("\n\t", start);
         out += printable_text(bytes.substr(start, end == std::string_view::npos ? end : end - start));
         if (end == std::string_view::npos) return out;
-        out += '\n';
+        out += bytes[end];
         start = end + 1;
     }
 }

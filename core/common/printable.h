@@ -18,7 +18,8 @@ namespace mpwb {
 // character boundary) and ends in "…".
 std::string printable_text(std::string_view bytes, std::size_t max_bytes = std::string_view::npos);
 
-// printable_text line by line, keeping the line breaks: text a model wrote, shown as text.
+// printable_text line by line, keeping the line breaks and tabs: text a model wrote, shown as
+// text.
 std::string printable_lines(std::string_view bytes);
 
 // printable_text in single quotes: how a message names a file or quotes a value it read.

@@ -31,6 +31,13 @@ private slots:
         QCOMPARE(printable_text("back\\slash"), "back\\\\slash"s);  // so "\x1b" typed in a name differs
     }
 
+    // Text a model wrote keeps its lines and tabs; everything else is escaped as printable_text does.
+    void lines_keep_their_breaks_and_tabs() {
+        QCOMPARE(printable_lines("Q: why?\n\tA: \x1b[31mred\r\n"), "Q: why?\n\tA: \\x1b[31mred\\r\n"s);
+        QCOMPARE(printable_lines("\xff\n"), "\\xff\n"s);
+        QCOMPARE(printable_lines(""), ""s);
+    }
+
     void invalid_utf8_bytes_are_escaped() {
         QCOMPARE(printable_text("caf\xE9"), "caf\\xe9"s);                       // Latin-1
         QCOMPARE(printable_text("\xC0\xAF"), "\\xc0\\xaf"s);                    // overlong '/'
