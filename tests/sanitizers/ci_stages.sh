@@ -21,7 +21,7 @@ asan() {
 stage "ASan + UBSan: the whole suite (build-asan)"
 cmake -S . -B build-asan "${sanitized_build[@]}" -DMPWB_GUI=ON -DMPWB_SANITIZE=address,undefined
 cmake --build build-asan
-(. tests/sanitizers/env.sh && ctest --test-dir build-asan --output-on-failure)
+(. tests/sanitizers/env.sh && ctest --test-dir build-asan --output-on-failure -j"$(nproc)")
 }
 
 tsan() {
@@ -36,7 +36,7 @@ cmake --build build-tsan --target "${tsan_tests[@]}"
 # One OpenBLAS thread: its own pool (created when the library loads) hands work over with spin
 # waits in uninstrumented code; the app runs OpenBLAS single-threaded anyway (cpu_backend.cpp).
 (. tests/sanitizers/env.sh && export OPENBLAS_NUM_THREADS=1 &&
-  ctest --test-dir build-tsan --output-on-failure -R "^($(IFS='|'; echo "${tsan_tests[*]}"))\$")
+  ctest --test-dir build-tsan --output-on-failure -j"$(nproc)" -R "^($(IFS='|'; echo "${tsan_tests[*]}"))\$")
 
 }
 
