@@ -3,6 +3,7 @@
 // layers and the settings forms come from the layer registry (core/nn/layer_registry.h): a new
 // kind or field appears here without code of its own.
 #include "widgets/network_editor.h"
+#include "widgets/layer_row_text.h"
 #include "widgets/output_guard.h"
 
 #include <QAbstractTableModel>
@@ -22,7 +23,10 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSaveFile>
+#include <QScrollArea>
+#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
@@ -44,21 +48,6 @@ namespace {
 
 const char* kKindMime = "application/x-mpwb-layer-kind";
 const char* kRowMime = "application/x-mpwb-layer-row";
-
-QString settings_text(const nlohmann::json& spec) {
-    QStringList parts;
-    if (!spec.is_object()) return QString::fromStdString(spec.dump());
-    for (const auto& [key, value] : spec.items()) {
-        if (key == "type") continue;
-        if (value.is_boolean())
-            parts << (value.get<bool>() ? QString::fromStdString(key) : "no " + QString::fromStdString(key));
-        else if (value.is_number_float())
-            parts << QString::fromStdString(key) + "=" + QString::number(value.get<double>(), 'g', 6);
-        else
-            parts << QString::fromStdString(key) + "=" + QString::fromStdString(value.dump());
-    }
-    return parts.join(", ");
-}
 
 QString shape_text(const Shape& s) {
     QStringList d;
@@ -124,7 +113,7 @@ public:
                 case 1:
                     return layer_kind_of(spec);
                 case 2:
-                    return settings_text(spec);
+                    return layer_settings_text(spec, editor_->layerInput(row), editor_->classes_);
                 case 3:
                     if (!err.empty() && rep && !rep->error.empty()) return QStringLiteral("error");
                     return shape_known ? shape_text(rep->output) : QStringLiteral("?");
@@ -135,6 +124,9 @@ public:
         if (role == Qt::TextAlignmentRole && (index.column() == 0 || index.column() == 4))
             return int(Qt::AlignRight | Qt::AlignVCenter);
         if (role == Qt::ToolTipRole && !err.empty()) return QString::fromStdString(err);
+        // A fitting layer's tooltip: the GEMMs it runs, as the inspector lists them.
+        if (role == Qt::ToolTipRole && shape_known)
+            return gemm_list_html(spec, row, editor_->layerInput(row), editor_->classes_);
         if (role == Qt::BackgroundRole && !err.empty()) return QColor(255, 205, 205);
         if (role == Qt::ForegroundRole && !err.empty()) return QColor(150, 0, 0);
         return {};
@@ -274,9 +266,28 @@ QLayout* NetworkEditor::makeToolbar() {
     bar->addSpacing(8);
     // The row buttons share the toolbar's line, so a short dock gives the layer table the height.
     bar->addLayout(makeRowButtons());
+    bar->addSpacing(8);
+    bar->addWidget(makeLossChoice());
     bar->addStretch(1);
     bar->addWidget(input_label_);
     return bar;
+}
+
+// The network's loss, one entry per loss of the loss registry with its help.
+QWidget* NetworkEditor::makeLossChoice() {
+    loss_ = new QComboBox;
+    loss_->setObjectName("lossCombo");
+    for (const LossDefinition& loss : loss_registry()) {
+        loss_->addItem(QString::fromStdString(loss.name));
+        loss_->setItemData(loss_->count() - 1, QString::fromStdString(loss.help), Qt::ToolTipRole);
+    }
+    connect(loss_, &QComboBox::activated, this, [this](int i) { setLoss(loss_->itemText(i)); });
+    auto* host = new QWidget;
+    auto* box = new QHBoxLayout(host);
+    box->setContentsMargins(0, 0, 0, 0);
+    box->addWidget(new QLabel(tr("Loss")));
+    box->addWidget(loss_);
+    return host;
 }
 
 // The undo (or redo) button, enabled and labelled from the undo stack.
@@ -308,18 +319,36 @@ QWidget* NetworkEditor::makePalette() {
     palette_->setDragDropMode(QAbstractItemView::DragOnly);
     palette_->setCurrentRow(0);
     palette_->setToolTip(tr("Double-click, press Add, or drag a layer into the network"));
+    // Add ×N: a GPT's blocks go in at once, as one undo step.
+    add_count_ = new QSpinBox;
+    add_count_->setObjectName("addCount");
+    add_count_->setRange(1, 64);
+    add_count_->setPrefix(QStringLiteral("×"));
+    add_count_->setToolTip(tr("How many layers of the kind Add inserts (one undo step)"));
     connect(palette_, &QListWidget::itemDoubleClicked, this,
-            [this](QListWidgetItem* item) { addLayer(item->text()); });
+            [this](QListWidgetItem* item) { addLayers(item->text(), add_count_->value()); });
     add_ = new QPushButton(tr("Add →"));
     add_->setObjectName("addButton");
     connect(add_, &QPushButton::clicked, this, [this] {
-        if (auto* item = palette_->currentItem()) addLayer(item->text());
+        if (auto* item = palette_->currentItem()) addLayers(item->text(), add_count_->value());
     });
+    auto update_add_tip = [this] {
+        const auto* item = palette_->currentItem();
+        add_->setToolTip(
+            item ? tr("Add %1 × %2 after the selected layer").arg(add_count_->value()).arg(item->text())
+                 : QString());
+    };
+    connect(palette_, &QListWidget::currentItemChanged, this, update_add_tip);
+    connect(add_count_, &QSpinBox::valueChanged, this, update_add_tip);
+    update_add_tip();
+    auto* add_row = new QHBoxLayout;
+    add_row->addWidget(add_count_);
+    add_row->addWidget(add_, 1);
     auto* palette_box = new QVBoxLayout;
     palette_box->setContentsMargins(0, 0, 0, 0);
     palette_box->addWidget(new QLabel(tr("<b>Layers</b>")));
     palette_box->addWidget(palette_, 1);
-    palette_box->addWidget(add_);
+    palette_box->addLayout(add_row);
     auto* host = new QWidget;
     host->setLayout(palette_box);
     return host;
@@ -392,18 +421,45 @@ QLayout* NetworkEditor::makeRowButtons() {
 // The selected layer's settings; rebuildForm fills it from the registry's fields.
 QWidget* NetworkEditor::makeSettingsForm() {
     form_title_ = new QLabel;
+    form_title_->setObjectName("layerFormTitle");
+    form_title_->setWordWrap(true);
     form_host_ = new QWidget;
     form_host_->setObjectName("layerForm");
     form_ = new QFormLayout(form_host_);
     form_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     auto* form_box = new QVBoxLayout;
     form_box->setContentsMargins(0, 0, 0, 0);
+    // The scroll area reads the form's height from its minimum size.
+    form_box->setSizeConstraint(QLayout::SetMinimumSize);
     form_box->addWidget(form_title_);
     form_box->addWidget(form_host_);
+    // Below the fields, outside the form so its rows keep their heights: the layer's error and
+    // its GEMMs, filled by refreshFormExtras.
+    form_error_ = new QLabel;
+    form_error_->setObjectName("layerError");
+    form_error_->setWordWrap(true);
+    form_error_->setStyleSheet("color: #b00000;");
+    form_error_->hide();
+    form_box->addWidget(form_error_);
+    gemm_list_ = new QLabel;
+    gemm_list_->setObjectName("gemmList");
+    gemm_list_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    gemm_list_->setToolTip(
+        tr("The GEMMs this layer runs for one sample, under the names statistics, "
+           "precision rules and reports use"));
+    gemm_list_->hide();
+    form_box->addWidget(gemm_list_);
     form_box->addStretch(1);
-    auto* outer = new QWidget;
-    outer->setLayout(form_box);
-    outer->setMinimumWidth(220);
+    auto* inner = new QWidget;
+    inner->setLayout(form_box);
+    // A block's nine fields and its GEMMs are taller than a short dock: scroll, never squeeze.
+    auto* outer = new QScrollArea;
+    outer->setObjectName("layerFormScroll");
+    outer->setWidget(inner);
+    outer->setWidgetResizable(true);
+    outer->setFrameShape(QFrame::NoFrame);
+    outer->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    outer->setMinimumWidth(260);
     return outer;
 }
 
@@ -437,13 +493,35 @@ nlohmann::json NetworkEditor::defaultLayer(const QString& kind) {
     return k ? new_layer_json(*k) : nlohmann::json{{"type", kind.toStdString()}};
 }
 
-void NetworkEditor::addLayer(const QString& kind, int position) {
+void NetworkEditor::addLayer(const QString& kind, int position) { addLayers(kind, 1, position); }
+
+void NetworkEditor::addLayers(const QString& kind, int count, int position) {
+    if (count < 1) return;
     const int n = layerCount();
-    int at = position < 0 ? (current_ >= 0 ? current_ + 1 : n) : std::min(position, n);
+    const int at = position < 0 ? (current_ >= 0 ? current_ + 1 : n) : std::min(position, n);
     nlohmann::json after = network_;
     auto& layers = after["layers"];
-    layers.insert(layers.begin() + at, defaultLayer(kind));
-    undo_->push(new NetworkEditCommand(this, network_, after, current_, at, tr("Add %1").arg(kind)));
+    layers.insert(layers.begin() + at, size_t(count), defaultLayer(kind));
+    const QString text = count == 1 ? tr("Add %1").arg(kind) : tr("Add %1 × %2").arg(count).arg(kind);
+    // The last inserted layer is selected, so the next Add goes after the group.
+    undo_->push(new NetworkEditCommand(this, network_, after, current_, at + count - 1, text));
+}
+
+void NetworkEditor::setLoss(const QString& loss) {
+    const LossDefinition* chosen = find_loss(loss.toStdString());
+    if (!chosen || network_.value("loss", std::string()) == chosen->name) return;
+    nlohmann::json after = network_;
+    after["loss"] = chosen->name;
+    // Network::from_json refuses a z-loss on a loss without softmax rows.
+    if (!chosen->takes_z_loss) after.erase("z_loss");
+    undo_->push(
+        new NetworkEditCommand(this, network_, after, current_, current_, tr("Set loss to %1").arg(loss)));
+}
+
+Shape NetworkEditor::layerInput(int row) const {
+    if (row <= 0) return input_shape_;
+    if (row > int(reports_.size()) || !reports_[size_t(row - 1)].error.empty()) return {};
+    return reports_[size_t(row - 1)].output;
 }
 
 void NetworkEditor::removeLayer(int row) {
@@ -504,7 +582,10 @@ void NetworkEditor::applyState(const nlohmann::json& network, int select_row) {
         form_editing_ = keep_form;
         current_ = select_row;
     }
-    if (!form_editing_) rebuildForm();
+    if (!form_editing_)
+        rebuildForm();
+    else
+        refreshFormExtras();
     updateButtons();
     emit networkChanged();
 }
@@ -514,6 +595,7 @@ void NetworkEditor::setInputShape(const Shape& shape) {
     input_shape_ = shape;
     reinspect();
     model_->refreshAll();
+    refreshFormExtras();
     emit networkChanged();
 }
 
@@ -522,6 +604,7 @@ void NetworkEditor::setClassCount(int classes) {
     classes_ = classes;
     reinspect();
     model_->refreshAll();
+    refreshFormExtras();
 }
 
 void NetworkEditor::reinspect() {
@@ -539,7 +622,9 @@ void NetworkEditor::reinspect() {
     }
     // The output must be one score per class (per position, for a sequence), or the loss cannot
     // be computed.
-    if (n > 0 && classes_ > 0 && size_t(n) == reports_.size() && reports_.back().error.empty()) {
+    // (An earlier error leaves the last output unknown: nothing to compare.)
+    if (n > 0 && classes_ > 0 && size_t(n) == reports_.size() && reports_.back().error.empty() &&
+        !reports_.back().output.empty()) {
         const Shape& out = reports_.back().output;
         const bool sequence = input_shape_.size() == 1 && out.size() == 2 && out[0] == input_shape_[0];
         const Shape wanted = sequence ? Shape{input_shape_[0], classes_} : Shape{classes_};
@@ -548,7 +633,17 @@ void NetworkEditor::reinspect() {
                                  "): outputs " + shape_to_string(out) + " but the dataset has " +
                                  std::to_string(classes_) + " classes; the last layer must output " +
                                  shape_to_string(wanted);
+        } else {
+            row_errors_.back() = lossMismatch(sequence);
         }
+    }
+    const bool loss_fits = row_errors_.empty() || !row_errors_.back().starts_with("\"loss\"");
+    {
+        const QSignalBlocker quiet(loss_);
+        loss_->setCurrentText(QString::fromStdString(network_.value("loss", default_loss().name)));
+        loss_->setStyleSheet(loss_fits ? QString() : QStringLiteral("color: #b00000;"));
+        loss_->setToolTip(loss_fits ? tr("The loss the network trains with")
+                                    : QString::fromStdString(row_errors_.back()));
     }
     for (const auto& e : row_errors_) {
         if (e.empty()) continue;
@@ -578,6 +673,21 @@ void NetworkEditor::reinspect() {
     }
 }
 
+// A loss reads one kind of targets (loss_registry.h): scores at every position need the
+// per-position loss, one score vector per sample a per-sample one.
+std::string NetworkEditor::lossMismatch(bool sequence) const {
+    const LossDefinition* loss = find_loss(network_.value("loss", default_loss().name));
+    const TargetKind wanted = sequence ? TargetKind::ClassPerPosition : TargetKind::ClassPerSample;
+    if (!loss || loss->targets == wanted) return {};
+    std::string fitting;
+    for (const LossDefinition& l : loss_registry())
+        if (l.targets == wanted && fitting.empty()) fitting = l.name;
+    return "\"loss\": " + loss->name + " reads " + target_kind_text(loss->targets) +
+           " targets, and this network outputs " +
+           (sequence ? "scores at every position" : "one score per class") +
+           (fitting.empty() ? std::string() : "; choose " + fitting);
+}
+
 int64_t NetworkEditor::totalParameters() const {
     int64_t total = 0;
     for (const auto& r : reports_) total += r.parameters;
@@ -597,17 +707,21 @@ void NetworkEditor::rebuildForm() {
     while (form_->rowCount() > 0) form_->removeRow(0);
     if (current_ < 0 || current_ >= layerCount()) {
         form_title_->setText(tr("<b>Settings</b><br><i>Select a layer to edit it.</i>"));
+        form_error_->hide();
+        gemm_list_->hide();
         return;
     }
     const nlohmann::json& spec = network_["layers"][size_t(current_)];
     const QString kind = layer_kind_of(spec);
-    form_title_->setText(tr("<b>Layer %1: %2</b>").arg(current_).arg(kind));
     const LayerKind* registered = find_layer_kind(kind.toStdString());
-    if (!registered || registered->fields.empty()) {
-        form_->addRow(new QLabel(tr("No settings.")));
-        return;
-    }
-    for (const LayerField& f : registered->fields) {
+    // The kind's help from the registry, the one place it is written.
+    form_title_->setText(
+        tr("<b>Layer %1: %2</b>").arg(current_).arg(kind) +
+        (registered
+             ? QStringLiteral("<br><i>%1</i>").arg(QString::fromStdString(registered->help).toHtmlEscaped())
+             : QString()));
+    if (!registered || registered->fields.empty()) form_->addRow(new QLabel(tr("No settings.")));
+    for (const LayerField& f : registered ? registered->fields : std::vector<LayerField>{}) {
         QWidget* editor = makeFieldEditor(f, spec, current_);
         editor->setObjectName(QStringLiteral("param_") + QString::fromStdString(f.key));
         editor->setToolTip(QString::fromStdString(f.help));
@@ -615,12 +729,32 @@ void NetworkEditor::rebuildForm() {
         if (!f.zero_means.empty()) label += tr(" (0 = %1)").arg(QString::fromStdString(f.zero_means));
         form_->addRow(label, editor);
     }
-    if (current_ < int(row_errors_.size()) && !row_errors_[size_t(current_)].empty()) {
-        auto* err = new QLabel(QString::fromStdString(row_errors_[size_t(current_)]));
-        err->setWordWrap(true);
-        err->setStyleSheet("color: #b00000;");
-        form_->addRow(err);
+    refreshFormExtras();
+}
+
+// The error, the field it names marked, and the GEMMs at the current shapes; also after an edit
+// in the form, which keeps its editors (and their focus) in place.
+void NetworkEditor::refreshFormExtras() {
+    if (current_ < 0 || current_ >= layerCount()) return;
+    const nlohmann::json& spec = network_["layers"][size_t(current_)];
+    const std::string& error =
+        current_ < int(row_errors_.size()) ? row_errors_[size_t(current_)] : std::string();
+    const QString named = QStringLiteral("param_") + QString::fromStdString(error_field(spec, error));
+    for (QWidget* field : form_host_->findChildren<QWidget*>(QRegularExpression("^param_"))) {
+        const bool marked = !error.empty() && field->objectName() == named;
+        field->setProperty("fieldError", marked);
+        // A palette, not a style sheet: a style sheet changes a spin box's size and look.
+        QPalette look;
+        if (marked) look.setColor(QPalette::Base, QColor(255, 208, 208));
+        field->setPalette(look);
+        if (auto* label = form_->labelForField(field))
+            label->setStyleSheet(marked ? QStringLiteral("color: #b00000; font-weight: bold;") : QString());
     }
+    form_error_->setText(QString::fromStdString(error));
+    form_error_->setVisible(!error.empty());
+    const QString gemms = gemm_list_html(spec, current_, layerInput(current_), classes_);
+    gemm_list_->setText(gemms);
+    gemm_list_->setVisible(!gemms.isEmpty());
 }
 
 // The value the form shows for a field: the layer's own, else what the core uses in its place

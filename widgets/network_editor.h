@@ -1,8 +1,9 @@
 // NetworkEditor: builds a network with the mouse. A palette of layer kinds, a layer table with
 // live shape inference and parameter counts (Network::inspect), a form for the selected layer's
-// settings, undo/redo of every edit, JSON open/save and presets. Errors are marked on the row
-// they belong to, and isValid()/validityChanged() let the app keep Train disabled until the
-// network fits the dataset. The editor only edits a description; it never builds or trains.
+// settings with the layer's GEMMs and their shapes, undo/redo of every edit ("Add ×N" inserts
+// N layers as one), the loss, JSON open/save and presets. Errors are marked on the row they
+// belong to and on the field they name, and isValid()/validityChanged() let the app keep Train disabled until
+// the network fits the dataset. The editor only edits a description; it never builds or trains.
 #pragma once
 #include <QByteArray>
 #include <QString>
@@ -19,6 +20,7 @@ class QLabel;
 class QLayout;
 class QListWidget;
 class QPushButton;
+class QSpinBox;
 class QTableView;
 class QUndoStack;
 class QToolButton;
@@ -58,6 +60,10 @@ public:
 
     // Layer editing, each an undoable command (the buttons and drag-and-drop call these).
     void addLayer(const QString& kind, int position = -1);  // -1: after the current layer
+    // count layers of one kind as one undoable edit ("Add 4 × TransformerBlock").
+    void addLayers(const QString& kind, int count, int position = -1);
+    // The network's "loss" (a name in the loss registry), one undoable edit.
+    void setLoss(const QString& loss);
     void removeLayer(int row);
     void moveLayer(int from, int to);  // to: final index of the moved layer
     // Replaces one setting of a layer ("out", "kernel", ...); consecutive edits of the same
@@ -101,6 +107,14 @@ private:
     QWidget* makePalette();
     QWidget* makeLayerTable();
     QLayout* makeRowButtons();
+    QWidget* makeLossChoice();
+    // The per-sample input shape of a layer: the dataset's for the first, else the previous
+    // layer's output; empty when unknown (an earlier layer does not fit).
+    Shape layerInput(int row) const;
+    // Empty when the loss reads the targets the outputs are scored against (per position for a
+    // sequence, else per sample); else the error, naming "loss".
+    std::string lossMismatch(bool sequence) const;
+    void refreshFormExtras();
     QWidget* makeSettingsForm();
     QWidget* makeFieldEditor(const LayerField& field, const nlohmann::json& spec, int row);
     void commitFormEdit(int row, const QString& key, const nlohmann::json& value, bool unset);
@@ -124,10 +138,14 @@ private:
     QWidget* form_host_ = nullptr;
     QFormLayout* form_ = nullptr;
     QLabel* form_title_ = nullptr;
+    QLabel* form_error_ = nullptr;  // the selected layer's error, under its fields
+    QLabel* gemm_list_ = nullptr;   // the selected layer's GEMMs and their shapes
     QLabel* input_label_ = nullptr;
     QLabel* summary_ = nullptr;
     QComboBox* presets_ = nullptr;
     QPushButton* add_ = nullptr;
+    QSpinBox* add_count_ = nullptr;
+    QComboBox* loss_ = nullptr;
     QPushButton* remove_ = nullptr;
     QPushButton* up_ = nullptr;
     QPushButton* down_ = nullptr;

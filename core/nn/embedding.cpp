@@ -27,13 +27,19 @@ LayerPlan Embedding::plan(const Shape& input) const {
                          "; it must be the first layer of a network on a text dataset");
     if (input[0] > context_)
         throw ShapeError("\"context\" is " + std::to_string(context_) + " positions, the input has " +
-                         std::to_string(input[0]) + "; set \"context\" to at least " +
-                         std::to_string(input[0]));
+                         std::to_string(input[0]) + " (the dataset's context); set \"context\" to at least " +
+                         std::to_string(input[0]) + " or the dataset's context to at most " +
+                         std::to_string(context_));
     const int64_t vocab = vocab_ != 0 ? vocab_ : dataset_classes_;
     if (vocab <= 0)
         throw ShapeError(
             "\"vocab\" (vocabulary) is 0, which takes the dataset's classes, and no dataset gives them "
             "here; set \"vocab\"");
+    // A token id past the table would only be refused in the first forward pass.
+    if (dataset_classes_ > vocab)
+        throw ShapeError("\"vocab\" (vocabulary) is " + std::to_string(vocab) + " tokens, the dataset has " +
+                         std::to_string(dataset_classes_) + "; set it to 0 (the dataset's) or at least " +
+                         std::to_string(dataset_classes_));
     LayerPlan p;
     p.output = {input[0], d_};
     p.parameters = saturating_mul(saturating_add(vocab, context_), d_);

@@ -28,6 +28,22 @@ void add(const Tensor& a, const Tensor& b, Tensor& out) {
 
 size_t fc2_gemm(const TransformerBlockSettings& s) { return s.swiglu ? 6 : 5; }
 
+// "heads" must divide d: the message names the field, both numbers and the nearest head counts
+// that would do (what a user changing the field wants to know). The search is bounded, since a
+// description may hold any width.
+std::string heads_error(int64_t d, int64_t heads) {
+    std::string text = "\"heads\": the model width d " + std::to_string(d) + " is not divisible by " +
+                       std::to_string(heads) + " heads";
+    if (heads > d) return text + "; at most " + std::to_string(d) + " heads (one feature each)";
+    constexpr int64_t kSearch = 4096;
+    int64_t below = heads - 1, above = heads + 1;
+    while (below > 1 && heads - below < kSearch && d % below != 0) --below;
+    while (above < d && above - heads < kSearch && d % above != 0) ++above;
+    if (d % below != 0) return text;
+    return text + "; " + std::to_string(below) + (d % above == 0 ? " or " + std::to_string(above) : "") +
+           " heads divide it";
+}
+
 }  // namespace
 
 TransformerBlock::TransformerBlock(const TransformerBlockSettings& settings) : settings_(settings) {}
@@ -44,9 +60,7 @@ LayerPlan TransformerBlock::plan(const Shape& input) const {
         throw ShapeError("expects a sequence [T × d] (positions × features), gets " + shape_to_string(input) +
                          "; put an Embedding before it");
     const int64_t T = input[0], d = input[1];
-    if (d % settings_.heads != 0)
-        throw ShapeError("\"heads\" must divide the model width: d " + std::to_string(d) +
-                         " is not divisible by " + std::to_string(settings_.heads) + " heads");
+    if (d % settings_.heads != 0) throw ShapeError(heads_error(d, settings_.heads));
     const int64_t F = hidden_width(settings_, d), hs = d / settings_.heads;
     const bool norm_bias = settings_.bias && settings_.norm == NormKind::LayerNorm;
     const int64_t norm = saturating_mul(norm_bias ? 2 : 1, d);
