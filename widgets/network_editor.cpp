@@ -20,6 +20,7 @@
 #include <QLabel>
 #include <QListWidget>
 #include <QLocale>
+#include <QMenu>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QPushButton>
@@ -74,6 +75,19 @@ protected:
         return m;
     }
 };
+
+// The palette's context menu: a few copies of the kind at once ("Add 4 × TransformerBlock").
+void show_add_menu(NetworkEditor* editor, QListWidget* palette, const QPoint& at) {
+    const QListWidgetItem* item = palette->itemAt(at);
+    if (!item) return;
+    const QString kind = item->text();
+    QMenu menu(palette);
+    menu.setObjectName("paletteMenu");
+    for (int count : {1, 2, 4, 6, 8, 12})
+        menu.addAction(NetworkEditor::tr("Add %1 × %2").arg(count).arg(kind), editor,
+                       [editor, kind, count] { editor->addLayers(kind, count); });
+    menu.exec(palette->viewport()->mapToGlobal(at));
+}
 
 }  // namespace
 
@@ -315,10 +329,14 @@ QWidget* NetworkEditor::makePalette() {
         auto* item = new QListWidgetItem(QString::fromStdString(kind.name), palette_);
         item->setToolTip(QString::fromStdString(kind.help + "\n" + kind.shape_rule));
     }
+    palette_->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(palette_, &QWidget::customContextMenuRequested, this,
+            [this](const QPoint& at) { show_add_menu(this, palette_, at); });
     palette_->setDragEnabled(true);
     palette_->setDragDropMode(QAbstractItemView::DragOnly);
     palette_->setCurrentRow(0);
-    palette_->setToolTip(tr("Double-click, press Add, or drag a layer into the network"));
+    palette_->setToolTip(
+        tr("Double-click, press Add, or drag a layer into the network; right-click to add several"));
     // Add ×N: a GPT's blocks go in at once, as one undo step.
     add_count_ = new QSpinBox;
     add_count_->setObjectName("addCount");

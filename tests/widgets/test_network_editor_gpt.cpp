@@ -8,11 +8,13 @@
 #include <QDir>
 #include <QLabel>
 #include <QListWidget>
+#include <QMenu>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSpinBox>
 #include <QTableView>
+#include <QTimer>
 #include <QToolButton>
 #include <QUndoStack>
 #include <QtTest>
@@ -216,6 +218,33 @@ private slots:
         Network swiglu = Network::from_json(ed.networkJson());
         swiglu.build({kContext}, 1, kVocab);
         QCOMPARE(cell(ed, 3, 4), QLocale().toString(qlonglong(swiglu.layer(3).parameter_count())));
+    }
+
+    // The palette's context menu adds several layers as one undo step.
+    void paletteMenuAddsSeveral() {
+        NetworkEditor ed;
+        show_editor(ed);
+        click_palette(ed, "Embedding");
+        auto* palette = child<QListWidget>(&ed, "palette");
+        QListWidgetItem* block = palette->findItems("TransformerBlock", Qt::MatchExactly).first();
+        palette->scrollToItem(block);
+        bool chosen = false;
+        // The menu runs its own event loop: choose the entry from inside it.
+        QTimer::singleShot(0, &ed, [&] {
+            auto* menu = qobject_cast<QMenu*>(QApplication::activePopupWidget());
+            QVERIFY(menu);
+            for (QAction* action : menu->actions())
+                if (action->text() == QStringLiteral("Add 4 × TransformerBlock")) {
+                    action->trigger();
+                    chosen = true;
+                }
+            menu->close();
+        });
+        emit palette->customContextMenuRequested(palette->visualItemRect(block).center());
+        QVERIFY(chosen);
+        QCOMPARE(ed.layerCount(), 5);
+        QTest::mouseClick(child<QToolButton>(&ed, "undoButton"), Qt::LeftButton);
+        QCOMPARE(ed.layerCount(), 1);
     }
 
     // Shape errors name the field, on the row they belong to and in the form.
