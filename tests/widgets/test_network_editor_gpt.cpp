@@ -19,6 +19,7 @@
 #include <QUndoStack>
 #include <QtTest>
 
+#include "core/nn/gemm_shapes.h"
 #include "core/nn/layer_registry.h"
 #include "core/nn/network.h"
 #include "resources/presets.h"
@@ -218,6 +219,23 @@ private slots:
         Network swiglu = Network::from_json(ed.networkJson());
         swiglu.build({kContext}, 1, kVocab);
         QCOMPARE(cell(ed, 3, 4), QLocale().toString(qlonglong(swiglu.layer(3).parameter_count())));
+    }
+
+    // The shapes the inspector lists, kind by kind: a convolution's im2col product, a Linear on
+    // features, a kind without GEMMs.
+    void gemmShapesOfEachKind() {
+        const auto conv =
+            layer_gemm_shapes({{"type", "Conv2d"}, {"out_channels", 16}, {"kernel", 3}}, {2, 28, 28}, 0);
+        QCOMPARE(conv.size(), size_t{1});
+        QCOMPARE(gemm_shape_text(conv[0]), std::string("[16,18]×[18,676]"));
+        const auto linear = layer_gemm_shapes({{"type", "Linear"}, {"out", 0}}, {784}, 10);
+        QCOMPARE(gemm_shape_text(linear.at(0)), std::string("[1,784]×[784,10]"));
+        QVERIFY(layer_gemm_shapes({{"type", "ReLU"}}, {64, 128}, 0).empty());
+        const auto rms_qk = layer_gemm_shapes(
+            {{"type", "TransformerBlock"}, {"heads", 2}, {"mlp_ratio", 2}, {"qk_norm", true}}, {16, 32}, 0);
+        QCOMPARE(rms_qk.size(), size_t{6});
+        QCOMPARE(gemm_shape_text(rms_qk[1]), std::string("2 × [16,16]×[16,16]"));
+        QCOMPARE(gemm_shape_text(rms_qk[4]), std::string("[16,32]×[32,64]"));
     }
 
     // The palette's context menu adds several layers as one undo step.
