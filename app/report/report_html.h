@@ -78,6 +78,24 @@ struct ScalingSection {
     std::vector<Figure> figures;             // amax, scale, block-scale histograms
 };
 
+// One stored sample of a text run (a "sample" event: what the model wrote after an evaluation),
+// as printable text (core/common/printable): the prompt and the continuation the model drew.
+struct TextSample {
+    std::int64_t step = 0;
+    QString prompt;
+    QString text;
+    QString settings;  // "temperature 0.8, top-k 40, 200 tokens"
+};
+
+// A text run's inputs, shown as tokens where an image run's would be images.
+struct TextSamples {
+    QString run_label;
+    QString unit;                   // "character" or "byte": what one token is
+    std::vector<TextSample> shown;  // the first and the last ones stored
+    std::size_t more = 0;           // left out between them
+    QString error;                  // why there are none (samples off, failed)
+};
+
 struct ReportContent {
     QString title;
     QString generated;  // date and time
@@ -94,7 +112,8 @@ struct ReportContent {
     std::vector<Figure> boundaries;  // 2-D runs with a stored decision boundary
     std::vector<Figure> curves;
     std::vector<Figure> histograms;
-    std::vector<ScalingSection> scaling;  // only runs that stored scaling statistics
+    std::vector<ScalingSection> scaling;    // only runs that stored scaling statistics
+    std::vector<TextSamples> text_samples;  // text runs only
 };
 
 // "Training curves smoothed with EMA α = 0.6; ..." or "Training curves not smoothed." (report.cpp).
@@ -125,6 +144,10 @@ QString table_html(const Table& t, const QString& attrs, const QString& head_att
 QString target_note(const ReportContent& c);
 extern const QString kScalingNote;
 QString grid_note(const HistogramGrid& g);  // what the small multiples show
+// The text samples section: its note and one sample as HTML (a monospace block, prompt in bold)
+// that both renderings use.
+QString text_samples_note(const TextSamples& s);
+QString text_sample_html(const TextSample& sample);
 QString pretty_json(const std::string& json);
 // Zero-width spaces after separators in long words, so QTextDocument can wrap them.
 QString breakable(const QString& text);
