@@ -370,7 +370,7 @@ ReportContent collect_content(const ReportRequest& request, const std::vector<st
         content.gradient_grids = report_detail::gradient_grids(*store, content.rows, kCellWidth, kCellHeight);
         content.boundaries = report_detail::boundary_figures(*store, content.rows, data, kBoundarySize);
         content.scaling = report_detail::scaling_sections(*store, content.rows, kPlotWidth);
-        content.text_samples = report_detail::text_samples(*store, content.rows);
+        content.text_samples = report_detail::text_samples(*store, content.rows, data);
     } catch (const StoreError& e) {
         throw ReportError(std::string("reading the runs failed: ") + e.what());
     }

@@ -381,6 +381,30 @@ QString text_sample_html(const TextSample& sample) {
         .arg(html_escape(sample.settings), html_escape(sample.prompt), html_escape(sample.text));
 }
 
+QString test_windows_note(const TextSamples& s) {
+    return QStringLiteral(
+               "Test windows (the first, the middle and the last of the %1 at the end of the text, which "
+               "the run never trained on): the input, the next token the final weights predict at each "
+               "position (FP32, the most likely token; wrong ones in red) and the true next tokens. One "
+               "cell per %2: ⏎ a newline, ⇥ a tab, · any other control character or a byte that is not a "
+               "character alone.")
+        .arg(s.test_windows)
+        .arg(s.unit);
+}
+
+QString test_window_html(const TestWindow& w) {
+    return QStringLiteral(
+               "<p style=\"margin-top:10px; margin-bottom:2px\"><b>window %1</b> · %2 of %3 next tokens "
+               "right</p><pre style=\"font-family:'DejaVu Sans Mono','Liberation Mono',monospace; "
+               "background:#f7f7f7; margin-top:0; margin-bottom:10px\">input      %4\npredicted  %5\ntrue "
+               "next  "
+               "%6</pre>")
+        .arg(w.index)
+        .arg(w.correct)
+        .arg(w.positions)
+        .arg(w.input, w.predicted, w.target);
+}
+
 QString grid_note(const HistogramGrid& g) {
     return QStringLiteral(
                "Bars: share of each gradient's elements per power of two (scaled values, as the trainer "
@@ -480,6 +504,15 @@ QString browser_figures(const ReportContent& c) {
         h += QStringLiteral("<p class=\"note\">") + html_escape(text_samples_note(s)) +
              QStringLiteral("</p>\n");
         for (const TextSample& sample : s.shown) h += text_sample_html(sample) + QLatin1Char('\n');
+    }
+    for (const TextSamples& s : c.text_samples) {
+        h += QStringLiteral("<h2>Test windows · %1</h2>\n").arg(html_escape(s.run_label));
+        if (!s.windows_error.isEmpty())
+            h += QStringLiteral("<p>") + html_escape(s.windows_error) + QStringLiteral("</p>\n");
+        if (s.windows.empty()) continue;
+        h += QStringLiteral("<p class=\"note\">") + html_escape(test_windows_note(s)) +
+             QStringLiteral("</p>\n");
+        for (const TestWindow& w : s.windows) h += test_window_html(w) + QLatin1Char('\n');
     }
     if (!c.boundaries.empty())
         h += QStringLiteral("<h2>Decision boundaries</h2>\n<div class=\"pair\">") +

@@ -87,13 +87,25 @@ struct TextSample {
     QString settings;  // "temperature 0.8, top-k 40, 200 tokens"
 };
 
+// One test window of a text run with what its final weights predict at each position: the
+// texts are HTML already, one monospace cell per token (report_sections: display_token), wrong
+// predictions marked.
+struct TestWindow {
+    std::int64_t index = 0;  // of the test part's windows
+    QString input, predicted, target;
+    int correct = 0, positions = 0;
+};
+
 // A text run's inputs, shown as tokens where an image run's would be images.
 struct TextSamples {
     QString run_label;
-    QString unit;                   // "character" or "byte": what one token is
-    std::vector<TextSample> shown;  // the first and the last ones stored
-    std::size_t more = 0;           // left out between them
-    QString error;                  // why there are none (samples off, failed)
+    QString unit;                     // "character" or "byte": what one token is
+    std::vector<TextSample> shown;    // the first and the last ones stored
+    std::size_t more = 0;             // left out between them
+    QString error;                    // why there are none (samples off, failed)
+    std::vector<TestWindow> windows;  // a few test windows with the final weights' predictions
+    std::int64_t test_windows = 0;    // in the test part
+    QString windows_error;            // why there are none (no final weights, data unreadable)
 };
 
 struct ReportContent {
@@ -148,6 +160,8 @@ QString grid_note(const HistogramGrid& g);  // what the small multiples show
 // that both renderings use.
 QString text_samples_note(const TextSamples& s);
 QString text_sample_html(const TextSample& sample);
+QString test_windows_note(const TextSamples& s);
+QString test_window_html(const TestWindow& window);
 QString pretty_json(const std::string& json);
 // Zero-width spaces after separators in long words, so QTextDocument can wrap them.
 QString breakable(const QString& text);

@@ -177,6 +177,20 @@ void add_text_samples(BlockBuilder& b, const ReportContent& c) {
     }
 }
 
+void add_test_windows(BlockBuilder& b, const ReportContent& c) {
+    for (const TextSamples& s : c.text_samples) {
+        b.heading(3, QStringLiteral("Test windows · ") + html_escape(s.run_label));
+        if (!s.windows_error.isEmpty()) b.paragraph(html_escape(breakable(s.windows_error)));
+        if (s.windows.empty()) continue;
+        b.note(test_windows_note(s));
+        for (const TestWindow& w : s.windows)
+            b.blocks.push_back({QStringLiteral("<p style=\"font-size:4pt\">&nbsp;</p>") + test_window_html(w),
+                                {},
+                                false,
+                                false});
+    }
+}
+
 std::vector<Block> build_blocks(const ReportContent& c, PdfLayout* layout) {
     BlockBuilder b;
     b.blocks.push_back(
@@ -205,6 +219,7 @@ std::vector<Block> build_blocks(const ReportContent& c, PdfLayout* layout) {
     if (c.curves.empty()) b.paragraph(QStringLiteral("No metrics stored."));
     for (const Figure& f : c.curves) b.figure(f);
     add_text_samples(b, c);
+    add_test_windows(b, c);
     if (!c.boundaries.empty()) {
         b.heading(3, QStringLiteral("Decision boundaries"));
         b.grid(c.boundaries, kGridColumns, true);

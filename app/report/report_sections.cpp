@@ -11,9 +11,11 @@
 #include "core/train/dataset_source.h"
 #include "core/train/decision_boundary.h"
 #include "core/train/event_text.h"
+#include "core/train/next_token_predictions.h"
 #include "core/train/train_config.h"
 #include "sessions/metric_keys.h"
 #include "sessions/run_figures.h"
+#include "sessions/run_language_model.h"
 #include "sessions/run_query.h"
 #include "widgets/plots/decision_boundary_plot.h"
 #include "widgets/plots/histogram_plot.h"
@@ -321,7 +323,69 @@ TextSample text_sample_of(const Event& e, const Run& run) {
 
 }  // namespace
 
-std::vector<TextSamples> text_samples(RunStore& store, const std::vector<RunRow>& rows) {
+namespace {
+
+// One token in one monospace cell, so that the input, predicted and true lines of a window line
+// up: a printable character as it is, a newline ⏎, a tab ⇥, anything else (a control character,
+// a byte that is not a character alone) a middle dot.
+QString display_token(const std::string& token) {
+    if (token == "\n") return QStringLiteral("⏎");
+    if (token == "\t") return QStringLiteral("⇥");
+    if (printable_text(token) != token) return QStringLiteral("·");
+    return QString::fromStdString(token).toHtmlEscaped();
+}
+
+QString window_text(const Vocabulary& vocabulary, const std::vector<int32_t>& ids,
+                    const std::vector<int32_t>* truth = nullptr) {
+    QString html;
+    for (std::size_t t = 0; t < ids.size(); ++t) {
+        const QString cell = display_token(vocabulary.token(ids[t]));
+        const bool wrong = truth && (*truth)[t] != ids[t];
+        html += wrong ? QStringLiteral("<span style=\"color:#b00000\">") + cell + QStringLiteral("</span>")
+                      : cell;
+    }
+    return html;
+}
+
+std::vector<int32_t> window_ids(const Tensor& rows, int64_t index) {
+    const int64_t width = rows.dim(1);
+    const float* row = rows.data() + index * width;
+    return std::vector<int32_t>(row, row + width);
+}
+
+// The first, middle and last test windows with the final weights' predictions; the reason
+// instead when there are none.
+void add_test_windows(TextSamples& s, RunStore& store, const RunRow& row, DatasetCache& data) {
+    QString error;
+    const Dataset* dataset = data.get(row.run, &error);
+    if (!dataset || dataset->test_size() == 0 || dataset->test_x.rank() != 2) {
+        s.windows_error = error.isEmpty() ? QStringLiteral("The run's dataset has no test windows.") : error;
+        return;
+    }
+    s.test_windows = dataset->test_size();
+    try {
+        RunLanguageModel model = load_run_language_model(store, row.run.id);
+        const std::set<int64_t> picked{0, s.test_windows / 2, s.test_windows - 1};
+        for (const int64_t index : picked) {
+            const std::vector<int32_t> input = window_ids(dataset->test_x, index);
+            const std::vector<int32_t> target = window_ids(dataset->test_y, index);
+            const std::vector<int32_t> predicted = predict_next_tokens(model.network, input);
+            TestWindow w{index, window_text(model.vocabulary, input),
+                         window_text(model.vocabulary, predicted, &target),
+                         window_text(model.vocabulary, target)};
+            w.positions = static_cast<int>(target.size());
+            for (std::size_t t = 0; t < target.size(); ++t) w.correct += predicted[t] == target[t] ? 1 : 0;
+            s.windows.push_back(std::move(w));
+        }
+    } catch (const std::exception& e) {
+        s.windows.clear();
+        s.windows_error = QString::fromStdString(printable_text(e.what()));
+    }
+}
+
+}  // namespace
+
+std::vector<TextSamples> text_samples(RunStore& store, const std::vector<RunRow>& rows, DatasetCache& data) {
     std::vector<TextSamples> out;
     for (const RunRow& row : rows) {
         if (!row.figures.text) continue;
@@ -341,6 +405,7 @@ std::vector<TextSamples> text_samples(RunStore& store, const std::vector<RunRow>
                           ? QStringLiteral("No samples stored (sampling after each evaluation was off).")
                           : QStringLiteral("Sampling failed: ") + text_sample_of(failed.back(), row.run).text;
         }
+        add_test_windows(s, store, row, data);
         out.push_back(std::move(s));
     }
     return out;

@@ -42,6 +42,11 @@ class TestTextReport : public QObject {
     QTemporaryDir dir_;
     QString db_;
 
+    double read_only_test_accuracy() {
+        const auto show = run_program(kCli, {"runs", "show", "1", "--json", "--db", db_});
+        return QJsonDocument::fromJson(show.out).object()["test_accuracy"].toDouble(-1);
+    }
+
 private slots:
     void initTestCase() {
         QVERIFY(dir_.isValid());
@@ -87,13 +92,25 @@ private slots:
         QVERIFY(!html.isEmpty());
         // The text section: three samples (after steps 10, 20 and 30), monospace, prompt in bold.
         QVERIFY2(html.contains("<h2>Text samples · #1 tiny-gpt"), html.left(3000).constData());
-        QCOMPARE(html.count("<pre style=\"font-family:'DejaVu Sans Mono'"), 3);
+        QCOMPARE(html.count("<pre style=\"font-family:'DejaVu Sans Mono'"),
+                 3 + 3);  // samples and test windows
         for (const char* step : {"<b>step 10</b>", "<b>step 20</b>", "<b>step 30</b>"})
             QVERIFY(html.contains(step));
         // Made safe twice: the ESC printable (\x1b), the markup escaped, never a raw control byte.
         QVERIFY(html.contains("<b>dog\\x1b[2J &lt;b&gt;</b>"));
         QVERIFY(!html.contains('\x1b'));
         QVERIFY(html.contains("one token a character"));
+        // Test windows with the final weights' predictions: the first, middle and last, one
+        // monospace cell per token.
+        QVERIFY(html.contains("<h2>Test windows · #1 tiny-gpt"));
+        QCOMPARE(html.count("<b>window "), 3);
+        QCOMPARE(html.count(" next tokens right</p>"), 3);
+        QVERIFY(html.contains("<b>window 0</b>"));
+        // The predictions are the final evaluation's (same weights, FP32): a run right on every
+        // test position is right on every shown one.
+        if (read_only_test_accuracy() == 1.0) QCOMPARE(html.count(" 8 of 8 next tokens right</p>"), 3);
+        QVERIFY(html.contains("input      ") && html.contains("predicted  ") && html.contains("true next  "));
+        QVERIFY(html.contains("input      &gt;&amp;&lt;/b&gt;.⏎"));  // window 11: markup escaped, ⏎ one cell
         // No image section of a text run's own; the figures per token.
         QVERIFY(!html.contains("Decision boundaries"));
         QVERIFY(html.contains("final next-token acc."));
@@ -112,7 +129,7 @@ private slots:
                 heading = heading || piece.html.contains(QStringLiteral("Text samples · #1"));
                 QVERIFY(piece.width <= layout.text_width + 0.5);
             }
-        QCOMPARE(samples, 3);
+        QCOMPARE(samples, 3 + 3);  // samples and test windows
         QVERIFY(heading);
         QVERIFY(read_all(dir_.filePath("text.pdf")).startsWith("%PDF"));
     }
