@@ -259,10 +259,22 @@ void add_checkpoint_fields(RunStore& store, const Run& r, nlohmann::json& j) {
     }
 }
 
+// The run table's figures; a damaged summary row leaves those it holds out rather than the run
+// (runs show names the damage).
+RunFigures figures_or_fewer(RunStore& store, const Run& r) {
+    try {
+        return list_figures(store, r);
+    } catch (const StoreError&) {
+        RunFigures f;
+        f.text = text_run_figures(r, std::nullopt);
+        return f;
+    }
+}
+
 // A text run's figures per token (sessions/run_figures.h): "text": {"unit", "context",
 // "test_loss_nats", "test_bits_per_token", "next_token_accuracy", "tokens_per_second"}.
 void add_text_run_fields(RunStore& store, const Run& r, nlohmann::json& j) {
-    const RunFigures f = list_figures(store, r);
+    const RunFigures f = figures_or_fewer(store, r);
     if (!f.text) return;
     auto value = [](const std::optional<double>& v) {
         return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
@@ -364,7 +376,7 @@ void cmd_list(const RunsArgs& a) {
         if (r.deleted) status += " (deleted)";
         // The run table's figures (sessions/run_figures.h): a text run's accuracy is per next
         // token, its loss in nats and bits per character or byte, its throughput in tokens/s.
-        const RunFigures f = list_figures(*store, r);
+        const RunFigures f = figures_or_fewer(*store, r);
         any_text = any_text || f.text.has_value();
         rows.push_back({std::to_string(r.id), truncate(r.name, 32), status, r.precision, r.dataset,
                         format_percent(f.final_test_accuracy), test_loss_text(f), throughput_text(f),
@@ -480,7 +492,7 @@ void cmd_show(const RunsArgs& a) {
         for (const auto& [k, v] : j["summary"].items())
             std::printf("  %-28s %s\n", k.c_str(), json_text(v).c_str());
     }
-    print_text_run_figures(list_figures(*store, r));
+    print_text_run_figures(figures_or_fewer(*store, r));
     print_last_metrics(r);
     if (!j["scaling_damaged"].is_null())
         std::printf("\nscaling DAMAGED: %s\n", j["scaling_damaged"].get<std::string>().c_str());
