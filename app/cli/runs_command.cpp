@@ -274,6 +274,7 @@ RunFigures figures_or_fewer(RunStore& store, const Run& r) {
 // A text run's figures per token (sessions/run_figures.h): "text": {"unit", "context",
 // "test_loss_nats", "test_bits_per_token", "next_token_accuracy", "tokens_per_second"}.
 void add_text_run_fields(RunStore& store, const Run& r, nlohmann::json& j) {
+    if (!text_run_figures(r, std::nullopt)) return;  // reads no event for the other runs
     const RunFigures f = figures_or_fewer(store, r);
     if (!f.text) return;
     auto value = [](const std::optional<double>& v) {
