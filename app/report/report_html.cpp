@@ -186,7 +186,7 @@ Table summary_table(const ReportContent& c) {
                 accuracy_header(c, QStringLiteral("final")),
                 accuracy_header(c, QStringLiteral("best")),
                 QStringLiteral("time to ") + target,
-                text ? (per_token ? QStringLiteral("tokens/s") : QStringLiteral("throughput"))
+                text ? (per_token ? QStringLiteral("tokens/s") : QStringLiteral("through&shy;put"))
                      : QStringLiteral("samples/s"),
                 QStringLiteral("speed-up"),
                 QStringLiteral("skipped"),
