@@ -110,6 +110,7 @@ RunFigures list_figures(RunStore& store, const Run& run) {
         f.loss_scale = ScaleRange{m->min, m->max};
     f.underflow_format = gradient_reference_format(run.precision);
     f.duration_seconds = run_duration(run);
+    f.text = text_run_figures(run, f.samples_per_second);
     return f;
 }
 
@@ -117,6 +118,33 @@ RunFigures run_figures(RunStore& store, const Run& run) {
     RunFigures f = list_figures(store, run);
     f.mean_activation_underflow = mean_underflow(store, run, f.underflow_format);
     return f;
+}
+
+std::optional<TextRunFigures> text_run_figures(const Run& run, std::optional<double> samples_per_second) {
+    nlohmann::json dataset;
+    try {
+        const auto config =
+            parse_json_text(run.config_json, "configuration of run " + std::to_string(run.id));
+        if (!config.is_object() || !config.contains("dataset") || !config["dataset"].is_object())
+            return std::nullopt;
+        dataset = config["dataset"];
+    } catch (const JsonInputError&) {
+        return std::nullopt;  // runs show and the report name a damaged configuration themselves
+    }
+    const auto kind = dataset.find("kind");
+    if (kind == dataset.end() || !kind->is_string() || (*kind != "text" && *kind != "fortunes"))
+        return std::nullopt;
+    TextRunFigures text;
+    const auto tokenizer = dataset.find("tokenizer");
+    if (tokenizer != dataset.end() && *tokenizer == "byte") text.unit = "byte";
+    const auto context = dataset.find("context");
+    if (context != dataset.end() && context->is_number_integer() && context->get<std::int64_t>() > 0)
+        text.context = context->get<std::int64_t>();
+    if (const LatestMetric* bits = latest(run, metric_key::test_bits_per_token))
+        text.final_test_bits_per_token = finite(bits->value);
+    if (samples_per_second && text.context > 0)
+        text.tokens_per_second = *samples_per_second * static_cast<double>(text.context);
+    return text;
 }
 
 std::optional<TargetReach> time_to_accuracy(RunStore& store, const Run& run, double target) {
@@ -175,6 +203,39 @@ std::string power_of_two_text(double value) {
 std::string scale_range_text(const ScaleRange& range) {
     if (range.min == range.max) return power_of_two_text(range.min);
     return power_of_two_text(range.min) + " … " + power_of_two_text(range.max);
+}
+
+std::string accuracy_name(const RunFigures& figures) {
+    return figures.text ? "next-token accuracy" : "test accuracy";
+}
+
+std::string bits_unit_text(const TextRunFigures& text) { return "bits/" + text.unit; }
+
+std::string test_loss_text(const RunFigures& figures) {
+    if (!figures.final_test_loss || !std::isfinite(*figures.final_test_loss)) {
+        if (figures.final_test_loss) return shortest_text(*figures.final_test_loss);
+        return "-";
+    }
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%.4g", *figures.final_test_loss);
+    std::string out = buf;
+    if (!figures.text) return out;
+    out += " nats/token";
+    if (figures.text->final_test_bits_per_token) {
+        std::snprintf(buf, sizeof buf, " (%.4g %s)", *figures.text->final_test_bits_per_token,
+                      bits_unit_text(*figures.text).c_str());
+        out += buf;
+    }
+    return out;
+}
+
+std::string throughput_text(const RunFigures& figures) {
+    if (figures.text) {
+        if (!figures.text->tokens_per_second) return "-";
+        return samples_per_second_text(*figures.text->tokens_per_second) + " tokens/s";
+    }
+    if (!figures.samples_per_second) return "-";
+    return samples_per_second_text(*figures.samples_per_second) + " samples/s";
 }
 
 std::string speedup_text(double speedup) {

@@ -14,6 +14,11 @@
 //                  run's reduced format (FP16 for FP32/TF32 runs), averaged over every stored
 //                  activation-gradient histogram.
 //   duration       ended - started (now - started while running).
+// A text run (dataset "text" or "fortunes") is measured per token: its accuracy is the next-token
+// accuracy (a prediction per position), its test loss is in nats per token and also in bits per
+// token, which is bits per character for the character tokenizer and bits per byte for the byte
+// tokenizer (a token is one of either), and its throughput is in tokens/s: samples/s x context,
+// the positions of each training window (the trainer's tokens_per_second series, over the run).
 #pragma once
 #include "core/common/text_format.h"
 #include "core/numeric/format.h"
@@ -37,6 +42,14 @@ struct TargetReach {
     double seconds = 0;  // since the run started
 };
 
+// What a text run's figures are per: its tokenizer's unit and the positions of a window.
+struct TextRunFigures {
+    std::string unit = "character";  // "character" (tokenizer char) or "byte" (tokenizer byte)
+    std::int64_t context = 0;        // positions per window, from the run's dataset settings
+    std::optional<double> final_test_bits_per_token;  // the last evaluation's, bits per unit
+    std::optional<double> tokens_per_second;          // samples_per_second x context
+};
+
 struct RunFigures {
     std::int64_t steps = 0;
     std::optional<double> final_test_accuracy, best_test_accuracy, final_test_loss;
@@ -46,6 +59,7 @@ struct RunFigures {
     std::optional<double> mean_activation_underflow;
     Format underflow_format = Format::FP16;
     std::optional<double> duration_seconds;
+    std::optional<TextRunFigures> text;  // set for a text run only
 };
 
 // What the run table shows: read from the run row and its "summary" event only, so listing
@@ -76,7 +90,19 @@ std::vector<std::optional<double>> speedups_over_fp32(const std::vector<Run>& ru
 // The format a run's gradients are judged against: BF16 for bf16 policies, else FP16.
 Format gradient_reference_format(const std::string& precision);
 
+// The text figures of a run on a text dataset, from its stored configuration and its series'
+// latest values; nullopt for any other run (or a configuration that cannot be read).
+std::optional<TextRunFigures> text_run_figures(const Run& run, std::optional<double> samples_per_second);
+
 // Display texts, the same in every view.
+// "next-token accuracy" for a text run, "test accuracy" otherwise.
+std::string accuracy_name(const RunFigures& figures);
+// "bits/character" or "bits/byte": the unit of TextRunFigures::final_test_bits_per_token.
+std::string bits_unit_text(const TextRunFigures& text);
+// "1.234 nats/token (1.780 bits/character)" for a text run, "1.234" for any other; "-" for none.
+std::string test_loss_text(const RunFigures& figures);
+// "12,345 tokens/s" for a text run, "51,485 samples/s" for any other; "-" for none.
+std::string throughput_text(const RunFigures& figures);
 // "2^16", or "0.3" for a value that is not a power of two.
 std::string power_of_two_text(double value);
 // "2^15 … 2^17", or one value when the scale never changed.

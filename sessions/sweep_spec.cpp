@@ -457,6 +457,49 @@ std::vector<Choice> random_choices(const SweepSpec& spec, std::int64_t index) {
     return out;
 }
 
+// The "context" of a network description's Embedding layer; nullopt without one (or with one
+// that Network::from_json will refuse by itself).
+std::optional<int64_t> embedding_context(const nlohmann::json& network) {
+    const auto layers = network.find("layers");
+    if (layers == network.end() || !layers->is_array()) return std::nullopt;
+    for (const nlohmann::json& layer : *layers) {
+        if (!layer.is_object()) continue;
+        const auto type = layer.find("type");
+        if (type == layer.end() || !type->is_string() || *type != "Embedding") continue;
+        const auto context = layer.find("context");
+        if (context == layer.end() || !context->is_number_integer()) return std::nullopt;
+        return context->get<int64_t>();
+    }
+    return std::nullopt;
+}
+
+// A text run's windows and its network's position table must agree (docs/SWEEPS.md, "Text
+// runs"). A network variant carries its context: the run's dataset.context becomes its
+// Embedding's, so a variant is the one place the number is written. A dataset.context axis beside
+// it must give the same value; any other run's dataset context may not exceed its Embedding's.
+void fit_text_context(TrainConfig& training, const nlohmann::json& network, const SweepSetting* variant,
+                      bool context_axis) {
+    if (!training.dataset.is_text()) return;
+    const std::optional<int64_t> context = embedding_context(network);
+    if (!context) return;
+    const std::string dataset_context = std::to_string(training.dataset.context);
+    if (variant && context_axis && *context != training.dataset.context)
+        throw ConfigError("network variant '" + sweep_value_text(variant->value) + "' has context " +
+                          std::to_string(*context) + " (its Embedding) but this run's dataset.context is " +
+                          dataset_context +
+                          "; a variant sets its run's context, so drop the dataset.context axis or make the "
+                          "two agree");
+    if (variant) {
+        training.dataset.context = *context;
+        training.validate();
+        return;
+    }
+    if (training.dataset.context > *context)
+        throw ConfigError("dataset.context " + dataset_context +
+                          " is longer than the network's Embedding context " + std::to_string(*context) +
+                          " (the positions it has embeddings for)");
+}
+
 PlannedRun make_run(const SweepSpec& spec, std::int64_t index, const std::vector<Choice>& choices,
                     NetworkChecks& checks) {
     PlannedRun run;
@@ -473,9 +516,16 @@ PlannedRun make_run(const SweepSpec& spec, std::int64_t index, const std::vector
             overrides.merge_patch(setting_patch(axis.setting, choices[a].value));
     }
     run.preset.network = *network;
+    const SweepSetting* variant = nullptr;
+    bool context_axis = false;
+    for (const SweepSetting& s : run.settings) {
+        if (s.setting == "network") variant = &s;
+        context_axis = context_axis || s.setting == "dataset.context" || s.setting == "dataset";
+    }
     const std::string field = "run " + std::to_string(index) + " (" + sweep_settings_text(run) + ")";
     rethrow_at(spec.origin, field, [&] {
         run.preset.training = apply_overrides(spec.base.training, overrides);
+        fit_text_context(run.preset.training, *network, variant, context_axis);
         checks.check(*network, run.preset.training);
     });
     return run;

@@ -75,6 +75,7 @@ void ProgressPrinter::on_eval(const EvalMetrics& m) {
     clear_bar();
     // A text run reads per token: the loss in nats and bits, the throughput in tokens.
     const bool text = m.test_bits_per_token > 0;
+    last_bits_per_token_ = m.test_bits_per_token;
     char bits[48] = "";
     if (text) std::snprintf(bits, sizeof bits, " (%.3f bits/token)", m.test_bits_per_token);
     const double rate = text ? last_.tokens_per_second : last_.samples_per_second;
@@ -113,6 +114,18 @@ void ProgressPrinter::on_run_end(const RunSummary& s) {
     if (s.status == RunStatus::Failed) {
         std::fprintf(stderr, "%s: failed at step %lld: %s\n", label_.c_str(), static_cast<long long>(s.steps),
                      s.error.c_str());
+        return;
+    }
+    if (last_.tokens_per_second > 0 && last_.samples_per_second > 0) {
+        // A text run: per token, its throughput the samples/s times the positions of a window.
+        const double context = std::round(last_.tokens_per_second / last_.samples_per_second);
+        std::fprintf(stderr,
+                     "%s: %s after %lld steps in %s: next-token accuracy %.4f (best %.4f), test loss %.4f "
+                     "nats/token (%.3f bits/token), %.0f tokens/s, %lld skipped steps\n",
+                     label_.c_str(), run_status_name(s.status), static_cast<long long>(s.steps),
+                     format_duration(s.wall_seconds).c_str(), s.test_accuracy, s.best_test_accuracy,
+                     s.test_loss, last_bits_per_token_, s.samples_per_second * context,
+                     static_cast<long long>(s.skipped_steps));
         return;
     }
     std::fprintf(stderr,

@@ -25,6 +25,7 @@ private:
     bool bar_shown_ = false;
     int64_t total_steps_ = 0, steps_per_epoch_ = 0;
     StepMetrics last_{};
+    double last_bits_per_token_ = 0;  // a text run's last evaluation
     std::chrono::steady_clock::time_point last_draw_{};
     double smoothed_loss_ = -1;
 };

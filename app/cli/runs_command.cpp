@@ -259,6 +259,35 @@ void add_checkpoint_fields(RunStore& store, const Run& r, nlohmann::json& j) {
     }
 }
 
+// The run table's figures; a damaged summary row leaves those it holds out rather than the run
+// (runs show names the damage).
+RunFigures figures_or_fewer(RunStore& store, const Run& r) {
+    try {
+        return list_figures(store, r);
+    } catch (const StoreError&) {
+        RunFigures f;
+        f.text = text_run_figures(r, std::nullopt);
+        return f;
+    }
+}
+
+// A text run's figures per token (sessions/run_figures.h): "text": {"unit", "context",
+// "test_loss_nats", "test_bits_per_token", "next_token_accuracy", "tokens_per_second"}.
+void add_text_run_fields(RunStore& store, const Run& r, nlohmann::json& j) {
+    if (!text_run_figures(r, std::nullopt)) return;  // reads no event for the other runs
+    const RunFigures f = figures_or_fewer(store, r);
+    if (!f.text) return;
+    auto value = [](const std::optional<double>& v) {
+        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+    };
+    j["text"] = {{"unit", f.text->unit},
+                 {"context", f.text->context},
+                 {"test_loss_nats", value(f.final_test_loss)},
+                 {"test_bits_per_token", value(f.text->final_test_bits_per_token)},
+                 {"next_token_accuracy", value(f.final_test_accuracy)},
+                 {"tokens_per_second", value(f.text->tokens_per_second)}};
+}
+
 nlohmann::json run_to_json(RunStore& store, const Run& r, bool full) {
     nlohmann::json j{{"id", r.id},
                      {"uuid", r.uuid},
@@ -279,6 +308,7 @@ nlohmann::json run_to_json(RunStore& store, const Run& r, bool full) {
     j["seed"] = r.seed ? nlohmann::json(*r.seed) : nlohmann::json(nullptr);
     const auto acc = latest_value(r, metric_key::test_accuracy);
     j["test_accuracy"] = acc ? nlohmann::json(*acc) : nlohmann::json(nullptr);
+    add_text_run_fields(store, r, j);
     if (!full) return j;
     j["config"] = parse_or_text(r.config_json);
     j["network"] = parse_or_text(r.network_json);
@@ -341,15 +371,25 @@ void cmd_list(const RunsArgs& a) {
         return;
     }
     std::vector<std::vector<std::string>> rows;
+    bool any_text = false;
     for (const auto& r : runs) {
         std::string status = to_string(r.status);
         if (r.deleted) status += " (deleted)";
+        // The run table's figures (sessions/run_figures.h): a text run's accuracy is per next
+        // token, its loss in nats and bits per character or byte, its throughput in tokens/s.
+        const RunFigures f = figures_or_fewer(*store, r);
+        any_text = any_text || f.text.has_value();
         rows.push_back({std::to_string(r.id), truncate(r.name, 32), status, r.precision, r.dataset,
-                        format_percent(latest_value(r, metric_key::test_accuracy)), format_time(r.started),
-                        format_duration(run_duration(r).value_or(-1))});
+                        format_percent(f.final_test_accuracy), test_loss_text(f), throughput_text(f),
+                        format_time(r.started), format_duration(run_duration(r).value_or(-1))});
     }
-    print_table({"id", "name", "status", "precision", "dataset", "test acc", "started", "duration"}, rows,
-                {0, 5, 7});
+    print_table({"id", "name", "status", "precision", "dataset", "test acc", "test loss", "throughput",
+                 "started", "duration"},
+                rows, {0, 5, 7, 9});
+    if (any_text)
+        std::printf(
+            "text runs: test acc is the next-token accuracy, test loss nats per token (bits per "
+            "character or byte)\n");
     std::printf("%zu run%s in %s\n", runs.size(), runs.size() == 1 ? "" : "s", path.c_str());
 }
 
@@ -424,6 +464,17 @@ void print_last_metrics(const Run& r) {
     }
 }
 
+// A text run's figures per token, named with their units (a summary's test_accuracy and
+// samples_per_second read as an image classifier's otherwise).
+void print_text_run_figures(const RunFigures& f) {
+    if (!f.text) return;
+    std::printf("\nper token (%s-level text, windows of %lld)\n",
+                f.text->unit == "byte" ? "byte" : "character", static_cast<long long>(f.text->context));
+    std::printf("  %-28s %s\n", "test loss", test_loss_text(f).c_str());
+    std::printf("  %-28s %s\n", "next-token accuracy", format_percent(f.final_test_accuracy).c_str());
+    std::printf("  %-28s %s\n", "training throughput", throughput_text(f).c_str());
+}
+
 void cmd_show(const RunsArgs& a) {
     auto store = open_store_for_command(a.db, false);
     const auto id = parse_ids(a.ids).front();
@@ -442,6 +493,7 @@ void cmd_show(const RunsArgs& a) {
         for (const auto& [k, v] : j["summary"].items())
             std::printf("  %-28s %s\n", k.c_str(), json_text(v).c_str());
     }
+    print_text_run_figures(figures_or_fewer(*store, r));
     print_last_metrics(r);
     if (!j["scaling_damaged"].is_null())
         std::printf("\nscaling DAMAGED: %s\n", j["scaling_damaged"].get<std::string>().c_str());
@@ -616,10 +668,24 @@ TableRows summary_rows(RunStore& store, const std::vector<Run>& runs, const std:
     add("precision", [&](std::size_t i) { return runs[i].precision; });
     add("dataset", [&](std::size_t i) { return runs[i].dataset; });
     add("steps", [&](std::size_t i) { return std::to_string(figures[i].steps); });
-    add("final test accuracy",
-        [&](std::size_t i) { return or_dash(figures[i].final_test_accuracy, percent); });
-    add("best test accuracy", [&](std::size_t i) { return or_dash(figures[i].best_test_accuracy, percent); });
-    add("final test loss", [&](std::size_t i) { return format_number(figures[i].final_test_loss); });
+    // Text runs are measured per token (run_figures.h): the accuracy is the next-token accuracy,
+    // the loss in nats with bits per character or byte beside it, the throughput also in tokens/s.
+    const auto is_text = [&](std::size_t i) { return figures[i].text.has_value(); };
+    std::size_t text_runs = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i) text_runs += is_text(i) ? 1 : 0;
+    const std::string accuracy = text_runs == 0             ? "test accuracy"
+                                 : text_runs == runs.size() ? "next-token accuracy"
+                                                            : "test accuracy (text: next-token)";
+    add("final " + accuracy, [&](std::size_t i) { return or_dash(figures[i].final_test_accuracy, percent); });
+    add("best " + accuracy, [&](std::size_t i) { return or_dash(figures[i].best_test_accuracy, percent); });
+    add(text_runs ? "final test loss (nats/token)" : "final test loss",
+        [&](std::size_t i) { return format_number(figures[i].final_test_loss); });
+    if (text_runs)
+        add("final test bits per token", [&](std::size_t i) -> std::string {
+            if (!is_text(i) || !figures[i].text->final_test_bits_per_token) return "-";
+            return format_number(figures[i].text->final_test_bits_per_token) + " " +
+                   bits_unit_text(*figures[i].text);
+        });
     add("final train loss", [&](std::size_t i) {
         const auto& s = summaries[i];
         const bool has = s.is_object() && s.contains("train_loss") && s["train_loss"].is_number();
@@ -634,6 +700,10 @@ TableRows summary_rows(RunStore& store, const std::vector<Run>& runs, const std:
     }
     add("samples/s",
         [&](std::size_t i) { return or_dash(figures[i].samples_per_second, samples_per_second_text); });
+    if (text_runs)
+        add("tokens/s", [&](std::size_t i) -> std::string {
+            return is_text(i) ? or_dash(figures[i].text->tokens_per_second, samples_per_second_text) : "-";
+        });
     if (std::any_of(speedups.begin(), speedups.end(), [](const auto& v) { return v.has_value(); }))
         add("speed-up over fp32", [&](std::size_t i) { return or_dash(speedups[i], speedup_text); });
     add("skipped steps", [&](std::size_t i) { return std::to_string(figures[i].skipped_steps); });

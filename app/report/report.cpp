@@ -105,15 +105,47 @@ PlotSeries add_curve(RunStore& store, const Run& run, const MetricCurve& curve, 
 
 // The loss, accuracy and throughput plots: the curves kMetricCurves puts on each, the training
 // curves smoothed with the EMA weight the user chose (0: raw).
+// A report of text runs only reads per token (sessions/run_figures.h): its axes say so, and its
+// throughput plot draws the tokens_per_second series.
+bool text_runs_only(const std::vector<RunRow>& rows) {
+    return !rows.empty() &&
+           std::all_of(rows.begin(), rows.end(), [](const RunRow& r) { return r.figures.text.has_value(); });
+}
+
+void label_per_token(SeriesPlot& plot, SeriesPlot::Kind kind) {
+    if (kind == SeriesPlot::Kind::Loss) plot.yAxis->setLabel(QStringLiteral("loss (nats per token)"));
+    if (kind == SeriesPlot::Kind::Accuracy)
+        plot.yAxis->setLabel(QStringLiteral("next-token accuracy (fraction correct)"));
+    if (kind == SeriesPlot::Kind::Throughput) plot.yAxis->setLabel(QStringLiteral("throughput (tokens/s)"));
+}
+
+QString throughput_caption(const std::vector<RunRow>& rows) {
+    if (text_runs_only(rows))
+        return QStringLiteral(
+            " Tokens per second of each training step (a window of context tokens is one sample); the "
+            "table's tokens/s is the training throughput (tokens trained over training seconds, "
+            "evaluation excluded).");
+    QString caption = QStringLiteral(
+        " Samples per second of each training step; the table's samples/s is the training "
+        "throughput (samples trained over training seconds, evaluation excluded).");
+    if (std::any_of(rows.begin(), rows.end(), [](const RunRow& r) { return r.figures.text.has_value(); }))
+        caption += QStringLiteral(
+            " A text run's sample is one window of context tokens: its tokens/s are these samples/s "
+            "times the context.");
+    return caption;
+}
+
 std::optional<Figure> curve_figure(RunStore& store, const std::vector<RunRow>& rows, const CurvePlot& spec,
                                    double smoothing) {
     SeriesPlot plot(spec.kind);
     bool any = false, has_test = false;
     double vmin = INFINITY, vmax = 0;
+    const bool per_token = text_runs_only(rows);
     for (const RunRow& row : rows) {
         const int key = plot.addRun(row.label, QString::fromStdString(row.run.precision));
-        for (const MetricCurve& c : kMetricCurves) {
+        for (MetricCurve c : kMetricCurves) {
             if (c.plot != spec.kind) continue;
+            if (per_token && c.plot == SeriesPlot::Kind::Throughput) c.key = metric_key::tokens_per_second;
             has_test = has_test || c.curve == SeriesPlot::Curve::Test;
             const PlotSeries series = add_curve(store, row.run, c, plot, key);
             any = any || !series.steps.empty();
@@ -126,13 +158,11 @@ std::optional<Figure> curve_figure(RunStore& store, const std::vector<RunRow>& r
         }
     }
     if (!any) return std::nullopt;
+    if (per_token) label_per_token(plot, spec.kind);
     plot.setSmoothing(smoothing);
     if (spec.kind == SeriesPlot::Kind::Loss && vmax > 0 && vmax / vmin > 30) plot.setLogY(true);
     QString caption = QString::fromStdString(report_detail::smoothing_statement(smoothing));
-    if (spec.kind == SeriesPlot::Kind::Throughput)
-        caption += QStringLiteral(
-            " Samples per second of each training step; the table's samples/s is the training "
-            "throughput (samples trained over training seconds, evaluation excluded).");
+    if (spec.kind == SeriesPlot::Kind::Throughput) caption += throughput_caption(rows);
     if (has_test) caption += QStringLiteral(" Thicker lines with open circles: evaluation on the test set.");
     return render(&plot, QString::fromLatin1(spec.title), caption.trimmed());
 }
@@ -340,6 +370,7 @@ ReportContent collect_content(const ReportRequest& request, const std::vector<st
         content.gradient_grids = report_detail::gradient_grids(*store, content.rows, kCellWidth, kCellHeight);
         content.boundaries = report_detail::boundary_figures(*store, content.rows, data, kBoundarySize);
         content.scaling = report_detail::scaling_sections(*store, content.rows, kPlotWidth);
+        content.text_samples = report_detail::text_samples(*store, content.rows, data);
     } catch (const StoreError& e) {
         throw ReportError(std::string("reading the runs failed: ") + e.what());
     }

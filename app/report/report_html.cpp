@@ -157,14 +157,37 @@ QString breakable(const QString& text) {
     return out;
 }
 
+namespace {
+
+// Text runs are measured per token (sessions/run_figures.h): "next-token acc." when every run is
+// one, a note in the header when some are.
+QString accuracy_header(const ReportContent& c, const QString& which) {
+    const auto text =
+        std::count_if(c.rows.begin(), c.rows.end(), [](const RunRow& r) { return r.figures.text; });
+    if (text == 0) return which + QStringLiteral(" test acc.");
+    if (text == static_cast<std::ptrdiff_t>(c.rows.size())) return which + QStringLiteral(" next-token acc.");
+    return which + QStringLiteral(" test acc. (text: next token)");
+}
+
+bool any_text_run(const ReportContent& c) {
+    return std::any_of(c.rows.begin(), c.rows.end(),
+                       [](const RunRow& r) { return r.figures.text.has_value(); });
+}
+
+}  // namespace
+
 Table summary_table(const ReportContent& c) {
     Table t;
     const QString target = percent_text(c.target_accuracy, 1);
+    const bool text = any_text_run(c);
+    const bool per_token = text && std::all_of(c.rows.begin(), c.rows.end(),
+                                               [](const RunRow& r) { return r.figures.text.has_value(); });
     t.header = {QStringLiteral("run"),
-                QStringLiteral("final test acc."),
-                QStringLiteral("best test acc."),
+                accuracy_header(c, QStringLiteral("final")),
+                accuracy_header(c, QStringLiteral("best")),
                 QStringLiteral("time to ") + target,
-                QStringLiteral("samples/s"),
+                text ? (per_token ? QStringLiteral("tokens/s") : QStringLiteral("through&shy;put"))
+                     : QStringLiteral("samples/s"),
                 QStringLiteral("speed-up"),
                 QStringLiteral("skipped"),
                 QStringLiteral("scale range"),
@@ -181,9 +204,15 @@ Table summary_table(const ReportContent& c) {
         if (f.mean_activation_underflow)
             under = percent_text(f.mean_activation_underflow, 3) + QStringLiteral(" (") +
                     QString::fromStdString(format_name(f.underflow_format)).toUpper() + QLatin1Char(')');
-        const QString sps = f.samples_per_second
-                                ? QString::fromStdString(samples_per_second_text(*f.samples_per_second))
-                                : QStringLiteral("—");
+        QString sps = f.samples_per_second
+                          ? QString::fromStdString(samples_per_second_text(*f.samples_per_second))
+                          : QStringLiteral("—");
+        if (per_token)
+            sps = f.text->tokens_per_second
+                      ? QString::fromStdString(samples_per_second_text(*f.text->tokens_per_second))
+                      : QStringLiteral("—");
+        else if (text)
+            sps = QString::fromStdString(throughput_text(f));  // each cell with its unit
         t.rows << QStringList{
             html_escape(r.label),
             percent_text(f.final_test_accuracy),
@@ -196,6 +225,11 @@ Table summary_table(const ReportContent& c) {
                                                     : QString()),
             scale,
             under};
+        if (text) t.rows.back() << html_escape(QString::fromStdString(test_loss_text(f)));
+    }
+    if (text) {
+        t.header << QStringLiteral("final test loss");
+        t.widths = {12, 8, 8, 12, 10, 7, 8, 10, 11, 14};
     }
     return t;
 }
@@ -301,8 +335,16 @@ QString table_html(const Table& t, const QString& attrs, const QString& head_att
 }
 
 QString target_note(const ReportContent& c) {
+    const QString text =
+        any_text_run(c)
+            ? QStringLiteral(
+                  " Text runs: the accuracy is the next-token accuracy over every position of the test "
+                  "windows; the throughput is in tokens/s (samples/s × context); the test loss in nats per "
+                  "token and in bits per token, which is bits per character (character tokenizer) or per "
+                  "byte (byte tokenizer).")
+            : QString();
     if (c.target_accuracy <= 0)
-        return QStringLiteral("No run has a test accuracy, so no target time is given.");
+        return QStringLiteral("No run has a test accuracy, so no target time is given.") + text;
     return QStringLiteral(
                "Time to target: first evaluation with test accuracy ≥ %1%2. Samples/s: training "
                "throughput, the samples trained over the seconds spent in training steps (evaluation "
@@ -310,11 +352,58 @@ QString target_note(const ReportContent& c) {
                "was dropped after an overflow. Mean "
                "underflow: share of activation-gradient elements below the format's smallest subnormal, "
                "averaged over every statistics step and layer.")
-        .arg(percent_text(c.target_accuracy, 1),
-             c.target_chosen ? QStringLiteral(" (95% of the best final accuracy)") : QString());
+               .arg(percent_text(c.target_accuracy, 1),
+                    c.target_chosen ? QStringLiteral(" (95% of the best final accuracy)") : QString()) +
+           text;
 }
 
 QString html_escape(const QString& s) { return s.toHtmlEscaped(); }
+
+QString text_samples_note(const TextSamples& s) {
+    return QStringLiteral(
+               "A text run's inputs are tokens (one token a %1), so it shows what the model wrote "
+               "instead of images: the text sampled after an evaluation from the prompt (bold), in "
+               "printable form (control characters and bytes that are not UTF-8 written as escapes "
+               "such as \\x1b).%2")
+        .arg(s.unit,
+             s.more
+                 ? QStringLiteral(" %1 more samples between the first and the last are left out.").arg(s.more)
+                 : QString());
+}
+
+QString text_sample_html(const TextSample& sample) {
+    return QStringLiteral(
+               "<p style=\"margin-top:10px; margin-bottom:2px\"><b>step %1</b> · %2</p>"
+               "<pre style=\"font-family:'DejaVu Sans Mono','Liberation Mono',monospace; "
+               "white-space:pre-wrap; background:#f7f7f7; margin-top:0; "
+               "margin-bottom:10px\"><b>%3</b>%4</pre>")
+        .arg(sample.step)
+        .arg(html_escape(sample.settings), html_escape(sample.prompt), html_escape(sample.text));
+}
+
+QString test_windows_note(const TextSamples& s) {
+    return QStringLiteral(
+               "Test windows (the first, the middle and the last of the %1 at the end of the text, which "
+               "the run never trained on): the input, the next token the final weights predict at each "
+               "position (FP32, the most likely token; wrong ones in red) and the true next tokens. One "
+               "cell per %2: ⏎ a newline, ⇥ a tab, · any other control character or a byte that is not a "
+               "character alone.")
+        .arg(s.test_windows)
+        .arg(s.unit);
+}
+
+QString test_window_html(const TestWindow& w) {
+    return QStringLiteral(
+               "<p style=\"margin-top:10px; margin-bottom:2px\"><b>window %1</b> · %2 of %3 next tokens "
+               "right</p><pre style=\"font-family:'DejaVu Sans Mono','Liberation Mono',monospace; "
+               "background:#f7f7f7; margin-top:0; margin-bottom:10px\">input      %4\npredicted  %5\ntrue "
+               "next  "
+               "%6</pre>")
+        .arg(w.index)
+        .arg(w.correct)
+        .arg(w.positions)
+        .arg(w.input, w.predicted, w.target);
+}
 
 QString grid_note(const HistogramGrid& g) {
     return QStringLiteral(
@@ -408,6 +497,23 @@ QString browser_figures(const ReportContent& c) {
          html_escape(QString::fromStdString(smoothing_statement(c.smoothing))) + QStringLiteral("</p>\n");
     if (c.curves.empty()) h += QStringLiteral("<p>No metrics stored.</p>\n");
     h += figures_html(c.curves);
+    for (const TextSamples& s : c.text_samples) {
+        h += QStringLiteral("<h2>Text samples · %1</h2>\n").arg(html_escape(s.run_label));
+        if (!s.error.isEmpty()) h += QStringLiteral("<p>") + html_escape(s.error) + QStringLiteral("</p>\n");
+        if (s.shown.empty()) continue;
+        h += QStringLiteral("<p class=\"note\">") + html_escape(text_samples_note(s)) +
+             QStringLiteral("</p>\n");
+        for (const TextSample& sample : s.shown) h += text_sample_html(sample) + QLatin1Char('\n');
+    }
+    for (const TextSamples& s : c.text_samples) {
+        h += QStringLiteral("<h2>Test windows · %1</h2>\n").arg(html_escape(s.run_label));
+        if (!s.windows_error.isEmpty())
+            h += QStringLiteral("<p>") + html_escape(s.windows_error) + QStringLiteral("</p>\n");
+        if (s.windows.empty()) continue;
+        h += QStringLiteral("<p class=\"note\">") + html_escape(test_windows_note(s)) +
+             QStringLiteral("</p>\n");
+        for (const TestWindow& w : s.windows) h += test_window_html(w) + QLatin1Char('\n');
+    }
     if (!c.boundaries.empty())
         h += QStringLiteral("<h2>Decision boundaries</h2>\n<div class=\"pair\">") +
              figures_html(c.boundaries) + QStringLiteral("</div>\n");

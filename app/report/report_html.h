@@ -78,6 +78,36 @@ struct ScalingSection {
     std::vector<Figure> figures;             // amax, scale, block-scale histograms
 };
 
+// One stored sample of a text run (a "sample" event: what the model wrote after an evaluation),
+// as printable text (core/common/printable): the prompt and the continuation the model drew.
+struct TextSample {
+    std::int64_t step = 0;
+    QString prompt;
+    QString text;
+    QString settings;  // "temperature 0.8, top-k 40, 200 tokens"
+};
+
+// One test window of a text run with what its final weights predict at each position: the
+// texts are HTML already, one monospace cell per token (report_sections: display_token), wrong
+// predictions marked.
+struct TestWindow {
+    std::int64_t index = 0;  // of the test part's windows
+    QString input, predicted, target;
+    int correct = 0, positions = 0;
+};
+
+// A text run's inputs, shown as tokens where an image run's would be images.
+struct TextSamples {
+    QString run_label;
+    QString unit;                     // "character" or "byte": what one token is
+    std::vector<TextSample> shown;    // the first and the last ones stored
+    std::size_t more = 0;             // left out between them
+    QString error;                    // why there are none (samples off, failed)
+    std::vector<TestWindow> windows;  // a few test windows with the final weights' predictions
+    std::int64_t test_windows = 0;    // in the test part
+    QString windows_error;            // why there are none (no final weights, data unreadable)
+};
+
 struct ReportContent {
     QString title;
     QString generated;  // date and time
@@ -94,7 +124,8 @@ struct ReportContent {
     std::vector<Figure> boundaries;  // 2-D runs with a stored decision boundary
     std::vector<Figure> curves;
     std::vector<Figure> histograms;
-    std::vector<ScalingSection> scaling;  // only runs that stored scaling statistics
+    std::vector<ScalingSection> scaling;    // only runs that stored scaling statistics
+    std::vector<TextSamples> text_samples;  // text runs only
 };
 
 // "Training curves smoothed with EMA α = 0.6; ..." or "Training curves not smoothed." (report.cpp).
@@ -125,6 +156,12 @@ QString table_html(const Table& t, const QString& attrs, const QString& head_att
 QString target_note(const ReportContent& c);
 extern const QString kScalingNote;
 QString grid_note(const HistogramGrid& g);  // what the small multiples show
+// The text samples section: its note and one sample as HTML (a monospace block, prompt in bold)
+// that both renderings use.
+QString text_samples_note(const TextSamples& s);
+QString text_sample_html(const TextSample& sample);
+QString test_windows_note(const TextSamples& s);
+QString test_window_html(const TestWindow& window);
 QString pretty_json(const std::string& json);
 // Zero-width spaces after separators in long words, so QTextDocument can wrap them.
 QString breakable(const QString& text);

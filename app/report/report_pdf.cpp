@@ -160,6 +160,37 @@ private:
     }
 };
 
+// Where an image run's report would show inputs, a text run shows what its model wrote.
+void add_text_samples(BlockBuilder& b, const ReportContent& c) {
+    for (const TextSamples& s : c.text_samples) {
+        b.heading(3, QStringLiteral("Text samples · ") + html_escape(s.run_label));
+        if (!s.error.isEmpty()) b.paragraph(html_escape(s.error));
+        if (s.shown.empty()) continue;
+        b.note(text_samples_note(s));
+        for (const TextSample& sample : s.shown)
+            // A block's first margin is dropped on paper: a small empty line parts the samples.
+            b.blocks.push_back(
+                {QStringLiteral("<p style=\"font-size:4pt\">&nbsp;</p>") + text_sample_html(sample),
+                 {},
+                 false,
+                 false});
+    }
+}
+
+void add_test_windows(BlockBuilder& b, const ReportContent& c) {
+    for (const TextSamples& s : c.text_samples) {
+        b.heading(3, QStringLiteral("Test windows · ") + html_escape(s.run_label));
+        if (!s.windows_error.isEmpty()) b.paragraph(html_escape(breakable(s.windows_error)));
+        if (s.windows.empty()) continue;
+        b.note(test_windows_note(s));
+        for (const TestWindow& w : s.windows)
+            b.blocks.push_back({QStringLiteral("<p style=\"font-size:4pt\">&nbsp;</p>") + test_window_html(w),
+                                {},
+                                false,
+                                false});
+    }
+}
+
 std::vector<Block> build_blocks(const ReportContent& c, PdfLayout* layout) {
     BlockBuilder b;
     b.blocks.push_back(
@@ -187,6 +218,8 @@ std::vector<Block> build_blocks(const ReportContent& c, PdfLayout* layout) {
     b.note(QString::fromStdString(smoothing_statement(c.smoothing)));
     if (c.curves.empty()) b.paragraph(QStringLiteral("No metrics stored."));
     for (const Figure& f : c.curves) b.figure(f);
+    add_text_samples(b, c);
+    add_test_windows(b, c);
     if (!c.boundaries.empty()) {
         b.heading(3, QStringLiteral("Decision boundaries"));
         b.grid(c.boundaries, kGridColumns, true);

@@ -4,15 +4,18 @@
 
 #include "app/report/report_scaling.h"
 #include "core/common/json_input.h"
+#include "core/common/printable.h"
 #include "core/common/text_format.h"
 #include "core/numeric/exponent_histogram.h"
 #include "core/nn/network.h"
 #include "core/train/dataset_source.h"
 #include "core/train/decision_boundary.h"
 #include "core/train/event_text.h"
+#include "core/train/next_token_predictions.h"
 #include "core/train/train_config.h"
 #include "sessions/metric_keys.h"
 #include "sessions/run_figures.h"
+#include "sessions/run_language_model.h"
 #include "sessions/run_query.h"
 #include "widgets/plots/decision_boundary_plot.h"
 #include "widgets/plots/histogram_plot.h"
@@ -63,6 +66,16 @@ void hide_small_print(HistogramPlot& plot) {
     for (int i = 0; i < plot.itemCount(); ++i)
         if (auto* text = qobject_cast<QCPItemText*>(plot.item(i)); text && text->text().contains('\n'))
             text->setVisible(false);
+}
+
+// Text a run stored as printable (printable_lines) stays as it is; anything else (a bundle from
+// elsewhere may hold control characters or bytes that are not UTF-8) is made printable here. A
+// second printable_lines would double every backslash the first one wrote.
+std::string safe_lines(const std::string& stored) {
+    const std::string printable = printable_lines(stored);
+    std::string backslashes_doubled;
+    for (const char c : stored) backslashes_doubled += c == '\\' ? std::string("\\\\") : std::string(1, c);
+    return printable == backslashes_doubled ? stored : printable;
 }
 
 }  // namespace
@@ -186,9 +199,9 @@ std::vector<RunEvents> run_events(RunStore& store, const std::vector<RunRow>& ro
                 // The stored row is the event's detail with its source added (RunRecorder).
                 nlohmann::json detail = parse_json_text(e.json, "event " + std::to_string(e.id));
                 if (detail.is_object()) detail.erase("source");
-                text = QString::fromStdString(event_text(e.kind, detail));
+                text = QString::fromStdString(safe_lines(event_text(e.kind, detail)));
             } catch (const std::exception&) {
-                text = QString::fromStdString(e.json);  // shown as stored
+                text = QString::fromStdString(printable_text(e.json));  // shown as stored, made safe
             }
             r.shown.push_back({e.step, QString::fromStdString(e.kind), text});
         }
@@ -275,6 +288,125 @@ std::vector<Figure> boundary_figures(RunStore& store, const std::vector<RunRow>&
                                   QStringLiteral("Colour: predicted class, paler where the network is less "
                                                  "sure; filled points: training set, hollow: test set."),
                                   size, size));
+    }
+    return out;
+}
+
+namespace {
+
+// A stored sample as the report prints it (core/common/printable, through safe_lines).
+TextSample text_sample_of(const Event& e, const Run& run) {
+    TextSample sample;
+    sample.step = e.step;
+    nlohmann::json d;
+    try {
+        d = parse_json_text(e.json, "sample event of run " + std::to_string(run.id));
+    } catch (const JsonInputError& error) {
+        sample.text = QString::fromStdString(printable_text(error.what()));
+        return sample;
+    }
+    auto text = [&](const char* key) {
+        const auto it = d.find(key);
+        return it != d.end() && it->is_string() ? QString::fromStdString(safe_lines(it->get<std::string>()))
+                                                : QString();
+    };
+    auto number = [&](const char* key) {
+        const auto it = d.find(key);
+        return it != d.end() && it->is_number() ? setting_text(it->dump()) : QStringLiteral("?");
+    };
+    sample.prompt = text("prompt");
+    sample.text = d.contains("error") ? text("error") : text("text");
+    sample.settings = QStringLiteral("temperature %1, top-k %2, %3 tokens")
+                          .arg(number("temperature"), number("top_k"), number("tokens"));
+    return sample;
+}
+
+}  // namespace
+
+namespace {
+
+// One token in one monospace cell, so that the input, predicted and true lines of a window line
+// up: a printable character as it is, a newline ⏎, a tab ⇥, anything else (a control character,
+// a byte that is not a character alone) a middle dot.
+QString display_token(const std::string& token) {
+    if (token == "\n") return QStringLiteral("⏎");
+    if (token == "\t") return QStringLiteral("⇥");
+    if (printable_text(token) != token) return QStringLiteral("·");
+    return QString::fromStdString(token).toHtmlEscaped();
+}
+
+QString window_text(const Vocabulary& vocabulary, const std::vector<int32_t>& ids,
+                    const std::vector<int32_t>* truth = nullptr) {
+    QString html;
+    for (std::size_t t = 0; t < ids.size(); ++t) {
+        const QString cell = display_token(vocabulary.token(ids[t]));
+        const bool wrong = truth && (*truth)[t] != ids[t];
+        html += wrong ? QStringLiteral("<span style=\"color:#b00000\">") + cell + QStringLiteral("</span>")
+                      : cell;
+    }
+    return html;
+}
+
+std::vector<int32_t> window_ids(const Tensor& rows, int64_t index) {
+    const int64_t width = rows.dim(1);
+    const float* row = rows.data() + index * width;
+    return std::vector<int32_t>(row, row + width);
+}
+
+// The first, middle and last test windows with the final weights' predictions; the reason
+// instead when there are none.
+void add_test_windows(TextSamples& s, RunStore& store, const RunRow& row, DatasetCache& data) {
+    QString error;
+    const Dataset* dataset = data.get(row.run, &error);
+    if (!dataset || dataset->test_size() == 0 || dataset->test_x.rank() != 2) {
+        s.windows_error = error.isEmpty() ? QStringLiteral("The run's dataset has no test windows.") : error;
+        return;
+    }
+    s.test_windows = dataset->test_size();
+    try {
+        RunLanguageModel model = load_run_language_model(store, row.run.id);
+        const std::set<int64_t> picked{0, s.test_windows / 2, s.test_windows - 1};
+        for (const int64_t index : picked) {
+            const std::vector<int32_t> input = window_ids(dataset->test_x, index);
+            const std::vector<int32_t> target = window_ids(dataset->test_y, index);
+            const std::vector<int32_t> predicted = predict_next_tokens(model.network, input);
+            TestWindow w{index, window_text(model.vocabulary, input),
+                         window_text(model.vocabulary, predicted, &target),
+                         window_text(model.vocabulary, target)};
+            w.positions = static_cast<int>(target.size());
+            for (std::size_t t = 0; t < target.size(); ++t) w.correct += predicted[t] == target[t] ? 1 : 0;
+            s.windows.push_back(std::move(w));
+        }
+    } catch (const std::exception& e) {
+        s.windows.clear();
+        s.windows_error = QString::fromStdString(printable_text(e.what()));
+    }
+}
+
+}  // namespace
+
+std::vector<TextSamples> text_samples(RunStore& store, const std::vector<RunRow>& rows, DatasetCache& data) {
+    std::vector<TextSamples> out;
+    for (const RunRow& row : rows) {
+        if (!row.figures.text) continue;
+        TextSamples s;
+        s.run_label = row.label;
+        s.unit = QString::fromStdString(row.figures.text->unit);
+        const std::vector<Event> events = store.events(row.run.id, "sample");
+        const std::size_t n = events.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i == 0 || i + kMaxTextSamplesPerRun > n)
+                s.shown.push_back(text_sample_of(events[i], row.run));
+        }
+        s.more = n - s.shown.size();
+        if (n == 0) {
+            const auto failed = store.events(row.run.id, "sample_failed");
+            s.error = failed.empty()
+                          ? QStringLiteral("No samples stored (sampling after each evaluation was off).")
+                          : QStringLiteral("Sampling failed: ") + text_sample_of(failed.back(), row.run).text;
+        }
+        add_test_windows(s, store, row, data);
+        out.push_back(std::move(s));
     }
     return out;
 }

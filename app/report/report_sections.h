@@ -41,6 +41,12 @@ std::vector<HistogramGrid> gradient_grids(RunStore& store, const std::vector<Run
 std::vector<Figure> boundary_figures(RunStore& store, const std::vector<RunRow>& rows, DatasetCache& data,
                                      int size);
 
+inline constexpr std::size_t kMaxTextSamplesPerRun = 3;  // the first and the last two
+inline constexpr std::size_t kTestWindowsPerRun = 3;     // the first, the middle and the last
+// The stored "sample" events of every text run (none for the other runs), and a few of its test
+// windows with its final weights' next-token predictions.
+std::vector<TextSamples> text_samples(RunStore& store, const std::vector<RunRow>& rows, DatasetCache& data);
+
 // A stored JSON value as people read it: strings without quotes, floats stored as doubles in
 // their shortest float form (0.01, not 0.009999999776482582).
 QString setting_text(const std::string& json_value);

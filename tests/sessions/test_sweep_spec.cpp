@@ -404,6 +404,54 @@ private slots:
         expect_refused(R"({"name": "bad", "preset": "spiral-mlp", "axes": [)", "", "not valid JSON");
         expect_refused(std::string(200, '[') + std::string(200, ']'), "", "nest");
     }
+
+    // A GPT sweep: a network variant carries its context to its run's dataset (the windows follow
+    // the Embedding's position table); a dataset.context axis that disagrees with a variant, or a
+    // context longer than the base network's Embedding, is refused naming the variant and both
+    // numbers. The text file is not read at plan time.
+    void textVariantsCarryTheirContext() {
+        auto gpt = [](const std::string& name, int d_model, int context, int blocks) {
+            json layers = json::array({{{"type", "Embedding"}, {"d_model", d_model}, {"context", context}}});
+            for (int b = 0; b < blocks; ++b) layers.push_back({{"type", "TransformerBlock"}, {"heads", 2}});
+            layers.push_back({{"type", "LayerNorm"}});
+            layers.push_back({{"type", "Linear"}, {"out", 0}});
+            return json{{"name", name}, {"loss", "token_cross_entropy"}, {"layers", layers}};
+        };
+        json spec = {
+            {"name", "gpt"},
+            {"network", gpt("small", 16, 16, 1)},
+            {"training", {{"dataset", {{"kind", "text"}, {"path", "absent.txt"}, {"context", 16}}}}},
+            {"axes",
+             json::array({{{"setting", "network"},
+                           {"values", json::array({gpt("small", 16, 16, 1), gpt("wide", 32, 48, 2)})}},
+                          {{"setting", "lr"}, {"values", {0.01, 0.003}}}})}};
+        const auto plan = plan_sweep(parse_sweep_spec(spec, "test"));
+        QCOMPARE(plan.size(), std::size_t(4));
+        QCOMPARE(plan[0].preset.training.dataset.context, std::int64_t{16});
+        QCOMPARE(plan[2].preset.training.dataset.context, std::int64_t{48});
+        QCOMPARE(plan[3].preset.training.dataset.context, std::int64_t{48});
+        QCOMPARE(plan[3].preset.network["layers"].size(), std::size_t(5));  // two blocks
+
+        json clash = spec;
+        clash["axes"][1] = {{"setting", "dataset.context"}, {"values", {16, 32}}};
+        const std::string message = config_error([&] { (void)plan_sweep(parse_sweep_spec(clash, "test")); });
+        QVERIFY2(message.find("run 1 (network=small dataset.context=32)") != std::string::npos,
+                 message.c_str());
+        QVERIFY2(message.find("network variant 'small' has context 16") != std::string::npos,
+                 message.c_str());
+        QVERIFY2(message.find("dataset.context is 32") != std::string::npos, message.c_str());
+
+        json too_long = spec;
+        too_long["axes"] = json::array({{{"setting", "dataset.context"}, {"values", {8, 64}}}});
+        const std::string longer =
+            config_error([&] { (void)plan_sweep(parse_sweep_spec(too_long, "test")); });
+        QVERIFY2(longer.find("run 1 (dataset.context=64): dataset.context 64 is longer than the network's "
+                             "Embedding context 16") != std::string::npos,
+                 longer.c_str());
+        too_long["axes"][0]["values"] = {8, 16};
+        QCOMPARE(plan_sweep(parse_sweep_spec(too_long, "test"))[0].preset.training.dataset.context,
+                 std::int64_t{8});
+    }
 };
 
 QTEST_GUILESS_MAIN(TestSweepSpec)
