@@ -39,10 +39,10 @@ T detail_number(const nlohmann::json& detail, const char* key, T fallback) {
 }
 
 // A prompt's line breaks would be invisible inside its highlight (the default prompt is one):
-// a return sign shows where each one is.
+// a return arrow shows where each one is (U+21B5, which the common monospace fonts have).
 QString visible_breaks(const QString& prompt) {
     QString out = prompt;
-    out.replace(QLatin1Char('\n'), QStringLiteral("\u23CE\n"));
+    out.replace(QLatin1Char('\n'), QStringLiteral("\u21B5\n"));
     return out;
 }
 
@@ -194,13 +194,13 @@ void SamplesView::setTextExperiment(bool text) {
 }
 
 QString SamplesView::defaultStatus() const {
-    if (!text_experiment_)
-        return tr(
-            "Samples exist for text runs only (the text and fortunes datasets); this experiment "
-            "trains on another kind of data.");
+    if (!text_experiment_) return tr("Samples exist for text runs only (the text and fortunes datasets).");
+    // The trainer reads its sample settings once, at the start: say so while a run goes on.
+    if (!generate_blocked_.isEmpty())
+        return tr("A run is training: these settings are for the next run; Generate waits until it ends.");
     return tr(
-        "A text run writes a sample with these settings after each evaluation; Generate writes one "
-        "from a finished run's final weights.");
+        "Each evaluation of a text run writes a sample with these settings; Generate samples from a "
+        "finished run.");
 }
 
 void SamplesView::showStatus(const QString& text, bool error) {
@@ -283,7 +283,9 @@ qint64 SamplesView::generateRun() const {
 }
 
 void SamplesView::setGenerateBlocked(const QString& why) {
+    if (why == generate_blocked_) return;
     generate_blocked_ = why;
+    if (!generating_) showStatus(defaultStatus(), false);  // an error shown stays until this changes
     updateGenerate();
 }
 

@@ -180,6 +180,7 @@ private slots:
         clickTrain();
         QVERIFY2(w_->controller()->busy(), qPrintable(w_->lastError()));
         QVERIFY(!samples()->generateButton()->isEnabled());  // Generate waits for the run
+        QVERIFY2(samples()->statusText().contains("next run"), qPrintable(samples()->statusText()));
         QTRY_VERIFY_WITH_TIMEOUT(samples()->newestSample() && samples()->newestSample()->prompt == "the c",
                                  kStateWaitMs);
         const ShownSample live = *samples()->newestSample();
