@@ -256,8 +256,8 @@ private:
         return true;
     }
 
-    // --epochs, --max-steps, --precision, --open-runs and --sweep, through the panels so the window shows
-    // them.
+    // --epochs, --max-steps, --precision, --open-runs and --sweep, through the panels so the window
+    // shows them.
     void applyOverrides() {
         if (cli_.isSet(o_.epochs) || cli_.isSet(o_.max_steps)) {
             auto c = window_.currentConfig();
