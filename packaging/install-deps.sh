@@ -15,6 +15,8 @@ packages=(
   # The built-in text corpus (core/data/text_corpus.h): the cookie files of both packages.
   fortunes fortunes-min
   xvfb xauth fonts-dejavu-core
+  # ImageMagick's import: the workbench screenshots (tests/gui/screenshots.sh, docs/screenshots).
+  imagemagick
   # Packaging test (lintian on both .debs, help2man man pages), the load test of the suite,
   # the sanitizer / libFuzzer builds of .ci/run, the layout check and the function length check
   # (tests/style).

@@ -11,6 +11,7 @@
 #include "core/train/event_text.h"
 #include "core/train/run_status.h"
 #include "widgets/precision_panel.h"
+#include "widgets/samples_view.h"
 
 namespace mpwb {
 
@@ -23,6 +24,7 @@ void LiveRuns::begin(const std::vector<std::pair<QString, QString>>& runs) {
     for (const auto& [label, precision] : runs) {
         board_runs_.push_back(board_->addRun(label, precision, reference_format_for(precision)));
         labels_.push_back(label);
+        text_runs_.push_back(false);
     }
     // The gradient view starts on the mixed run of a comparison: its gradients are the ones
     // the format can lose.
@@ -35,6 +37,7 @@ void LiveRuns::begin(const std::vector<std::pair<QString, QString>>& runs) {
 void LiveRuns::forget() {
     board_runs_.clear();
     labels_.clear();
+    text_runs_.clear();
 }
 
 void LiveRuns::route(const std::vector<RunUpdate>& updates) {
@@ -53,7 +56,10 @@ void LiveRuns::routeOne(const RunUpdate& u, bool readout_run) {
     const int run = board_runs_[static_cast<size_t>(u.slot)];
     const QString label = labels_[static_cast<size_t>(u.slot)];
     if (u.run_id && board_->runId(run) != u.run_id) board_->setRunId(run, u.run_id);
-    if (u.start && u.dataset) board_->setBoundaryPoints(run, *u.dataset);
+    if (u.start && u.dataset) {
+        board_->setBoundaryPoints(run, *u.dataset);
+        text_runs_[static_cast<size_t>(u.slot)] = u.dataset->vocabulary.has_value();
+    }
     board_->appendSteps(run, u.steps);
     board_->appendEvals(run, u.evals);
     board_->appendStats(run, u.stats);
@@ -61,7 +67,12 @@ void LiveRuns::routeOne(const RunUpdate& u, bool readout_run) {
     if (u.boundary) board_->setBoundary(run, *u.boundary);
     if (readout_run && !u.steps.empty()) showReadout(u);
     addEvents(u, label, readout_run);
-    if (u.end) reportEnd(u, label);
+    if (u.end) {
+        reportEnd(u, label);
+        // A text run that took a step has final weights to generate from.
+        if (u.run_id && u.end->steps > 0 && text_runs_[static_cast<size_t>(u.slot)])
+            board_->samplesView()->addGenerateRun(u.run_id, tr("#%1 %2").arg(u.run_id).arg(label));
+    }
     reportErrors(u, label);
 }
 
@@ -87,6 +98,8 @@ void LiveRuns::addEvents(const RunUpdate& u, const QString& label, bool readout_
         const QString source = QString::fromStdString(e.source);
         events_->addEvent(label, e.step, kind, source, text, json);
         if (readout_run) precision_->addEvent(e.step, kind, source, text, json);
+        if (auto sample = ShownSample::fromEvent(label, e.step, kind, e.detail))
+            board_->samplesView()->addSample(std::move(*sample));
     }
     events_->endBatch();
 }

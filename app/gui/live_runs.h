@@ -1,7 +1,8 @@
 // LiveRuns: the runs the workbench trains now. Each is a slot of the TrainingController's
 // updates and a run on the PlotBoard; a batch of updates goes into the plots, the event list and
 // the precision panel's readout (which follows the run whose loss scale can be tuned: the mixed
-// side of a comparison). A run's end and its failures come out as signals, which the window
+// side of a comparison); a text run's samples go to the Samples tab, which can generate from the
+// run once it ended. A run's end and its failures come out as signals, which the window
 // shows in its status bar and error boxes.
 #pragma once
 #include <QObject>
@@ -51,6 +52,7 @@ private:
     PrecisionPanel* precision_;
     std::vector<int> board_runs_;  // slot -> board index
     std::vector<QString> labels_;  // slot -> label
+    std::vector<bool> text_runs_;  // slot -> trains on text
     double update_seconds_ = 0;
 };
 

@@ -78,20 +78,26 @@ struct Options {
                           QStringLiteral("Run database (default: %1)")
                               .arg(QString::fromStdString(mpwb::default_database_path())),
                           QStringLiteral("path")};
-    QCommandLineOption preset{{QStringLiteral("preset")},
-                              QStringLiteral("Experiment to open: spiral-mlp, fashion-mlp, fashion-cnn"),
-                              QStringLiteral("name")};
+    QCommandLineOption preset{
+        {QStringLiteral("preset")},
+        QStringLiteral("Experiment to open: spiral-mlp, fashion-mlp, fashion-cnn, fortunes-gpt, ..."),
+        QStringLiteral("name")};
     QCommandLineOption start{
         {QStringLiteral("start")}, QStringLiteral("Start at once: train or compare"), QStringLiteral("what")};
     QCommandLineOption epochs{
         {QStringLiteral("epochs")}, QStringLiteral("Override the preset's epochs"), QStringLiteral("n")};
+    QCommandLineOption max_steps{
+        {QStringLiteral("max-steps")},
+        QStringLiteral("Override the preset's step limit (a run ends after n steps)"),
+        QStringLiteral("n")};
     QCommandLineOption precision{
         {QStringLiteral("precision")},
         QStringLiteral("Override the preset's precision policy: %1").arg(precision_list()),
         QStringLiteral("name")};
-    QCommandLineOption tab{{QStringLiteral("tab")},
-                           QStringLiteral("Plot tab to show: Curves, Gradients, Scaling, Decision boundary"),
-                           QStringLiteral("title")};
+    QCommandLineOption tab{
+        {QStringLiteral("tab")},
+        QStringLiteral("Plot tab to show: Curves, Gradients, Scaling, Samples, Decision boundary"),
+        QStringLiteral("title")};
     QCommandLineOption open{{QStringLiteral("open-runs")},
                             QStringLiteral("Show stored runs (comma-separated ids, at most %1 different)")
                                 .arg(mpwb::kMaxOpenRuns),
@@ -119,8 +125,8 @@ struct Options {
         QStringLiteral("n")};
 
     void add_to(QCommandLineParser& cli) const {
-        for (const auto* o : {&db, &preset, &start, &epochs, &precision, &tab, &open, &sweep, &quit_after,
-                              &quit_done, &fresh, &bench, &bench_steps, &bench_rounds})
+        for (const auto* o : {&db, &preset, &start, &epochs, &max_steps, &precision, &tab, &open, &sweep,
+                              &quit_after, &quit_done, &fresh, &bench, &bench_steps, &bench_rounds})
             cli.addOption(*o);
     }
 };
@@ -133,6 +139,9 @@ int check_numbers(const QCommandLineParser& cli, const Options& o) {
     constexpr double kMaxQuitAfterSeconds = 2'000'000;  // the close timer counts int milliseconds
     if (cli.isSet(o.epochs) && !whole_in(cli.value(o.epochs), 1, kMaxEpochs))
         return option_error(QStringLiteral("epochs"), cli.value(o.epochs),
+                            QStringLiteral("is not a whole number from 1 to 1000000000"));
+    if (cli.isSet(o.max_steps) && !whole_in(cli.value(o.max_steps), 1, kMaxEpochs))
+        return option_error(QStringLiteral("max-steps"), cli.value(o.max_steps),
                             QStringLiteral("is not a whole number from 1 to 1000000000"));
     if (cli.isSet(o.bench_steps) && !whole_in(cli.value(o.bench_steps), 1, kMaxEpochs))
         return option_error(QStringLiteral("benchmark-steps"), cli.value(o.bench_steps),
@@ -247,11 +256,13 @@ private:
         return true;
     }
 
-    // --epochs, --precision, --open-runs and --sweep, through the panels so the window shows them.
+    // --epochs, --max-steps, --precision, --open-runs and --sweep, through the panels so the window
+    // shows them.
     void applyOverrides() {
-        if (cli_.isSet(o_.epochs)) {
+        if (cli_.isSet(o_.epochs) || cli_.isSet(o_.max_steps)) {
             auto c = window_.currentConfig();
-            c.epochs = cli_.value(o_.epochs).toLongLong();
+            if (cli_.isSet(o_.epochs)) c.epochs = cli_.value(o_.epochs).toLongLong();
+            if (cli_.isSet(o_.max_steps)) c.max_steps = cli_.value(o_.max_steps).toLongLong();
             window_.trainingPanel()->setFromConfig(c);
         }
         if (cli_.isSet(o_.precision))

@@ -37,6 +37,7 @@
 #include "widgets/output_guard.h"
 #include "widgets/precision_panel.h"
 #include "widgets/run_browser.h"
+#include "widgets/samples_view.h"
 #include "widgets/training_settings_panel.h"
 
 namespace mpwb {
@@ -64,6 +65,7 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
     connectController();
     connectPanels();
     connectRunBrowser();
+    connectSamples();
 
     default_state_ = saveState(1);
     resize(defaultSize());
@@ -313,6 +315,8 @@ void MainWindow::showExperiment(const TrainConfig& c, const nlohmann::json& netw
     precision_->setScalerConfig(c.scaler ? *c.scaler : c.effective_scaler());
     precision_->setRecipeConfig(c.recipe);
     precision_->setLearningRate(c.lr);
+    board_->samplesView()->setSampleConfig(c.samples);
+    board_->samplesView()->setTextExperiment(c.dataset.is_text());
     updateActions();
 }
 
@@ -321,6 +325,7 @@ TrainConfig MainWindow::currentConfig() const {
     c.dataset = dataset_->datasetSpec();
     c = training_->applyTo(c);
     c = precision_->applyTo(c);
+    applySampleSettings(c);
     return c;
 }
 
@@ -332,6 +337,8 @@ QString MainWindow::blockReason() const {
     }
     if (!dataset_->isValid()) return tr("dataset: %1").arg(dataset_->errorText());
     if (!training_->errorText().isEmpty()) return tr("training settings: %1").arg(training_->errorText());
+    if (dataset_->datasetSpec().is_text() && board_->samplesView()->prompt().empty())
+        return tr("samples: the prompt is empty");
     if (!precision_->scalerError().isEmpty()) return tr("loss scaler: %1").arg(precision_->scalerError());
     if (PrecisionPolicy::make(precision_->precision()).scaled() && !precision_->recipeIssues().empty())
         return tr("recipe: %1").arg(QString::fromStdString(precision_->recipeIssues().front().message));
@@ -350,11 +357,13 @@ void MainWindow::updateActions() {
     stop_->setEnabled(busy && controller_->state() != TrainingController::State::Stopping);
     pause_->setText(controller_->state() == TrainingController::State::Paused ? tr("Resume") : tr("Pause"));
     precision_->setRunning(busy);
+    board_->samplesView()->setGenerateBlocked(busy ? tr("a run is training") : QString());
 }
 
 void MainWindow::onDatasetChanged() {
     editor_->setInputShape(dataset_->sampleShape());
     editor_->setClassCount(dataset_->classCount());
+    board_->samplesView()->setTextExperiment(dataset_->datasetSpec().is_text());
     updateActions();
 }
 

@@ -11,7 +11,8 @@
 // main_window_layout.cpp (docks, sizes, saved layout), main_window_training.cpp (train, compare,
 // pause, stop, status bar; the live runs' updates go through LiveRuns), main_window_runs.cpp
 // (stored runs: open, load settings, train again, resume), main_window_exports.cpp (report and
-// PyTorch export) and main_window_sweeps.cpp (sweeps and the hyperparameter view).
+// PyTorch export), main_window_sweeps.cpp (sweeps and the hyperparameter view) and
+// main_window_samples.cpp (the Samples tab's settings and Generate).
 #pragma once
 #include <QElapsedTimer>
 #include <QList>
@@ -26,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "app/gui/text_generator.h"
 #include "app/gui/training_controller.h"
 #include "core/train/train_config.h"
 
@@ -115,6 +117,11 @@ public:
     // Continues an INTERRUPTED run from its newest checkpoint, live, like a new run (refused
     // while training). The network and settings are the run's own.
     bool resumeRun(qint64 id);
+    // The Samples tab's Generate: text from a finished text run's final weights, drawn off the GUI
+    // thread; the tab shows it when it comes. False (the reason in the tab) while a run trains or
+    // a generation is in progress.
+    bool generateSample(qint64 run_id, const std::string& prompt, const SamplingSettings& settings);
+    bool generating() const { return generator_->busy(); }
 
     NetworkEditor* networkEditor() const { return editor_; }
     PrecisionPanel* precisionPanel() const { return precision_; }
@@ -190,6 +197,12 @@ private:
     void onReportRequested(const QList<qint64>& ids);
     void onPyTorchExportRequested(qint64 id);
 
+    // main_window_samples.cpp
+    void connectSamples();
+    void showGenerated(const TextGenerator::Result& result);
+    // The Samples tab's settings into the configuration of the next run (text runs only).
+    void applySampleSettings(TrainConfig& config) const;
+
     // main_window_sweeps.cpp
     void onSweepActionTriggered();
     void raiseHyperparameters();
@@ -221,6 +234,7 @@ private:
     QElapsedTimer progress_clock_;  // since the progress bar and ETA last changed
     QLabel* eta_label_ = nullptr;
     LiveRuns* live_ = nullptr;
+    TextGenerator* generator_ = nullptr;
 
     TrainConfig base_config_;  // the preset's settings the panels do not show
     QString preset_name_;

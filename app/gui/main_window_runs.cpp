@@ -15,7 +15,9 @@
 #include "core/train/decision_boundary.h"
 #include "core/train/event_text.h"
 #include "sessions/run_store.h"
+#include "sessions/run_vocabulary.h"
 #include "widgets/run_browser.h"
+#include "widgets/samples_view.h"
 
 namespace mpwb {
 
@@ -48,6 +50,7 @@ StoredExperiment stored_experiment(const Run& run) {
 // whose JSON cannot be read keeps its stored text.
 struct StoredEvent {
     QString source, text;
+    nlohmann::json detail;
 };
 
 StoredEvent stored_event(const Event& e) {
@@ -55,14 +58,27 @@ StoredEvent stored_event(const Event& e) {
     try {
         detail = parse_json_text(e.json, "event " + std::to_string(e.id));
     } catch (const JsonInputError&) {
-        return {{}, QString::fromStdString(e.json)};
+        return {{}, QString::fromStdString(e.json), {}};
     }
     std::string source;
     if (detail.is_object() && detail.contains("source") && detail["source"].is_string()) {
         source = detail["source"].get<std::string>();
         detail.erase("source");
     }
-    return {QString::fromStdString(source), QString::fromStdString(event_text(e.kind, detail))};
+    QString text = QString::fromStdString(event_text(e.kind, detail));
+    return {QString::fromStdString(source), std::move(text), std::move(detail)};
+}
+
+// A stored text run Generate can sample from: one that ended (its final weights are committed
+// before its status) and kept a vocabulary. A run whose weights are missing after all is refused
+// by Generate with the reason.
+bool can_generate_from(const Run& run) {
+    if (run.status == RunStatus::Running) return false;
+    try {
+        return run_vocabulary(run).has_value();
+    } catch (const std::exception&) {
+        return false;  // a damaged vocabulary: Generate could not map ids to text
+    }
 }
 }  // namespace
 
@@ -130,8 +146,9 @@ bool MainWindow::openStoredRuns(const QList<qint64>& requested) {
             const int index = board_->addStoredRun(store, id);
             const Run run = store.get_run(id);
             showStoredBoundary(store, run, index);
-            addStoredEvents(store, id,
-                            QStringLiteral("#%1 %2").arg(id).arg(QString::fromStdString(run.name)));
+            const QString label = QStringLiteral("#%1 %2").arg(id).arg(QString::fromStdString(run.name));
+            addStoredEvents(store, id, label);
+            if (can_generate_from(run)) board_->samplesView()->addGenerateRun(id, label);
         }
         events_->endBatch();
         board_->replot();
@@ -149,8 +166,10 @@ void MainWindow::addStoredEvents(RunStore& store, qint64 id, const QString& labe
     for (const auto& e : store.events(id)) {
         // The stored row is the event's detail with its source added (RunRecorder).
         const StoredEvent shown = stored_event(e);
-        events_->addEvent(label, e.step, QString::fromStdString(e.kind), shown.source, shown.text,
-                          QString::fromStdString(e.json));
+        const QString kind = QString::fromStdString(e.kind);
+        events_->addEvent(label, e.step, kind, shown.source, shown.text, QString::fromStdString(e.json));
+        if (auto sample = ShownSample::fromEvent(label, e.step, kind, shown.detail))
+            board_->samplesView()->addSample(std::move(*sample));
     }
 }
 

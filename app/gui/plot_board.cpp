@@ -23,6 +23,7 @@
 #include "sessions/plot_series.h"
 #include "sessions/run_figures.h"
 #include "sessions/run_store.h"
+#include "widgets/samples_view.h"
 #include "widgets/plots/decision_boundary_plot.h"
 #include "widgets/plots/heatmap_plot.h"
 #include "widgets/plots/histogram_plot.h"
@@ -101,6 +102,8 @@ PlotBoard::PlotBoard(QWidget* parent) : QWidget(parent) {
     tabs_->addTab(makeCurvesTab(), tr("Curves"));
     tabs_->addTab(makeGradientsTab(), tr("Gradients"));
     tabs_->addTab(makeScalingTab(), tr("Scaling"));
+    samples_ = new SamplesView;
+    tabs_->addTab(samples_, tr("Samples"));
     auto* bl = new QVBoxLayout;
     boundary_hint_ =
         new QLabel(tr("The decision boundary is drawn for 2-D classification sets "
@@ -427,6 +430,7 @@ void PlotBoard::clear() {
     boundary_hint_->show();
     if (const int tab = tabs_->indexOf(boundary_page_); tab >= 0) tabs_->removeTab(tab);
     scaling_->clear();
+    samples_->clearSamples();
     updateScaleEmptyText();
 }
 

@@ -5,7 +5,8 @@
 // same gradient over the steps; with a scaled recipe the histogram also shows the zone of the
 // operand's element format shifted by its current scale), "Scaling" (ScalingView: amax, scale,
 // SQNR and block scales of one layer's GEMM operand, for one run) and "Decision boundary" (2-D
-// sets, one plot per live run; the tab is there only while a 2-D run is on the board).
+// sets, one plot per live run; the tab is there only while a 2-D run is on the board) and
+// "Samples" (SamplesView: what a text run writes; LiveRuns and the window fill it).
 // The curve plots share an x axis choice (step, wall time, time since start; log or linear),
 // and a click on a run's legend entry hides or shows that run in all four.
 // Data comes in batches (one call per GUI drain tick); each plot gets one queued replot per batch.
@@ -40,6 +41,7 @@ class HeatmapPlot;
 class HistogramPlot;
 class RunStore;
 struct Run;
+class SamplesView;
 class ScalingView;
 class SeriesPlot;
 struct BoundaryGrid;
@@ -93,6 +95,7 @@ public:
     QComboBox* layerSelector() const { return layer_; }
     QComboBox* runSelector() const { return run_select_; }
     ScalingView* scalingView() const { return scaling_; }
+    SamplesView* samplesView() const { return samples_; }
     QComboBox* scalingRunSelector() const { return scaling_run_; }
     // Scaling records held for a run.
     int scalingCount(int run) const;
@@ -180,6 +183,7 @@ private:
     QSlider* step_ = nullptr;
     QLabel* step_label_ = nullptr;
     ScalingView* scaling_ = nullptr;
+    SamplesView* samples_ = nullptr;
     QComboBox* scaling_run_ = nullptr;
     bool dirty_scaling_ = false;
     QWidget* boundary_host_ = nullptr;

@@ -1,5 +1,6 @@
 // printable_text: a UTF-8 decoder that refuses what RFC 3629 refuses (overlong forms,
-// surrogates, code points past U+10FFFF), and the escapes for what may not reach a terminal.
+// surrogates, code points past U+10FFFF), the escapes for what may not reach a terminal, and
+// text_from_printable, which reads those escapes back.
 #include "core/common/printable.h"
 
 #include <cstdint>
@@ -106,6 +107,92 @@ std::string printable_lines(std::string_view bytes) {
         out += bytes[end];
         start = end + 1;
     }
+}
+
+namespace {
+
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// The value of `digits` hex digits at s[at], or -1 when they are not all there.
+long hex_number(std::string_view s, std::size_t at, std::size_t digits) {
+    if (at + digits > s.size()) return -1;
+    long value = 0;
+    for (std::size_t k = 0; k < digits; ++k) {
+        const int d = hex_digit(s[at + k]);
+        if (d < 0) return -1;
+        value = value * 16 + d;
+    }
+    return value;
+}
+
+void append_utf8(std::string& out, char32_t cp) {
+    if (cp < 0x80) {
+        out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+        out += static_cast<char>(0xC0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+        out += static_cast<char>(0xE0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+}
+
+// The character a one-letter escape stands for, or 0 when the letter is no escape.
+char simple_escape(char letter) {
+    switch (letter) {
+        case '\\':
+            return '\\';
+        case 'a':
+            return '\a';
+        case 'b':
+            return '\b';
+        case 't':
+            return '\t';
+        case 'n':
+            return '\n';
+        case 'v':
+            return '\v';
+        case 'f':
+            return '\f';
+        case 'r':
+            return '\r';
+        default:
+            return 0;
+    }
+}
+
+}  // namespace
+
+std::string text_from_printable(std::string_view printable) {
+    std::string out;
+    std::size_t i = 0;
+    while (i < printable.size()) {
+        if (printable[i] != '\\' || i + 1 == printable.size()) {
+            out += printable[i++];
+            continue;
+        }
+        const char letter = printable[i + 1];
+        if (const char c = simple_escape(letter)) {
+            out += c;
+            i += 2;
+        } else if (const long byte = letter == 'x' ? hex_number(printable, i + 2, 2) : -1; byte >= 0) {
+            out += static_cast<char>(byte);
+            i += 4;
+        } else if (const long cp = letter == 'u' ? hex_number(printable, i + 2, 4) : -1;
+                   cp >= 0 && (cp < 0xD800 || cp > 0xDFFF)) {
+            append_utf8(out, static_cast<char32_t>(cp));
+            i += 6;
+        } else {
+            out += printable[i++];  // a backslash that starts no escape means itself
+        }
+    }
+    return out;
 }
 
 }  // namespace mpwb

@@ -25,4 +25,10 @@ std::string printable_lines(std::string_view bytes);
 // printable_text in single quotes: how a message names a file or quotes a value it read.
 std::string quoted_text(std::string_view bytes, std::size_t max_bytes = std::string_view::npos);
 
+// The inverse of printable_text, for text a person types in that form (a prompt field): \\, \a,
+// \b, \t, \n, \v, \f, \r, \xNN (one byte) and \uNNNN (a code point, written as UTF-8). A
+// backslash that starts none of these means itself, so text typed without escapes stays as it
+// is. printable_text's result (uncut) gives back the bytes it came from.
+std::string text_from_printable(std::string_view printable);
+
 }  // namespace mpwb

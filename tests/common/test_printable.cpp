@@ -51,6 +51,17 @@ private slots:
         for (unsigned char c : text) QVERIFY(c >= 0x20 && c != 0x7F);
     }
 
+    // A prompt typed in the Samples tab: the escapes printable_text writes are read back.
+    void escapes_are_read_back() {
+        QCOMPARE(text_from_printable("Q:\\n\\tA \\\\ \\x1b\\u00e9"), "Q:\n\tA \\ \x1b\xC3\xA9"s);
+        QCOMPARE(text_from_printable("C:\\dir\\x4"), "C:\\dir\\x4"s);  // no escape: the backslash stays
+        QCOMPARE(text_from_printable("end\\"), "end\\"s);
+        std::string every_byte;
+        for (int b = 0; b < 256; ++b) every_byte += static_cast<char>(b);
+        const std::string samples[] = {every_byte, "caf\xC3\xA9 \xE2\x80\xAE\xC2\x9B \\n", "\n"};
+        for (const std::string& bytes : samples) QCOMPARE(text_from_printable(printable_text(bytes)), bytes);
+    }
+
     void long_text_is_cut_at_a_character() {
         QCOMPARE(printable_text("abcdef", 4), "abcd\xE2\x80\xA6"s);
         QCOMPARE(printable_text("ab\xC3\xA9", 3), "ab\xE2\x80\xA6"s);  // not half of the é
