@@ -125,7 +125,7 @@ Backend::LossResult evaluate_on_host(Network& network, const Dataset& data, Back
     while (batches.next(bx, by)) {
         network.begin_quantized_step(0, false);  // quantizes with the scales training left, changes none
         const auto r =
-            loss.on_host(backend, network.forward(ctx, bx, policy), by, nullptr, 1.0f, network.z_loss());
+            loss.on_host(backend, network.infer(ctx, bx, policy), by, nullptr, 1.0f, network.z_loss());
         const int64_t n = bx.dim(0);
         total.loss += r.loss * static_cast<double>(n);
         total.correct += r.correct;

@@ -127,11 +127,11 @@ Trainer::Trainer(Network& network, const Dataset& data, TrainConfig config, Back
     if (data_.train_size() == 0) throw DataError("dataset '" + data_.name + "' has no training samples");
     (void)training_steps(config_, data_.train_size());                 // ConfigError beyond the step limit
     (void)run_loss(network_.loss(), data_.target_kind(), data_.name);  // NetworkError: does not fit
-    // Sized for the largest batch a step or an evaluation will run, so a network too large for
-    // it is refused here with the numbers, before anything is allocated.
+    // Measured at the batch a step and the batch an evaluation will run, so a network too large
+    // for either is refused here with the numbers, before anything is allocated.
     const int64_t eval_batch = std::min(config_.eval_batch, std::max<int64_t>(data_.test_size(), 1));
-    network_.build(data_.sample_shape, std::max(std::min(config_.batch_size, data_.train_size()), eval_batch),
-                   data_.num_classes);
+    network_.build(data_.sample_shape, std::min(config_.batch_size, data_.train_size()), data_.num_classes,
+                   eval_batch);
     if (data_.target_kind() == TargetKind::ClassPerPosition) {
         const Shape expected{data_.train_y.dim(1), data_.num_classes};
         if (network_.output_shape() != expected)
