@@ -286,6 +286,7 @@ struct Trainer::Run {
     std::optional<StatsProbe> probe;            // the histograms of the statistics step in flight
     std::optional<HostGradientPass> host_pass;  // statistics for an engine that takes none
     int64_t step = 0;                           // steps launched
+    int64_t window_phase = 0;                   // of the epoch's text windows (window_phase)
     bool finished = false;
     bool interrupted = false;  // by checkpoint_and_stop
     // Where the next step would start: the position of the run's final checkpoint, and of a
@@ -428,6 +429,8 @@ int64_t Trainer::begin_epoch(Run& run, int64_t epoch) {
     const int64_t first = epoch == run.next_epoch ? run.next_batch : 0;
     run.batches.start_epoch(epoch);
     run.engine->set_epoch_order(run.batches.order());
+    run.window_phase = window_phase(data_, config_.seed, epoch);
+    run.engine->set_window_phase(run.window_phase);
     if (first == 0) {
         run.epoch_loss = 0;
         run.epoch_steps = 0;
@@ -646,6 +649,7 @@ void Trainer::launch(Run& run, InFlight& step) {
 void Trainer::host_statistics(Run& run, const InFlight& step) {
     run.engine->download_weights();
     if (!run.host_pass) run.host_pass.emplace(network_, data_, backend_, policy_, config_.seed);
+    run.host_pass->set_window_phase(run.window_phase);
     const auto rows = std::span<const int64_t>(run.batches.order())
                           .subspan(static_cast<size_t>(step.offset), static_cast<size_t>(step.n));
     run.host_pass->run(rows, scaler_.scale(), &*run.probe);
