@@ -33,6 +33,9 @@ void ensure_batch_shape(Tensor& dst, int64_t b, const Tensor& src) {
     dst.resize(std::move(s));
 }
 
+// Mixed into the epoch's seed for its window phase, a stream apart from its shuffle's.
+constexpr uint64_t kPhaseSalt = 0x7068617365ull;  // "phase"
+
 }  // namespace
 
 uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
@@ -52,6 +55,45 @@ void gather_rows(const Tensor& src, std::span<const int64_t> indices, Tensor& ds
             throw DataError("gather_rows: sample index " + std::to_string(r) + " out of range [0, " +
                             std::to_string(n) + ")");
         std::memcpy(d + static_cast<int64_t>(i) * per, s + r * per, static_cast<size_t>(per) * sizeof(float));
+    }
+}
+
+int64_t window_phase(const Dataset& data, uint64_t seed, int64_t epoch) {
+    if (data.train_tokens.empty() || epoch == 0 || data.sample_shape.size() != 1) return 0;
+    // Its own stream beside the epoch's shuffle (which draws from epoch_seed(seed, epoch) itself).
+    Rng rng(epoch_seed(seed, epoch) ^ kPhaseSalt);
+    return static_cast<int64_t>(rng.below(static_cast<uint64_t>(data.sample_shape[0])));
+}
+
+void gather_train_batch(const Dataset& data, int64_t phase, std::span<const int64_t> rows, Tensor& bx,
+                        Tensor& by) {
+    if (phase == 0 || data.train_tokens.empty()) {
+        gather_rows(data.train_x, rows, bx);
+        gather_rows(data.train_y, rows, by);
+        return;
+    }
+    const int64_t T = data.sample_shape.at(0), windows = data.train_size();
+    const auto tokens = static_cast<int64_t>(data.train_tokens.size());
+    if (phase < 0 || phase >= T)
+        throw DataError("window phase " + std::to_string(phase) + " is outside [0, " + std::to_string(T) +
+                        ")");
+    ensure_batch_shape(bx, static_cast<int64_t>(rows.size()), data.train_x);
+    ensure_batch_shape(by, static_cast<int64_t>(rows.size()), data.train_y);
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const int64_t w = rows[i];
+        if (w < 0 || w >= windows)
+            throw DataError("gather_train_batch: window " + std::to_string(w) + " out of range [0, " +
+                            std::to_string(windows) + ")");
+        // The last window of a phase past the part's slack has no room: it keeps phase 0's.
+        int64_t start = phase + w * T;
+        if (start + T + 1 > tokens) start = w * T;
+        const int32_t* from = data.train_tokens.data() + start;
+        float* x = bx.data() + static_cast<int64_t>(i) * T;
+        float* y = by.data() + static_cast<int64_t>(i) * T;
+        for (int64_t k = 0; k < T; ++k) {
+            x[k] = static_cast<float>(from[k]);
+            y[k] = static_cast<float>(from[k + 1]);
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "core/data/dataset.h"
 #include "core/tensor/tensor.h"
 
 namespace mpwb {
@@ -18,6 +19,20 @@ void gather_rows(const Tensor& src, std::span<const int64_t> indices, Tensor& ds
 // The seed of the shuffle of one epoch: a hash of both, so nearby seeds and epochs give
 // unrelated orders.
 uint64_t epoch_seed(uint64_t seed, int64_t epoch);
+
+// Text datasets (Dataset::train_tokens): where epoch k's training windows start. Window w reads
+// tokens [phase + w·T, phase + w·T + T] (inputs, then next-token targets); the phase is 0 for
+// epoch 0 and drawn in [0, T) from (seed, k) for later epochs, so a run repeats and resumes
+// exactly with no state beside the epoch. 0 for every other dataset.
+int64_t window_phase(const Dataset& data, uint64_t seed, int64_t epoch);
+
+// The training batch of window (sample) indices at a phase into bx and by ([b, ...], reusing
+// their storage): the rows of train_x and train_y at phase 0 or for a dataset without tokens,
+// else windows read from train_tokens. The last window of a phase past the part's slack (the
+// tokens beyond the last whole window at phase 0) has no room there and reads phase 0's.
+// DataError on an index or phase out of range.
+void gather_train_batch(const Dataset& data, int64_t phase, std::span<const int64_t> rows, Tensor& bx,
+                        Tensor& by);
 
 class BatchIterator {
 public:

@@ -25,6 +25,10 @@ struct Dataset {
     // Text datasets (core/data/text_corpus.h): how the token ids map to text; stored with the run
     // so that sampling and export read the ids as the run trained on them.
     std::optional<Vocabulary> vocabulary;
+    // Text datasets: the training part's token ids. train_x and train_y hold the windows of phase
+    // 0 (window w at tokens [w·T, w·T + T]); a later epoch reads them at its own phase
+    // (batcher.h, window_phase and gather_train_batch). Empty for other datasets.
+    std::vector<int32_t> train_tokens;
 
     bool is_classification() const { return num_classes > 0; }
     // What the labels are, which decides the losses that fit (core/nn/loss_registry.h): class

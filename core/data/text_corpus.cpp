@@ -199,7 +199,7 @@ TextCorpus make_text_corpus(std::string_view text, const TextCorpusOptions& opti
     const Vocabulary vocabulary = kind == TokenizerKind::Byte
                                       ? Vocabulary::bytes()
                                       : Vocabulary::characters_of(text.substr(0, split), source);
-    const std::vector<int32_t> train_ids = vocabulary.encode(text.substr(0, split), source);
+    std::vector<int32_t> train_ids = vocabulary.encode(text.substr(0, split), source);
     const std::vector<int32_t> test_ids = encode_known(vocabulary, text.substr(split));
     const std::vector<int64_t> train_starts = window_starts(train_ids, options.context);
     const std::vector<int64_t> test_starts = window_starts(test_ids, options.context);
@@ -216,6 +216,7 @@ TextCorpus make_text_corpus(std::string_view text, const TextCorpusOptions& opti
     fill_windows(train_ids, train_starts, options.context, ds.train_x, ds.train_y);
     fill_windows(test_ids, test_starts, options.context, ds.test_x, ds.test_y);
     ds.vocabulary = vocabulary;
+    ds.train_tokens = std::move(train_ids);
     corpus.facts = {.bytes = static_cast<int64_t>(text.size()),
                     .train_tokens = train_tokens,
                     .test_tokens = test_tokens,

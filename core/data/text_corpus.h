@@ -7,7 +7,11 @@
 // end of the text (the last floor(tokens x test_ratio) tokens); windows start every T tokens
 // within each part, from its start, and none crosses from one part into the other, so the train
 // windows never see a test token. The Batcher shuffles the train windows with the run's seed per
-// epoch; an epoch is train tokens / (batch x T) steps.
+// epoch; an epoch is train tokens / (batch x T) steps. Epoch 0 reads the windows from the part's
+// start; each later epoch shifts them by a phase in [0, T) drawn from the run's seed and the
+// epoch (batcher.h, window_phase), so over the epochs a window may start at any token, while an
+// epoch still reads each token about once. The test windows stay put: every evaluation reads the
+// same.
 //
 // The vocabulary is built from the training part alone (character level), so a test window that
 // holds a character the training part lacks cannot be encoded: it is left out, and

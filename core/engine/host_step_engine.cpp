@@ -32,6 +32,7 @@ public:
     void set_epoch_order(std::span<const int64_t> order) override {
         order_.assign(order.begin(), order.end());
     }
+    void set_window_phase(int64_t phase) override { pass_.set_window_phase(phase); }
     // The engine's own copy of the scaler, as the device keeps one: it decides, the run's
     // LossScaler narrates and checks.
     void set_scaler(const LossScalerConfig& config, const LossScaler& state) override {
@@ -125,7 +126,7 @@ Backend::LossResult evaluate_on_host(Network& network, const Dataset& data, Back
     while (batches.next(bx, by)) {
         network.begin_quantized_step(0, false);  // quantizes with the scales training left, changes none
         const auto r =
-            loss.on_host(backend, network.forward(ctx, bx, policy), by, nullptr, 1.0f, network.z_loss());
+            loss.on_host(backend, network.infer(ctx, bx, policy), by, nullptr, 1.0f, network.z_loss());
         const int64_t n = bx.dim(0);
         total.loss += r.loss * static_cast<double>(n);
         total.correct += r.correct;
@@ -146,8 +147,7 @@ HostGradientPass::HostGradientPass(Network& network, const Dataset& data, Backen
       ctx_{backend, policy.gemm_operands, true, &dropout_rng_} {}
 
 Backend::LossResult HostGradientPass::run(std::span<const int64_t> rows, float scale, GradientProbe* probe) {
-    gather_rows(data_.train_x, rows, bx_);
-    gather_rows(data_.train_y, rows, by_);
+    gather_train_batch(data_, window_phase_, rows, bx_, by_);
     const Tensor& out = network_.forward(ctx_, bx_, policy_);
     dout_.resize(out.shape());
     const Backend::LossResult loss =

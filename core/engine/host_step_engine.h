@@ -30,8 +30,10 @@ public:
                      uint64_t seed);
     HostGradientPass(const HostGradientPass&) = delete;  // ctx_ points at dropout_rng_
     HostGradientPass& operator=(const HostGradientPass&) = delete;
-    // rows: indices into the train split. probe (may be null) sees the scaled FP32 gradients.
+    // rows: indices into the train split (windows at the phase set, for a text dataset).
+    // probe (may be null) sees the scaled FP32 gradients.
     Backend::LossResult run(std::span<const int64_t> rows, float scale, GradientProbe* probe);
+    void set_window_phase(int64_t phase) { window_phase_ = phase; }
     // The dropout generator, for checkpoints.
     Rng::State dropout_state() const { return dropout_rng_.state(); }
     void set_dropout_state(const Rng::State& state) { dropout_rng_.set_state(state); }
@@ -45,6 +47,7 @@ private:
     Rng dropout_rng_;
     LayerContext ctx_;
     Tensor bx_, by_, dout_;
+    int64_t window_phase_ = 0;
 };
 
 // The host engine for this network and dataset (both outlive it).

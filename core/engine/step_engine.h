@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/backend/backend.h"
+#include "core/common/error.h"
 #include "core/common/rng.h"
 #include "core/data/dataset.h"
 #include "core/nn/network.h"
@@ -102,6 +103,12 @@ public:
 
     // The sample order of an epoch (indices into the train split), before its first step.
     virtual void set_epoch_order(std::span<const int64_t> order) = 0;
+    // A text dataset's window phase for the epoch (window_phase, core/data/batcher.h), with its
+    // order. Only the host engine reads windows at a phase; a network on a text dataset starts
+    // with an Embedding, which no device engine runs (Network::missing_device_op).
+    virtual void set_window_phase(int64_t phase) {
+        if (phase != 0) throw Error("this step engine reads text windows at phase 0 only");
+    }
     // The scaler as the run's LossScaler holds it now, after the host applied a live change or
     // took a retry decision. Only called when the host is in step with the engine (no step in
     // flight whose record it has not replayed).

@@ -35,7 +35,15 @@ public:
 struct LayerPlan {
     Shape output;            // per-sample output shape
     int64_t parameters = 0;  // trainable values
-    int64_t workspace = 0;   // per-sample scratch the backend needs (im2col columns), in elements
+    int64_t workspace = 0;   // per-sample scratch the backend needs (Conv2d's im2col columns), in elements
+    // Per-sample values the layer holds besides its output during a training step, in elements:
+    // what its forward pass keeps for backward (saved) and its backward pass's own buffers
+    // (backward). An evaluation holds one layer's saved values at a time (Network::infer).
+    int64_t saved = 0;
+    int64_t backward = 0;
+    // What saved and backward are, for the limit's message: "1 × 4 heads × 64² attention
+    // probabilities + 13 × [64 × 128] + ...". Empty for none.
+    std::string saved_detail = {}, backward_detail = {};
 };
 
 // Output length of a sliding window (convolution, pooling) over a padded input; saturates.
@@ -141,6 +149,9 @@ public:
     // fp32_residual setting instead of being rounded to the storage format.
     virtual bool writes_residual_stream() const { return false; }
     virtual void forward(LayerContext& ctx, const Tensor& x, Tensor& y) = 0;
+    // Frees what forward kept for backward (no backward follows: Network::infer); the next
+    // forward sizes it again. Layers that keep little leave it.
+    virtual void release_saved() {}
     // Writes dx (when not null) and overwrites the parameters' grads.
     virtual void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                           Tensor* dx) = 0;

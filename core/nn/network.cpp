@@ -2,6 +2,7 @@
 #include "core/nn/network.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 
 #include "core/common/error.h"
@@ -20,11 +21,27 @@ std::string spec_kind(const nlohmann::json& spec) {
     return "?";
 }
 
-// Running totals of a network measured layer by layer against NetworkLimits.
+// "712.0 MiB" for a count of 4-byte values: what a limit message says memory in.
+std::string value_bytes_text(int64_t values) {
+    const double bytes = static_cast<double>(values) * 4.0;
+    const bool gib = bytes >= 1024.0 * 1024.0 * 1024.0;
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f %s", bytes / (gib ? 1024.0 * 1024.0 * 1024.0 : 1024.0 * 1024.0),
+                  gib ? "GiB" : "MiB");
+    return text;
+}
+
+std::string values_text(int64_t values) {
+    return size_text(values) + " values (" + value_bytes_text(values) + ")";
+}
+
+// Running totals of a network measured layer by layer against NetworkLimits, at the training
+// batch and at the evaluation batch. A training step holds every layer's output and what each
+// keeps for backward; an evaluation (Network::infer) the outputs and one layer's saved values.
 class SizeBudget {
 public:
-    SizeBudget(const Shape& input, int64_t batch)
-        : batch_(batch), activations_(saturating_mul(checked_product(input).value_or(kInt64Max), batch)) {}
+    SizeBudget(const Shape& input, int64_t batch, int64_t eval_batch)
+        : batch_(batch), eval_batch_(eval_batch), outputs_(checked_product(input).value_or(kInt64Max)) {}
 
     // Empty when the layer keeps the network within the limits; else what is over, with the
     // numbers and the limit.
@@ -34,24 +51,49 @@ public:
         if (parameters_ > L::kMaxParameters)
             return "the network reaches " + size_text(parameters_) +
                    " parameters here, more than the limit of " + size_text(L::kMaxParameters);
-        const int64_t out = saturating_mul(checked_product(p.output).value_or(kInt64Max), batch_);
+        const int64_t largest_batch = std::max(batch_, eval_batch_);
+        const int64_t out = saturating_mul(checked_product(p.output).value_or(kInt64Max), largest_batch);
         if (out > L::kMaxTensorElements)
             return "its output " + shape_to_string(p.output) + " is " + size_text(out) +
-                   " elements at batch " + std::to_string(batch_) + ", more than the " +
+                   " elements at batch " + std::to_string(largest_batch) + ", more than the " +
                    size_text(L::kMaxTensorElements) + " one tensor may hold";
-        activations_ = saturating_add(activations_, out);
-        if (activations_ > L::kMaxActivations)
-            return "the activations reach " + size_text(activations_) + " elements here at batch " +
-                   std::to_string(batch_) + ", more than the limit of " + size_text(L::kMaxActivations);
         if (p.workspace > L::kMaxActivations)
             return "its im2col workspace is " + size_text(p.workspace) +
                    " elements per sample, more than the limit of " + size_text(L::kMaxActivations);
-        return {};
+        const int64_t kept = saturating_add(p.saved, p.backward);
+        outputs_ = saturating_add(outputs_, checked_product(p.output).value_or(kInt64Max));
+        kept_ = saturating_add(kept_, kept);
+        largest_saved_ = std::max(largest_saved_, p.saved);
+        std::string detail = p.saved_detail;
+        if (!p.backward_detail.empty()) detail += " for backward, and " + p.backward_detail + " in it";
+        if (auto over =
+                check(saturating_add(outputs_, kept_), batch_, "batch ", "batch_size", p, kept, detail);
+            !over.empty())
+            return over;
+        return check(saturating_add(outputs_, largest_saved_), eval_batch_, "the evaluation batch ",
+                     "eval_batch", p, p.saved, p.saved_detail);
     }
 
 private:
-    int64_t batch_;
-    int64_t activations_;
+    // per_sample: the network's values so far at one sample; layer_kept: this layer's part.
+    std::string check(int64_t per_sample, int64_t batch, const char* which, const char* setting,
+                      const LayerPlan& p, int64_t layer_kept, const std::string& detail) const {
+        const int64_t total = saturating_mul(per_sample, batch);
+        if (total <= NetworkLimits::kMaxActivations) return {};
+        std::string message = "at " + std::string(which) + std::to_string(batch) + " the activations reach " +
+                              values_text(total) + " here, over the limit of " +
+                              values_text(NetworkLimits::kMaxActivations);
+        if (layer_kept > 0 && !detail.empty())
+            message += "; this layer holds " + detail + " = " + size_text(layer_kept) +
+                       " values per sample, " + value_bytes_text(saturating_mul(layer_kept, batch)) +
+                       " at this batch";
+        const bool sequence = p.output.size() == 2;
+        return message + "; lower " + setting + (sequence ? " or the context" : "");
+    }
+
+    int64_t batch_, eval_batch_;
+    int64_t outputs_;  // per sample: the input and every layer's output so far
+    int64_t kept_ = 0, largest_saved_ = 0;
     int64_t parameters_ = 0;
 };
 
@@ -149,7 +191,7 @@ std::vector<LayerReport> Network::inspect(const nlohmann::json& description, con
         return reports;
     Shape shape = input;
     bool shape_known = true;
-    SizeBudget budget(input, batch);
+    SizeBudget budget(input, batch, batch);
     const auto& layers = description["layers"];
     for (size_t i = 0; i < layers.size(); ++i) {
         LayerReport r;
@@ -175,11 +217,14 @@ std::vector<LayerReport> Network::inspect(const nlohmann::json& description, con
     return reports;
 }
 
-void Network::build(const Shape& input, int64_t batch, int64_t dataset_classes) {
+void Network::build(const Shape& input, int64_t batch, int64_t dataset_classes, int64_t eval_batch) {
     if (batch < 1)
         throw NetworkError("network built for batch " + std::to_string(batch) + "; it must be at least 1");
+    if (eval_batch < 0)
+        throw NetworkError("network built for evaluation batch " + std::to_string(eval_batch) +
+                           "; it must be at least 1 (0: the training batch)");
     // Every layer measured before any allocates: a refused network costs nothing.
-    SizeBudget budget(input, batch);
+    SizeBudget budget(input, batch, eval_batch > 0 ? eval_batch : batch);
     Shape planned = input;
     for (auto& layer : layers_) layer->set_dataset_classes(dataset_classes);
     for (size_t i = 0; i < layers_.size(); ++i) {
@@ -357,6 +402,15 @@ void Network::use_layer_quantizers(LayerContext& ctx, size_t layer) {
 }
 
 const Tensor& Network::forward(LayerContext& ctx, const Tensor& input, const PrecisionPolicy& policy) {
+    return run_forward(ctx, input, policy, true);
+}
+
+const Tensor& Network::infer(LayerContext& ctx, const Tensor& input, const PrecisionPolicy& policy) {
+    return run_forward(ctx, input, policy, false);
+}
+
+const Tensor& Network::run_forward(LayerContext& ctx, const Tensor& input, const PrecisionPolicy& policy,
+                                   bool keep_for_backward) {
     if (!built_) throw NetworkError("network must be built before it runs");
     Tensor& x0 = activations_[0];
     x0.resize(input.shape());
@@ -372,6 +426,11 @@ const Tensor& Network::forward(LayerContext& ctx, const Tensor& input, const Pre
         layers_[i]->forward(ctx, activations_[i], y);
         use_layer_quantizers(ctx, kNoLayer);
         ctx.backend.round(stream_format(*layers_[i], policy), y.data(), y.data(), y.numel());
+        if (keep_for_backward) continue;
+        // Nothing reads layer i's input or saved values again: an evaluation at a large batch
+        // holds one layer's at a time instead of every layer's.
+        layers_[i]->release_saved();
+        activations_[i] = Tensor();
     }
     return activations_.back();
 }

@@ -30,9 +30,12 @@ public:
 // Every figure is in elements of 4 bytes; the training step keeps about three copies of the
 // parameters (value, gradient, optimizer state) and two of the activations (value, gradient).
 struct NetworkLimits {
-    static constexpr int64_t kMaxParameters = int64_t{1} << 28;   // 268,435,456: 1 GiB per copy
-    static constexpr int64_t kMaxActivations = int64_t{1} << 29;  // all layers' outputs at the batch: 2 GiB
-    static constexpr int64_t kMaxTensorElements = kInt32Max;      // one tensor: BLAS takes int sizes
+    static constexpr int64_t kMaxParameters = int64_t{1} << 28;  // 268,435,456: 1 GiB per copy
+    // At the training batch, all layers' outputs and what they keep for backward (LayerPlan saved
+    // and backward: a block's attention probabilities, heads × T² per sample); at the evaluation
+    // batch, the outputs and the largest layer's saved values: 2 GiB.
+    static constexpr int64_t kMaxActivations = int64_t{1} << 29;
+    static constexpr int64_t kMaxTensorElements = kInt32Max;  // one tensor: BLAS takes int sizes
     static constexpr size_t kMaxLayers = 4096;
 };
 
@@ -72,7 +75,8 @@ public:
     // settings whose 0 means "the dataset's classes" take (Embedding "vocab", Linear "out"); 0
     // when no dataset is known, and such a setting is then an error naming it. Once built,
     // to_json writes the resolved numbers, so a stored run's network stands on its own.
-    void build(const Shape& input, int64_t batch = 1, int64_t dataset_classes = 0);
+    // eval_batch: the batch evaluations run at, checked as Network::infer holds it (0: batch).
+    void build(const Shape& input, int64_t batch = 1, int64_t dataset_classes = 0, int64_t eval_batch = 0);
     void init(uint64_t seed);
     // Applies the policy to the freshly initialised weights: rounds masters under fp16-pure and
     // writes the reduced copies the forward pass reads.
@@ -124,6 +128,10 @@ public:
 
     // Forward pass; the input is rounded to the activation format first. Returns the output.
     const Tensor& forward(LayerContext& ctx, const Tensor& input, const PrecisionPolicy& policy);
+    // The same forward pass, bit for bit, for a pass no backward follows (evaluation): each
+    // layer's input and saved values (Layer::release_saved) are freed once the next layer has
+    // run, so a large evaluation batch holds one layer's at a time. backward may not follow it.
+    const Tensor& infer(LayerContext& ctx, const Tensor& input, const PrecisionPolicy& policy);
     // Backward from the loss gradient (scaled FP32). Leaves every parameter's grad in its
     // storage format. probe may be null.
     void backward(LayerContext& ctx, const Tensor& output_grad, const PrecisionPolicy& policy,
@@ -151,6 +159,8 @@ private:
     // Points ctx at a layer's quantizers (its first GEMM's, and all of them by index); a layer
     // index past the end clears them.
     void use_layer_quantizers(LayerContext& ctx, size_t layer);
+    const Tensor& run_forward(LayerContext& ctx, const Tensor& input, const PrecisionPolicy& policy,
+                              bool keep_for_backward);
 };
 
 // The settings a GEMM's quantizer runs with under the run's recipe: the run's, except for the

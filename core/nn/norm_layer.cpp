@@ -17,7 +17,8 @@ LayerPlan NormLayer::plan(const Shape& input) const {
     LayerPlan p;
     p.output = input;
     p.parameters = affine_ ? saturating_mul(d, has_bias() ? 2 : 1) : 0;
-    p.workspace = saturating_mul(input.size() == 2 ? input[0] : 1, 2);
+    p.saved = saturating_mul(input.size() == 2 ? input[0] : 1, 2);  // mean and rstd per row
+    p.saved_detail = "2 × " + std::to_string(input.size() == 2 ? input[0] : 1) + " norm statistics";
     return p;
 }
 

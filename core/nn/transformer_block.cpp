@@ -44,6 +44,38 @@ std::string heads_error(int64_t d, int64_t heads) {
            " heads divide it";
 }
 
+// The values a block holds per sample besides its output during a training step, counted from
+// the members forward and backward size (transformer_block.h): [T, d] arrays, [T, 3d] (qkv and
+// its gradient, counted as 3 [T, d] each), [T, F] MLP arrays, [heads, T, T] attention arrays and
+// the norms' statistics (mean and rstd per row, per head for QK-norm).
+void plan_kept_values(const TransformerBlockSettings& s, int64_t T, int64_t d, int64_t F, LayerPlan& p) {
+    const bool attention_dropout = s.attention_dropout > 0.0f, residual_dropout = s.residual_dropout > 0.0f;
+    // Forward: norm1, q, k, v, heads out, merged, attention projection, h, norm2, MLP out; qkv.
+    const int64_t saved_d = 10 + 3 + (s.qk_norm ? 2 : 0) + (residual_dropout ? 2 : 0);
+    const int64_t saved_f = s.swiglu ? 4 : 2;                   // hidden in and out (+ up, sigmoid)
+    const int64_t saved_attention = attention_dropout ? 3 : 1;  // probabilities (+ mask, dropped)
+    const int64_t norm_rows = saturating_mul(T, 2 + (s.qk_norm ? 2 * s.heads : 0));
+    // Backward: dq, dk, dv, dheads, dmerged, dnorm, dh (+ dnorm2 for SwiGLU, dbranch); dqkv.
+    const int64_t backward_d = 7 + 3 + (s.swiglu ? 1 : 0) + (residual_dropout ? 1 : 0);
+    const int64_t backward_f = s.swiglu ? 2 : 1;
+    const int64_t td = saturating_mul(T, d), tf = saturating_mul(T, F);
+    const int64_t attention = saturating_mul(s.heads, saturating_mul(T, T));
+    p.saved = saturating_add(
+        saturating_add(saturating_mul(saved_d, td), saturating_mul(saved_f, tf)),
+        saturating_add(saturating_mul(saved_attention, attention), saturating_mul(2, norm_rows)));
+    p.backward = saturating_add(
+        saturating_add(saturating_mul(backward_d, td), saturating_mul(backward_f, tf)), attention);
+    const std::string t = std::to_string(T), heads = std::to_string(s.heads) + " heads × " + t + "²";
+    const std::string td_text = " × [" + t + " × " + std::to_string(d) + "]";
+    const std::string tf_text = " × [" + t + " × " + std::to_string(F) + "]";
+    p.saved_detail = std::to_string(saved_attention) + " × " + heads + " attention probabilities" +
+                     (attention_dropout ? " (with the dropout mask and the dropped copy)" : "") + " + " +
+                     std::to_string(saved_d) + td_text + " + " + std::to_string(saved_f) + tf_text + " + " +
+                     size_text(saturating_mul(2, norm_rows)) + " norm statistics";
+    p.backward_detail = heads + " attention gradients + " + std::to_string(backward_d) + td_text + " + " +
+                        std::to_string(backward_f) + tf_text;
+}
+
 }  // namespace
 
 TransformerBlock::TransformerBlock(const TransformerBlockSettings& settings) : settings_(settings) {}
@@ -75,11 +107,7 @@ LayerPlan TransformerBlock::plan(const Shape& input) const {
     LayerPlan p;
     p.output = input;
     p.parameters = n;
-    // What the block keeps per sample besides its output: about 16 [T, d] arrays, 4 [T, F] and
-    // three [heads, T, T] (scores, dropped probabilities, their gradient).
-    const int64_t rows = saturating_add(saturating_mul(16, d), saturating_mul(4, F));
-    p.workspace = saturating_add(saturating_mul(T, rows),
-                                 saturating_mul(3, saturating_mul(settings_.heads, saturating_mul(T, T))));
+    plan_kept_values(settings_, T, d, F, p);
     return p;
 }
 
@@ -417,6 +445,17 @@ void TransformerBlock::run_mlp_backward(LayerContext& ctx, const Tensor& dmlp, T
     project_backward(ctx, gate_, norm2_.out, dhidden_, &dnorm2);
     project_backward(ctx, up_, norm2_.out, dhidden2_, &dnorm2_);
     add(dnorm2, dnorm2_, dnorm2);
+}
+
+// The forward values of the members list (transformer_block.h); the backward scratch stays, sized
+// for the training batch.
+void TransformerBlock::release_saved() {
+    for (Tensor* t :
+         {&qkv_out_, &q_, &k_, &v_, &q_raw_, &k_raw_, &heads_out_, &merged_, &attn_proj_, &attn_mask_, &h_,
+          &hidden_in_, &up_out_, &gate_sigmoid_, &hidden_act_, &mlp_out_, &mlp_mask_})
+        *t = Tensor();
+    for (Norm* n : {&norm1_, &norm2_, &q_norm_, &k_norm_}) n->mean = n->rstd = n->out = Tensor();
+    attention_ = AttentionSaved();
 }
 
 nlohmann::json TransformerBlock::to_json() const {

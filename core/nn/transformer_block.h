@@ -46,6 +46,7 @@ public:
     bool writes_residual_stream() const override { return true; }
     void forward(LayerContext& ctx, const Tensor& x, Tensor& y) override;
     void backward(LayerContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override;
+    void release_saved() override;
     nlohmann::json to_json() const override;
     DeviceOp device_op() const override { return NoDeviceOp{}; }
     PytorchModule pytorch_module(const Shape& input) const override;

@@ -127,11 +127,11 @@ Trainer::Trainer(Network& network, const Dataset& data, TrainConfig config, Back
     if (data_.train_size() == 0) throw DataError("dataset '" + data_.name + "' has no training samples");
     (void)training_steps(config_, data_.train_size());                 // ConfigError beyond the step limit
     (void)run_loss(network_.loss(), data_.target_kind(), data_.name);  // NetworkError: does not fit
-    // Sized for the largest batch a step or an evaluation will run, so a network too large for
-    // it is refused here with the numbers, before anything is allocated.
+    // Measured at the batch a step and the batch an evaluation will run, so a network too large
+    // for either is refused here with the numbers, before anything is allocated.
     const int64_t eval_batch = std::min(config_.eval_batch, std::max<int64_t>(data_.test_size(), 1));
-    network_.build(data_.sample_shape, std::max(std::min(config_.batch_size, data_.train_size()), eval_batch),
-                   data_.num_classes);
+    network_.build(data_.sample_shape, std::min(config_.batch_size, data_.train_size()), data_.num_classes,
+                   eval_batch);
     if (data_.target_kind() == TargetKind::ClassPerPosition) {
         const Shape expected{data_.train_y.dim(1), data_.num_classes};
         if (network_.output_shape() != expected)
@@ -286,6 +286,7 @@ struct Trainer::Run {
     std::optional<StatsProbe> probe;            // the histograms of the statistics step in flight
     std::optional<HostGradientPass> host_pass;  // statistics for an engine that takes none
     int64_t step = 0;                           // steps launched
+    int64_t window_phase = 0;                   // of the epoch's text windows (window_phase)
     bool finished = false;
     bool interrupted = false;  // by checkpoint_and_stop
     // Where the next step would start: the position of the run's final checkpoint, and of a
@@ -428,6 +429,8 @@ int64_t Trainer::begin_epoch(Run& run, int64_t epoch) {
     const int64_t first = epoch == run.next_epoch ? run.next_batch : 0;
     run.batches.start_epoch(epoch);
     run.engine->set_epoch_order(run.batches.order());
+    run.window_phase = window_phase(data_, config_.seed, epoch);
+    run.engine->set_window_phase(run.window_phase);
     if (first == 0) {
         run.epoch_loss = 0;
         run.epoch_steps = 0;
@@ -646,6 +649,7 @@ void Trainer::launch(Run& run, InFlight& step) {
 void Trainer::host_statistics(Run& run, const InFlight& step) {
     run.engine->download_weights();
     if (!run.host_pass) run.host_pass.emplace(network_, data_, backend_, policy_, config_.seed);
+    run.host_pass->set_window_phase(run.window_phase);
     const auto rows = std::span<const int64_t>(run.batches.order())
                           .subspan(static_cast<size_t>(step.offset), static_cast<size_t>(step.n));
     run.host_pass->run(rows, scaler_.scale(), &*run.probe);

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "core/common/error.h"
 #include "core/data/batcher.h"
@@ -258,6 +259,53 @@ private slots:
         QCOMPARE(batches(7, 3), batches(7, 3));
         QVERIFY(batches(7, 3) != batches(8, 3));
         QVERIFY(batches(7, 3) != batches(7, 4));
+    }
+
+    // Epoch 0 reads the windows of train_x; later epochs shift them by a phase drawn from
+    // (seed, epoch) in [0, T): every window reads the tokens from phase + w·T on, with targets
+    // one token later, except a last window with no room, which keeps phase 0's.
+    void laterEpochsShiftTheWindowsByAPhase() {
+        const int64_t context = 7;
+        const std::string text = position_text(1000);  // 700 train tokens: 99 windows, slack 699 - 99·7 = 6
+        const TextCorpus c = make_text_corpus(text, {TokenizerKind::Byte, context, 0.3}, "test text", "t");
+        const Dataset& ds = c.data;
+        QCOMPARE(static_cast<int64_t>(ds.train_tokens.size()), int64_t{700});
+        QCOMPARE(window_phase(ds, 5, 0), int64_t{0});
+        std::set<int64_t> phases;
+        for (int64_t epoch = 1; epoch <= 40; ++epoch) {
+            const int64_t phase = window_phase(ds, 5, epoch);
+            QVERIFY(phase >= 0 && phase < context);
+            QCOMPARE(window_phase(ds, 5, epoch), phase);  // no state: the same for a resumed run
+            phases.insert(phase);
+        }
+        QCOMPARE(static_cast<int64_t>(phases.size()), context);  // every phase comes up
+        const std::vector<int32_t> ids = ds.vocabulary->encode(text);
+        std::vector<int64_t> rows(static_cast<size_t>(ds.train_size()));
+        for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
+        Tensor bx, by;
+        gather_train_batch(ds, 0, rows, bx, by);
+        QCOMPARE(bx.shape(), ds.train_x.shape());
+        check_windows(bx, by, ids, 0, context);
+        gather_train_batch(ds, 6, rows, bx, by);  // the slack: every window fits
+        check_windows(bx, by, ids, 6, context);
+        gather_train_batch(ds, 3, std::vector<int64_t>{98, 4}, bx, by);
+        QCOMPARE(at(bx, 0, 0), static_cast<float>(ids[3 + 98 * 7]));
+        QCOMPARE(at(by, 1, 6), static_cast<float>(ids[3 + 4 * 7 + 7]));
+        // A text of 694 train tokens (slack 0): at phase 4 the last window has no room and
+        // keeps phase 0's; the one before it moves.
+        const TextCorpus tight =
+            make_text_corpus(position_text(991), {TokenizerKind::Byte, context, 0.3}, "t", "t");
+        const int64_t last = tight.data.train_size() - 1;
+        QCOMPARE((static_cast<int64_t>(tight.data.train_tokens.size()) - 1) % context, int64_t{0});
+        gather_train_batch(tight.data, 4, std::vector<int64_t>{last, last - 1}, bx, by);
+        const std::vector<int32_t> tight_ids = tight.data.vocabulary->encode(position_text(991));
+        QCOMPARE(at(bx, 0, 0), static_cast<float>(tight_ids[static_cast<size_t>(last * context)]));
+        QCOMPARE(at(bx, 1, 0), static_cast<float>(tight_ids[static_cast<size_t>(4 + (last - 1) * context)]));
+        VERIFY_MSG(error_text<DataError>([&] { gather_train_batch(ds, 7, rows, bx, by); }), "phase 7",
+                   "outside [0, 7)");
+        VERIFY_MSG(
+            error_text<DataError>([&] { gather_train_batch(ds, 1, std::vector<int64_t>{99}, bx, by); }),
+            "window 99 out of range [0, 99)");
     }
 
     // The spec's fields: JSON both ways, validation naming the field, load_dataset without

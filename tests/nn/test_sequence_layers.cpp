@@ -591,8 +591,9 @@ private slots:
     void activationLimitCountsPositions() {
         const int64_t context = 1024;
         const json lm = tiny_language_model(context);
-        // Per sample: ids 1024, Embedding 16384, LayerNorm 16384, head 1024 x 11.
-        const int64_t per_sample = context + 2 * context * 16 + context * 11;
+        // Per sample: ids 1024, Embedding 16384, LayerNorm 16384 and its mean and rstd per
+        // position, head 1024 x 11.
+        const int64_t per_sample = context + 2 * context * 16 + 2 * context + context * 11;
         const int64_t batch = NetworkLimits::kMaxActivations / per_sample + 1;
         Network fits = Network::from_json(lm);
         fits.build({context}, batch - 1, 11);

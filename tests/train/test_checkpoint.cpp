@@ -13,6 +13,8 @@
 #include "core/backend/backend.h"
 #include "core/common/error.h"
 #include "core/common/rng.h"
+#include "core/data/batcher.h"
+#include "core/data/text_corpus.h"
 #include "core/train/checkpoint_state.h"
 #include "core/train/dataset_digest.h"
 #include "core/train/dataset_source.h"
@@ -69,6 +71,28 @@ DatasetSpec spiral_spec() {
 const Dataset& spiral() {
     static const Dataset d = load_dataset(spiral_spec());
     return d;
+}
+
+// A character-level text of 325 characters over 9 letters: 260 to train, 32 windows of 8 (8
+// batches of 4 per epoch) with a slack of 3 tokens, so later epochs read their windows at a
+// phase (window_phase) and some phases move the last window back to phase 0's.
+const Dataset& text_windows() {
+    static const Dataset d = [] {
+        std::string text;
+        for (int i = 0; i < 325; ++i) text += static_cast<char>('a' + (i * i + i / 3) % 9);
+        return make_text_corpus(text, {TokenizerKind::Char, 8, 0.2}, "test text", "letters").data;
+    }();
+    return d;
+}
+
+nlohmann::json gpt_network() {
+    return {{"name", "gpt"},
+            {"loss", "token_cross_entropy"},
+            {"layers",
+             {{{"type", "Embedding"}, {"d_model", 8}, {"context", 8}},
+              {{"type", "TransformerBlock"}, {"heads", 2}, {"attn_dropout", 0.1}},
+              {{"type", "LayerNorm"}},
+              {{"type", "Linear"}, {"out", 0}}}}};
 }
 
 // 6x6 one-channel images in three classes (which third of the image is brightest).
@@ -157,6 +181,13 @@ Setup setup_named(const QString& name) {
         s.data = &images();
         c.batch_size = 16;
         c.precision = PrecisionKind::FP16Mixed;
+    } else if (name == "gpt") {
+        s.network = gpt_network();
+        s.data = &text_windows();
+        c.batch_size = 4;
+        c.eval_batch = 16;
+        c.seed =
+            2;  // phases 3 (within the slack of 3) in epoch 1 and 7 (the last window moves back) in epoch 2
     } else if (name == "threads2") {
         c.threads = 2;
     } else {
@@ -413,6 +444,7 @@ private slots:
     void changedDataIsRefused();
     void versionOneStateStillResumes();
     void finalWeightsDigestEqualsTheCheckpoints();
+    void laterEpochsReadShiftedWindows();
 };
 
 void TestCheckpoint::resumedRunEqualsUninterrupted_data() {
@@ -434,12 +466,19 @@ void TestCheckpoint::resumedRunEqualsUninterrupted_data() {
     QTest::newRow("conv, epoch boundary") << "conv" << 10;
     // BatchNorm's parameters get a reduced copy from the optimizer, not from prepare_weights.
     QTest::newRow("conv fp16-mixed") << "conv-fp16" << 7;
+    // Text windows: epochs 1 and 2 read them at their own phase, which a resumed run draws again.
+    QTest::newRow("gpt text windows, mid-epoch") << "gpt" << 11;
+    QTest::newRow("gpt text windows, epoch boundary") << "gpt" << 16;
 }
 
 void TestCheckpoint::resumedRunEqualsUninterrupted() {
     QFETCH(QString, setup);
     QFETCH(int, k);
     const Setup s = setup_named(setup);
+    if (setup == "gpt")  // the phases this test is about: not 0, and not the same
+        QVERIFY(window_phase(*s.data, s.config.seed, 1) != 0 &&
+                window_phase(*s.data, s.config.seed, 2) != 0 &&
+                window_phase(*s.data, s.config.seed, 1) != window_phase(*s.data, s.config.seed, 2));
     const auto reference = run_setup(s, {}, {.every_steps = 7});
     QCOMPARE(reference->capture.summary.status, RunStatus::Finished);
     if (setup == "fp16") QVERIFY(reference->capture.summary.skipped_steps > 0);  // overflows happened
@@ -792,6 +831,21 @@ void TestCheckpoint::finalWeightsDigestEqualsTheCheckpoints() {
     QCOMPARE(weights_digest(network_weights(net, capture.summary.steps)),
              weights_digest(capture.checkpoints.back()));
     QVERIFY(weights_digest(network_weights(net, 0)) != weights_digest(interrupted_at(s, 3)));
+}
+
+// The Trainer reads epoch 1's windows at its phase: the same run on the same windows without
+// the token stream (every epoch at phase 0) has the same losses in epoch 0 and others after.
+void TestCheckpoint::laterEpochsReadShiftedWindows() {
+    Setup phased = setup_named("gpt");
+    Dataset unphased_data = text_windows();
+    unphased_data.train_tokens.clear();
+    Setup unphased = phased;
+    unphased.data = &unphased_data;
+    const auto a = run_setup(phased), b = run_setup(unphased);
+    for (int64_t step = 1; step <= 8; ++step)
+        COMPARE_BITS(a->capture.losses.at(step), b->capture.losses.at(step));
+    for (int64_t step = 9; step <= 16; ++step)
+        QVERIFY2(a->capture.losses.at(step) != b->capture.losses.at(step), qPrintable(QString::number(step)));
 }
 
 QTEST_GUILESS_MAIN(TestCheckpoint)
