@@ -10,6 +10,7 @@
 #include "core/optim/optimizer_registry.h"
 #include "core/train/dataset_source.h"
 #include "sessions/file_identity.h"
+#include "sessions/run_vocabulary.h"
 
 namespace mpwb {
 
@@ -45,6 +46,18 @@ std::string run_pytorch_optimizer(const std::string& config_json) {
     }
 }
 
+// The run's vocabulary for the script (none for a run that did not train on text); ConfigError
+// naming the run and the field when the stored one is malformed, rather than a script without it.
+ScriptVocabulary script_vocabulary(const Run& run) {
+    const std::optional<Vocabulary> vocabulary = run_vocabulary(run);
+    if (!vocabulary) return {};
+    ScriptVocabulary v;
+    v.tokenizer = tokenizer_name(vocabulary->kind());
+    if (vocabulary->kind() == TokenizerKind::Char)
+        for (int64_t id = 0; id < vocabulary->size(); ++id) v.characters += vocabulary->token(id);
+    return v;
+}
+
 }  // namespace
 
 InputNormalisation run_input_normalisation(const std::string& config_json, const Shape& input_shape) {
@@ -55,6 +68,11 @@ InputNormalisation run_input_normalisation(const std::string& config_json, const
     } catch (const std::exception& e) {
         n.applied = true;
         n.description = std::string("Unknown: the run's configuration cannot be read (") + e.what() + ").";
+        return n;
+    }
+    if (spec.is_text()) {  // the loader never normalises token ids, whatever `normalize` says
+        n.description =
+            "The run's inputs are the token ids of its " + spec.kind + " dataset: no normalisation.";
         return n;
     }
     if (spec.is_synthetic() || !spec.normalize) {
@@ -107,6 +125,7 @@ ExportedModel export_run_for_pytorch(RunStore& store, std::int64_t run_id,
     if (!script_path.empty())
         info.normalisation = run_input_normalisation(run.config_json, weights->input_shape);
     info.optimizer = run_pytorch_optimizer(run.config_json);
+    info.vocabulary = script_vocabulary(run);
     PytorchExport exported;
     try {
         exported =

@@ -1,6 +1,7 @@
 // Taking a trained run elsewhere: its final weights (RunStore::final_weights) as a safetensors
 // file named as a PyTorch nn.Sequential's state_dict, and optionally the Python script that
-// builds that nn.Sequential and loads them (core/nn/pytorch_export.h). One function for the CLI
+// builds that nn.Sequential and loads them (core/nn/pytorch_export.h), with a text run's vocabulary. One
+// function for the CLI
 // (`mpwb-cli runs export`) and the workbench. No file is ever overwritten.
 #pragma once
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "app/cli/commands.h"
@@ -17,6 +18,9 @@
 #include "core/common/error.h"
 #include "core/common/parallel.h"
 #include "core/engine/device_steps.h"
+#include "core/nn/network_weights.h"
+#include "core/nn/pytorch_export.h"
+#include "core/optim/optimizer_registry.h"
 #include "core/train/dataset_source.h"
 #include "sessions/run_recorder.h"
 #include "sessions/store_bench.h"
@@ -43,6 +47,7 @@ struct BenchArgs {
     int64_t input = 0;            // features per sample; 0: the preset's data shape
     int64_t classes = 0;          // 0: the preset's
     std::string graphs = "both";  // on a device backend: CUDA graphs on, off or both
+    std::string pytorch_script;   // write the preset's PyTorch script here instead of timing
 };
 
 std::vector<std::string> split(const std::string& text) {
@@ -54,19 +59,51 @@ std::vector<std::string> split(const std::string& text) {
     return parts;
 }
 
+// What the bench's random data looks like: the preset's sample shape and classes, and for a text
+// preset its vocabulary (token ids in, a class per position out).
+struct BenchData {
+    Shape sample;
+    int classes = 2;
+    std::optional<Vocabulary> vocabulary;  // text presets
+};
+
+// The preset's data shape: synthetic sets are 2-D points; IDX sets are 1x28x28 images; a text
+// preset's windows are `context` token ids over its vocabulary, whose size (the head's width) is
+// read from the corpus once. --input and --classes override.
+BenchData bench_data(const BenchArgs& args, const Preset& preset) {
+    const DatasetSpec& spec = preset.training.dataset;
+    const bool images = spec.kind == "fashion-mnist" || spec.kind == "mnist";
+    BenchData d;
+    d.sample = images ? Shape{1, 28, 28} : Shape{2};
+    d.classes = images ? 10 : spec.classes;
+    if (spec.is_text()) {
+        const TextCorpus corpus = load_text_corpus(spec);
+        d.sample = corpus.data.sample_shape;
+        d.classes = corpus.data.num_classes;
+        d.vocabulary = corpus.data.vocabulary;
+    }
+    if (args.input > 0) d.sample = Shape{args.input};
+    if (args.classes > 0) d.classes = static_cast<int>(args.classes);
+    return d;
+}
+
 // Inputs of the dataset's shape without reading it: the step time does not depend on values.
-Dataset random_dataset(const Shape& sample_shape, int classes, int64_t samples, uint64_t seed) {
+// Text: random token ids and a random next token per position.
+Dataset random_dataset(const BenchData& shape, int64_t samples, uint64_t seed) {
     Dataset d;
     d.name = "random";
-    d.sample_shape = sample_shape;
-    d.num_classes = classes;
+    d.sample_shape = shape.sample;
+    d.num_classes = shape.classes;
+    d.vocabulary = shape.vocabulary;
     Rng rng(seed);
-    d.train_x.resize(with_batch(samples, sample_shape));
-    d.train_y.resize({samples});
-    for (float& v : d.train_x.span()) v = rng.normal();
-    for (float& v : d.train_y.span()) v = static_cast<float>(rng.below(static_cast<uint64_t>(classes)));
-    d.test_x.resize(with_batch(1, sample_shape));
-    d.test_y.resize({1});
+    const auto token = [&] { return static_cast<float>(rng.below(static_cast<uint64_t>(shape.classes))); };
+    const bool text = shape.vocabulary.has_value();
+    d.train_x.resize(with_batch(samples, shape.sample));
+    d.train_y.resize(text ? with_batch(samples, shape.sample) : Shape{samples});
+    for (float& v : d.train_x.span()) v = text ? token() : rng.normal();
+    for (float& v : d.train_y.span()) v = token();
+    d.test_x.resize(with_batch(1, shape.sample));
+    d.test_y.resize(text ? with_batch(1, shape.sample) : Shape{1});
     return d;
 }
 
@@ -138,6 +175,9 @@ TrainConfig bench_config(const BenchArgs& args, const Preset& preset, const std:
     c.max_steps = args.warmup + args.steps;
     c.eval_every = 0;
     c.stats_every = 0;
+    // The schedule costs nothing per step, but a warm-up as long as the bench's steps is refused
+    // (fortunes-gpt warms up for 100).
+    c.schedule.warmup_steps = std::min(c.schedule.warmup_steps, c.max_steps - 1);
     return c;
 }
 
@@ -180,12 +220,12 @@ void time_store_run(const Preset& preset, const Dataset& data, const TrainConfig
 
 // The store's cost to training at one precision and batch: its JSON row, printed as a table row
 // unless --json.
-nlohmann::json store_overhead_row(const BenchArgs& args, const Preset& preset, const Shape& sample,
-                                  int classes, Backend& backend, const std::string& path,
-                                  const std::string& precision, const std::string& batch_text) {
+nlohmann::json store_overhead_row(const BenchArgs& args, const Preset& preset, const BenchData& shape,
+                                  Backend& backend, const std::string& path, const std::string& precision,
+                                  const std::string& batch_text) {
     const int64_t batch = std::stoll(batch_text);
     TrainConfig c = bench_config(args, preset, precision, batch);
-    Dataset data = random_dataset(sample, classes, batch * 8, c.seed);
+    Dataset data = random_dataset(shape, batch * 8, c.seed);
     // Alternate off/on runs: a load spike on this shared machine then lands on both.
     StoreTimings t;
     for (int64_t round = 0; round < args.store_rounds; ++round) {
@@ -245,8 +285,7 @@ StoreQuerySpeed store_query_speed(const BenchArgs& args, const std::string& path
 }
 
 // The store's cost to training and its query speed (see the file comment).
-int run_store_bench(const BenchArgs& args, const Preset& preset, const Shape& sample, int classes,
-                    Backend& backend) {
+int run_store_bench(const BenchArgs& args, const Preset& preset, const BenchData& shape, Backend& backend) {
     namespace fs = std::filesystem;
     const bool scratch = args.store_db.empty();
     const std::string path =
@@ -270,8 +309,7 @@ int run_store_bench(const BenchArgs& args, const Preset& preset, const Shape& sa
                     "store ms", "overhead", "callback us", "callback");
     for (const auto& precision : split(args.precisions))
         for (const auto& batch_text : split(args.batches))
-            rows.push_back(
-                store_overhead_row(args, preset, sample, classes, backend, path, precision, batch_text));
+            rows.push_back(store_overhead_row(args, preset, shape, backend, path, precision, batch_text));
     const StoreQuerySpeed q = store_query_speed(args, path);
     nlohmann::json out{{"backend", backend.name()},
                        {"device", backend.device_name()},
@@ -288,17 +326,33 @@ int run_store_bench(const BenchArgs& args, const Preset& preset, const Shape& sa
     return 0;
 }
 
+// --pytorch-script: the PyTorch script of the preset's network at the bench's data shape (random
+// initial weights, the preset's loss and optimizer), which app/cli/bench_pytorch.py imports, so
+// PyTorch times the very modules the export writes.
+int write_bench_script(const BenchArgs& args, const Preset& preset, const BenchData& shape) {
+    Network network = Network::from_json(preset.network);
+    network.build(shape.sample, 1, shape.classes);
+    network.init(preset.training.seed);
+    const TrainConfig& c = preset.training;
+    PytorchExportInfo info;
+    info.title = "mpwb-cli bench: preset " + preset.name;
+    info.weights_file = "(none: build_model() only)";
+    info.normalisation.description = "Random bench inputs: no normalisation.";
+    info.optimizer = optimizer_named(c.optimizer.kind.empty() ? "sgd" : c.optimizer.kind)
+                         .pytorch(c.optimizer, c.lr, pytorch_parameter_groups(c.optimizer.weight_decay));
+    const PytorchExport e = make_pytorch_export(network.to_json(), network_weights(network, 0), info);
+    write_new_file(args.pytorch_script, e.script.data(), e.script.size(), "PyTorch script");
+    if (!args.json)
+        std::printf("PyTorch script of %s: %s\n", preset.name.c_str(), args.pytorch_script.c_str());
+    return 0;
+}
+
 int run_bench(const BenchArgs& args) {
     if (args.steps < 1) throw ConfigError("--steps must be at least 1");
     if (args.warmup < 0) throw ConfigError("--untimed-steps must be >= 0");
     Preset preset = args.training.resolve();
-    // The shape of the preset's data: synthetic sets are 2-D points; IDX sets are 1x28x28 images.
-    const bool images =
-        preset.training.dataset.kind == "fashion-mnist" || preset.training.dataset.kind == "mnist";
-    const Shape sample = args.input > 0 ? Shape{args.input} : images ? Shape{1, 28, 28} : Shape{2};
-    const int classes = args.classes > 0 ? static_cast<int>(args.classes)
-                        : images         ? 10
-                                         : preset.training.dataset.classes;
+    const BenchData shape = bench_data(args, preset);
+    if (!args.pytorch_script.empty()) return write_bench_script(args, preset, shape);
     auto backend = make_backend(args.backend);
     const bool device = has_device_steps(*backend);
     std::vector<bool> graph_modes{true};
@@ -310,7 +364,7 @@ int run_bench(const BenchArgs& args) {
         else if (args.graphs != "on")
             throw ConfigError("--graphs must be on, off or both, gets '" + args.graphs + "'");
     }
-    if (args.store) return run_store_bench(args, preset, sample, classes, *backend);
+    if (args.store) return run_store_bench(args, preset, shape, *backend);
     nlohmann::json rows = nlohmann::json::array();
     if (!args.json)
         std::printf("%-12s %-11s %6s %7s %12s %14s %8s\n", "preset", "precision", "batch", "graphs",
@@ -322,7 +376,7 @@ int run_bench(const BenchArgs& args) {
                 TrainConfig c = bench_config(args, preset, precision, batch);
                 c.optimizer.kind = c.optimizer.kind.empty() ? "sgd" : c.optimizer.kind;
                 c.device_graphs = graphs;
-                Dataset data = random_dataset(sample, classes, batch * 8, c.seed);
+                Dataset data = random_dataset(shape, batch * 8, c.seed);
                 Network net = Network::from_json(preset.network);
                 Trainer trainer(net, data, c, *backend);
                 StepTimes times(args.warmup);
@@ -381,6 +435,9 @@ void add_bench_command(CLI::App& app) {
         ->check(whole_number(2, 1 << 20));
     cmd->add_option("--graphs", args->graphs, "Device backends: CUDA graphs on, off or both");
     cmd->add_flag("--json", args->json, "Print JSON only");
+    cmd->add_option(
+        "--pytorch-script", args->pytorch_script,
+        "Write the preset's network as the PyTorch export's script (for bench_pytorch.py) and exit");
     cmd->add_flag("--store", args->store,
                   "Benchmark the run store: step time with recording on vs off, writer rows/s, downsampling");
     cmd->add_option("--store-db", args->store_db,

@@ -5,61 +5,76 @@ CPU: eager FP32. CUDA: eager FP32 and torch.autocast(float16) + GradScaler (the 
 Prints one line per configuration and a JSON summary. CPU: the median step time, as mpwb-cli
 bench prints for the CPU. CUDA: the mean over the timed window with one synchronisation at each
 end, as mpwb-cli bench measures its device steps (a sync per step would charge PyTorch for
-latency our asynchronous loop never waits for). Networks are read from the same preset JSON
-files (resources/presets) or a network file (--network, e.g. app/cli/bench_networks/mlp-4096.json
-with --input 4096 --classes 4096 --batches 512).
+latency our asynchronous loop never waits for).
+
+The model is the PyTorch export's own: `mpwb-cli bench --pytorch-script` writes the script the
+export writes for the preset's network (or --network FILE, e.g. app/cli/bench_networks/mlp-4096.json
+with --input 4096 --classes 4096 --batches 512) at the bench's data shape, and this program
+imports its build_model(), LOSS and make_optimizer(), so the two sides cannot drift apart and
+every layer kind the export knows (a GPT's blocks included) is timed here without a list of kinds.
+A text preset's inputs are random token ids and its targets a random next token per position.
 """
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import torch
 import torch.nn as nn
 
 
-def build(layers, in_shape):
-    modules, shape = [], list(in_shape)
-    for spec in layers:
-        t = spec["type"]
-        if t == "Flatten":
-            modules.append(nn.Flatten())
-            n = 1
-            for d in shape:
-                n *= d
-            shape = [n]
-        elif t == "Linear":
-            modules.append(nn.Linear(shape[0], spec["out"], bias=spec.get("bias", True)))
-            shape = [spec["out"]]
-        elif t == "Conv2d":
-            k, s, p = spec["kernel"], spec.get("stride", 1), spec.get("padding", 0)
-            modules.append(nn.Conv2d(shape[0], spec["out_channels"], k, s, p))
-            shape = [spec["out_channels"], (shape[1] + 2 * p - k) // s + 1, (shape[2] + 2 * p - k) // s + 1]
-        elif t in ("MaxPool2d", "AvgPool2d"):
-            k = spec.get("kernel", 2)
-            s, p = spec.get("stride", k), spec.get("padding", 0)
-            modules.append((nn.MaxPool2d if t == "MaxPool2d" else nn.AvgPool2d)(k, s, p))
-            shape = [shape[0], (shape[1] + 2 * p - k) // s + 1, (shape[2] + 2 * p - k) // s + 1]
-        elif t == "ReLU":
-            modules.append(nn.ReLU())
-        elif t == "Tanh":
-            modules.append(nn.Tanh())
-        elif t == "Sigmoid":
-            modules.append(nn.Sigmoid())
-        elif t == "GELU":
-            modules.append(nn.GELU())
-        elif t == "LeakyReLU":
-            modules.append(nn.LeakyReLU(spec.get("slope", 0.01)))
-        elif t == "Dropout":
-            modules.append(nn.Dropout(spec.get("p", 0.5)))
-        elif t == "BatchNorm":
-            modules.append(nn.BatchNorm1d(shape[0]) if len(shape) == 1 else nn.BatchNorm2d(shape[0]))
-        else:
-            raise SystemExit(f"unsupported layer {t}")
-    return nn.Sequential(*modules), shape
+def exported_script(args, here):
+    """The module of the PyTorch script mpwb-cli writes for the preset's network at the bench's shape."""
+    cli = args.cli or os.path.join(here, "..", "..", "build", "app", "cli", "mpwb-cli")
+    folder = tempfile.mkdtemp(prefix="mpwb_bench_pytorch_")
+    path = os.path.join(folder, "model.py")
+    command = [cli, "bench", "--preset", args.preset, "--pytorch-script", path, "--json"]
+    if args.network:
+        command += ["--network", args.network]
+    if args.input:
+        command += ["--input", str(args.input)]
+    if args.classes:
+        command += ["--classes", str(args.classes)]
+    subprocess.run(command, check=True)
+    spec = importlib.util.spec_from_file_location("mpwb_bench_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    os.remove(path)
+    os.rmdir(folder)
+    return module
+
+
+def random_batch(script, model, batch, device):
+    """Inputs and targets of the model's shape: token ids and a next token per position for a
+    language model ([batch, T, V] outputs), else normal inputs and a class per sample."""
+    shape = list(script.INPUT_SHAPE)
+    probe = torch.zeros([1] + shape)
+    with torch.no_grad():
+        out = model.eval()(probe)
+    model.train()
+    classes = out.shape[-1]
+    if out.dim() == 3:
+        x = torch.randint(0, classes, [batch] + shape, device=device).float()
+        y = torch.randint(0, classes, [batch] + shape, device=device)
+    else:
+        x = torch.randn([batch] + shape, device=device)
+        y = torch.randint(0, classes, (batch,), device=device)
+    return x, y
+
+
+def make_optimizer(script, model, kind, lr):
+    """The preset's optimizer as the export writes it, or --optimizer's (sgd: momentum 0.9)."""
+    if kind is None:
+        return script.make_optimizer(model)
+    if kind == "adam":
+        return torch.optim.Adam(model.parameters(), lr)
+    return torch.optim.SGD(model.parameters(), lr, momentum=0.9)
 
 
 def main():
@@ -76,37 +91,28 @@ def main():
     ap.add_argument("--network", default=None, help="network JSON file instead of the preset's network")
     ap.add_argument("--input", type=int, default=0, help="features per sample (default: the preset's data shape)")
     ap.add_argument("--classes", type=int, default=0, help="classes of the random labels (default: the preset's)")
+    ap.add_argument("--cli", default=None, help="the mpwb-cli that writes the model's script (default: build/app/cli/mpwb-cli)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     with open(os.path.join(here, "..", "..", "resources", "presets", args.preset + ".json")) as f:
         preset = json.load(f)
-    kind = preset["training"]["dataset"]["kind"]
-    in_shape = [1, 28, 28] if kind in ("fashion-mnist", "mnist") else [2]
-    classes = 10 if kind in ("fashion-mnist", "mnist") else preset["training"]["dataset"].get("classes", 2)
-    if args.input:
-        in_shape = [args.input]
-    if args.classes:
-        classes = args.classes
     label = args.preset
     if args.network:
-        with open(args.network) as f:
-            preset["network"] = json.load(f)
         label = os.path.splitext(os.path.basename(args.network))[0]
-    opt_kind = args.optimizer or preset["training"].get("optimizer", {}).get("kind", "sgd")
+    script = exported_script(args, here)
     lr = preset["training"].get("lr", 0.01)
+    clip_norm = preset["training"].get("clip_norm", 0.0)
     results = []
     modes = ["fp32"] + (["fp16-amp"] if args.amp else [])
     for mode in modes:
         for batch in [int(b) for b in args.batches.split(",")]:
             torch.manual_seed(0)
-            model, _ = build(preset["network"]["layers"], in_shape)
-            model = model.to(args.device)
-            opt = torch.optim.Adam(model.parameters(), lr) if opt_kind == "adam" else torch.optim.SGD(model.parameters(), lr, momentum=0.9)
+            model = script.build_model().to(args.device)
+            opt = make_optimizer(script, model, args.optimizer, lr)
             scaler = (torch.amp.GradScaler(args.device.split(":")[0], enabled=(mode == "fp16-amp"))
                       if hasattr(torch.amp, "GradScaler") else torch.cuda.amp.GradScaler(enabled=(mode == "fp16-amp")))
-            x = torch.randn([batch] + in_shape, device=args.device)
-            y = torch.randint(0, classes, (batch,), device=args.device)
-            loss_fn = nn.CrossEntropyLoss()
+            x, y = random_batch(script, model, batch, args.device)
+            loss_fn = script.LOSS
             times = []
             cuda = args.device != "cpu"
 
@@ -117,6 +123,9 @@ def main():
                 with amp:
                     loss = loss_fn(model(x), y)
                 scaler.scale(loss).backward()
+                if clip_norm > 0:  # as the preset's run clips (after unscaling)
+                    scaler.unscale_(opt)
+                    nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
                 scaler.step(opt)
                 scaler.update()
 

@@ -98,6 +98,88 @@ std::string normalisation_code(const InputNormalisation& n) {
     return py.str();
 }
 
+// LOSS: the loss registry's module, and with a z-loss (a loss over softmax rows that takes one)
+// PaLM's term beside it, z_loss · mean(log² Z) over the same rows, as the CPU backend adds it.
+std::string loss_code(const Network& network) {
+    const std::string& base = loss_named(network.loss()).pytorch;
+    if (network.z_loss() == 0.0f) return "# The loss the run trained with.\nLOSS = " + base + "\n";
+    std::ostringstream py;
+    py << "# The loss the run trained with: BASE_LOSS plus PaLM's z-loss, Z_LOSS times the mean over its\n"
+       << "# softmax rows of log Z squared (log Z: a row's logsumexp over the last dimension).\n"
+       << "BASE_LOSS = " << base << "\nZ_LOSS = " << python_float(network.z_loss()) << "\n\n\n"
+       << "def LOSS(outputs, targets):\n"
+       << "    log_z = torch.logsumexp(outputs.float(), dim=-1)\n"
+       << "    return BASE_LOSS(outputs, targets) + Z_LOSS * log_z.pow(2).mean()\n\n\n";
+    return py.str();
+}
+
+// The text section of a text run's script: its vocabulary and the functions that use it.
+const char* const kTextCode = R"py(
+
+def encode(text):
+    """The token ids of text (a str, or bytes for the byte tokenizer), as the run's tokenizer made
+    them. ValueError naming the character and its offset for one VOCABULARY lacks."""
+    if TOKENIZER == "byte":
+        return list(text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape"))
+    ids = {c: i for i, c in enumerate(VOCABULARY)}
+    for offset, c in enumerate(text):
+        if c not in ids:
+            raise ValueError(f"character {c!r} at offset {offset} is not in the run's vocabulary")
+    return [ids[c] for c in text]
+
+
+def decode(ids):
+    """The text of token ids. Byte level: bytes that are not UTF-8 (a character cut by sampling)
+    read as U+FFFD."""
+    ids = [int(i) for i in ids]
+    if TOKENIZER == "byte":
+        return bytes(ids).decode("utf-8", "replace")
+    return "".join(VOCABULARY[i] for i in ids)
+
+
+@torch.no_grad()
+def generate(model, prompt, tokens, temperature=0.0, top_k=0, generator=None):
+    """The ids of `tokens` tokens continuing prompt (text, or a list of ids), each from the logits
+    at the last position of the last CONTEXT tokens, as MP Workbench's sampler reads them. At
+    temperature 0 the most likely token (the lowest id on a tie): the tokens `mpwb-cli generate
+    --temperature 0` draws. Otherwise a draw from softmax(logits / temperature) over the top_k
+    most likely (0: all) with torch's generator, not the workbench's random numbers."""
+    ids = encode(prompt) if isinstance(prompt, (str, bytes)) else [int(i) for i in prompt]
+    if not ids:
+        raise ValueError("generate needs a prompt of at least one token")
+    drawn = []
+    for _ in range(tokens):
+        window = torch.tensor([ids[-CONTEXT:]], dtype=torch.float32)
+        logits = model(window)[0, -1].double()
+        if temperature == 0:
+            next_id = int(torch.argmax(logits))
+        else:
+            if top_k > 0:
+                kept = torch.topk(logits, min(top_k, logits.numel()))
+                choice = torch.multinomial(torch.softmax(kept.values / temperature, -1), 1, generator=generator)
+                next_id = int(kept.indices[choice])
+            else:
+                next_id = int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=generator))
+        ids.append(next_id)
+        drawn.append(next_id)
+    return drawn
+)py";
+
+// TOKENIZER, VOCABULARY and CONTEXT, then encode(), decode() and generate(); empty for a run that
+// did not train on text. The characters are a text from the run's store: a string literal.
+std::string text_code(const ScriptVocabulary& vocabulary, const Shape& input_shape) {
+    if (vocabulary.tokenizer.empty()) return {};
+    std::ostringstream py;
+    py << "# The run's tokenizer: \"byte\" (an id is a byte of the UTF-8 text) or \"char\" (an id is a\n"
+       << "# character's position in VOCABULARY: the distinct characters of the training text, sorted).\n"
+       << "TOKENIZER = " << python_string_literal(vocabulary.tokenizer) << "\n"
+       << "VOCABULARY = " << python_string_literal(vocabulary.characters) << "\n"
+       << "# The most tokens the model reads at once (its position embedding's length).\n"
+       << "CONTEXT = " << (input_shape.empty() ? 1 : input_shape[0]) << "\n"
+       << kTextCode << "\n\n";
+    return py.str();
+}
+
 // LOSS, the groups of parameters as the run decayed them, and make_optimizer: the run's loss and
 // optimizer (the loss registry's module, `optimizer` from the optimizer registry).
 std::string training_code(const Network& network, const std::vector<std::string>& decayed,
@@ -106,7 +188,7 @@ std::string training_code(const Network& network, const std::vector<std::string>
     for (const std::string& name : decayed) tuple += (tuple.empty() ? "" : ", ") + name;
     if (decayed.size() == 1) tuple += ",";
     std::ostringstream py;
-    py << "# The loss the run trained with.\nLOSS = " << loss_named(network.loss()).pytorch << "\n"
+    py << loss_code(network)
        << "# The parameters the run decayed; it did not decay the others (biases, normalisation).\n"
        << "DECAYED_PARAMETERS = (" << tuple << ")\n\n\n"
        << "def parameter_groups(model, weight_decay):\n"
@@ -280,7 +362,12 @@ PytorchExport make_pytorch_export(const nlohmann::json& network_description, con
        << "    model = load_model()   # eval mode\n"
        << "    y = model(normalise(x))   # x: float32 [batch, *INPUT_SHAPE]\n\n"
        << "The outputs are " << loss_named(network.loss()).pytorch_outputs << ". LOSS and\n"
-       << "make_optimizer(model) are the run's loss and optimizer, to train the model on.\n\"\"\"\n"
+       << "make_optimizer(model) are the run's loss and optimizer, to train the model on.\n"
+       << (info.vocabulary.tokenizer.empty()
+               ? ""
+               : "The run trained on text: x holds token ids, encode(text) and decode(ids) map them as the\n"
+                 "run did, and decode(generate(model, prompt, 200)) continues a prompt.\n")
+       << "\"\"\"\n"
        << "import json\nimport os\nimport struct\n\nimport torch\nfrom torch import nn\n\n"
        << "RUN_TITLE = " << python_string_literal(info.title) << "\n"
        << "INPUT_SHAPE = " << py_tuple(weights.input_shape) << "\n"
@@ -290,6 +377,7 @@ PytorchExport make_pytorch_export(const nlohmann::json& network_description, con
        << layers.class_definitions << "def build_model():\n    return nn.Sequential(\n"
        << layers.modules << "    )\n\n\n"
        << normalisation_code(info.normalisation) << "\n\n"
+       << text_code(info.vocabulary, weights.input_shape)
        << training_code(network, layers.decayed, info.optimizer) << "\n"
        << kLoaderCode;
     out.script = py.str();

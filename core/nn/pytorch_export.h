@@ -8,7 +8,8 @@
 // export has no list of kinds. Our GELU is the exact (erf) one, PyTorch's default, GELUTanh its
 // approximate="tanh"; AvgPool2d divides by the whole window (count_include_pad). The script also
 // holds the run's loss (the loss registry's torch.nn module) and optimizer, to train the model on
-// in PyTorch.
+// in PyTorch. A text run's script also holds its vocabulary (TOKENIZER, VOCABULARY) with encode(),
+// decode() and generate(), so a prompt becomes ids and ids become text as the run made them.
 #pragma once
 #include <map>
 #include <string>
@@ -29,6 +30,13 @@ struct InputNormalisation {
     std::vector<float> mean, stddev;  // empty when applied but the values are not known
 };
 
+// The run's vocabulary as the script holds it (core/data/vocabulary.h is a layer above core/nn:
+// sessions fills this from the run's stored Vocabulary).
+struct ScriptVocabulary {
+    std::string tokenizer;   // "byte" or "char"; empty: the run did not train on text (no section)
+    std::string characters;  // "char": every token's UTF-8 in id order, one character each
+};
+
 struct PytorchExportInfo {
     std::string title;                            // "MP Workbench run 12 (spiral fp16-mixed)"
     std::string weights_file;                     // the safetensors file name the script loads by default
@@ -38,6 +46,7 @@ struct PytorchExportInfo {
     // optimizer registry's OptimizerDefinition::pytorch); empty when it is not known, and the
     // script's make_optimizer says so.
     std::string optimizer;
+    ScriptVocabulary vocabulary;
 };
 
 // The script's expression for the model's parameters in two groups, the ones the run decayed

@@ -26,6 +26,7 @@
 #include "sessions/run_store.h"
 #include "sessions/sqlite_db.h"
 #include "tests/cli/program_runner.h"
+#include "tests/cli/torch_python.h"
 
 using namespace mpwb;
 
@@ -33,24 +34,6 @@ namespace {
 
 const QString kCli = QStringLiteral(MPWB_BINARY_DIR "/app/cli/mpwb-cli");
 const QString kChecker = QStringLiteral(MPWB_SOURCE_DIR "/tests/cli/check_pytorch_export.py");
-
-// A python3 that imports torch and numpy: $MPWB_PYTHON, Debian's, then the one on PATH (a pyenv
-// shim on PATH may lack Debian's packages). Empty when none does; `why` then lists the tries.
-QString find_python(QString& why) {
-    QStringList candidates;
-    if (qEnvironmentVariableIsSet("MPWB_PYTHON")) candidates << qEnvironmentVariable("MPWB_PYTHON");
-    candidates << "/usr/bin/python3"
-               << "python3";
-    for (const QString& python : candidates) {
-        const ProgramResult r = run_program(python, {"-c", "import torch, numpy"}, 120000);
-        if (r.exit_code == 0) return python;
-        why += python + ": " +
-               (r.exit_code < 0 ? QString("does not run")
-                                : QString::fromUtf8(r.err).trimmed().split('\n').last()) +
-               "; ";
-    }
-    return {};
-}
 
 void write_floats(const QString& path, const Tensor& t) {
     std::ofstream f(path.toStdString(), std::ios::binary);
@@ -219,7 +202,7 @@ private:
 private slots:
     void initTestCase() {
         QVERIFY(dir_.isValid());
-        python_ = find_python(why_);
+        python_ = find_torch_python(why_);
         if (python_.isEmpty()) std::printf("SKIP: no python3 with torch and numpy (%s)\n", qPrintable(why_));
     }
 

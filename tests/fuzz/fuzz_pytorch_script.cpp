@@ -1,12 +1,15 @@
 // libFuzzer harness: the PyTorch script writer (core/nn/pytorch_export.cpp, `mpwb-cli runs export
 // --pytorch` and the workbench's Export for PyTorch) with texts that are not its own: the run's
-// title, the safetensors file name and the normalisation's description (the dataset path is in
-// it), any bytes. The script for them is compared with the script for plain texts ("<title>",
+// title, the safetensors file name, the normalisation's description (the dataset path is in
+// it) and a text run's vocabulary (its characters, from the run's store), any bytes. The script for them is
+// compared with the script for plain texts ("<title>",
 // "<file>", "<description>") by a small Python lexer: the code between string literals and comments must be
 // the same byte for byte (a text added no code), each plain text's literal must decode, as Python reads it,
 // to the fuzzed text exactly, and the whole script must be printable ASCII. An input is a mode byte and two
 // lengths, then the texts (the writer throws for no text: any exception is a finding):
-//   byte 0: normalisation mode (0 none, 1 statistics not known, 2 statistics given)
+//   byte 0: normalisation mode (its value % 3: 0 none, 1 statistics not known, 2 statistics
+//           given) and vocabulary (its value / 3 % 3: 0 none, 1 byte tokenizer, 2 character
+//           tokenizer whose characters are the description's bytes)
 //   byte 1, 2: lengths of the title and the file name; the description is the rest
 #include <algorithm>
 #include <cstdio>
@@ -158,8 +161,10 @@ const Fixture& fixture() {
 }
 
 std::string script_for(const std::string& title, const std::string& file, const std::string& description,
-                       std::uint8_t mode) {
+                       std::uint8_t mode, std::uint8_t vocabulary) {
     mpwb::PytorchExportInfo info;
+    if (vocabulary == 1) info.vocabulary.tokenizer = "byte";
+    if (vocabulary == 2) info.vocabulary = {"char", description};
     info.title = title;
     info.weights_file = file;
     info.normalisation.description = description;
@@ -172,19 +177,27 @@ std::string script_for(const std::string& title, const std::string& file, const 
     return mpwb::make_pytorch_export(fixture().description, fixture().weights, info).script;
 }
 
-void check(const std::vector<std::string>& texts, std::uint8_t mode) {
+// `variant` is the normalisation mode plus 3 times the vocabulary mode (see the file comment).
+void check(const std::vector<std::string>& texts, std::uint8_t variant) {
     const std::vector<std::string> plain = {"<title>", "<file>", "<description>"};
-    const std::string script = script_for(texts[0], texts[1], texts[2], mode);
-    static const std::string references[3] = {script_for(plain[0], plain[1], plain[2], 0),
-                                              script_for(plain[0], plain[1], plain[2], 1),
-                                              script_for(plain[0], plain[1], plain[2], 2)};
-    static const std::optional<std::vector<Piece>> reference_pieces[3] = {
-        split_literals(references[0]), split_literals(references[1]), split_literals(references[2])};
-    const std::string& reference = references[mode];
+    const std::uint8_t mode = variant % 3, vocabulary = variant / 3;
+    const std::string script = script_for(texts[0], texts[1], texts[2], mode, vocabulary);
+    static const auto references = [&] {
+        std::vector<std::string> scripts;
+        for (std::uint8_t v = 0; v < 9; ++v)
+            scripts.push_back(script_for(plain[0], plain[1], plain[2], v % 3, v / 3));
+        return scripts;
+    }();
+    static const auto reference_pieces = [] {
+        std::vector<std::optional<std::vector<Piece>>> pieces;
+        for (const std::string& reference : references) pieces.push_back(split_literals(reference));
+        return pieces;
+    }();
+    const std::string& reference = references[variant];
     for (unsigned char c : script)
         if (c != '\n' && (c < 0x20 || c > 0x7E)) finding("a byte that is not printable ASCII", script);
     const auto pieces = split_literals(script);
-    const auto& expected = reference_pieces[mode];
+    const auto& expected = reference_pieces[variant];
     if (!expected) finding("the plain script does not split into literals", reference);
     if (!pieces) finding("a string literal does not end", script);
     if (pieces->size() != expected->size())
@@ -220,7 +233,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                             std::string(input.substr(title_length, file_length)),
                                             std::string(input.substr(title_length + file_length))};
     try {
-        check(texts, static_cast<std::uint8_t>(data[0] % 3));
+        check(texts, static_cast<std::uint8_t>(data[0] % 9));
     } catch (const std::exception& e) {
         finding(std::string("the writer threw for a text: ") + e.what(), {});
     }
