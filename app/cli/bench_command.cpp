@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <sstream>
 
@@ -166,7 +167,8 @@ double median_of(std::vector<double> v) {
 }
 
 // One timed run's settings: the preset's, at this precision and batch, for the untimed and the
-// timed steps, with no evaluation and no statistics to disturb the step times.
+// timed steps, with no evaluation, and statistics only where --stats-every asks for them (to
+// measure what they cost).
 TrainConfig bench_config(const BenchArgs& args, const Preset& preset, const std::string& precision,
                          int64_t batch) {
     TrainConfig c = preset.training;
@@ -174,7 +176,7 @@ TrainConfig bench_config(const BenchArgs& args, const Preset& preset, const std:
     c.batch_size = batch;
     c.max_steps = args.warmup + args.steps;
     c.eval_every = 0;
-    c.stats_every = 0;
+    c.stats_every = args.training.stats_every.value_or(0);
     // The schedule costs nothing per step, but a warm-up as long as the bench's steps is refused
     // (fortunes-gpt warms up for 100).
     c.schedule.warmup_steps = std::min(c.schedule.warmup_steps, c.max_steps - 1);
@@ -388,7 +390,13 @@ int run_bench(const BenchArgs& args) {
                         ? times.device_seconds / static_cast<double>(std::max<size_t>(1, times.times.size()))
                         : median_of(times.times);
                 const double samples_per_second = static_cast<double>(batch) / median;
+                // The host clock's mean, which also counts what the host does between steps
+                // (statistics taken on the host leave the device idle).
+                const double wall = std::accumulate(times.times.begin(), times.times.end(), 0.0) /
+                                    static_cast<double>(std::max<size_t>(1, times.times.size()));
                 rows.push_back({{"preset", preset.name},
+                                {"stats_every", c.stats_every},
+                                {"wall_ms", wall * 1e3},
                                 {"precision", precision},
                                 {"batch", batch},
                                 {"graphs", device ? nlohmann::json(graphs) : nlohmann::json(nullptr)},

@@ -1,7 +1,11 @@
 #!/usr/bin/python3
 """Times PyTorch on the same networks and batches as `mpwb-cli bench`, for a side-by-side figure.
 
-CPU: eager FP32. CUDA: eager FP32 and torch.autocast(float16) + GradScaler (the AMP recipe).
+CPU: eager FP32. CUDA: eager FP32 and torch.autocast(float16) + GradScaler (the AMP recipe);
+with --cuda-graph also PyTorch's own whole-step CUDA graph (torch.cuda.graph around forward,
+backward, clipping and the optimizer made capturable), in FP32 and under autocast(bfloat16),
+which needs no loss scaler (GradScaler's skip decision reads the GPU from the host, so it
+cannot be captured).
 Prints one line per configuration and a JSON summary. CPU: the median step time, as mpwb-cli
 bench prints for the CPU. CUDA: the mean over the timed window with one synchronisation at each
 end, as mpwb-cli bench measures its device steps (a sync per step would charge PyTorch for
@@ -54,7 +58,7 @@ def random_batch(script, model, batch, device):
     """Inputs and targets of the model's shape: token ids and a next token per position for a
     language model ([batch, T, V] outputs), else normal inputs and a class per sample."""
     shape = list(script.INPUT_SHAPE)
-    probe = torch.zeros([1] + shape)
+    probe = torch.zeros([1] + shape, device=device)
     with torch.no_grad():
         out = model.eval()(probe)
     model.train()
@@ -77,6 +81,33 @@ def make_optimizer(script, model, kind, lr):
     return torch.optim.SGD(model.parameters(), lr, momentum=0.9)
 
 
+def capturable_optimizer(opt, model):
+    """The same optimizer with capturable=True where its class has the setting (Adam, AdamW):
+    its step count and bias corrections then stay on the GPU, as a captured graph needs."""
+    if "capturable" not in opt.defaults:
+        return opt
+    settings = dict(opt.defaults)
+    settings.update(capturable=True, foreach=None, fused=None)
+    return type(opt)(model.parameters(), **settings)
+
+
+def graph_step(step_body, opt):
+    """step_body captured once as a CUDA graph after three warm-up steps on a side stream (as
+    torch.cuda.graph asks); returns the graph's replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            step_body()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        step_body()
+    return graph.replay
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__)
@@ -87,6 +118,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--amp", action="store_true", help="also time torch.autocast(float16) + GradScaler")
+    ap.add_argument("--cuda-graph", action="store_true",
+                    help="CUDA: also time the whole step as one captured graph (fp32, bf16 autocast)")
     ap.add_argument("--optimizer", default=None, help="override the preset's optimizer (sgd, adam)")
     ap.add_argument("--network", default=None, help="network JSON file instead of the preset's network")
     ap.add_argument("--input", type=int, default=0, help="features per sample (default: the preset's data shape)")
@@ -104,6 +137,8 @@ def main():
     clip_norm = preset["training"].get("clip_norm", 0.0)
     results = []
     modes = ["fp32"] + (["fp16-amp"] if args.amp else [])
+    if args.cuda_graph and args.device != "cpu":
+        modes += ["fp32-graph", "bf16-amp-graph"]
     for mode in modes:
         for batch in [int(b) for b in args.batches.split(",")]:
             torch.manual_seed(0)
@@ -128,6 +163,20 @@ def main():
                     nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
                 scaler.step(opt)
                 scaler.update()
+
+            def captured_body():
+                amp = (torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+                       if mode == "bf16-amp-graph" else contextlib.nullcontext())
+                with amp:
+                    loss = loss_fn(model(x), y)
+                loss.backward()
+                if clip_norm > 0:
+                    nn.utils.clip_grad_norm_(model.parameters(), clip_norm, foreach=True)
+                opt.step()
+
+            if mode.endswith("-graph"):
+                opt = capturable_optimizer(opt, model)
+                one_step = graph_step(captured_body, opt)
 
             for _ in range(args.untimed_steps):
                 one_step()
