@@ -45,6 +45,8 @@ def exported_script(args, here):
         command += ["--input", str(args.input)]
     if args.classes:
         command += ["--classes", str(args.classes)]
+    if args.data_path:
+        command += ["--data-path", args.data_path]
     subprocess.run(command, check=True)
     spec = importlib.util.spec_from_file_location("mpwb_bench_model", path)
     module = importlib.util.module_from_spec(spec)
@@ -124,6 +126,7 @@ def main():
     ap.add_argument("--network", default=None, help="network JSON file instead of the preset's network")
     ap.add_argument("--input", type=int, default=0, help="features per sample (default: the preset's data shape)")
     ap.add_argument("--classes", type=int, default=0, help="classes of the random labels (default: the preset's)")
+    ap.add_argument("--data-path", default=None, help="the dataset's folder for mpwb-cli (a text preset's vocabulary)")
     ap.add_argument("--cli", default=None, help="the mpwb-cli that writes the model's script (default: build/app/cli/mpwb-cli)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)

@@ -97,6 +97,8 @@ for block in text.split("\n$ ")[1:]:
     except ValueError:
         continue
     for r in doc.get("results", []):
+        if "precision" not in r:
+            continue
         print(f'{r["preset"]} {r["precision"]} b{r["batch"]} K={r.get("stats_every", 0)}: '
               f'{r["step_ms"]:.4f} ms device, {r.get("wall_ms", 0):.4f} ms wall ({doc["backend"]})')
 PY
@@ -130,8 +132,8 @@ phase_peers() {
     run peers.log 120 "${py[@]}" --preset fashion-cnn --batches 256
     run peers.log 120 "${bench[@]}" "${mlp4096[@]}" --batches 512 --precisions fp32,bf16-mixed --steps 200 --untimed-steps 20
     run peers.log 120 "${py[@]}" "${mlp4096[@]}" --batches 512
-    run peers.log 150 "${bench[@]}" --preset fortunes-gpt --batches 12,64 --precisions fp32,bf16-mixed --steps 100 --untimed-steps 10
-    run peers.log 120 "${py[@]}" --preset fortunes-gpt --batches 12,64
+    run peers.log 150 "${bench[@]}" --preset fortunes-gpt --data-path "$work/data/fortunes" --batches 12,64 --precisions fp32,bf16-mixed --steps 100 --untimed-steps 10
+    run peers.log 120 "${py[@]}" --preset fortunes-gpt --data-path "$work/data/fortunes" --batches 12,64
     bench_rows peers.log | while read -r line; do note ours "$line"; done
     grep -E '^pytorch ' "$out/peers.log" | while read -r line; do note pytorch "$line"; done
 }
