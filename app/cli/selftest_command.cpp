@@ -7,6 +7,9 @@
 //   training steps in every precision policy: the spiral MLP trained for a few dozen steps on
 //   the device (with and without CUDA graphs) and on the CPU from the same seed, every step's
 //   loss and the final weights compared within the policy's tolerance.
+//   Then the gradient statistics the device takes itself: a statistics step's histograms on the
+//   device against the CPU engine's for the same weights and batch, bin for bin but for elements
+//   that the two sides' different summation orders carry across a power of two.
 // cpu: the whole-step checks that hold on the CPU alone: every policy trains to finite losses,
 //   and one thread and all threads give the same bits (the pool's determinism promise).
 #include <algorithm>
@@ -193,6 +196,76 @@ void cuda_checks(Tally& tally, Backend& backend) {
     }
 }
 
+class StatsLog final : public TrainingObserver {
+public:
+    void on_gradient_stats(const GradientStatsRecord& r) override { records.push_back(r); }
+    std::vector<GradientStatsRecord> records;
+};
+
+std::vector<GradientStatsRecord> statistics_step(Backend& backend, PrecisionKind precision) {
+    const Preset preset = load_preset("spiral-mlp");
+    TrainConfig c = preset.training;
+    c.precision = precision;
+    c.max_steps = 1;  // the first step is a statistics step
+    c.stats_every = 1;
+    c.eval_every = 0;
+    const Dataset data = load_dataset(c.dataset);
+    Network net = Network::from_json(preset.network);
+    Trainer trainer(net, data, c, backend);
+    StatsLog log;
+    trainer.add_observer(&log);
+    const RunSummary s = trainer.run();
+    if (s.status == RunStatus::Failed) throw Error(s.error);
+    return log.records;
+}
+
+// How many bin edges the elements of `got` crossed to differ from `want`: the running sum of
+// the bin differences is the count carried across each edge. Zeros and non-finite values must
+// agree exactly (no summation order makes a zero or an inf).
+std::string histogram_difference(const ExponentHistogram& got, const ExponentHistogram& want,
+                                 uint64_t& crossed) {
+    if (got.zeros != want.zeros)
+        return "zeros " + std::to_string(got.zeros) + " vs " + std::to_string(want.zeros);
+    if (got.non_finite != want.non_finite) return "non-finite counts differ";
+    if (got.total() != want.total()) return "element counts differ";
+    int64_t carried = 0;
+    for (size_t b = 0; b < ExponentHistogram::kBinCount; ++b) {
+        carried += static_cast<int64_t>(got.bins[b]) - static_cast<int64_t>(want.bins[b]);
+        crossed += static_cast<uint64_t>(carried < 0 ? -carried : carried);
+    }
+    return {};
+}
+
+void statistics_checks(Tally& tally, Backend& backend) {
+    auto cpu = make_cpu_backend();
+    for (PrecisionKind p : kPolicies) {
+        const std::string name = "gradient statistics on the device " + precision_name(p);
+        try {
+            const auto got = statistics_step(backend, p);
+            const auto want = statistics_step(*cpu, p);
+            std::string problem = got.size() == want.size() && !got.empty() ? "" : "record counts differ";
+            uint64_t crossed = 0, elements = 0;
+            for (size_t r = 0; problem.empty() && r < got.size(); ++r) {
+                if (got[r].layer != want[r].layer || got[r].kind != want[r].kind ||
+                    got[r].parameter != want[r].parameter)
+                    problem = "record " + std::to_string(r) + " names another gradient";
+                else
+                    problem = histogram_difference(got[r].histogram, want[r].histogram, crossed);
+                elements += want[r].histogram.total();
+            }
+            // Elements within an ulp or so of a power of two: a small share of any tensor.
+            const uint64_t bound = std::max<uint64_t>(4, elements / 100);
+            if (problem.empty() && crossed > bound) problem = "too many elements changed bins";
+            tally.line(problem.empty(), name, 0, 0,
+                       problem + (problem.empty() ? "" : "; ") + std::to_string(crossed) + " of " +
+                           std::to_string(elements) + " elements crossed a bin edge (bound " +
+                           std::to_string(bound) + ")");
+        } catch (const std::exception& e) {
+            tally.line(false, name, 0, 0, e.what());
+        }
+    }
+}
+
 int run_selftest(const std::string& backend_name) {
     Tally tally;
     if (backend_name == "cpu") {
@@ -207,6 +280,7 @@ int run_selftest(const std::string& backend_name) {
         }
         std::printf("selftest: backend cuda on %s\n", backend->device_name().c_str());
         cuda_checks(tally, *backend);
+        statistics_checks(tally, *backend);
     } else {
         throw ConfigError("unknown backend '" + backend_name + "'; choose cpu or cuda");
     }

@@ -26,9 +26,7 @@ public:
           optimizer_(make_optimizer(config.optimizer)),
           scaler_(std::make_unique<LossScaler>()) {}
 
-    StepCapabilities capabilities() const override {
-        return {.gradient_statistics = true, .checkpoints = true};
-    }
+    StepCapabilities capabilities() const override { return {.checkpoints = true}; }
     void set_epoch_order(std::span<const int64_t> order) override {
         order_.assign(order.begin(), order.end());
     }

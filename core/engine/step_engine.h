@@ -51,13 +51,12 @@ struct StepEngineConfig {
     int64_t eval_batch = 0;
     uint64_t seed = 0;       // dropout masks
     bool use_graphs = true;  // device engines: capture each batch size's step once and replay it
+    // Statistics steps will come (StepLaunch::probe): a device engine sets aside their scratch.
+    bool gradient_statistics = false;
 };
 
 // What an engine does itself; the Trainer fills in the rest.
 struct StepCapabilities {
-    // Feeds StepLaunch::probe from the step's own backward pass. Without it the Trainer takes a
-    // statistics step's histograms on the host, on the same batch and the engine's weights.
-    bool gradient_statistics = false;
     // save_state / load_state work (a run on an engine without them takes no checkpoints).
     bool checkpoints = false;
 };
@@ -68,8 +67,9 @@ struct StepLaunch {
     int64_t batch_offset = 0;
     int64_t batch_size = 0;
     float lr_scale = 1.0f;  // the user's live learning-rate factor
-    // Set on a statistics step of an engine with gradient_statistics: receives the scaled FP32
-    // gradients of this attempt's backward pass.
+    // Set on a statistics step: receives the histograms of the scaled FP32 gradients of this
+    // attempt's backward pass, before they are rounded to their storage formats (by the time the
+    // attempt's StepResult is collected).
     GradientProbe* probe = nullptr;
 };
 

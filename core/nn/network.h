@@ -13,6 +13,7 @@
 #include "core/nn/layer.h"
 #include "core/nn/layer_registry.h"  // make_layer, layer_kinds: the kinds a description may name
 #include "core/nn/loss_registry.h"   // the losses a description may name
+#include "core/numeric/exponent_histogram.h"
 #include "core/precision/precision_policy.h"
 
 namespace mpwb {
@@ -24,6 +25,10 @@ public:
     // layer: index of the layer whose output (Activation) or parameter (Weight) the gradient is of.
     virtual void observe(size_t layer, GradientKind kind, const std::string& parameter, const float* values,
                          int64_t count) = 0;
+    // The same, for an engine that bins the values where they are (the CUDA engine histograms
+    // its gradients on the device and hands over only the counts).
+    virtual void observe_histogram(size_t layer, GradientKind kind, const std::string& parameter,
+                                   const ExponentHistogram& histogram) = 0;
 };
 
 // What a network may need, checked before anything is allocated (Network::build, inspect).

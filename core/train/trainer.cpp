@@ -38,13 +38,18 @@ public:
         : net_(net), step_(step), format_(format), scale_(scale) {}
     void observe(size_t layer, GradientKind kind, const std::string& parameter, const float* values,
                  int64_t count) override {
+        observe_histogram(layer, kind, parameter,
+                          ExponentHistogram::compute(values, static_cast<size_t>(count)));
+    }
+    void observe_histogram(size_t layer, GradientKind kind, const std::string& parameter,
+                           const ExponentHistogram& histogram) override {
         GradientStatsRecord r;
         r.step = step_;
         r.layer = layer;
         r.layer_label = net_.layer_label(layer);
         r.kind = kind;
         r.parameter = parameter;
-        r.histogram = ExponentHistogram::compute(values, static_cast<size_t>(count));
+        r.histogram = histogram;
         r.format = format_;
         r.stats = range_stats(r.histogram, format_);
         r.loss_scale = scale_;
@@ -283,10 +288,9 @@ struct Trainer::Run {
     std::unique_ptr<StepEngine> engine;
     std::deque<InFlight> in_flight;  // oldest first, as the records arrive
     std::vector<StepResult> arrived;
-    std::optional<StatsProbe> probe;            // the histograms of the statistics step in flight
-    std::optional<HostGradientPass> host_pass;  // statistics for an engine that takes none
-    int64_t step = 0;                           // steps launched
-    int64_t window_phase = 0;                   // of the epoch's text windows (window_phase)
+    std::optional<StatsProbe> probe;  // the histograms of the statistics step in flight
+    int64_t step = 0;                 // steps launched
+    int64_t window_phase = 0;         // of the epoch's text windows (window_phase)
     bool finished = false;
     bool interrupted = false;  // by checkpoint_and_stop
     // Where the next step would start: the position of the run's final checkpoint, and of a
@@ -389,6 +393,7 @@ std::unique_ptr<StepEngine> Trainer::make_engine(int64_t total_steps) {
     c.eval_batch = config_.eval_batch;
     c.seed = config_.seed;
     c.use_graphs = config_.device_graphs;
+    c.gradient_statistics = config_.stats_every > 0;
     auto engine = uses_device_engine() ? make_device_step_engine(backend_, network_, data_, c)
                                        : make_host_step_engine(network_, data_, backend_, c);
     engine->set_scaler(scaler_.config(), scaler_);
@@ -630,29 +635,13 @@ void Trainer::apply_live_change(const LiveChange& change, int64_t step, double w
 
 void Trainer::launch(Run& run, InFlight& step) {
     StepLaunch attempt{step.step, step.offset, step.n, lr_scale_, nullptr};
-    // An engine that takes statistics feeds a probe made for each attempt's scale; for one that
-    // does not, the host takes them once per step, before its first attempt.
-    const bool engine_statistics = run.engine->capabilities().gradient_statistics;
-    if (step.statistics && (engine_statistics || step.retries == 0)) {
+    // Every engine takes the statistics from its own backward pass, into a probe made for each
+    // attempt's scale.
+    if (step.statistics) {
         run.probe.emplace(network_, step.step, run.stats_format, scaler_.scale());
-        if (engine_statistics)
-            attempt.probe = &*run.probe;
-        else
-            host_statistics(run, step);
+        attempt.probe = &*run.probe;
     }
     run.engine->launch(attempt);
-}
-
-// The step's batch through the host backend with the engine's weights, synchronising once every
-// K steps: the histograms must see the scaled FP32 values before they are rounded, which a real
-// FP16 GEMM never writes to memory.
-void Trainer::host_statistics(Run& run, const InFlight& step) {
-    run.engine->download_weights();
-    if (!run.host_pass) run.host_pass.emplace(network_, data_, backend_, policy_, config_.seed);
-    run.host_pass->set_window_phase(run.window_phase);
-    const auto rows = std::span<const int64_t>(run.batches.order())
-                          .subspan(static_cast<size_t>(step.offset), static_cast<size_t>(step.n));
-    run.host_pass->run(rows, scaler_.scale(), &*run.probe);
 }
 
 bool Trainer::collect(Run& run, bool wait) {

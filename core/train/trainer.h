@@ -123,7 +123,6 @@ private:
     void apply_live_changes(Run& run, int64_t step);
     void apply_live_change(const LiveChange& change, int64_t step, double wall);
     void launch(Run& run, InFlight& step);
-    void host_statistics(Run& run, const InFlight& step);
     // Narrates every record that has arrived (all launched ones when wait). False when the last
     // one asked for a retry of its batch, which the caller relaunches.
     bool collect(Run& run, bool wait);

@@ -43,6 +43,7 @@ CudaStepEngine::CudaStepEngine(DeviceContext& context, Network& network, const D
     // One entry past the last step: the schedule's clock can run one ahead on a skip.
     for (int64_t i = 0; i <= config_.total_steps; ++i) lr_by_iteration_.push_back(config_.schedule->lr_at(i));
     plan_layers(network);
+    if (config_.gradient_statistics) plan_statistics(network);
     allocate_buffers();
     upload(data);
 }
@@ -51,8 +52,10 @@ CudaStepEngine::~CudaStepEngine() {
     cudaStreamSynchronize(stream_);
     // A batch size that ran only its eager first step has no graph; destroying a null one would
     // leave an error behind for the next launch's check to report.
-    for (auto& [batch, exec] : graphs_)
-        if (exec) cudaGraphExecDestroy(exec);
+    for (auto* graphs : {&graphs_, &statistics_graphs_})
+        for (auto& [batch, exec] : *graphs)
+            if (exec) cudaGraphExecDestroy(exec);
+    if (stats_done_) cudaEventDestroy(stats_done_);
 }
 
 std::string CudaStepEngine::description() const {
@@ -109,6 +112,7 @@ void CudaStepEngine::allocate_buffers() {
     allocate_activations();
     allocate_parameter_buffers();
     allocate_layer_state();
+    if (config_.gradient_statistics) allocate_statistics();
     allocate_step_state();
 }
 
@@ -379,15 +383,36 @@ void CudaStepEngine::launch(const StepLaunch& attempt) {
     in.lr_scale = attempt.lr_scale;
     check_cuda(cudaMemcpyAsync(input_, &in, sizeof in, cudaMemcpyHostToDevice, stream_),
                "cudaMemcpyAsync (step input)");
+    if (attempt.probe) {
+        if (stats_targets_.empty())
+            throw Error("a statistics step on a CUDA engine planned without gradient statistics");
+        statistics_pass_ = true;
+        try {
+            launch_step(statistics_graphs_, batch_size);
+        } catch (...) {
+            statistics_pass_ = false;
+            throw;
+        }
+        statistics_pass_ = false;
+        check_cuda(cudaEventRecord(stats_done_, stream_), "cudaEventRecord (statistics)");
+        pending_probe_ = attempt.probe;
+        pending_probe_step_ = attempt.step;
+    } else {
+        launch_step(graphs_, batch_size);
+    }
+    ++launched_;
+}
+
+void CudaStepEngine::launch_step(std::map<int64_t, cudaGraphExec_t>& graphs, int64_t batch_size) {
     if (!config_.use_graphs) {
         enqueue_step(batch_size);
-    } else if (auto it = graphs_.find(batch_size); it != graphs_.end() && it->second) {
+    } else if (auto it = graphs.find(batch_size); it != graphs.end() && it->second) {
         check_cuda(cudaGraphLaunch(it->second, stream_), "cudaGraphLaunch");
-    } else if (it == graphs_.end()) {
+    } else if (it == graphs.end()) {
         // The first step of a batch size runs eagerly: cuBLASLt and cuDNN choose their
         // algorithms then, which must not happen inside a capture.
         enqueue_step(batch_size);
-        graphs_[batch_size] = nullptr;
+        graphs[batch_size] = nullptr;
     } else {
         cudaGraph_t graph = nullptr;
         check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
@@ -407,7 +432,6 @@ void CudaStepEngine::launch(const StepLaunch& attempt) {
         it->second = exec;
         check_cuda(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
     }
-    ++launched_;
 }
 
 void CudaStepEngine::enqueue_step(int64_t batch) {
@@ -417,7 +441,9 @@ void CudaStepEngine::enqueue_step(int64_t batch) {
     check_cuda(cudaMemsetAsync(loss_sum_, 0, sizeof(float), stream_), "cudaMemsetAsync (loss)");
     check_cuda(cudaMemsetAsync(correct_, 0, sizeof(int64_t), stream_), "cudaMemsetAsync (correct)");
     enqueue_loss(batch, grads_.back().data, &scaler_state_->scale);
+    if (statistics_pass_) enqueue_statistics_start(batch);
     enqueue_backward(batch);
+    if (statistics_pass_) enqueue_statistics_end();
     enqueue_tail();
 }
 
@@ -483,7 +509,9 @@ void CudaStepEngine::backward_layer(size_t i, int64_t batch) {
                          .dy = grads_[i + 1].data,
                          .dx = i > lowest_trained_ ? grads_[i].data : nullptr,
                          .dx_buffer = grads_[i].data};
+    if (statistics_pass_) statistics_before(call);
     std::visit([&](const auto& op) { backward(op, call); }, L.op);
+    if (statistics_pass_) statistics_after(call);
 }
 
 // plan_device_layers refuses a network with a layer that has no device op.
@@ -743,6 +771,7 @@ void CudaStepEngine::collect(std::vector<StepResult>& out, bool wait) {
             res.seconds = share;
         evaluation_seconds_ = 0;
         last_end_ns_ = rec.end_ns;
+        if (pending_probe_ && rec.step == pending_probe_step_) deliver_statistics();
         out.push_back(res);
     }
     records_read_ = count;

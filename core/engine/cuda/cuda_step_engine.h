@@ -14,9 +14,10 @@
 //
 // The plan is each layer's DeviceOp (device_plan.h: what the Layer object says it runs as, never
 // the network's JSON or its class); each op's launches are their own overloads of forward and
-// backward below. Gradient statistics are not taken on the device: the
-// histograms must see the scaled FP32 values before they are rounded, which a real FP16 GEMM never
-// writes to memory, so the Trainer takes them on the host (capabilities()).
+// backward below. A statistics step is a graph of its own (cuda_gradient_stats.cpp): the plain
+// step plus, per layer, the gradients' FP32 values before rounding (which a real BF16 GEMM never
+// writes to memory) computed again into scratch from the same operands, binned on the device by
+// the exponent-histogram kernel; only the counts reach the host.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "core/backend/cuda/device_context.h"
+#include "core/engine/cuda/device_gradient_stats.h"
 #include "core/engine/cuda/device_plan.h"
 #include "core/backend/cuda/step_math.h"
 #include "core/engine/step_engine.h"
@@ -40,7 +42,7 @@ public:
                    const StepEngineConfig& config);
     ~CudaStepEngine() override;
 
-    StepCapabilities capabilities() const override { return {.gradient_statistics = false}; }
+    StepCapabilities capabilities() const override { return {}; }
     void set_epoch_order(std::span<const int64_t> order) override;
     void set_scaler(const LossScalerConfig& config, const LossScaler& state) override;
     void launch(const StepLaunch& attempt) override;
@@ -85,7 +87,12 @@ private:
         float* save_mean = nullptr;
         float* save_invstd = nullptr;
         float* mask = nullptr;  // dropout
+        // Statistics: the histogram index of each parameter's gradient and of the input gradient
+        // (kNoTarget where the layer writes none).
+        std::vector<size_t> param_targets;
+        size_t dx_target = kNoTarget;
     };
+    static constexpr size_t kNoTarget = static_cast<size_t>(-1);
 
     // One layer's launches: what they read and write.
     struct LayerCall {
@@ -139,6 +146,32 @@ private:
     void backward(const ReshapeOp&, const LayerCall&) {}
     void backward(const DropoutOp& op, const LayerCall& call);
     void backward(const BatchNormOp& op, const LayerCall& call);
+    // Gradient statistics (cuda_gradient_stats.cpp).
+    void plan_statistics(Network& network);
+    void allocate_statistics();
+    // Runs the step for `batch` from graphs (captured on the second use of a batch size; the
+    // first runs eagerly so cuBLASLt and cuDNN choose their algorithms outside a capture).
+    void launch_step(std::map<int64_t, cudaGraphExec_t>& graphs, int64_t batch);
+    void enqueue_statistics_start(int64_t batch);
+    void enqueue_statistics_end();
+    // Before a layer's backward: the FP32 gradients its reduced-precision launches round away,
+    // computed into scratch from the same operands and binned. After: the FP32 gradients it
+    // wrote itself, binned where they are.
+    void statistics_before(const LayerCall& call);
+    void statistics_after(const LayerCall& call);
+    void shadow(const NoDeviceOp&, const LayerCall&) {}
+    void shadow(const ReshapeOp&, const LayerCall&) {}
+    void shadow(const LinearOp& op, const LayerCall& call);
+    void shadow(const Conv2dOp& op, const LayerCall& call);
+    void shadow(const PoolOp& op, const LayerCall& call);
+    void shadow(const ActivationOp& op, const LayerCall& call);
+    void shadow(const DropoutOp& op, const LayerCall& call);
+    void shadow(const BatchNormOp& op, const LayerCall& call);
+    // An exact FP32 copy of n values of the activation dtype, in scratch slot `slot` (0..2).
+    const float* upcast(int slot, const void* values, int64_t n);
+    void histogram(size_t target, DType t, const void* values, int64_t n);
+    bool wants_shadow_grad(const LayerPlan& L, size_t p) const;
+    void deliver_statistics();
     // Linear's weight and bias gradients, the bias's by the GEMM's epilogue or the own kernel
     // (whichever the first step measured faster).
     void linear_weight_grads(const LayerCall& call);
@@ -209,6 +242,25 @@ private:
     double evaluation_seconds_ = 0;  // since that record, spent in evaluate()
 
     std::map<int64_t, cudaGraphExec_t> graphs_;  // by batch size
+
+    // Gradient statistics: the targets in Network::backward's order, their device counts and
+    // the pinned copy a statistics step ends by writing, the FP32 scratch of the recomputed
+    // gradients, and the probe of the statistics step in flight.
+    std::vector<GradientStatsTarget> stats_targets_;
+    size_t loss_target_ = kNoTarget;
+    DeviceHistogram* stats_counts_ = nullptr;
+    PinnedBuffer stats_host_;
+    float* stats_dx_ = nullptr;
+    float* stats_grad_ = nullptr;
+    float* stats_weight_ = nullptr;
+    float* stats_inputs_[3] = {nullptr, nullptr, nullptr};
+    float* stats_loss_sum_ = nullptr;
+    int64_t* stats_correct_ = nullptr;
+    cudaEvent_t stats_done_ = nullptr;
+    bool statistics_pass_ = false;  // while a statistics step is enqueued
+    GradientProbe* pending_probe_ = nullptr;
+    int64_t pending_probe_step_ = 0;
+    std::map<int64_t, cudaGraphExec_t> statistics_graphs_;
 };
 
 }  // namespace mpwb::cuda
