@@ -22,6 +22,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,14 +41,20 @@ public:
                    const StepEngineConfig& config);
     ~CudaStepEngine() override;
 
-    StepCapabilities capabilities() const override { return {.gradient_statistics = false}; }
+    StepCapabilities capabilities() const override {
+        return {.gradient_statistics = false, .checkpoints = true};
+    }
     void set_epoch_order(std::span<const int64_t> order) override;
     void set_scaler(const LossScalerConfig& config, const LossScaler& state) override;
     void launch(const StepLaunch& attempt) override;
     void collect(std::vector<StepResult>& out, bool wait) override;
     Backend::LossResult evaluate() override;
     void download_weights() override;
-    // Not yet: both throw Error saying so (the optimizer's moments live on the device).
+    // Checkpoints (cuda_engine_state.cpp): the optimizer's buffers in Optimizer::save_state's
+    // format, so a checkpoint resumes on either engine. load_state also re-uploads the weights
+    // and BatchNorm statistics from the network's host tensors and takes the update count from
+    // the scaler set_scaler gave it (the restored run's), refusing an optimizer state that counts
+    // other updates.
     StepEngineState save_state() override;
     void load_state(const StepEngineState& state) override;
     std::string description() const override;
@@ -209,6 +216,18 @@ private:
     double evaluation_seconds_ = 0;  // since that record, spent in evaluate()
 
     std::map<int64_t, cudaGraphExec_t> graphs_;  // by batch size
+
+    // Checkpoints (cuda_engine_state.cpp).
+    // The masters from the network's host tensors, the reduced copies derived from them on the
+    // device, BatchNorm's running statistics: at construction and on load_state.
+    void upload_weights();
+    std::vector<Parameter*> host_parameters() const;
+    std::string parameter_text(size_t index) const;  // "parameter 2 (layer 1 weight)"
+    ScalerState download_scaler_state();
+    // The host engine's dropout generator, carried through a device run for a resume on the
+    // CPU: the device draws its masks from (seed, step) and never reads it. Unset: the state
+    // the host engine starts with.
+    std::optional<Rng::State> dropout_state_;
 };
 
 }  // namespace mpwb::cuda
