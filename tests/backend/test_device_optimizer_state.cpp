@@ -168,10 +168,10 @@ private slots:
         DeviceOptimizerState missing = state;
         missing.first.pop_back();
         EXPECT_REFUSAL(encode_device_optimizer_state(config, params.list, missing),
-                       "holds 2 first buffers for 3 parameters");
+                       "holds 2 first buffers for 3 parameters; its rule keeps one per parameter");
         DeviceOptimizerState not_kept = state;  // SGD without momentum keeps none
         EXPECT_REFUSAL(encode_device_optimizer_state(config_of("sgd", 0), params.list, not_kept),
-                       "holds 3 first buffers for 3 parameters");
+                       "holds 3 first buffers for 3 parameters; its rule keeps none");
         DeviceOptimizerState nan = state;
         nan.first[2][0] = std::numeric_limits<float>::quiet_NaN();
         EXPECT_REFUSAL(encode_device_optimizer_state(config, params.list, nan, name),

@@ -17,7 +17,8 @@ void check_device_buffer(const std::vector<std::vector<float>>& buffers, bool ke
     const size_t want = kept ? params.size() : 0;
     if (buffers.size() != want)
         throw DataError("the device's optimizer state holds " + std::to_string(buffers.size()) + " " + what +
-                        " buffers for " + std::to_string(params.size()) + " parameters");
+                        " buffers for " + std::to_string(params.size()) + " parameters; its rule keeps " +
+                        (kept ? "one per parameter" : "none"));
     for (size_t i = 0; i < buffers.size(); ++i)
         if (std::ssize(buffers[i]) != params[i]->value.numel())
             throw DataError("the device's " + std::string(what) + " buffer of " +
