@@ -6,7 +6,9 @@
 //   reached through its table), then whole
 //   training steps in every precision policy: the spiral MLP trained for a few dozen steps on
 //   the device (with and without CUDA graphs) and on the CPU from the same seed, every step's
-//   loss and the final weights compared within the policy's tolerance.
+//   loss and the final weights compared within the policy's tolerance; then checkpoints
+//   (selftest_resume.h): a device run resumed from its checkpoint in a fresh engine ends with
+//   the uninterrupted run's weights bit for bit, and checkpoints cross between the engines.
 //   Then the gradient statistics the device takes itself: a statistics step's histograms on the
 //   device against the CPU engine's for the same weights and batch, bin for bin but for elements
 //   that the two sides' different summation orders carry across a power of two.
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "app/cli/selftest_resume.h"
 #include "core/backend/default_backend.h"
 #include "core/common/error.h"
 #include "core/common/parallel.h"
@@ -194,6 +197,8 @@ void cuda_checks(Tally& tally, Backend& backend) {
             }
         }
     }
+    run_resume_checks(backend,
+                      [&](const ResumeCheckLine& l) { tally.line(l.passed, l.name, 0, 0, l.detail); });
 }
 
 class StatsLog final : public TrainingObserver {

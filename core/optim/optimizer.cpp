@@ -224,22 +224,39 @@ void Optimizer::load_state(std::span<const uint8_t> blob, std::span<Parameter* c
     std::vector<State> states(static_cast<size_t>(count));
     for (size_t i = 0; i < states.size(); ++i) {
         State& s = states[i];
-        const std::string name = parameter_name
-                                     ? parameter_name(i)
-                                     : "parameter " + std::to_string(i) + " ('" + params[i]->name + "')";
         s.step = r.get<int64_t>();
-        if (s.step < 0)
-            throw DataError("optimizer state of " + name + " has a negative step count (" +
-                            std::to_string(s.step) + ")");
         s.a = get_floats(r);
         s.b = get_floats(r);
-        std::string problem = size_problem(s, params[i]->value.numel());
-        if (problem.empty()) problem = value_problem(s);
-        if (!problem.empty()) throw DataError("optimizer state of " + name + " " + problem);
+        const std::string problem = state_problem(s, params, i, parameter_name);
+        if (!problem.empty()) throw DataError(problem);
     }
     if (r.remaining() != 0)
         throw DataError("optimizer state blob has " + std::to_string(r.remaining()) +
                         " unexpected bytes at the end");
+    state_ = std::move(states);
+}
+
+std::string Optimizer::state_problem(const State& s, std::span<Parameter* const> params, size_t i,
+                                     const std::function<std::string(size_t)>& parameter_name) const {
+    const std::string name = parameter_name
+                                 ? parameter_name(i)
+                                 : "parameter " + std::to_string(i) + " ('" + params[i]->name + "')";
+    if (s.step < 0)
+        return "optimizer state of " + name + " has a negative step count (" + std::to_string(s.step) + ")";
+    std::string problem = size_problem(s, params[i]->value.numel());
+    if (problem.empty()) problem = value_problem(s);
+    return problem.empty() ? problem : "optimizer state of " + name + " " + problem;
+}
+
+void Optimizer::set_states(std::vector<State> states, std::span<Parameter* const> params,
+                           const std::function<std::string(size_t)>& parameter_name) {
+    if (!states.empty() && states.size() != params.size())
+        throw DataError("optimizer state holds the state of " + std::to_string(states.size()) +
+                        " parameters; the network has " + std::to_string(params.size()));
+    for (size_t i = 0; i < states.size(); ++i) {
+        const std::string problem = state_problem(states[i], params, i, parameter_name);
+        if (!problem.empty()) throw DataError(problem);
+    }
     state_ = std::move(states);
 }
 

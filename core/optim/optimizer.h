@@ -86,14 +86,21 @@ public:
     void load_state(std::span<const uint8_t> blob, std::span<Parameter* const> params,
                     const std::function<std::string(size_t)>& parameter_name = {});
 
-protected:
     // Per-parameter state. SGD: a = momentum buffer (empty until momentum is first used).
     // Adam: a = first moment, b = second moment.
     struct State {
         int64_t step = 0;
         std::vector<float> a, b;
     };
+    // The state as it stands (empty before the first step), and a replacement for it checked as
+    // load_state checks a blob's (same DataErrors; the state it had is kept on refusal): for an
+    // engine that keeps the buffers elsewhere (a device) and converts them to and from
+    // save_state's format through an optimizer of the run's kind.
+    const std::vector<State>& states() const { return state_; }
+    void set_states(std::vector<State> states, std::span<Parameter* const> params,
+                    const std::function<std::string(size_t)>& parameter_name = {});
 
+protected:
     // What one parameter's update reads and writes. a/b point into its State buffers.
     struct Update {
         float* value;
@@ -125,6 +132,11 @@ protected:
     OptimizerConfig config_;
 
 private:
+    // Why `s` cannot be the state of parameter `i` of `params` (negative step count, buffers that
+    // do not fit it or no update could have left), as a DataError message; empty when it can.
+    std::string state_problem(const State& s, std::span<Parameter* const> params, size_t i,
+                              const std::function<std::string(size_t)>& parameter_name) const;
+
     std::vector<State> state_;
 };
 

@@ -240,9 +240,6 @@ void Trainer::set_checkpoint_policy(const CheckpointPolicy& policy) {
 void Trainer::checkpoint_and_stop() { checkpoint_requested_.store(true); }
 
 void Trainer::resume_from(const TrainingCheckpoint& checkpoint, const ResumeOptions& options) {
-    if (uses_device_engine())
-        throw ConfigError("checkpoints of runs on the " + backend_.name() +
-                          " device engine are not supported yet; resume on the CPU backend");
     const RestoreTarget target{network_,          data_,         config_,       policy_,
                                steps_per_epoch(), total_steps(), data_digest(), options.allow_changed_data};
     CheckedCheckpoint checked = check_checkpoint(checkpoint, target);

@@ -297,27 +297,8 @@ void CudaStepEngine::upload(const Dataset& data) {
     for (int64_t i = 0; i < test_n_; ++i) identity[static_cast<size_t>(i)] = static_cast<int32_t>(i);
     if (test_n_) copy_to_device(eval_order_, identity.data(), identity.size() * sizeof(int32_t), stream_);
 
-    for (auto& p : params_) {
-        copy_to_device(p.master, p.host->value.data(), static_cast<size_t>(p.n) * sizeof(float), stream_);
-        if (p.copy) kernels::convert(DType::F32, p.master, p.copy_dtype, p.copy, p.n, stream_);
-    }
-    for (auto& L : layers_) {
-        if (!std::holds_alternative<BatchNormOp>(L.op)) continue;
-        const Tensor& mean = *L.host_buffers.at(0);
-        const Tensor& var = *L.host_buffers.at(1);
-        copy_to_device(L.running_mean, mean.data(), static_cast<size_t>(mean.numel()) * 4, stream_);
-        copy_to_device(L.running_var, var.data(), static_cast<size_t>(var.numel()) * 4, stream_);
-    }
+    upload_weights();
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (upload)");
-}
-
-StepEngineState CudaStepEngine::save_state() {
-    throw Error(
-        "checkpoints of runs on the CUDA engine are not supported yet; train on the CPU to checkpoint");
-}
-
-void CudaStepEngine::load_state(const StepEngineState&) {
-    throw Error("checkpoints of runs on the CUDA engine are not supported yet; resume on the CPU");
 }
 
 void CudaStepEngine::download_weights() {

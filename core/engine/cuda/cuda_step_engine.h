@@ -23,6 +23,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,14 +43,18 @@ public:
                    const StepEngineConfig& config);
     ~CudaStepEngine() override;
 
-    StepCapabilities capabilities() const override { return {}; }
+    StepCapabilities capabilities() const override { return {.checkpoints = true}; }
     void set_epoch_order(std::span<const int64_t> order) override;
     void set_scaler(const LossScalerConfig& config, const LossScaler& state) override;
     void launch(const StepLaunch& attempt) override;
     void collect(std::vector<StepResult>& out, bool wait) override;
     Backend::LossResult evaluate() override;
     void download_weights() override;
-    // Not yet: both throw Error saying so (the optimizer's moments live on the device).
+    // Checkpoints (cuda_engine_state.cpp): the optimizer's buffers in Optimizer::save_state's
+    // format, so a checkpoint resumes on either engine. load_state also re-uploads the weights
+    // and BatchNorm statistics from the network's host tensors and takes the update count from
+    // the scaler set_scaler gave it (the restored run's), refusing an optimizer state that counts
+    // other updates.
     StepEngineState save_state() override;
     void load_state(const StepEngineState& state) override;
     std::string description() const override;
@@ -243,24 +248,7 @@ private:
 
     std::map<int64_t, cudaGraphExec_t> graphs_;  // by batch size
 
-    // Gradient statistics: the targets in Network::backward's order, their device counts and
-    // the pinned copy a statistics step ends by writing, the FP32 scratch of the recomputed
-    // gradients, and the probe of the statistics step in flight.
-    std::vector<GradientStatsTarget> stats_targets_;
-    size_t loss_target_ = kNoTarget;
-    DeviceHistogram* stats_counts_ = nullptr;
-    PinnedBuffer stats_host_;
-    float* stats_dx_ = nullptr;
-    float* stats_grad_ = nullptr;
-    float* stats_weight_ = nullptr;
-    float* stats_inputs_[3] = {nullptr, nullptr, nullptr};
-    float* stats_loss_sum_ = nullptr;
-    int64_t* stats_correct_ = nullptr;
-    cudaEvent_t stats_done_ = nullptr;
-    bool statistics_pass_ = false;  // while a statistics step is enqueued
-    GradientProbe* pending_probe_ = nullptr;
-    int64_t pending_probe_step_ = 0;
-    std::map<int64_t, cudaGraphExec_t> statistics_graphs_;
+    StepCapabilities capabilities() const override { return {.checkpoints = true}; }
 };
 
 }  // namespace mpwb::cuda
