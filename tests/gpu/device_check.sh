@@ -13,6 +13,8 @@
 #     train     fashion-mlp in fp16-mixed, fp8-delayed and fp8-current on the GPU
 #     gpt       fortunes-gpt in fp32 for 2,000 steps on the GPU
 #     resume    a CUDA run interrupted and resumed against one never interrupted
+#     gui       the workbench itself (mpwb --benchmark, a live comparison) on the GPU, offscreen,
+#               from .device/gui.tar.xz (tests/gpu/build_gui_carry.sh)
 #
 # Every command has its own time limit, so a hang costs one phase, not the call.
 set -u
@@ -21,7 +23,7 @@ out=${OUT:-/tmp/mpwb-device-out}
 mkdir -p "$out"
 work=/tmp/mpwb-device
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(selftest stats fp8 peers train gpt resume)
+[ ${#phases[@]} -gt 0 ] || phases=(selftest stats fp8 peers train gpt resume gui)
 started=$(date +%s)
 
 rm -rf "$work" && mkdir -p "$work"
@@ -151,7 +153,7 @@ except ValueError:
     doc = {}
 s = doc.get("summary", doc)
 print(f'{sys.argv[2]}: status {s.get("status")} test acc {s.get("test_accuracy")} test loss '
-      f'{s.get("test_loss")} steps {s.get("steps")} backend {doc.get("backend", "?")} wall {s.get("wall_seconds")}')
+      f'{s.get("test_loss")} steps {s.get("steps")} backend {doc.get("backend", "?")} wall {s.get("wall_seconds")} device {doc.get("device", "?")[:60]}')
 PY
 }
 
@@ -160,6 +162,12 @@ phase_train() {
         run train.log 180 "$cli" train --preset fashion-mlp "${fashion[@]}" --backend cuda --precision $precision --json --no-store
         note train "$(train_row train.log "fashion-mlp $precision")"
     done
+    # Statistics must not change a run: the same run with and without them (the library's own
+    # algorithm picks, so both processes choose alike).
+    for k in 0 10; do
+        run train.log 180 env MPWB_CUDA_AUTOTUNE=0 "$cli" train --preset fashion-mlp "${fashion[@]}" --backend cuda --precision bf16-mixed --stats-every $k --json --no-store
+        note train "$(train_row train.log "fashion-mlp bf16-mixed --stats-every $k")"
+    done
 }
 
 phase_gpt() {
@@ -167,12 +175,112 @@ phase_gpt() {
     note train "$(train_row train.log "fortunes-gpt fp32 2000 steps")"
 }
 
+# resume: a CUDA run held after step 100 gets SIGTERM (checkpoint, INTERRUPTED, exit 75) and is
+# resumed by `train --resume ID` in a new process; it must end with the final_weights_digest and
+# test_loss of the same run never interrupted. MPWB_CUDA_AUTOTUNE=0 in all three processes: a
+# process times its cuBLASLt/cuDNN candidates and a Linear's bias-gradient path afresh.
 phase_resume() {
     local db=$work/resume.db
-    run resume.log 120 "$cli" train --preset fashion-mlp "${fashion[@]}" --backend cuda --precision bf16-mixed --max-steps 600 --json --db "$db" --run-name whole
-    run resume.log 120 "$cli" train --preset fashion-mlp "${fashion[@]}" --backend cuda --precision bf16-mixed --max-steps 300 --json --db "$db" --run-name parted --checkpoint-every 100
-    run resume.log 120 "$cli" train --resume parted --max-steps 600 --json --db "$db"
-    note resume "$(grep -E 'test_loss' "$out/resume.log" | tr -d ' ' | tr '\n' ' ' | cut -c1-300)"
+    local train=(env MPWB_CUDA_AUTOTUNE=0 "$cli" train --preset fashion-mlp "${fashion[@]}" --backend cuda
+                 --precision fp16-mixed --max-steps 300 --checkpoint-every 100 --quiet --json --db "$db")
+    rm -f "$db"*
+    run resume.log 120 "${train[@]}" --run-name whole
+    echo "\$ ${train[*]} --run-name parted --hold-after-step 100   (SIGTERM once held)" >>"$out/resume.log"
+    timeout --kill-after=5 120 "${train[@]}" --run-name parted --hold-after-step 100 >>"$out/resume.log" 2>&1 &
+    local pid=$! id="" held=0 rc
+    for _ in $(seq 1 200); do
+        sleep 0.5
+        id=$("$cli" runs list --db "$db" --json 2>/dev/null | python3 -c '
+import json, sys
+print(next((r["id"] for r in json.load(sys.stdin) if r["name"] == "parted"), ""))' 2>/dev/null)
+        [ -n "$id" ] || continue
+        held=$("$cli" runs show "$id" --db "$db" --json 2>/dev/null |
+            python3 -c 'import json, sys; print(json.load(sys.stdin)["events"]["by_kind"].get("paused", 0))' 2>/dev/null)
+        [ "${held:-0}" -gt 0 ] && break
+    done
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid"
+    rc=$?
+    echo "parted: run '${id}' held: ${held:-0}, exit status $rc (75: checkpointed and INTERRUPTED)" >>"$out/resume.log"
+    [ -n "$id" ] && run resume.log 120 env MPWB_CUDA_AUTOTUNE=0 "$cli" train --resume "$id" --backend cuda --quiet --json --db "$db"
+    note resume "$(python3 - "$cli" "$db" "$rc" <<'PY'
+import json, subprocess, sys
+cli, db, rc = sys.argv[1:]
+def show(name):
+    runs = json.loads(subprocess.run([cli, "runs", "list", "--db", db, "--json"], capture_output=True, text=True).stdout or "[]")
+    run = next((r for r in runs if r["name"] == name), None)
+    if not run:
+        return None
+    return json.loads(subprocess.run([cli, "runs", "show", str(run["id"]), "--db", db, "--json"], capture_output=True, text=True).stdout)
+whole, parted = show("whole"), show("parted")
+if not whole or not parted:
+    print("FAIL: a run is missing from the database"); sys.exit()
+def row(r):
+    s = r.get("summary") or {}
+    return (r["status"], s.get("steps"), r["final_weights_digest"], repr(s.get("test_loss")))
+w, p = row(whole), row(parted)
+same = w == p and w[0] == "FINISHED" and w[2] is not None
+print(("PASS" if same and rc == "75" else "FAIL") + f": interrupted exit {rc}; whole {w}; resumed {p}")
+PY
+)"
+}
+
+# gui: the workbench itself (mpwb, offscreen, live plots) training on the GPU: `mpwb --benchmark`
+# (spiral-mlp: headless vs in the window, then the window's FP32 vs FP16-mixed comparison), then
+# one scripted comparison as a user starts it. From .device/gui.tar.xz
+# (tests/gpu/build_gui_carry.sh), next to the main carry's libraries and CUDA module.
+phase_gui() {
+    local gui=$work/gui
+    rm -rf "$gui" && mkdir -p "$gui"
+    if ! tar -C "$gui" -xJf "$root/.device/gui.tar.xz"; then
+        note gui "no .device/gui.tar.xz (run tests/gpu/build_gui_carry.sh)"
+        return
+    fi
+    mkdir -p "$gui/home" "$gui/cache" && mkdir -m 700 "$gui/runtime"
+    local module=$MPWB_CUDA_MODULE
+    [ -f "$gui/lib/mpwb/libmpwb_cuda.so" ] && module=$gui/lib/mpwb/libmpwb_cuda.so
+    local qt=(env LD_LIBRARY_PATH="$gui/lib:$LD_LIBRARY_PATH" MPWB_CUDA_MODULE="$module"
+        QT_PLUGIN_PATH="$gui/plugins" QT_QPA_PLATFORM=offscreen FONTCONFIG_FILE="$gui/fonts/fonts.conf"
+        XDG_RUNTIME_DIR="$gui/runtime" XDG_CACHE_HOME="$gui/cache" HOME="$gui/home")
+    run gui.log 180 "${qt[@]}" "$gui/bin/mpwb" --benchmark --preset spiral-mlp --benchmark-steps 2000 --benchmark-rounds 2
+    note gui "$(python3 - "$out/gui.log" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+start = text.find("\n{")
+try:
+    b = json.JSONDecoder().raw_decode(text[start + 1:])[0] if start >= 0 else {}
+except ValueError:
+    b = {}
+if not b:
+    print("benchmark printed no JSON:", " | ".join(text.strip().splitlines()[-3:])[:300])
+    sys.exit()
+c = b.get("comparison", {})
+side = lambda k: f'{c.get(k, {}).get("train_samples_per_s", 0):.0f} sps ({c.get(k, {}).get("vs_headless", 0):.2f}x headless)'
+print(f'mpwb --benchmark {b["preset"]} {b["steps"]} steps on {b.get("backend", "cpu?")} ({b["device"]}): '
+      f'window {b["gui"]["median_samples_per_s"]:.0f} vs headless {b["headless"]["median_samples_per_s"]:.0f} '
+      f'samples/s = {b["gui_vs_headless"]:.2f}, worst gap {b["gui"]["worst_event_loop_gap_ms"]:.0f} ms; '
+      f'comparison fp32 {side("fp32")}, fp16-mixed {side("fp16-mixed")}, {c.get("wall_s_both", 0):.1f} s '
+      f'vs {c.get("headless_sequential_wall_s", 0):.1f} s headless one after the other; '
+      f'startup {b.get("startup_to_first_expose_s", -1):.2f} s' + (f'; no GPU: {b["why_not_gpu"]}' if "why_not_gpu" in b else ""))
+PY
+)"
+    local db=$gui/compare.db
+    run gui.log 90 "${qt[@]}" "$gui/bin/mpwb" --db "$db" --preset spiral-mlp --start compare --max-steps 2000 --quit-when-done
+    local rc=$?
+    run gui.log 30 "$cli" runs list --db "$db" --json
+    note gui "mpwb --start compare --quit-when-done (gui archive $(cat "$gui/commit"), carry $(cat "$work/commit")):" \
+        "exit status $rc; $(python3 - "$out/gui.log" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+block = text[text.rfind("runs list --db"):]
+try:
+    runs = json.JSONDecoder().raw_decode(block[block.index("["):])[0]
+except ValueError:
+    runs = []
+print("; ".join(f'{r["name"]}: {r["status"]} on {r["backend"]}, test acc {r.get("test_accuracy")}, '
+                f'{r.get("duration_seconds", 0):.1f} s' for r in reversed(runs)) or "no runs recorded")
+PY
+)"
 }
 
 for phase in "${phases[@]}"; do
