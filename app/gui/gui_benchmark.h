@@ -1,5 +1,6 @@
 // `mpwb --benchmark`: the workbench's own performance figures, printed as JSON.
-//   throughput  the same run headless (Trainer + RunRecorder, no GUI, all cores) and in the main
+//   throughput  the same run headless (Trainer + RunRecorder, no GUI, all cores, the backend the
+//               window picks: the GPU when one answers) and in the main
 //               window with live plots, in alternating rounds; the median of the paired ratios
 //               (each GUI run over the headless run before it) should be >= 0.95
 //   comparison  FP32 vs mixed in alternating chunks: each side's samples/s against its headless run
