@@ -248,7 +248,36 @@ private:
 
     std::map<int64_t, cudaGraphExec_t> graphs_;  // by batch size
 
-    StepCapabilities capabilities() const override { return {.checkpoints = true}; }
+    // Gradient statistics: the targets in Network::backward's order, their device counts and
+    // the pinned copy a statistics step ends by writing, the FP32 scratch of the recomputed
+    // gradients, and the probe of the statistics step in flight.
+    std::vector<GradientStatsTarget> stats_targets_;
+    size_t loss_target_ = kNoTarget;
+    DeviceHistogram* stats_counts_ = nullptr;
+    PinnedBuffer stats_host_;
+    float* stats_dx_ = nullptr;
+    float* stats_grad_ = nullptr;
+    float* stats_weight_ = nullptr;
+    float* stats_inputs_[3] = {nullptr, nullptr, nullptr};
+    float* stats_loss_sum_ = nullptr;
+    int64_t* stats_correct_ = nullptr;
+    cudaEvent_t stats_done_ = nullptr;
+    bool statistics_pass_ = false;  // while a statistics step is enqueued
+    GradientProbe* pending_probe_ = nullptr;
+    int64_t pending_probe_step_ = 0;
+    std::map<int64_t, cudaGraphExec_t> statistics_graphs_;
+
+    // Checkpoints (cuda_engine_state.cpp).
+    // The masters from the network's host tensors, the reduced copies derived from them on the
+    // device, BatchNorm's running statistics: at construction and on load_state.
+    void upload_weights();
+    std::vector<Parameter*> host_parameters() const;
+    std::string parameter_text(size_t index) const;  // "parameter 2 (layer 1 weight)"
+    ScalerState download_scaler_state();
+    // The host engine's dropout generator, carried through a device run for a resume on the
+    // CPU: the device draws its masks from (seed, step) and never reads it. Unset: the state
+    // the host engine starts with.
+    std::optional<Rng::State> dropout_state_;
 };
 
 }  // namespace mpwb::cuda
