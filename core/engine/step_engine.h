@@ -39,6 +39,8 @@ namespace mpwb {
 
 struct StepEngineConfig {
     PrecisionPolicy policy;
+    // The scaled recipe's settings under a scaled policy (TrainConfig::effective_recipe).
+    ScaledRecipeConfig recipe;
     OptimizerConfig optimizer;
     float clip_norm = 0.0f;
     // The learning rate of each optimizer iteration; the engine asks it with its own scaler's

@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "core/backend/cuda/device_context.h"
+#include "core/backend/cuda/fp8_kernels.h"
+#include "core/engine/cuda/cuda_fp8_linear.h"
 #include "core/engine/cuda/device_plan.h"
 #include "core/backend/cuda/step_math.h"
 #include "core/engine/step_engine.h"
@@ -85,6 +87,7 @@ private:
         float* save_mean = nullptr;
         float* save_invstd = nullptr;
         float* mask = nullptr;  // dropout
+        Fp8LinearState fp8;     // Linear under fp8-delayed / fp8-current (cuda_fp8_linear.cpp)
     };
 
     // One layer's launches: what they read and write.
@@ -148,6 +151,24 @@ private:
     // dst (dtype of the parameter's grad) from an FP32 sum, converting when they differ.
     void store_param_grad(const ParamPlan& p, const float* sum);
 
+    // Per-tensor FP8 (cuda_fp8_linear.cpp): the state, the step's begin and end, a Linear's
+    // launches on the FP8 tensor cores or, for shapes they refuse, with its FP8 values in BF16.
+    struct Fp8Shapes {
+        Fp8MatmulShape forward, wgrad, dgrad;
+    };
+    void allocate_fp8(Network& network);
+    Fp8Shapes fp8_shapes(const LayerPlan& L, int64_t batch) const;
+    void note_fp8_shapes(const LayerPlan& L);
+    bool fp8_on_tensor_cores(LayerPlan& L, int64_t batch);
+    void enqueue_fp8_begin();
+    void enqueue_fp8_end();
+    void fp8_quantize_operand(DType t, const void* x, int64_t rows, int64_t cols, int32_t state,
+                              Fp8Element element, kernels::Fp8Outputs out, bool record);
+    void fp8_forward(const LayerCall& call);
+    void fp8_backward(const LayerCall& call);
+    void fp8_backward_fp8(const LayerCall& call);
+    void fp8_backward_bf16(const LayerCall& call);
+
     DeviceContext& ctx_;
     StepEngineConfig config_;
     std::vector<float> lr_by_iteration_;  // the schedule sampled for iterations 0..total_steps
@@ -209,6 +230,7 @@ private:
     double evaluation_seconds_ = 0;  // since that record, spent in evaluate()
 
     std::map<int64_t, cudaGraphExec_t> graphs_;  // by batch size
+    Fp8EngineState fp8_;
 };
 
 }  // namespace mpwb::cuda
