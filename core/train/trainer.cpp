@@ -601,6 +601,7 @@ void Trainer::apply_live_changes(Run& run, int64_t step) {
     collect(run, true);
     for (const LiveChange& change : changes) apply_live_change(change, step, run.seconds());
     run.engine->set_scaler(scaler_.config(), scaler_);
+    if (policy_.scaled()) run.engine->set_recipe(config_.effective_recipe());
 }
 
 // One checked change (LiveChanges::request checked it against this run's policy).

@@ -159,17 +159,23 @@ MPWB_HD void fp8_set_step_scale(Fp8TensorState& t, float scale) {
     t.step_inverse = div_rn(1.0f, scale);
 }
 
-// GemmQuantizer::begin_step for one tensor: the step's scale (delayed: from the history up to the
-// last step; current: the last scale until the tensor's amax is known), no amax seen yet.
-MPWB_HD void fp8_begin_step(Fp8TensorState& t, const float* ring, const Fp8Rule& rule) {
+// GemmQuantizer::begin_step for one tensor, given its history's amax (fp8_history_amax; any
+// value when the history is empty): the step's scale (delayed: from the history up to the last
+// step; current: the last scale until the tensor's amax is known), no amax seen yet. The device
+// reduces the history in parallel (a maximum with NaN skipped does not depend on the order).
+MPWB_HD void fp8_begin_step_from(Fp8TensorState& t, float history_amax, const Fp8Rule& rule) {
     t.used = 0;
     t.step_amax_bits = 0;
     float scale = t.scale;
     if (rule.fixed_scale > 0.0f)
         scale = rule.fixed_scale;
     else if (rule.delayed && t.count > 0)
-        scale = fp8_per_tensor_scale(fp8_history_amax(t, ring, rule), t.element_max, rule.margin, t.scale);
+        scale = fp8_per_tensor_scale(history_amax, t.element_max, rule.margin, t.scale);
     fp8_set_step_scale(t, scale);
+}
+
+MPWB_HD void fp8_begin_step(Fp8TensorState& t, const float* ring, const Fp8Rule& rule) {
+    fp8_begin_step_from(t, t.count > 0 ? fp8_history_amax(t, ring, rule) : 0.0f, rule);
 }
 
 // The step's quantization of the tensor saw `amax_bits` (|x| bits of its largest magnitude):

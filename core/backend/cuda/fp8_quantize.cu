@@ -18,10 +18,34 @@ namespace {
 constexpr int kTile = 32;
 constexpr int kTileRows = 8;  // threads per tile column; each handles kTile / kTileRows rows
 
-__global__ void begin_steps_kernel(Fp8TensorState* states, const float* rings, int count,
-                                   const Fp8Rule* rule) {
-    const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-    if (i < count) fp8_begin_step(states[i], rings + static_cast<int64_t>(i) * rule->history_len, *rule);
+constexpr int kBeginThreads = 256;
+
+// One block per tensor: the history's maximum (NaN skipped, as fp8_history_amax) reduced by the
+// block, then the rule in thread 0.
+__global__ void begin_steps_kernel(Fp8TensorState* states, const float* rings, const Fp8Rule* rule) {
+    __shared__ float partial[kBeginThreads];
+    Fp8TensorState& t = states[blockIdx.x];
+    const float* ring = rings + static_cast<int64_t>(blockIdx.x) * rule->history_len;
+    float m = 0.0f;
+    if (!rule->most_recent)
+        for (int32_t i = threadIdx.x; i < t.count; i += kBeginThreads) {
+            const float a = ring[(t.head + i) % rule->history_len];
+            m = a > m ? a : m;
+        }
+    partial[threadIdx.x] = m;
+    __syncthreads();
+    for (int half = kBeginThreads / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) {
+            const float other = partial[threadIdx.x + half];
+            partial[threadIdx.x] = other > partial[threadIdx.x] ? other : partial[threadIdx.x];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x != 0) return;
+    const float history_amax = t.count == 0        ? 0.0f
+                               : rule->most_recent ? ring[(t.head + t.count - 1) % rule->history_len]
+                                                   : partial[0];
+    fp8_begin_step_from(t, history_amax, *rule);
 }
 
 __global__ void end_steps_kernel(Fp8TensorState* states, float* rings, int count, const Fp8Rule* rule) {
@@ -105,7 +129,7 @@ __global__ void finish_kernel(const float* acc, int64_t rows, int64_t cols, cons
 void fp8_begin_steps(Fp8TensorState* states, const float* rings, int count, const Fp8Rule* rule,
                      cudaStream_t stream) {
     if (count <= 0) return;
-    begin_steps_kernel<<<(count + 127) / 128, 128, 0, stream>>>(states, rings, count, rule);
+    begin_steps_kernel<<<count, kBeginThreads, 0, stream>>>(states, rings, rule);
     launch::check_launch("fp8_begin_steps");
 }
 

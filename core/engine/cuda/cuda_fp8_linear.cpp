@@ -15,6 +15,9 @@ namespace {
 
 constexpr size_t kFp8Workspace = size_t{32} << 20;  // cuBLASLt's recommendation for Hopper
 constexpr Fp8Element kE4M3 = Fp8Element::E4M3;
+// The longest amax history a live change can ask for (scaled_recipe_config.cpp's range): the
+// rings are allocated for it, so a change of length only re-lays them out.
+constexpr int64_t kLongestHistory = 65536;
 
 size_t bytes(int64_t elements, size_t each) {
     return static_cast<size_t>(std::max<int64_t>(1, elements)) * each;
@@ -90,6 +93,56 @@ void CudaStepEngine::allocate_fp8(Network& network) {
     check_cuda(cudaMemsetAsync(f.rings, 0, bytes(int64_t{f.count} * f.rule.history_len, 4), stream_),
                "cudaMemsetAsync (FP8 histories)");
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (FP8 plan)");
+}
+
+// As GemmQuantizer::set_config followed by begin_step: the rule from the next step, each history
+// cut to its newest entries when it is now shorter (laid out again oldest first for the new
+// length), the dy element format of fp8_format. A new dy format changes the GEMMs' shapes, so
+// the captured graphs are dropped and each batch size runs eagerly once more.
+void CudaStepEngine::set_recipe(const ScaledRecipeConfig& recipe) {
+    if (!fp8_.enabled) return;
+    ctx_.make_current();
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (recipe change)");
+    Fp8EngineState& f = fp8_;
+    const Fp8Rule rule = fp8_rule(recipe);
+    const Fp8Element dy = recipe.fp8_format == Fp8Format::Hybrid ? Fp8Element::E5M2 : kE4M3;
+    const auto count = static_cast<size_t>(f.count);
+    std::vector<Fp8TensorState> states(count);
+    std::vector<float> rings(count * static_cast<size_t>(f.rule.history_len)),
+        relaid(count * static_cast<size_t>(rule.history_len), 0.0f);
+    check_cuda(cudaMemcpy(states.data(), f.states, count * sizeof(Fp8TensorState), cudaMemcpyDeviceToHost),
+               "cudaMemcpy (FP8 states)");
+    check_cuda(cudaMemcpy(rings.data(), f.rings, rings.size() * sizeof(float), cudaMemcpyDeviceToHost),
+               "cudaMemcpy (FP8 histories)");
+    for (size_t i = 0; i < count; ++i) {
+        Fp8TensorState& t = states[i];
+        const int32_t keep = std::min(t.count, rule.history_len);
+        for (int32_t k = 0; k < keep; ++k)
+            relaid[i * static_cast<size_t>(rule.history_len) + static_cast<size_t>(k)] =
+                rings[i * static_cast<size_t>(f.rule.history_len) +
+                      static_cast<size_t>((t.head + t.count - keep + k) % f.rule.history_len)];
+        t.count = keep;
+        t.head = 0;
+        t.element_max = fp8_element_max(i % 3 == 2 ? dy : kE4M3);
+    }
+    // On the step's stream (non-blocking: a plain cudaMemcpy would not be ordered with its
+    // kernels), waited for before the host buffers go.
+    check_cuda(cudaMemcpyAsync(f.states, states.data(), count * sizeof(Fp8TensorState),
+                               cudaMemcpyHostToDevice, stream_),
+               "cudaMemcpyAsync (FP8 states)");
+    check_cuda(cudaMemcpyAsync(f.rings, relaid.data(), relaid.size() * sizeof(float), cudaMemcpyHostToDevice,
+                               stream_),
+               "cudaMemcpyAsync (FP8 histories)");
+    check_cuda(cudaMemcpyAsync(f.rule_device, &rule, sizeof rule, cudaMemcpyHostToDevice, stream_),
+               "cudaMemcpyAsync (FP8 rule)");
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (recipe change)");
+    f.rule = rule;
+    if (dy == f.dy_element) return;
+    f.dy_element = dy;
+    for (auto& L : layers_) L.fp8.on_fp8.clear();
+    for (auto& [batch, exec] : graphs_)
+        if (exec) cudaGraphExecDestroy(exec);
+    graphs_.clear();
 }
 
 // The three GEMMs of a Linear at `batch` samples, as the FP8 path runs them.

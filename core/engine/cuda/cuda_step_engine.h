@@ -45,6 +45,8 @@ public:
     StepCapabilities capabilities() const override { return {.gradient_statistics = false}; }
     void set_epoch_order(std::span<const int64_t> order) override;
     void set_scaler(const LossScalerConfig& config, const LossScaler& state) override;
+    // fp8-delayed / fp8-current settings changed live (cuda_fp8_linear.cpp).
+    void set_recipe(const ScaledRecipeConfig& recipe) override;
     void launch(const StepLaunch& attempt) override;
     void collect(std::vector<StepResult>& out, bool wait) override;
     Backend::LossResult evaluate() override;
