@@ -71,8 +71,9 @@ void CudaStepEngine::allocate_fp8(Network& network) {
     f.count = static_cast<int>(states.size());
     f.rule_device = arena_.allocate_array<Fp8Rule>(1, "FP8 recipe rule");
     f.states = arena_.allocate_array<Fp8TensorState>(bytes(f.count, 1), "FP8 tensor states");
-    f.rings =
-        arena_.allocate_array<float>(bytes(int64_t{f.count} * f.rule.history_len, 1), "FP8 amax histories");
+    f.rings = arena_.allocate_array<float>(
+        bytes(int64_t{f.count} * std::max<int64_t>(kLongestHistory, f.rule.history_len), 1),
+        "FP8 amax histories");
     f.amax = arena_.allocate_array<uint32_t>(bytes(f.count, 1), "FP8 amax scratch");
     const int64_t rows = max_batch_ * widest;
     f.x_q = arena_.allocate_array<uint8_t>(bytes(rows, 1), "FP8 x");
