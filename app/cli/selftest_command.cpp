@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,15 +52,17 @@ struct Trajectory {
     std::vector<double> losses;
     std::vector<float> weights;
     std::string error;
+    std::string backend;  // where the run trained (RunStartInfo::backend: "cpu" after a fallback)
 };
 
 class LossLog final : public TrainingObserver {
 public:
-    explicit LossLog(std::vector<double>& out) : out_(out) {}
-    void on_step(const StepMetrics& m) override { out_.push_back(m.loss); }
+    explicit LossLog(Trajectory& out) : out_(out) {}
+    void on_run_start(const RunStartInfo& info) override { out_.backend = info.backend + " " + info.device; }
+    void on_step(const StepMetrics& m) override { out_.losses.push_back(m.loss); }
 
 private:
-    std::vector<double>& out_;
+    Trajectory& out_;
 };
 
 Trajectory train_steps(Backend& backend, PrecisionKind precision, int threads, int64_t steps, bool graphs,
@@ -76,7 +79,7 @@ Trajectory train_steps(Backend& backend, PrecisionKind precision, int threads, i
     Network net = Network::from_json(preset.network);
     Trainer trainer(net, data, c, backend);
     Trajectory t;
-    LossLog log(t.losses);
+    LossLog log(t);
     trainer.add_observer(&log);
     const RunSummary s = trainer.run();
     if (s.status == RunStatus::Failed) t.error = s.error;
@@ -155,6 +158,49 @@ void cpu_checks(Tally& tally) {
     }
 }
 
+// The per-tensor FP8 recipes on the device's FP8 tensor cores (the spiral MLP's 64x64 layer at
+// batch 32; its 2-wide first and last layers take the BF16 path) against the CPU's emulation.
+// The device quantizes the same values with the same scales, but its sums run in another order,
+// and one flipped FP8 rounding moves a value by up to 1/16: every difference is held to the
+// distance the CPU's FP8 run keeps from its FP32 run (or the reduced policies' 5e-2).
+void fp8_trajectory_checks(Tally& tally, Backend& backend, Backend& cpu, int64_t steps) {
+    // The device FP8 path runs only when asked for until this very check has passed on a GPU.
+    setenv("MPWB_CUDA_FP8", "1", 1);
+    const Trajectory fp32 = train_steps(cpu, PrecisionKind::FP32, 0, steps, true);
+    const Trajectory fp32_one = train_steps(cpu, PrecisionKind::FP32, 0, 1, true);
+    for (PrecisionKind p : {PrecisionKind::Fp8Delayed, PrecisionKind::Fp8Current}) {
+        const Trajectory want = train_steps(cpu, p, 0, steps, true);
+        const Trajectory want_one = train_steps(cpu, p, 0, 1, true);
+        const double tol = trajectory_tolerance(p);
+        const double loss_tol = std::max(tol, difference(want.losses, fp32.losses, "step").relative);
+        const double one_tol =
+            std::max(tol, difference(want_one.weights, fp32_one.weights, "weight").relative);
+        const double weight_tol = std::max(tol, difference(want.weights, fp32.weights, "weight").relative);
+        for (bool graphs : {true, false}) {
+            const std::string name = "whole steps " + precision_name(p) + (graphs ? " (graphs)" : " (eager)");
+            const Trajectory got = train_steps(backend, p, 0, steps, graphs);
+            const Trajectory got_one = train_steps(backend, p, 0, 1, graphs);
+            if (!got.error.empty() || !want.error.empty()) {
+                tally.line(false, name, 0, 0, got.error.empty() ? want.error : got.error);
+                continue;
+            }
+            if (got.backend.rfind("cuda", 0) != 0) {
+                tally.line(false, name + " on the device", 0, 0, "trained on " + got.backend);
+                continue;
+            }
+            const Difference losses = difference(got.losses, want.losses, "step");
+            const Difference first = difference(got_one.weights, want_one.weights, "weight");
+            const Difference weights = difference(got.weights, want.weights, "weight");
+            tally.line(losses.relative <= loss_tol, name + " losses", losses.relative, loss_tol,
+                       losses.where);
+            tally.line(first.relative <= one_tol, name + " weights after 1 step", first.relative, one_tol,
+                       first.where);
+            tally.line(weights.relative <= weight_tol, name + " weights", weights.relative, weight_tol,
+                       weights.where);
+        }
+    }
+}
+
 void cuda_checks(Tally& tally, Backend& backend) {
     run_cuda_op_checks(backend, [&](const CudaCheckLine& l) {
         tally.line(l.passed, l.name, l.error, l.tolerance, l.detail);
@@ -197,6 +243,7 @@ void cuda_checks(Tally& tally, Backend& backend) {
             }
         }
     }
+    fp8_trajectory_checks(tally, backend, *cpu, kSteps);
     run_resume_checks(backend,
                       [&](const ResumeCheckLine& l) { tally.line(l.passed, l.name, 0, 0, l.detail); });
 }

@@ -39,6 +39,8 @@ namespace mpwb {
 
 struct StepEngineConfig {
     PrecisionPolicy policy;
+    // The scaled recipe's settings under a scaled policy (TrainConfig::effective_recipe).
+    ScaledRecipeConfig recipe;
     OptimizerConfig optimizer;
     float clip_norm = 0.0f;
     // The learning rate of each optimizer iteration; the engine asks it with its own scaler's
@@ -113,6 +115,10 @@ public:
     // took a retry decision. Only called when the host is in step with the engine (no step in
     // flight whose record it has not replayed).
     virtual void set_scaler(const LossScalerConfig& config, const LossScaler& state) = 0;
+    // The scaled recipe's settings after a live change, called as set_scaler is. The host engine
+    // reads the network's quantizers, which the Trainer has changed already; a device engine
+    // that quantizes itself takes the settings over (CudaStepEngine: fp8-delayed, fp8-current).
+    virtual void set_recipe(const ScaledRecipeConfig&) {}
 
     // Starts the attempt. May block while too many steps are in flight.
     virtual void launch(const StepLaunch& attempt) = 0;

@@ -17,6 +17,7 @@
 #include "core/common/parallel.h"
 #include "core/data/batcher.h"
 #include "core/engine/device_steps.h"
+#include "core/engine/device_fp8_support.h"
 #include "core/train/checkpoint_restore.h"
 #include "core/train/checkpoint_state.h"
 #include "core/train/dataset_digest.h"
@@ -374,14 +375,16 @@ RunSummary Trainer::run() {
 }
 
 bool Trainer::uses_device_engine() const {
-    // Scaled recipes run on the host until the device engine quantizes (issue 15), and so does a
-    // network with a layer the device has no op for (Network::missing_device_op).
-    return has_device_steps(backend_) && !policy_.scaled() && network_.missing_device_op().empty();
+    // A scaled recipe the device does not run (device_fp8_support) trains on the host, and so
+    // does a network with a layer the device has no op for (Network::missing_device_op).
+    return has_device_steps(backend_) && network_.missing_device_op().empty() &&
+           (!policy_.scaled() || device_fp8_support(network_, config_.effective_recipe()).empty());
 }
 
 std::unique_ptr<StepEngine> Trainer::make_engine(int64_t total_steps) {
     StepEngineConfig c;
     c.policy = policy_;
+    c.recipe = config_.effective_recipe();
     c.optimizer = config_.optimizer;
     c.clip_norm = config_.clip_norm;
     c.schedule = schedule_.get();
@@ -456,9 +459,10 @@ void Trainer::announce_start() {
         info.backend = "cpu";
         if (const auto* cpu = dynamic_cast<const CpuBackend*>(&backend_))
             info.device = cpu->CpuBackend::device_name();
-        info.device += policy_.scaled()
-                           ? " (scaled recipes run on the host engine)"
-                           : " (" + network_.missing_device_op() + ": it trains on the host engine)";
+        const std::string missing = network_.missing_device_op();
+        info.device +=
+            " (" + (missing.empty() ? device_fp8_support(network_, config_.effective_recipe()) : missing) +
+            ": it trains on the host engine)";
     }
     info.parameters = network_.parameter_count();
     info.steps_per_epoch = steps_per_epoch();
@@ -599,6 +603,7 @@ void Trainer::apply_live_changes(Run& run, int64_t step) {
     collect(run, true);
     for (const LiveChange& change : changes) apply_live_change(change, step, run.seconds());
     run.engine->set_scaler(scaler_.config(), scaler_);
+    if (policy_.scaled()) run.engine->set_recipe(config_.effective_recipe());
 }
 
 // One checked change (LiveChanges::request checked it against this run's policy).

@@ -51,6 +51,8 @@ PY
 )
 export LD_LIBRARY_PATH=$work/lib:$cuda_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONUNBUFFERED=1
+# The device FP8 path runs only when asked for until it has passed its selftest on a GPU.
+export MPWB_CUDA_FP8=1
 results=$out/results.jsonl
 : >"$results"
 

@@ -56,9 +56,12 @@ struct Spiral {
     Dataset data = load_dataset(preset.training.dataset);
 };
 
-RunSummary train(Network& net, const Spiral& spiral, StandInDevice& device, StartRecorder& recorder) {
+RunSummary train(Network& net, const Spiral& spiral, StandInDevice& device, StartRecorder& recorder,
+                 PrecisionKind precision = PrecisionKind::FP32, int accumulator_bits = 0) {
     TrainConfig config = spiral.preset.training;
     config.max_steps = 5;
+    config.precision = precision;
+    config.recipe.accumulator_bits = accumulator_bits;
     Trainer trainer(net, spiral.data, config, device);
     trainer.add_observer(&recorder);
     return trainer.run();
@@ -99,6 +102,57 @@ private slots:
         QCOMPARE(device.engines_asked, 1);
         QCOMPARE(summary.status, RunStatus::Failed);
         QCOMPARE(recorder.start.backend, std::string("stand-in"));
+    }
+
+    // Per-tensor FP8 on an MLP goes to the device engine (its FP8 tensor cores) when asked for:
+    // the path has not yet passed its selftest on a GPU ...
+    void perTensorFp8OnAnMlpGoesToTheDevice() {
+        qputenv("MPWB_CUDA_FP8", "1");
+        for (PrecisionKind p : {PrecisionKind::Fp8Delayed, PrecisionKind::Fp8Current}) {
+            const Spiral spiral;
+            Network net = Network::from_json(spiral.preset.network);
+            StandInDevice device;
+            StartRecorder recorder;
+            train(net, spiral, device, recorder, p);
+            QCOMPARE(device.engines_asked, 1);
+            QCOMPARE(recorder.start.backend, std::string("stand-in"));
+        }
+        qunsetenv("MPWB_CUDA_FP8");
+        const Spiral spiral;
+        Network net = Network::from_json(spiral.preset.network);
+        StandInDevice device;
+        StartRecorder recorder;
+        train(net, spiral, device, recorder, PrecisionKind::Fp8Delayed);
+        QCOMPARE(device.engines_asked, 0);
+        QVERIFY2(recorder.start.device.find("MPWB_CUDA_FP8=1") != std::string::npos,
+                 recorder.start.device.c_str());
+    }
+
+    // ... while a recipe or a setting the device has no path for trains on the host, saying why.
+    void otherScaledRecipesTrainOnTheHostEngine() {
+        const Spiral spiral;
+        struct Case {
+            PrecisionKind precision;
+            int accumulator_bits;
+            const char* reason;
+        };
+        const Case cases[] = {
+            {PrecisionKind::MxFp8, 0, "runs the scaled recipes fp8-delayed and fp8-current only"},
+            {PrecisionKind::Fp8Delayed, 8, "no emulation of a narrow accumulator (accumulator_bits 8)"}};
+        qputenv("MPWB_CUDA_FP8", "1");
+        for (const Case& c : cases) {
+            Network net = Network::from_json(spiral.preset.network);
+            StandInDevice device;
+            StartRecorder recorder;
+            const RunSummary summary = train(net, spiral, device, recorder, c.precision, c.accumulator_bits);
+            QCOMPARE(summary.status, RunStatus::Finished);
+            QCOMPARE(device.engines_asked, 0);
+            QCOMPARE(recorder.start.backend, std::string("cpu"));
+            QVERIFY2(recorder.start.device.find(c.reason) != std::string::npos,
+                     recorder.start.device.c_str());
+            QVERIFY2(recorder.start.device.find("it trains on the host engine") != std::string::npos,
+                     recorder.start.device.c_str());
+        }
     }
 };
 

@@ -10,6 +10,9 @@
 #include "core/backend/cpu/cpu_backend.h"
 #include "core/backend/cuda/cuda_check.h"
 #include "core/backend/cuda/element_math.h"
+#include "core/backend/cuda/fp8_gemm.h"
+#include "core/backend/cuda/fp8_kernels.h"
+#include "core/backend/cuda/fp8_math.h"
 #include "core/backend/cuda/kernels.h"
 #include "core/common/rng.h"
 #include "core/numeric/exponent_histogram.h"
@@ -62,6 +65,8 @@ public:
         return d;
     }
     void* zeros(int64_t n, DType t) { return upload(Host(static_cast<size_t>(n), 0.0f), t); }
+    // Zero-filled device memory of any layout (FP8 bytes, states).
+    void* raw(size_t bytes) { return arena_.allocate(bytes, "selftest buffer"); }
     Host download(const void* d, int64_t n, DType t) {
         check_cuda(cudaStreamSynchronize(stream_), "a selftest op");
         Host v(static_cast<size_t>(n));
@@ -547,6 +552,162 @@ void check_histogram(Harness& h) {
     }
 }
 
+// ---- per-tensor FP8 (fp8_kernels.h, fp8_gemm.h) -------------------------------------------
+
+// Values over many binades with the specials the rounding must keep: every FP8 rounding case is
+// reached at some scale.
+Host fp8_inputs(int64_t n, DType t, Rng& rng) {
+    Host v(static_cast<size_t>(n));
+    for (auto& x : v)
+        x = round_to_dtype(t, static_cast<float>(rng.normal()) * std::exp2(rng.uniform(-24.0f, 24.0f)));
+    const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e30f, -1e-30f};
+    for (size_t i = 0; i < std::size(specials) && i < v.size(); ++i) v[i * 13 % v.size()] = specials[i];
+    return v;
+}
+
+// The quantize kernel's bytes (row-major and transposed), its BF16 values and its amax against
+// fp8_math.h's host functions, bit for bit, for odd shapes in both element formats.
+void check_fp8_quantize(Harness& h) {
+    Rng rng(8);
+    const int64_t rows = 77, cols = 45, n = rows * cols;
+    for (DType t : {DType::F32, DType::BF16})
+        for (Fp8Element e : {Fp8Element::E4M3, Fp8Element::E5M2}) {
+            const Host x = fp8_inputs(n, t, rng);
+            Fp8TensorState state;
+            fp8_set_step_scale(state, 37.25f);
+            auto* ds = static_cast<Fp8TensorState*>(h.raw(sizeof state));
+            h.copy_in(ds, &state, sizeof state);
+            kernels::Fp8Outputs out{static_cast<uint8_t*>(h.raw(n)), static_cast<uint8_t*>(h.raw(n)),
+                                    static_cast<uint16_t*>(h.raw(n * 2)), static_cast<uint32_t*>(h.raw(4))};
+            kernels::fp8_quantize(t, h.upload(x, t), rows, cols, ds, e, out, h.stream());
+            std::vector<uint8_t> bytes(n), bytes_t(n);
+            std::vector<uint16_t> values(n);
+            uint32_t amax = 0, want_amax = 0;
+            h.copy_out(bytes.data(), out.bytes, n);
+            h.copy_out(bytes_t.data(), out.bytes_t, n);
+            h.copy_out(values.data(), out.values, n * 2);
+            h.copy_out(&amax, out.amax_bits, 4);
+            int64_t wrong = 0;
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t c = 0; c < cols; ++c) {
+                    const float v = x[static_cast<size_t>(r * cols + c)];
+                    const uint8_t want = fp8_encode(e, mul_rn(v, state.step_scale));
+                    want_amax = std::max(want_amax, bits_of(v) & 0x7fffffffu);
+                    const size_t i = static_cast<size_t>(r * cols + c);
+                    wrong += bytes[i] != want || bytes_t[static_cast<size_t>(c * rows + r)] != want ||
+                             values[i] != bf16_bits_from_float(fp8_decode(e, want));
+                }
+            const std::string name = std::string("fp8 quantize ") + dtype_name(t) + " -> " +
+                                     (e == Fp8Element::E4M3 ? "e4m3" : "e5m2") +
+                                     " 77x45 (bytes, transpose, amax)";
+            if (wrong == 0 && amax == want_amax)
+                h.note(name, "");
+            else
+                h.fail(name, std::to_string(wrong) + " elements differ from fp8_math.h; amax bits " +
+                                 std::to_string(amax) + " vs " + std::to_string(want_amax));
+        }
+}
+
+// begin / amax / end on the device against the same functions on the host, over steps whose
+// amaxes include 0, inf and NaN, for fp8-delayed (history of 3) and fp8-current.
+void check_fp8_state(Harness& h) {
+    const float amaxes[] = {3.0f, 0.0f, 12.5f, INFINITY, 1e-3f, NAN, 2e-44f, 0.5f, 7e4f};
+    for (int delayed : {1, 0}) {
+        Fp8Rule rule;
+        rule.delayed = delayed;
+        rule.history_len = 3;
+        rule.margin = 1;
+        Fp8TensorState host;
+        std::vector<float> ring(3, 0.0f);
+        auto* ds = static_cast<Fp8TensorState*>(h.raw(sizeof host));
+        auto* dr = static_cast<float*>(h.raw(12));
+        auto* drule = static_cast<Fp8Rule*>(h.raw(sizeof rule));
+        auto* damax = static_cast<uint32_t*>(h.raw(4));
+        h.copy_in(ds, &host, sizeof host);
+        h.copy_in(drule, &rule, sizeof rule);
+        bool same = true;
+        for (float a : amaxes) {
+            const uint32_t bits = bits_of(a) & 0x7fffffffu;
+            fp8_begin_step(host, ring.data(), rule);
+            fp8_take_amax(host, bits, rule);
+            fp8_end_step(host, ring.data(), rule);
+            h.copy_in(damax, &bits, 4);
+            kernels::fp8_begin_steps(ds, dr, 1, drule, h.stream());
+            kernels::fp8_take_amax(ds, damax, drule, h.stream());
+            kernels::fp8_end_steps(ds, dr, 1, drule, h.stream());
+            Fp8TensorState got;
+            h.copy_out(&got, ds, sizeof got);
+            same = same && std::memcmp(&got, &host, sizeof got) == 0;
+        }
+        const std::string name = std::string("fp8 scale state ") + (delayed ? "delayed" : "current");
+        same ? h.note(name, "") : h.fail(name, "the device state differs from fp8_math.h's");
+    }
+}
+
+// The FP8 GEMM against the CPU emulation: the dequantized operands multiplied in FP64. FP32
+// accumulation on the tensor cores, so FP32's tolerance (BF16's for a BF16 output).
+void check_fp8_gemm(Harness& h) {
+    Rng rng(9);
+    Fp8Gemm gemm(h.raw(size_t{8} << 20), size_t{8} << 20);
+    struct Case {
+        int64_t m, n, k;
+        Fp8Element a;
+        DType d;
+        bool bias;
+    };
+    const Case cases[] = {{64, 48, 96, Fp8Element::E4M3, DType::F32, false},
+                          {128, 256, 512, Fp8Element::E5M2, DType::F32, false},
+                          {64, 48, 96, Fp8Element::E4M3, DType::BF16, false},
+                          {64, 48, 96, Fp8Element::E4M3, DType::BF16, true}};
+    const float scale_a = 0.37f, scale_b = 11.0f;
+    for (const Case& c : cases) {
+        Fp8MatmulShape s{c.m, c.n, c.k, c.a, Fp8Element::E4M3, c.d, c.bias, c.bias};
+        const std::string name = "fp8 gemm " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                                 std::to_string(c.k) +
+                                 (c.a == Fp8Element::E5M2 ? " e5m2*e4m3" : " e4m3*e4m3") + " -> " +
+                                 dtype_name(c.d) + (c.bias ? " +bias+relu" : "");
+        if (!gemm.supports(s)) {
+            h.note(name, c.bias ? "epilogue not offered; the engine finishes with its own kernel"
+                                : "NOT OFFERED by cuBLASLt: the engine runs such layers in BF16");
+            continue;
+        }
+        std::vector<uint8_t> qa(static_cast<size_t>(c.m * c.k)), qb(static_cast<size_t>(c.n * c.k));
+        for (auto& q : qa) q = fp8_encode(c.a, static_cast<float>(rng.normal()) * 100.0f);
+        for (auto& q : qb) q = fp8_encode(Fp8Element::E4M3, static_cast<float>(rng.normal()) * 100.0f);
+        const float inverses[2] = {div_rn(1.0f, scale_a), div_rn(1.0f, scale_b)};
+        auto* da = static_cast<uint8_t*>(h.raw(qa.size()));
+        auto* db = static_cast<uint8_t*>(h.raw(qb.size()));
+        auto* dinv = static_cast<float*>(h.raw(8));
+        h.copy_in(da, qa.data(), qa.size());
+        h.copy_in(db, qb.data(), qb.size());
+        h.copy_in(dinv, inverses, 8);
+        const Host bias = h.random(c.n, DType::F32);
+        void* dbias = h.upload(bias, DType::F32);
+        void* dd = h.zeros(c.m * c.n, c.d);
+        gemm.matmul(s, da, dinv, db, dinv + 1, dd, static_cast<const float*>(dbias), h.stream());
+        Host ref(static_cast<size_t>(c.m * c.n));
+        for (int64_t i = 0; i < c.m; ++i)
+            for (int64_t j = 0; j < c.n; ++j) {
+                double sum = 0;
+                for (int64_t p = 0; p < c.k; ++p)
+                    sum +=
+                        static_cast<double>(fp8_decode(c.a, qa[static_cast<size_t>(i * c.k + p)]) *
+                                            inverses[0]) *
+                        static_cast<double>(
+                            fp8_decode(Fp8Element::E4M3, qb[static_cast<size_t>(j * c.k + p)]) * inverses[1]);
+                if (c.bias) sum = std::max(0.0, sum + bias[static_cast<size_t>(j)]);
+                ref[static_cast<size_t>(i * c.n + j)] = static_cast<float>(sum);
+            }
+        h.compare(name, h.download(dd, c.m * c.n, c.d), ref, c.d, c.d == DType::F32 ? 1e-5 : 1e-2);
+    }
+    try {
+        gemm.matmul({64, 10, 96}, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, h.stream());
+        h.fail("fp8 gemm refuses n = 10", "no error for a shape Hopper's FP8 GEMMs do not take");
+    } catch (const DeviceError& e) {
+        h.note("fp8 gemm refuses n = 10", e.what());
+    }
+}
+
 }  // namespace
 
 int run_op_checks(DeviceContext& context, const std::function<void(const SelftestLine&)>& report) {
@@ -556,7 +717,8 @@ int run_op_checks(DeviceContext& context, const std::function<void(const Selftes
         {"convert", check_convert},         {"gemm", check_gemm},
         {"elementwise", check_elementwise}, {"losses", check_losses},
         {"batchnorm", check_batchnorm},     {"convolution and pooling", check_convolution_and_pooling},
-        {"histogram", check_histogram}};
+        {"histogram", check_histogram},     {"fp8 quantize", check_fp8_quantize},
+        {"fp8 state", check_fp8_state},     {"fp8 gemm", check_fp8_gemm}};
     for (const auto& [name, run] : groups) {
         try {
             run(h);

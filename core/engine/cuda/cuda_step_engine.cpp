@@ -45,6 +45,7 @@ CudaStepEngine::CudaStepEngine(DeviceContext& context, Network& network, const D
     plan_layers(network);
     if (config_.gradient_statistics) plan_statistics(network);
     allocate_buffers();
+    allocate_fp8(network);
     upload(data);
 }
 
@@ -59,7 +60,13 @@ CudaStepEngine::~CudaStepEngine() {
 }
 
 std::string CudaStepEngine::description() const {
-    return std::string(config_.use_graphs ? "CUDA graphs" : "eager launches") + ", " +
+    std::string gemms;
+    if (fp8_.enabled)
+        gemms = ", " + config_.policy.name() + " on the FP8 tensor cores" +
+                (fp8_.bf16_layers.empty()
+                     ? ""
+                     : " (FP8 values on the BF16 tensor cores for " + fp8_.bf16_layers + ")");
+    return std::string(config_.use_graphs ? "CUDA graphs" : "eager launches") + gemms + ", " +
            format_bytes(arena_.bytes_reserved()) + " of device memory";
 }
 
@@ -418,6 +425,7 @@ void CudaStepEngine::launch_step(std::map<int64_t, cudaGraphExec_t>& graphs, int
 void CudaStepEngine::enqueue_step(int64_t batch) {
     kernels::gather_batch(train_x_, sample_width_, train_y_, label_width_, order_, &input_->batch_offset,
                           batch, act_, acts_[0].data, labels_, stream_);
+    enqueue_fp8_begin();
     enqueue_forward(batch, true);
     check_cuda(cudaMemsetAsync(loss_sum_, 0, sizeof(float), stream_), "cudaMemsetAsync (loss)");
     check_cuda(cudaMemsetAsync(correct_, 0, sizeof(int64_t), stream_), "cudaMemsetAsync (correct)");
@@ -425,6 +433,7 @@ void CudaStepEngine::enqueue_step(int64_t batch) {
     if (statistics_pass_) enqueue_statistics_start(batch);
     enqueue_backward(batch);
     if (statistics_pass_) enqueue_statistics_end();
+    enqueue_fp8_end();  // every attempt, applied or skipped, as GemmQuantizer::end_step
     enqueue_tail();
 }
 
@@ -517,6 +526,7 @@ void CudaStepEngine::store_param_grad(const ParamPlan& p, const float* sum) {
 }
 
 void CudaStepEngine::forward(const LinearOp&, const LayerCall& call) {
+    if (call.plan.fp8.active) return fp8_forward(call);
     const LayerPlan& L = call.plan;
     const ParamPlan& w = params_[L.params[0]];
     const float* bias = L.params.size() > 1 ? params_[L.params[1]].master : nullptr;
@@ -537,6 +547,7 @@ void CudaStepEngine::forward(const LinearOp&, const LayerCall& call) {
 }
 
 void CudaStepEngine::backward(const LinearOp&, const LayerCall& call) {
+    if (call.plan.fp8.active) return fp8_backward(call);
     const LayerPlan& L = call.plan;
     linear_weight_grads(call);
     if (!call.dx) return;
@@ -771,6 +782,7 @@ Backend::LossResult CudaStepEngine::evaluate() {
         copy_to_device(offset, &start, sizeof start, stream_);
         kernels::gather_batch(test_x_, sample_width_, test_y_, label_width_, eval_order_, offset, n, act_,
                               acts_[0].data, labels_, stream_);
+        enqueue_fp8_begin();  // the scales training left; no history changes (no end)
         enqueue_forward(n, false);
         check_cuda(cudaMemsetAsync(loss_sum_, 0, sizeof(float), stream_), "cudaMemsetAsync (loss)");
         check_cuda(cudaMemsetAsync(correct_, 0, sizeof(int64_t), stream_), "cudaMemsetAsync (correct)");

@@ -29,6 +29,8 @@
 
 #include "core/backend/cuda/device_context.h"
 #include "core/engine/cuda/device_gradient_stats.h"
+#include "core/backend/cuda/fp8_kernels.h"
+#include "core/engine/cuda/cuda_fp8_linear.h"
 #include "core/engine/cuda/device_plan.h"
 #include "core/backend/cuda/step_math.h"
 #include "core/engine/step_engine.h"
@@ -43,9 +45,12 @@ public:
                    const StepEngineConfig& config);
     ~CudaStepEngine() override;
 
-    StepCapabilities capabilities() const override { return {.checkpoints = true}; }
+    // A device FP8 run keeps its amax histories on the device, which checkpoints do not hold yet.
+    StepCapabilities capabilities() const override { return {.checkpoints = !fp8_.enabled}; }
     void set_epoch_order(std::span<const int64_t> order) override;
     void set_scaler(const LossScalerConfig& config, const LossScaler& state) override;
+    // fp8-delayed / fp8-current settings changed live (cuda_fp8_linear.cpp).
+    void set_recipe(const ScaledRecipeConfig& recipe) override;
     void launch(const StepLaunch& attempt) override;
     void collect(std::vector<StepResult>& out, bool wait) override;
     Backend::LossResult evaluate() override;
@@ -96,6 +101,7 @@ private:
         // (kNoTarget where the layer writes none).
         std::vector<size_t> param_targets;
         size_t dx_target = kNoTarget;
+        Fp8LinearState fp8;  // Linear under fp8-delayed / fp8-current (cuda_fp8_linear.cpp)
     };
     static constexpr size_t kNoTarget = static_cast<size_t>(-1);
 
@@ -185,6 +191,24 @@ private:
     float* f32_target(const ParamPlan& p, float* scratch) const;
     // dst (dtype of the parameter's grad) from an FP32 sum, converting when they differ.
     void store_param_grad(const ParamPlan& p, const float* sum);
+
+    // Per-tensor FP8 (cuda_fp8_linear.cpp): the state, the step's begin and end, a Linear's
+    // launches on the FP8 tensor cores or, for shapes they refuse, with its FP8 values in BF16.
+    struct Fp8Shapes {
+        Fp8MatmulShape forward, wgrad, dgrad;
+    };
+    void allocate_fp8(Network& network);
+    Fp8Shapes fp8_shapes(const LayerPlan& L, int64_t batch) const;
+    void note_fp8_shapes(const LayerPlan& L);
+    bool fp8_on_tensor_cores(LayerPlan& L, int64_t batch);
+    void enqueue_fp8_begin();
+    void enqueue_fp8_end();
+    void fp8_quantize_operand(DType t, const void* x, int64_t rows, int64_t cols, int32_t state,
+                              Fp8Element element, kernels::Fp8Outputs out, bool record);
+    void fp8_forward(const LayerCall& call);
+    void fp8_backward(const LayerCall& call);
+    void fp8_backward_fp8(const LayerCall& call);
+    void fp8_backward_bf16(const LayerCall& call);
 
     DeviceContext& ctx_;
     StepEngineConfig config_;
@@ -278,6 +302,7 @@ private:
     // CPU: the device draws its masks from (seed, step) and never reads it. Unset: the state
     // the host engine starts with.
     std::optional<Rng::State> dropout_state_;
+    Fp8EngineState fp8_;
 };
 
 }  // namespace mpwb::cuda
