@@ -141,9 +141,12 @@ void CudaStepEngine::set_recipe(const ScaledRecipeConfig& recipe) {
     if (dy == f.dy_element) return;
     f.dy_element = dy;
     for (auto& L : layers_) L.fp8.on_fp8.clear();
-    for (auto& [batch, exec] : graphs_)
-        if (exec) cudaGraphExecDestroy(exec);
-    graphs_.clear();
+    // Both kinds of step captured the old format's GEMMs.
+    for (auto* graphs : {&graphs_, &statistics_graphs_}) {
+        for (auto& [batch, exec] : *graphs)
+            if (exec) cudaGraphExecDestroy(exec);
+        graphs->clear();
+    }
 }
 
 // The three GEMMs of a Linear at `batch` samples, as the FP8 path runs them.
