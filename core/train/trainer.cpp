@@ -579,7 +579,9 @@ void Trainer::train_step(Run& run, int64_t epoch, int64_t batch) {
     step.n = std::min(config_.batch_size, run.batches.samples() - step.offset);
     step.statistics = config_.stats_every > 0 && (step.step % config_.stats_every == 0 || step.step == 1);
     apply_live_changes(run, step.step);
-    if (step.statistics) collect(run, true);  // the histograms see the weights the step starts from
+    // One statistics step's probe at a time: wait only while the last one's counts are still on
+    // their way (a device engine runs ahead of the host; its stream orders the weights).
+    if (step.statistics && run.probe) collect(run, true);
     run.in_flight.push_back(step);
     launch(run, run.in_flight.back());
     if (scaler_.config().on_overflow != OverflowAction::Retry) {
