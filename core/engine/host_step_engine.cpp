@@ -141,7 +141,7 @@ HostGradientPass::HostGradientPass(Network& network, const Dataset& data, Backen
       backend_(backend),
       policy_(policy),
       loss_(run_loss(network.loss(), data.target_kind(), data.name)),
-      dropout_rng_(seed ^ 0xD50Full),
+      dropout_rng_(seed ^ kDropoutSeedSalt),
       ctx_{backend, policy.gemm_operands, true, &dropout_rng_} {}
 
 Backend::LossResult HostGradientPass::run(std::span<const int64_t> rows, float scale, GradientProbe* probe) {

@@ -1,10 +1,9 @@
 // The host StepEngine: a training step run op by op through a Backend on host memory (the CPU
-// backend; a GPU backend's host ops for its statistics pass). Its records are ready when launch
-// returns, and it takes gradient statistics itself, in the step's own backward pass.
+// backend). Its records are ready when launch returns, and it takes gradient statistics itself,
+// in the step's own backward pass.
 //
-// Also the host pieces the Trainer reuses: the evaluation on the test split, and HostGradientPass,
-// the forward + loss + backward of one batch that both the host engine and the Trainer's
-// statistics pass for a device engine run. The loss is the run's, as run_loss
+// Also the evaluation on the test split, which the Trainer reuses, and HostGradientPass, the
+// engine's forward + loss + backward of one batch. The loss is the run's, as run_loss
 // (core/nn/loss_registry.h) chooses it for every engine.
 #pragma once
 #include <memory>
@@ -15,6 +14,10 @@
 #include "core/nn/loss_registry.h"
 
 namespace mpwb {
+
+// The host engine's dropout generator starts at Rng(seed ^ kDropoutSeedSalt); a device engine
+// that carries that generator for a resume on the CPU starts it the same way.
+inline constexpr uint64_t kDropoutSeedSalt = 0xD50Full;
 
 // Test loss and accuracy of the network's current host weights over the test split.
 Backend::LossResult evaluate_on_host(Network& network, const Dataset& data, Backend& backend,

@@ -24,12 +24,10 @@
 #include "core/backend/cuda/kernels.h"
 #include "core/engine/cuda/cuda_step_engine.h"
 #include "core/engine/cuda/device_optimizer_state.h"
+#include "core/engine/host_step_engine.h"
 
 namespace mpwb::cuda {
 namespace {
-
-// Matches the host engine's dropout generator (host_step_engine.cpp), for a resume on the CPU.
-constexpr uint64_t kDropoutSeedSalt = 0xD50Full;
 
 void download_floats(std::vector<float>& out, const float* device, int64_t n, cudaStream_t stream) {
     out.resize(static_cast<size_t>(n));
