@@ -183,11 +183,11 @@ void check_bundle_scaling_stats(sqlite::Db& db, const std::string& path) {
     if (db.query_int("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='scaling_stats'") == 0)
         return;
     sqlite::Stmt rows(
-        db, std::string("SELECT ") + kScalingStatsColumns +
+        db, "SELECT " + scaling_stats_columns(has_recipe_columns(db)) +
                 ", s.id, coalesce(r.uuid, '') FROM scaling_stats s LEFT JOIN runs r ON r.id = s.run_id");
     while (rows.step("reading bundle scaling statistics")) {
         const std::string what = "bundle " + path + ": table scaling_stats, row " +
-                                 std::to_string(rows.col_int(15)) + " (run " + rows.col_text(16) + ")";
+                                 std::to_string(rows.col_int(17)) + " (run " + rows.col_text(18) + ")";
         try {
             (void)read_scaling_stats_row(rows, what);
         } catch (const DataError& e) {

@@ -391,12 +391,13 @@ std::vector<Histogram> RunStore::histograms(std::int64_t run_id, std::optional<s
 std::vector<ScalingStatsRecord> RunStore::scaling_stats(std::int64_t run_id) const {
     // A read-only open does not migrate: a file from before the table has no statistics.
     if (opened_version_ < kScalingStatsSchema && options_.read_only) return {};
-    sqlite::Stmt s(db_, std::string("SELECT ") + kScalingStatsColumns +
-                            ", id FROM scaling_stats WHERE run_id=? ORDER BY step, layer, operand, id");
+    const bool recipe_columns = opened_version_ >= kScalingStatsRecipeSchema || !options_.read_only;
+    sqlite::Stmt s(db_, "SELECT " + scaling_stats_columns(recipe_columns) +
+                            " , id FROM scaling_stats WHERE run_id=? ORDER BY step, layer, operand, id");
     s.bind(1, run_id);
     std::vector<ScalingStatsRecord> out;
     while (s.step("reading scaling statistics")) {
-        const std::string what = path() + ": table scaling_stats, row " + std::to_string(s.col_int(15));
+        const std::string what = path() + ": table scaling_stats, row " + std::to_string(s.col_int(17));
         try {
             out.push_back(read_scaling_stats_row(s, what));
         } catch (const DataError& e) {

@@ -71,7 +71,10 @@ void insert_scaling_row(sqlite::Stmt& s, std::int64_t run_id, const ScalingStats
     bind_real(s, 11, st.sqnr_db);
     s.bind(12, st.values).bind(13, st.blocks).bind(14, st.clipped_blocks).bind(15, st.block_exponent_min);
     const auto blob = block_exponent_counts_to_blob(st.block_exponent_counts);
-    s.bind_blob(16, blob.data(), blob.size()).run("writing scaling statistics");
+    s.bind_blob(16, blob.data(), blob.size())
+        .bind(17, st.recipe)
+        .bind(18, static_cast<std::int64_t>(st.what_if));
+    s.run("writing scaling statistics");
     s.reset();
 }
 
@@ -126,8 +129,8 @@ RunWriter::RunWriter(const std::string& db_path, std::int64_t run_id, const Opti
         sqlite::Stmt(db,
                      "INSERT INTO scaling_stats(run_id, step, layer, layer_label, operand, element, amax, "
                      "scale, underflow_fraction, saturate_fraction, sqnr_db, value_count, blocks, "
-                     "clipped_blocks, block_exponent_min, block_exponent_counts) "
-                     "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+                     "clipped_blocks, block_exponent_min, block_exponent_counts, recipe, what_if) "
+                     "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
         sqlite::Stmt(db, "UPDATE runs SET status=?, ended=? WHERE id=?"),
     });
     thread_ = std::thread([this] { loop(); });

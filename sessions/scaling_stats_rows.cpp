@@ -33,10 +33,17 @@ std::vector<std::int64_t> block_exponent_counts_from_blob(std::span<const std::u
     return counts;
 }
 
-const char* const kScalingStatsColumns =
-    "step, layer, layer_label, operand, element, amax, scale, underflow_fraction, saturate_fraction, "
-    "sqnr_db, "
-    "value_count, blocks, clipped_blocks, block_exponent_min, block_exponent_counts";
+std::string scaling_stats_columns(bool has_recipe_columns) {
+    return std::string(
+               "step, layer, layer_label, operand, element, amax, scale, underflow_fraction, "
+               "saturate_fraction, sqnr_db, value_count, blocks, clipped_blocks, block_exponent_min, "
+               "block_exponent_counts, ") +
+           (has_recipe_columns ? "recipe, what_if" : "'' AS recipe, 0 AS what_if");
+}
+
+bool has_recipe_columns(sqlite::Db& db) {
+    return db.query_int("SELECT count(*) FROM pragma_table_info('scaling_stats') WHERE name='recipe'") > 0;
+}
 
 namespace {
 
@@ -79,6 +86,14 @@ ScalingStatsRecord read_scaling_stats_row(const sqlite::Stmt& s, const std::stri
     st.block_exponent_min = static_cast<int>(exponent_min);
     const auto blob = s.col_blob(14);
     st.block_exponent_counts = block_exponent_counts_from_blob(blob, what + ", field block_exponent_counts");
+    st.recipe = s.col_text(15);
+    if (st.recipe.size() > kMaxRecipeNameLength)
+        throw DataError(what + ", field recipe: " + std::to_string(st.recipe.size()) +
+                        " characters; a recipe name has at most " + std::to_string(kMaxRecipeNameLength));
+    const std::int64_t what_if = s.col_int(16);
+    if (what_if != 0 && what_if != 1)
+        throw DataError(what + ", field what_if: " + std::to_string(what_if) + " is not 0 or 1");
+    st.what_if = what_if == 1;
     return r;
 }
 

@@ -1,8 +1,8 @@
-// Rows of the scaling_stats table (store schema 6) read back into ScalingStatsRecord, and the
-// stored form of a block recipe's histogram of block-scale exponents (its block_exponent_counts
-// column): the counts as int64 in the host's byte order (core/common/byte_blob.h), one per power
-// of two. Shared by the writer, the store's query and the bundle import's check, so a damaged
-// row is refused the same way everywhere.
+// Rows of the scaling_stats table (store schema 6, recipe columns 9) read back into ScalingStatsRecord, and
+// the stored form of a block recipe's histogram of block-scale exponents (its block_exponent_counts column):
+// the counts as int64 in the host's byte order (core/common/byte_blob.h), one per power of two. Shared by the
+// writer, the store's query and the bundle import's check, so a damaged row is refused the same way
+// everywhere.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -24,9 +24,15 @@ std::vector<std::uint8_t> block_exponent_counts_to_blob(const std::vector<std::i
 std::vector<std::int64_t> block_exponent_counts_from_blob(std::span<const std::uint8_t> blob,
                                                           const std::string& what);
 
-// The columns read_scaling_stats_row expects first (0 to 14), in its order, for a SELECT on
-// scaling_stats; a query may select more after them.
-extern const char* const kScalingStatsColumns;
+// A recipe name longer than this is damage ("fp8-delayed" is the longest today).
+constexpr std::size_t kMaxRecipeNameLength = 32;
+
+// The columns read_scaling_stats_row expects first (0 to 16), in its order, for a SELECT on
+// scaling_stats; a query may select more after them. A table from before schema 9 has no recipe
+// and what_if columns: they read as '' and 0 (the run's own statistics).
+std::string scaling_stats_columns(bool has_recipe_columns);
+// Whether db's scaling_stats table has schema 9's recipe columns.
+bool has_recipe_columns(sqlite::Db& db);
 
 // The record in the current row of s (selected with kScalingStatsColumns). Throws DataError
 // "<what>, field <column>: ..." for an unknown element format, a negative layer or count, or a

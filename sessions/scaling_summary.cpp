@@ -11,17 +11,20 @@ namespace mpwb {
 std::vector<ScalingSummaryRow> summarize_scaling(const std::vector<ScalingStatsRecord>& records) {
     // The label is part of the key: a transformer block's named GEMMs share their layer's index
     // ("3.attn.qkv", "3.mlp.fc1"); a layer with one GEMM has one label throughout.
-    using Key = std::tuple<std::size_t, std::string, std::string>;
+    // What-if rows and the rows of each recipe are rows of their own.
+    using Key = std::tuple<std::size_t, std::string, bool, std::string, std::string>;
     std::map<Key, ScalingSummaryRow> rows;
     std::map<Key, std::int64_t> first_step;
     for (const auto& r : records) {
-        const Key key{r.layer, r.layer_label, r.stats.operand};
+        const Key key{r.layer, r.layer_label, r.stats.what_if, r.stats.recipe, r.stats.operand};
         auto [it, fresh] = rows.try_emplace(key);
         ScalingSummaryRow& row = it->second;
         const double sqnr = r.stats.sqnr_db;
         if (fresh) {
             row.layer = r.layer;
             row.operand = r.stats.operand;
+            row.recipe = r.stats.recipe;
+            row.what_if = r.stats.what_if;
             row.min_sqnr_db = std::numeric_limits<double>::quiet_NaN();
         }
         if (fresh || r.step < first_step[key]) {

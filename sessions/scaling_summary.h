@@ -14,6 +14,8 @@ struct ScalingSummaryRow {
     std::size_t layer = 0;
     std::string layer_label;
     std::string operand;
+    std::string recipe;             // ScalingStats::recipe
+    bool what_if = false;           // ScalingStats::what_if
     Format element = Format::E4M3;  // of the last record
     std::int64_t records = 0;
     std::int64_t last_step = 0;
@@ -24,8 +26,8 @@ struct ScalingSummaryRow {
     std::int64_t blocks = 0;
 };
 
-// One row per (layer, GEMM, operand), ordered by layer, then the GEMM's label ("3.attn.qkv"),
-// then operand; records in any order.
+// One row per (layer, GEMM, what-if or not, recipe, operand), ordered by layer, then the GEMM's
+// label ("3.attn.qkv"), the run's own rows before what-if rows, recipe, operand; records in any order.
 std::vector<ScalingSummaryRow> summarize_scaling(const std::vector<ScalingStatsRecord>& records);
 
 }  // namespace mpwb

@@ -254,6 +254,13 @@ CREATE TABLE final_weight_tensors(
   data BLOB NOT NULL,
   PRIMARY KEY(run_id, position));
 )sql",
+    // 9: a scaling_stats row names the recipe that took it ("mxfp8"; "bf16" for an operand a
+    // precision rule keeps unquantized) and marks a what-if recipe's rows (what_if 1: statistics
+    // of a recipe the GEMM did not use). Rows from before read as '' and 0: the run's own.
+    R"sql(
+ALTER TABLE scaling_stats ADD COLUMN recipe TEXT NOT NULL DEFAULT '';
+ALTER TABLE scaling_stats ADD COLUMN what_if INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 }  // namespace

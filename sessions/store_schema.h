@@ -33,6 +33,8 @@ constexpr int kOldestReadableSchema = 4;
 constexpr int kScalingStatsSchema = 6;
 // The schema that added final_weights and final_weight_tensors.
 constexpr int kFinalWeightsSchema = 8;
+// The schema whose scaling_stats rows name their recipe and mark what-if rows.
+constexpr int kScalingStatsRecipeSchema = 9;
 
 // Steps of 2^kMetricBlockShift consecutive step numbers are summarised in metric_blocks.
 constexpr int kMetricBlockShift = 5;

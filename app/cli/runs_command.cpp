@@ -34,6 +34,7 @@
 #include "sessions/run_figures.h"
 #include "sessions/run_query.h"
 #include "sessions/run_store.h"
+#include "sessions/recipe_advisor.h"
 #include "sessions/scaling_summary.h"
 
 namespace mpwb::cli {
@@ -186,6 +187,8 @@ nlohmann::json scaling_to_json(const std::vector<ScalingSummaryRow>& rows) {
         out.push_back({{"layer", row.layer},
                        {"layer_label", row.layer_label},
                        {"operand", row.operand},
+                       {"recipe", row.recipe},
+                       {"what_if", row.what_if},
                        {"element", format_name(row.element)},
                        {"records", row.records},
                        {"last_step", row.last_step},
@@ -203,23 +206,85 @@ nlohmann::json scaling_to_json(const std::vector<ScalingSummaryRow>& rows) {
 }
 
 // The scaling section of `runs show`: per layer and operand, the last statistics step's amax,
-// scale and SQNR (block recipes other than nvfp4 have no per-tensor scale: "-").
+// scale and SQNR (block recipes other than nvfp4 have no per-tensor scale: "-"), the run's own
+// rows first, then the what-if recipes' rows.
 void print_scaling_summary(const std::vector<ScalingSummaryRow>& summary) {
-    if (summary.empty()) return;
-    std::printf("\nscaling (last statistics step per layer and operand)\n");
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& row : summary) {
-        const auto& st = row.last;
-        rows.push_back(
-            {row.layer_label, row.operand, format_name(row.element), std::to_string(row.last_step),
-             format_number(st.amax), st.scale > 0 ? format_number(st.scale) : "-",
-             format_percent(st.underflow_fraction), format_percent(st.saturate_fraction),
-             format_number(st.sqnr_db, 3), format_number(row.min_sqnr_db, 3),
-             row.blocks > 0 ? std::to_string(row.clipped_blocks) + "/" + std::to_string(row.blocks) : "-"});
+    for (const bool what_if : {false, true}) {
+        std::vector<std::vector<std::string>> rows;
+        for (const auto& row : summary) {
+            if (row.what_if != what_if) continue;
+            const auto& st = row.last;
+            rows.push_back({row.layer_label, row.operand, row.recipe.empty() ? "-" : row.recipe,
+                            format_name(row.element), std::to_string(row.last_step), format_number(st.amax),
+                            st.scale > 0 ? format_number(st.scale) : "-",
+                            format_percent(st.underflow_fraction), format_percent(st.saturate_fraction),
+                            format_number(st.sqnr_db, 3), format_number(row.min_sqnr_db, 3),
+                            row.blocks > 0
+                                ? std::to_string(row.clipped_blocks) + "/" + std::to_string(row.blocks)
+                                : "-"});
+        }
+        if (rows.empty()) continue;
+        std::printf(what_if ? "\nwhat-if scaling (recipes the GEMMs did not use; last statistics step)\n"
+                            : "\nscaling (last statistics step per layer and operand)\n");
+        print_table({"layer", "operand", "recipe", "format", "step", "amax", "scale", "underflow",
+                     "saturated", "SQNR dB", "min SQNR", "clipped blocks (all steps)"},
+                    rows, {4, 5, 6, 7, 8, 9, 10, 11});
     }
-    print_table({"layer", "operand", "format", "step", "amax", "scale", "underflow", "saturated", "SQNR dB",
-                 "min SQNR", "clipped blocks (all steps)"},
-                rows, {3, 4, 5, 6, 7, 8, 9, 10});
+}
+
+nlohmann::json advisor_to_json(const AdvisorTable& table) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const AdvisorRow& row : table.rows) {
+        nlohmann::json cells = nlohmann::json::array();
+        for (const AdvisorCell& c : row.cells)
+            cells.push_back(c.present ? nlohmann::json{{"recipe", c.recipe},
+                                                       {"step", c.step},
+                                                       {"min_sqnr_db", number_or_null(c.min_sqnr_db)},
+                                                       {"max_underflow", number_or_null(c.max_underflow)},
+                                                       {"max_saturate", number_or_null(c.max_saturate)},
+                                                       {"worst_operand", c.worst_operand}}
+                                      : nlohmann::json(nullptr));
+        rows.push_back({{"gemm", row.gemm_label}, {"rule", row.rule_label}, {"cells", cells}});
+    }
+    return {{"columns", table.columns}, {"rows", rows}};
+}
+
+// The advisor: GEMMs × recipes, the worst operand's SQNR and underflow at the last statistics step.
+void print_recipe_advisor(const AdvisorTable& table) {
+    if (table.columns.size() < 2) return;  // without what-if recipes the scaling table says it all
+    std::printf("\nrecipe advisor (worst operand per GEMM: SQNR dB / underflow; rule name in brackets)\n");
+    std::vector<std::vector<std::string>> rows;
+    for (const AdvisorRow& row : table.rows) {
+        std::vector<std::string> line{row.gemm_label + " [" + row.rule_label + "]"};
+        for (const AdvisorCell& c : row.cells)
+            line.push_back(c.present
+                               ? (table.column_recipes[line.size() - 1].empty() ? c.recipe + " " : "") +
+                                     format_number(c.min_sqnr_db, 3) + " / " + format_percent(c.max_underflow)
+                               : "-");
+        rows.push_back(std::move(line));
+    }
+    std::vector<std::string> header{"GEMM"};
+    header.insert(header.end(), table.columns.begin(), table.columns.end());
+    print_table(header, rows, {});
+}
+
+// The precision of every GEMM and pass, as the run resolved its rules ("gemm_precisions" event).
+nlohmann::json gemm_precisions_of(RunStore& store, std::int64_t run_id) {
+    const auto events = store.events(run_id, "gemm_precisions");
+    if (events.empty()) return nlohmann::json::array();
+    const nlohmann::json stored = parse_or_text(events.front().json);
+    return stored.is_object() && stored.contains("detail") ? stored["detail"] : nlohmann::json::array();
+}
+
+void print_gemm_precisions(const nlohmann::json& plan) {
+    if (!plan.is_array() || plan.empty()) return;
+    std::printf("\nprecision per GEMM (fprop / dgrad / wgrad)\n");
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& g : plan)
+        if (g.is_object())
+            rows.push_back(
+                {g.value("gemm", "?"), g.value("fprop", "?"), g.value("dgrad", "?"), g.value("wgrad", "?")});
+    print_table({"GEMM", "fprop", "dgrad", "wgrad"}, rows, {});
 }
 
 // The newest checkpoint's step and run time ("checkpoint_step", "checkpoint_wall_seconds"; null
@@ -326,8 +391,11 @@ nlohmann::json run_to_json(RunStore& store, const Run& r, bool full) {
     j["events"] = {{"count", events.size()}, {"by_kind", counts}};
     j["histograms"] = store.histograms(r.id).size();
     j["scaling_damaged"] = nullptr;
+    j["gemm_precisions"] = gemm_precisions_of(store, r.id);
     try {
-        j["scaling"] = scaling_to_json(summarize_scaling(store.scaling_stats(r.id)));
+        const auto records = store.scaling_stats(r.id);
+        j["scaling"] = scaling_to_json(summarize_scaling(records));
+        j["advisor"] = advisor_to_json(recipe_advisor(records));
     } catch (const StoreError& e) {  // a damaged row names itself; the rest of the run is shown
         j["scaling"] = nlohmann::json::array();
         j["scaling_damaged"] = e.what();
@@ -499,6 +567,8 @@ void cmd_show(const RunsArgs& a) {
         std::printf("\nscaling DAMAGED: %s\n", j["scaling_damaged"].get<std::string>().c_str());
     else
         print_scaling_summary(summarize_scaling(store->scaling_stats(id)));
+    print_gemm_precisions(j["gemm_precisions"]);
+    if (j.contains("advisor")) print_recipe_advisor(recipe_advisor(store->scaling_stats(id)));
 }
 
 // --- mutations ---------------------------------------------------------------------------------

@@ -123,6 +123,7 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
                    "Storage of weight gradients: fp32, fp16, bf16");
     app.add_flag("--fp32-residual", fp32_residual,
                  "Keep a transformer's residual stream in FP32 whatever the precision");
+    add_precision_rule_flags(app);
     const std::string scaler_group = "Loss scaler";
     app.add_option("--scaler-like", scaler_like,
                    "Start from a known system's rules: pytorch, deepspeed, megatron, nnabla; the flags "
@@ -130,6 +131,41 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
         ->type_name("NAME")
         ->group(scaler_group);
     scaler_flags.add_to(app, scaler_group);
+}
+
+// A precision per GEMM and pass, and the what-if recipes (DESIGN.md, "Precision per layer").
+void TrainingOptions::add_precision_rule_flags(CLI::App& app) {
+    const std::string group = "Precision per GEMM";
+    app.add_option(
+           "--precision-rule", precision_rules,
+           "A GEMM's precision per pass, first match wins: GLOB=RECIPE, GLOB=fprop:R,dgrad:R,wgrad:R or "
+           "a JSON object {\"match\": \"*.attn.*\", \"wgrad\": \"bf16\"}; GEMMs are named 3 (layer 3's "
+           "one GEMM) or 3.attn.qkv; R is bf16 or a scaled recipe (repeatable)")
+        ->type_name("RULE")
+        ->group(group);
+    app.add_flag("--keep-ends-bf16", keep_ends_bf16,
+                 "Keep every GEMM of the first and last layers with GEMMs in BF16 (all passes)")
+        ->group(group);
+    app.add_flag("--backward-bf16", backward_bf16, "Run every GEMM's dgrad and wgrad in BF16")->group(group);
+    app.add_option("--what-if", what_if,
+                   "On statistics steps, also quantize every GEMM operand by these recipes without using the "
+                   "result, and record their statistics (comma-separated, e.g. mxfp8,nvfp4)")
+        ->type_name("RECIPES")
+        ->group(group);
+}
+
+void TrainingOptions::apply_precision_rule_flags(TrainConfig& c) const {
+    if (!precision_rules.empty()) {
+        if (precision_rules.size() > kMaxPrecisionRules)
+            throw ConfigError("--precision-rule is given " + std::to_string(precision_rules.size()) +
+                              " times; at most " + std::to_string(kMaxPrecisionRules));
+        c.precision_rules.rules.clear();
+        for (const std::string& rule : precision_rules)
+            c.precision_rules.rules.push_back(parse_precision_rule(rule));
+    }
+    if (keep_ends_bf16) c.precision_rules.keep_ends_bf16 = true;
+    if (backward_bf16) c.precision_rules.backward_bf16 = true;
+    if (what_if) c.what_if = parse_what_if_list(*what_if);
 }
 
 // The optimizer, its settings and the loss, with the choices and help of their registries.
@@ -216,6 +252,7 @@ Preset TrainingOptions::resolve() const {
     if (precision) c.precision = parse_precision(*precision);
     if (weight_grad_format) c.weight_grad_format = parse_format(*weight_grad_format);
     if (fp32_residual) c.fp32_residual = true;
+    apply_precision_rule_flags(c);
 
     if (scaler_like || scaler_flags.any()) apply_scaler_flags(c);
     if (recipe_flags.any()) apply_recipe_flags(c);
@@ -237,7 +274,21 @@ void TrainingOptions::apply_recipe_flags(TrainConfig& c) const {
     ScaledRecipeConfig r = c.effective_recipe();
     recipe_flags.apply(r);
     if (one_precision) {
-        const auto unused = recipe_flags.given_but_unused(r);
+        // A flag counts as used when some recipe of the run uses it: the policy's, a precision
+        // rule's or a what-if recipe's.
+        auto unused = recipe_flags.given_but_unused(r);
+        std::vector<ScaledRecipe> others = c.what_if;
+        for (const PrecisionRule& rule : c.precision_rules.rules)
+            for (const auto& pass : rule.passes)
+                if (pass && *pass != ScaledRecipe::None) others.push_back(*pass);
+        for (ScaledRecipe other : others) {
+            ScaledRecipeConfig as = r;
+            as.recipe = other;
+            const auto still = recipe_flags.given_but_unused(as);
+            std::erase_if(unused, [&](const std::string& f) {
+                return std::find(still.begin(), still.end(), f) == still.end();
+            });
+        }
         if (!unused.empty()) {
             const std::string name = precision_name(c.precision);
             throw ConfigError(unused.front() + " is not a setting of --precision " + name +

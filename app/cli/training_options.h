@@ -41,6 +41,11 @@ struct TrainingOptions {
     std::optional<int> threads;
     std::optional<std::string> precision, weight_grad_format;
     bool fp32_residual = false;  // --fp32-residual: TrainConfig::fp32_residual
+    // Precision per GEMM and pass: --precision-rule (repeatable, in order), --keep-ends-bf16,
+    // --backward-bf16 (TrainConfig::precision_rules); --what-if recipes (TrainConfig::what_if).
+    std::vector<std::string> precision_rules;
+    bool keep_ends_bf16 = false, backward_bf16 = false;
+    std::optional<std::string> what_if;
     // Loss scaler: a known system's rules to start from, then one flag per field of
     // loss_scaler_fields() over them.
     std::optional<std::string> scaler_like;
@@ -58,6 +63,8 @@ struct TrainingOptions {
 
 private:
     void apply_scaler_flags(TrainConfig& c) const;
+    void add_precision_rule_flags(CLI::App& app);
+    void apply_precision_rule_flags(TrainConfig& c) const;
     void add_optimizer_flags(CLI::App& app);
     void apply_optimizer_flags(Preset& p) const;
     void apply_recipe_flags(TrainConfig& c) const;

@@ -236,11 +236,15 @@ std::vector<ScalingSection> scaling_sections(const RunStore& store, const std::v
                                              int width) {
     std::vector<ScalingSection> sections;
     for (const RunRow& row : rows) {
-        const auto records = store.scaling_stats(row.run.id);
-        if (records.empty()) continue;
+        const auto all = store.scaling_stats(row.run.id);
+        if (all.empty()) continue;
+        // The plots draw what the run's GEMMs used; what-if recipes are in the summary and the advisor.
+        std::vector<ScalingStatsRecord> records;
+        std::copy_if(all.begin(), all.end(), std::back_inserter(records),
+                     [](const ScalingStatsRecord& r) { return !r.stats.what_if; });
         ScalingSection section;
         section.run_label = row.label;
-        section.summary = summarize_scaling(records);
+        section.summary = summarize_scaling(all);
         const auto labels = layer_labels(records);
         for (const OverStepsPlot& p : kOverStepsPlots)
             if (auto f = over_steps_figure(

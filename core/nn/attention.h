@@ -7,7 +7,7 @@
 // Numerics (DESIGN.md, "Sequences and transformers"): scores are scaled by 1/sqrt(head size), the
 // causal mask and the softmax run in FP32 with the row maximum subtracted; the probabilities are
 // stored in the context's storage format. Each product's operands go through its own quantizer
-// (the context's gemm_quantizer of the GEMM's index) when the recipe quantizes attention.
+// (the context's quantizers_of the GEMM's index) when the recipe quantizes attention.
 #pragma once
 #include <cstdint>
 
@@ -19,16 +19,16 @@ namespace mpwb {
 // lives, and restores the one before.
 class SelectGemm {
 public:
-    SelectGemm(LayerContext& ctx, size_t gemm) : ctx_(ctx), before_(ctx.quantizer) {
-        ctx.quantizer = ctx.gemm_quantizer(gemm);
+    SelectGemm(LayerContext& ctx, size_t gemm) : ctx_(ctx), before_(ctx.quantizers) {
+        ctx.quantizers = ctx.quantizers_of(gemm);
     }
-    ~SelectGemm() { ctx_.quantizer = before_; }
+    ~SelectGemm() { ctx_.quantizers = before_; }
     SelectGemm(const SelectGemm&) = delete;
     SelectGemm& operator=(const SelectGemm&) = delete;
 
 private:
     LayerContext& ctx_;
-    GemmQuantizer* before_;
+    GemmQuantizers* before_;
 };
 
 struct AttentionShape {

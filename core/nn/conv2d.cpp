@@ -105,6 +105,23 @@ void Conv2d::backward(LayerContext& ctx, const Tensor& x, const Tensor&, const T
                                    g.batch, dy.numel() / g.batch);
     // The bias gradient sums the unquantized dy, as the recipes keep bias math in high precision.
     const bool bias_from_dy = has_bias_ && dyq != dy.data();
+    if (ctx.quantizers && !ctx.quantizers->shares(GemmPass::DataGrad, GemmPass::WeightGrad)) {
+        // Precision rules give the two backward GEMMs different recipes: each reads its own dy,
+        // so the backend runs twice, the data-gradient call into a discarded weight gradient.
+        const float* dy_w = ctx.operand(GemmOperand::OutputGrad, GemmPass::WeightGrad, SumAlong::Cols,
+                                        dy.data(), g.batch, dy.numel() / g.batch);
+        ctx.backend.conv2d_backward(g, xq, wq, dy_w, nullptr, weight_.grad.data(), nullptr,
+                                    ctx.gemm_operands);
+        if (dx) {
+            std::vector<float> discarded(static_cast<size_t>(weight_.grad.numel()));
+            ctx.backend.conv2d_backward(g, xq, wq, dyq, dx->data(), discarded.data(), nullptr,
+                                        ctx.gemm_operands);
+        }
+        if (has_bias_)
+            ctx.backend.bias_grad_channels(dy.data(), bias_.grad.data(), g.batch, out_c_,
+                                           g.out_h() * g.out_w());
+        return;
+    }
     ctx.backend.conv2d_backward(g, xq, wq, dyq, dx ? dx->data() : nullptr, weight_.grad.data(),
                                 has_bias_ && !bias_from_dy ? bias_.grad.data() : nullptr, ctx.gemm_operands);
     if (bias_from_dy)

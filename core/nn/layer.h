@@ -17,7 +17,7 @@
 #include "core/common/rng.h"
 #include "core/common/text_format.h"  // float_as_json_double: how each layer's to_json writes a float setting
 #include "core/nn/pytorch_module.h"
-#include "core/precision/gemm_quantizer.h"
+#include "core/precision/gemm_quantizers.h"
 #include "core/tensor/parameter.h"
 #include "core/tensor/tensor.h"
 
@@ -68,13 +68,13 @@ struct LayerContext {
     Format gemm_operands = Format::FP32;  // TF32 rounds GEMM/conv operands; other policies store them rounded
     bool training = true;
     Rng* rng = nullptr;  // dropout masks
-    // Under a scaled recipe, the quantizer of the GEMM being run (the Network sets the layer's
-    // first around each layer's forward and backward; a layer with named GEMMs selects its own
-    // from gemm_quantizers); null otherwise.
-    GemmQuantizer* quantizer = nullptr;
-    // The quantizers of the layer's GEMMs in Layer::gemms() order (null where the recipe leaves
-    // a GEMM alone); empty without a recipe. Set by the Network around each layer.
-    std::span<GemmQuantizer* const> gemm_quantizers = {};
+    // Under a scaled recipe, precision rules or what-if recipes, the quantizers of the GEMM being
+    // run (the Network sets the layer's first around each layer's forward and backward; a layer
+    // with named GEMMs selects its own from layer_quantizers); null otherwise.
+    GemmQuantizers* quantizers = nullptr;
+    // The quantizers of the layer's GEMMs in Layer::gemms() order; empty when the run has none.
+    // Set by the Network around each layer.
+    std::span<GemmQuantizers* const> layer_quantizers = {};
     // The policy's storage format of activations (what a layer keeps of the values it stores
     // between its own steps); FP32 keeps everything. Set by Network::forward and backward.
     Format storage = Format::FP32;
@@ -82,36 +82,40 @@ struct LayerContext {
     // fp32_residual_connection); set by the Network from the policy.
     bool fp32_residual = false;
 
-    GemmQuantizer* gemm_quantizer(size_t gemm) const {
-        return gemm < gemm_quantizers.size() ? gemm_quantizers[gemm] : nullptr;
+    GemmQuantizers* quantizers_of(size_t gemm) const {
+        return gemm < layer_quantizers.size() ? layer_quantizers[gemm] : nullptr;
     }
 
-    // The operand as the layer's GEMM reads it: quantized by the recipe, or as it is.
+    // The operand as the layer's GEMM reads it in `pass`: quantized by that pass's recipe, or as it is.
     const float* operand(GemmOperand which, GemmPass pass, SumAlong along, const float* values, int64_t rows,
                          int64_t cols) const {
-        return quantizer ? quantizer->operand(which, pass, along, values, rows, cols) : values;
+        return quantizers ? quantizers->operand(which, pass, along, values, rows, cols) : values;
+    }
+    // The recipe settings of the pass whose operands were taken last, when it emulates a narrow
+    // accumulator; null otherwise.
+    const ScaledRecipeConfig* narrow_accumulator() const {
+        const ScaledRecipeConfig* c = quantizers ? quantizers->serving() : nullptr;
+        return c && c->accumulator_bits > 0 ? c : nullptr;
     }
     // A batch of products of one shape (Backend::GemmBatch), through the backend's batched GEMM
-    // or, when the recipe emulates a narrow accumulator, through that one product at a time.
+    // or, when the pass's recipe emulates a narrow accumulator, through that one product at a time.
     void gemm_batched(const Backend::GemmBatch& g, const float* a, const float* b, float* c) const {
-        if (quantizer && quantizer->config().accumulator_bits > 0) {
+        if (const ScaledRecipeConfig* acc = narrow_accumulator()) {
             for (int64_t i = 0; i < g.count; ++i)
                 limited_accumulator_gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, a + i * g.stride_a, g.lda,
                                          b + i * g.stride_b, g.ldb, c + i * g.stride_c, g.ldc,
-                                         quantizer->config().accumulator_bits,
-                                         quantizer->config().accumulator_interval);
+                                         acc->accumulator_bits, acc->accumulator_interval);
         } else {
             backend.gemm_batched(g, a, b, c, gemm_operands);
         }
     }
-    // C = op(A) · op(B) (alpha 1, beta 0) through the backend, or through the recipe's narrow
-    // accumulator when it emulates one.
+    // C = op(A) · op(B) (alpha 1, beta 0) through the backend, or through the pass's narrow
+    // accumulator when its recipe emulates one.
     void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
               const float* b, int64_t ldb, float* c, int64_t ldc) const {
-        if (quantizer && quantizer->config().accumulator_bits > 0)
-            limited_accumulator_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc,
-                                     quantizer->config().accumulator_bits,
-                                     quantizer->config().accumulator_interval);
+        if (const ScaledRecipeConfig* acc = narrow_accumulator())
+            limited_accumulator_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, acc->accumulator_bits,
+                                     acc->accumulator_interval);
         else
             backend.gemm(trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc, gemm_operands);
     }

@@ -280,52 +280,79 @@ void Network::prepare_weights(const PrecisionPolicy& policy) {
     }
 }
 
-std::optional<ScaledRecipeConfig> recipe_for_gemm(const ScaledRecipeConfig& run, const NamedGemm& gemm) {
-    if (run.recipe == ScaledRecipe::None) return std::nullopt;
-    if (!gemm.attention_product) return run;
-    if (!run.fp8_attention) return std::nullopt;
-    ScaledRecipeConfig attention = run;
-    attention.recipe = ScaledRecipe::Fp8Current;
-    return attention;
-}
-
 uint64_t gemm_quantizer_key(size_t layer, size_t gemm) {
     return static_cast<uint64_t>(layer) + (static_cast<uint64_t>(gemm) << 32);
 }
 
-void Network::set_gemm_quantizer(size_t layer, size_t gemm, const ScaledRecipeConfig& config) {
-    auto& slot = quantizers_[layer][gemm];
-    const std::optional<ScaledRecipeConfig> wanted = recipe_for_gemm(config, gemms_[layer][gemm]);
-    if (!wanted)
-        slot.reset();
-    else if (slot)
-        slot->set_config(*wanted);
-    else
-        slot = std::make_unique<GemmQuantizer>(*wanted, recipe_seed_, gemm_quantizer_key(layer, gemm));
-    quantizer_views_[layer][gemm] = slot.get();
+std::vector<std::vector<NamedGemm>> Network::all_gemms() const {
+    if (gemms_.size() == layers_.size()) return gemms_;
+    std::vector<std::vector<NamedGemm>> all;  // not built yet: the GEMMs are the layers' settings
+    for (const auto& l : layers_) all.push_back(l->gemms());
+    return all;
 }
 
-void Network::prepare_recipe(const ScaledRecipeConfig& config, uint64_t seed) {
+PassRecipes Network::pass_recipes(const GemmPrecision& gemm, const ScaledRecipeConfig& settings) const {
+    return pass_recipes_of(gemm, gemms_[gemm.layer][gemm.gemm], settings, plan_.policy.recipe);
+}
+
+std::vector<WhatIfRecipe> Network::what_if_recipes(size_t layer, size_t gemm,
+                                                   const ScaledRecipeConfig& settings) const {
+    std::vector<WhatIfRecipe> all;
+    for (ScaledRecipe r : what_if_) {
+        ScaledRecipeConfig c = settings;
+        c.recipe = r;
+        all.push_back({r, recipe_for_gemm(c, gemms_[layer][gemm])});
+    }
+    return all;
+}
+
+void Network::prepare_precision(const GemmPrecisionPlan& plan, const ScaledRecipeConfig& settings,
+                                const std::vector<ScaledRecipe>& what_if, uint64_t seed) {
     quantizers_.clear();
     quantizer_views_.clear();
-    if (config.recipe == ScaledRecipe::None) return;
-    if (gemms_.size() != layers_.size()) {  // not built yet: the GEMMs are the layers' settings
-        gemms_.clear();
-        for (const auto& l : layers_) gemms_.push_back(l->gemms());
-    }
+    gemms_ = all_gemms();
+    plan_ = plan;
+    what_if_ = what_if;
     recipe_seed_ = seed;
+    const bool quantized = plan.quantizes();
+    if (!quantized && what_if.empty()) return;
     quantizers_.resize(layers_.size());
     quantizer_views_.resize(layers_.size());
     for (size_t i = 0; i < layers_.size(); ++i) {
         quantizers_[i].resize(gemms_[i].size());
         quantizer_views_[i].assign(gemms_[i].size(), nullptr);
-        for (size_t g = 0; g < gemms_[i].size(); ++g) set_gemm_quantizer(i, g, config);
+    }
+    for (const GemmPrecision& g : plan.gemms) {
+        auto q = std::make_unique<GemmQuantizers>(pass_recipes(g, settings), seed,
+                                                  gemm_quantizer_key(g.layer, g.gemm),
+                                                  quantized && !g.attention_product);
+        q->set_what_if(what_if_recipes(g.layer, g.gemm, settings));
+        quantizer_views_[g.layer][g.gemm] = q.get();
+        quantizers_[g.layer][g.gemm] = std::move(q);
     }
 }
 
+void Network::prepare_recipe(const ScaledRecipeConfig& config, uint64_t seed) {
+    gemms_ = all_gemms();
+    GemmPrecisionPlan plan;
+    plan.policy.recipe = config.recipe;
+    for (size_t layer = 0; layer < gemms_.size(); ++layer)
+        for (size_t g = 0; g < gemms_[layer].size(); ++g) {
+            const NamedGemm& named = gemms_[layer][g];
+            const auto settings = recipe_for_gemm(config, named);
+            GemmPrecision entry{layer, g, gemm_rule_label(layer, named.name), named.attention_product, {}};
+            entry.passes.fill(settings ? settings->recipe : ScaledRecipe::None);
+            plan.gemms.push_back(entry);
+        }
+    prepare_precision(plan, config, {}, seed);
+}
+
 void Network::set_recipe_config(const ScaledRecipeConfig& config) {
-    for (size_t i = 0; i < quantizers_.size(); ++i)
-        for (size_t g = 0; g < quantizers_[i].size(); ++g) set_gemm_quantizer(i, g, config);
+    for (const GemmPrecision& g : plan_.gemms)
+        if (GemmQuantizers* q = quantizers(g.layer, g.gemm)) {
+            q->set_passes(pass_recipes(g, config));
+            q->set_what_if(what_if_recipes(g.layer, g.gemm, config));
+        }
 }
 
 void Network::begin_quantized_step(int64_t step, bool take_stats) {
@@ -345,11 +372,12 @@ std::vector<LayerScalingStats> Network::scaling_stats() const {
     for (size_t i = 0; i < quantizers_.size(); ++i)
         for (size_t g = 0; g < quantizers_[i].size(); ++g)
             if (quantizers_[i][g])
-                for (const auto& s : quantizers_[i][g]->stats()) all.push_back({i, s, gemms_[i][g].name});
+                for (auto& s : quantizers_[i][g]->stats())
+                    all.push_back({i, std::move(s), gemms_[i][g].name});
     return all;
 }
 
-GemmQuantizer* Network::quantizer(size_t layer, size_t gemm) {
+GemmQuantizers* Network::quantizers(size_t layer, size_t gemm) {
     if (layer >= quantizer_views_.size() || gemm >= quantizer_views_[layer].size()) return nullptr;
     return quantizer_views_[layer][gemm];
 }
@@ -396,9 +424,9 @@ std::string Network::parameter_owner(size_t parameter_index) const {
 
 void Network::use_layer_quantizers(LayerContext& ctx, size_t layer) {
     const bool quantized = layer < quantizer_views_.size();
-    ctx.quantizer = quantized ? quantizer(layer, 0) : nullptr;
-    ctx.gemm_quantizers = quantized ? std::span<GemmQuantizer* const>(quantizer_views_[layer])
-                                    : std::span<GemmQuantizer* const>();
+    ctx.quantizers = quantized ? quantizers(layer, 0) : nullptr;
+    ctx.layer_quantizers = quantized ? std::span<GemmQuantizers* const>(quantizer_views_[layer])
+                                     : std::span<GemmQuantizers* const>();
 }
 
 const Tensor& Network::forward(LayerContext& ctx, const Tensor& input, const PrecisionPolicy& policy) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/nn/gemm_precision_plan.h"
 #include "core/nn/gradient_kind.h"
 #include "core/nn/layer.h"
 #include "core/nn/layer_registry.h"  // make_layer, layer_kinds: the kinds a description may name
@@ -109,22 +110,31 @@ public:
     // refuses such a network with it, and the Trainer runs it on the host engine instead.
     std::string missing_device_op() const;
 
-    // Scaled recipes: a GemmQuantizer for every GEMM of every layer (Layer::gemms(): one unnamed
-    // GEMM for Linear and Conv2d, the named GEMMs of a transformer block), with the settings
-    // recipe_for_gemm gives it, seeded by the run's seed, the layer's index and the GEMM's
-    // (gemm_quantizer_key). Call after build; a config whose recipe is None removes them.
+    // Scaled recipes, precision rules and what-if recipes: the quantizers of every GEMM of every
+    // layer (Layer::gemms(): one unnamed GEMM for Linear and Conv2d, the named GEMMs of a
+    // transformer block), one per recipe its passes use as the plan says (each pass's settings are
+    // `settings` with the pass's recipe), plus a quantizer per what-if recipe, seeded by the run's
+    // seed, the layer's index and the GEMM's (gemm_quantizer_key). Call after build. A plan that
+    // quantizes nothing with no what-if recipe leaves the network without quantizers.
+    void prepare_precision(const GemmPrecisionPlan& plan, const ScaledRecipeConfig& settings,
+                           const std::vector<ScaledRecipe>& what_if, uint64_t seed);
+    // The run's recipe for every GEMM (recipe_for_gemm), no rules, no what-if recipes.
     void prepare_recipe(const ScaledRecipeConfig& config, uint64_t seed);
-    // A live change of the recipe's settings (same recipe), from the next step. Turning
-    // fp8_attention on or off adds or removes the attention products' quantizers.
+    // A live change of the recipe's settings, from the next step; every pass keeps its recipe.
+    // Turning fp8_attention on or off adds or removes the attention products' quantizers.
     void set_recipe_config(const ScaledRecipeConfig& config);
     bool quantizes() const { return !quantizers_.empty(); }
-    // Brackets one training attempt (see GemmQuantizer). Both do nothing without a recipe.
+    // The plan prepare_precision was given (empty before).
+    const GemmPrecisionPlan& precision_plan() const { return plan_; }
+    // Every layer's GEMMs (Layer::gemms() of the built layers), what resolve_gemm_precisions reads.
+    std::vector<std::vector<NamedGemm>> all_gemms() const;
+    // Brackets one training attempt (see GemmQuantizer). Both do nothing without quantizers.
     void begin_quantized_step(int64_t step, bool take_stats);
     void end_quantized_step();
     // The statistics the last attempt took, layer by layer and GEMM by GEMM.
     std::vector<LayerScalingStats> scaling_stats() const;
-    // The quantizer of a layer's GEMM (gemm: index into gemms(layer)); null when it has none.
-    GemmQuantizer* quantizer(size_t layer, size_t gemm = 0);
+    // The quantizers of a layer's GEMM (gemm: index into gemms(layer)); null when it has none.
+    GemmQuantizers* quantizers(size_t layer, size_t gemm = 0);
     // The layer's GEMMs (Layer::gemms() of the built layer).
     const std::vector<NamedGemm>& gemms(size_t layer) const { return gemms_.at(layer); }
     // "3 Linear" for a layer's unnamed GEMM, "3.attn.qkv" for a named one: how statistics, the
@@ -154,13 +164,17 @@ private:
     std::vector<Tensor> activations_;            // activations_[i] is layer i's input; the last is the output
     std::vector<Tensor> gradients_;              // gradients_[i] is the gradient of activations_[i]
     std::vector<std::vector<NamedGemm>> gemms_;  // gemms_[i]: layer i's GEMMs, set by build
-    // quantizers_[i][g] for GEMM g of layer i under a scaled recipe (null for a GEMM the recipe
-    // leaves alone); empty without one. quantizer_views_ holds the same pointers for
-    // LayerContext::gemm_quantizers.
-    std::vector<std::vector<std::unique_ptr<GemmQuantizer>>> quantizers_;
-    std::vector<std::vector<GemmQuantizer*>> quantizer_views_;
+    // quantizers_[i][g] for GEMM g of layer i (null for a GEMM nothing quantizes or watches);
+    // empty without any. quantizer_views_ holds the same pointers for LayerContext::layer_quantizers.
+    std::vector<std::vector<std::unique_ptr<GemmQuantizers>>> quantizers_;
+    std::vector<std::vector<GemmQuantizers*>> quantizer_views_;
+    GemmPrecisionPlan plan_;
+    std::vector<ScaledRecipe> what_if_;
     uint64_t recipe_seed_ = 0;
-    void set_gemm_quantizer(size_t layer, size_t gemm, const ScaledRecipeConfig& config);
+    // The settings of each pass of a GEMM, and of each what-if recipe at it.
+    PassRecipes pass_recipes(const GemmPrecision& gemm, const ScaledRecipeConfig& settings) const;
+    std::vector<WhatIfRecipe> what_if_recipes(size_t layer, size_t gemm,
+                                              const ScaledRecipeConfig& settings) const;
     // Points ctx at a layer's quantizers (its first GEMM's, and all of them by index); a layer
     // index past the end clears them.
     void use_layer_quantizers(LayerContext& ctx, size_t layer);
@@ -168,10 +182,6 @@ private:
                               bool keep_for_backward);
 };
 
-// The settings a GEMM's quantizer runs with under the run's recipe: the run's, except for the
-// attention products, which get none (BF16 operands) unless fp8_attention is on, and then
-// per-tensor current scaling (fp8-current with the run's FP8 settings).
-std::optional<ScaledRecipeConfig> recipe_for_gemm(const ScaledRecipeConfig& run, const NamedGemm& gemm);
 // The key that seeds a GEMM's quantizer (stochastic rounding, Hadamard signs): the layer's
 // index for its first GEMM, so a layer with one GEMM draws as before GEMMs had names.
 uint64_t gemm_quantizer_key(size_t layer, size_t gemm);

@@ -49,19 +49,6 @@ float delayed_scale(const std::deque<float>& history, const ScaledRecipeConfig& 
                             previous);
 }
 
-// "x", "w", "dy"; block recipes name an operand's second copy after the GEMM it feeds.
-std::string operand_name(GemmOperand which, GemmPass pass, bool per_tensor) {
-    switch (which) {
-        case GemmOperand::Input:
-            return !per_tensor && pass == GemmPass::WeightGrad ? "x (wgrad)" : "x";
-        case GemmOperand::Weight:
-            return !per_tensor && pass == GemmPass::DataGrad ? "w (dgrad)" : "w";
-        case GemmOperand::OutputGrad:
-            return !per_tensor && pass == GemmPass::WeightGrad ? "dy (wgrad)" : "dy";
-    }
-    return "?";
-}
-
 uint64_t mix(uint64_t key, uint64_t value) {
     return splitmix64_finalise(key ^ (value + 0x9e3779b97f4a7c15ull));
 }
@@ -73,6 +60,18 @@ inline float truncate_mantissa(float v, uint32_t keep_mask) {
 }
 
 }  // namespace
+
+std::string gemm_operand_name(GemmOperand which, GemmPass pass, bool per_tensor) {
+    switch (which) {
+        case GemmOperand::Input:
+            return !per_tensor && pass == GemmPass::WeightGrad ? "x (wgrad)" : "x";
+        case GemmOperand::Weight:
+            return !per_tensor && pass == GemmPass::DataGrad ? "w (dgrad)" : "w";
+        case GemmOperand::OutputGrad:
+            return !per_tensor && pass == GemmPass::WeightGrad ? "dy (wgrad)" : "dy";
+    }
+    return "?";
+}
 
 struct GemmQuantizer::State {
     struct PerTensor {
@@ -247,7 +246,7 @@ const float* GemmQuantizer::operand(GemmOperand which, GemmPass pass, SumAlong a
     const bool hadamard = recipe == ScaledRecipe::NvFp4 && s.config.hadamard &&
                           pass == GemmPass::WeightGrad && which != GemmOperand::Weight &&
                           along == SumAlong::Rows;
-    const std::string name = operand_name(which, pass, per_tensor);
+    const std::string name = gemm_operand_name(which, pass, per_tensor);
     if (const State::Copy* c = s.find_copy(which, key_along, hadamard, values, rows, cols)) {
         // A block recipe's weight copy serving its second GEMM still reports under that GEMM's name.
         if (c->stats_index >= 0) {

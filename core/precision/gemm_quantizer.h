@@ -31,6 +31,10 @@ enum class GemmPass : uint8_t { Forward, DataGrad, WeightGrad };
 // The dimension of a row-major rows x cols operand that its GEMM sums over.
 enum class SumAlong : uint8_t { Cols, Rows };
 
+// How statistics name an operand: "x", "w", "dy"; block recipes, which quantize an operand again
+// for its second GEMM, name that copy after it ("x (wgrad)", "w (dgrad)", "dy (wgrad)").
+std::string gemm_operand_name(GemmOperand which, GemmPass pass, bool per_tensor);
+
 class GemmQuantizer {
 public:
     // seed: the run's seed; layer: the layer's index (both seed stochastic rounding and the

@@ -31,6 +31,12 @@ struct ScalingStats {
     int64_t clipped_blocks = 0;
     int block_exponent_min = 0;
     std::vector<int64_t> block_exponent_counts;
+    // The recipe that took them ("mxfp8"; "bf16" for an operand a precision rule keeps
+    // unquantized in a run that quantizes other GEMMs), and whether the GEMM did not use them:
+    // a what-if recipe's view of the same operand. Empty recipe: recorded before recipes were
+    // named per row (the run's own).
+    std::string recipe = {};
+    bool what_if = false;
 };
 
 // The statistics of one quantization, with the index of the layer whose GEMM it fed and that

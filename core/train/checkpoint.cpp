@@ -74,7 +74,7 @@ std::vector<uint8_t> quantizers_section(const std::vector<QuantizerCheckpoint>& 
     std::vector<uint8_t> out;
     put_value(out, static_cast<uint64_t>(quantizers.size()));
     for (const QuantizerCheckpoint& q : quantizers) {
-        put_value(out, q.layer + (q.gemm << 32));
+        put_value(out, q.layer + ((q.gemm + (q.slot << 16)) << 32));
         for (size_t t = 0; t < q.state.histories.size(); ++t) {
             put_value(out, q.state.scales[t]);
             put_floats(out, q.state.histories[t]);
@@ -147,7 +147,8 @@ void read_quantizers(BlobReader& r, CheckpointState& s) {
     for (QuantizerCheckpoint& q : s.quantizers) {
         const uint64_t where = r.get<uint64_t>();
         q.layer = where & 0xffffffffu;
-        q.gemm = where >> 32;
+        q.gemm = (where >> 32) & 0xffffu;
+        q.slot = where >> 48;
         for (size_t t = 0; t < q.state.histories.size(); ++t) {
             q.state.scales[t] = r.get<float>();
             q.state.histories[t] = get_floats(r, "QUAN");

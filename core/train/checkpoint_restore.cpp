@@ -238,33 +238,41 @@ void check_scaler(const TrainingCheckpoint& c, const CheckpointState& s, const R
                                      std::to_string(c.step) + " steps");
 }
 
-// One state per GEMM with a quantizer under the settings the run had reached, in (layer, GEMM)
-// order, each checked by a quantizer with the settings that GEMM runs with.
+// One state per quantizer of each GEMM (one per recipe its passes use, precision_plan) under the
+// settings the run had reached, in (layer, GEMM, slot) order, each checked by a quantizer with
+// the settings that slot runs with.
 void check_quantizers(const CheckpointState& s, const RestoreTarget& t, const ScaledRecipeConfig& recipe,
                       const Refusal& r) {
     Network& network = t.network;
-    auto gemm_recipe = [&](uint64_t layer, uint64_t gemm) -> std::optional<ScaledRecipeConfig> {
-        if (layer >= network.size() || gemm >= network.gemms(static_cast<size_t>(layer)).size()) return {};
-        return recipe_for_gemm(recipe, network.gemms(static_cast<size_t>(layer))[static_cast<size_t>(gemm)]);
+    struct Expected {
+        uint64_t layer, gemm, slot;
+        ScaledRecipeConfig settings;
+        std::string label;
     };
-    size_t quantizers = 0;
-    for (size_t i = 0; i < network.size(); ++i)
-        for (size_t g = 0; g < network.gemms(i).size(); ++g) quantizers += gemm_recipe(i, g) ? 1 : 0;
-    if (s.quantizers.size() != quantizers)
+    std::vector<Expected> expected;
+    const GemmPrecisionPlan& plan = network.precision_plan();
+    if (network.quantizes())
+        for (const GemmPrecision& g : plan.gemms) {
+            const auto slots =
+                slot_settings(pass_recipes_of(g, network.gemms(g.layer)[g.gemm], recipe, plan.policy.recipe));
+            for (size_t i = 0; i < slots.size(); ++i)
+                expected.push_back({g.layer, g.gemm, i, slots[i],
+                                    network.gemm_label(g.layer, network.gemms(g.layer)[g.gemm].name)});
+        }
+    if (s.quantizers.size() != expected.size())
         r.damage("section QUAN", std::to_string(s.quantizers.size()) +
-                                     " recipe quantizers, the network has " + std::to_string(quantizers));
-    std::pair<uint64_t, uint64_t> next{0, 0};
-    for (const QuantizerCheckpoint& q : s.quantizers) {
-        const auto settings = gemm_recipe(q.layer, q.gemm);
-        if (std::make_pair(q.layer, q.gemm) < next || !settings)
-            r.damage("section QUAN", "a recipe quantizer for layer " + std::to_string(q.layer) +
-                                         (q.gemm ? " GEMM " + std::to_string(q.gemm) : std::string()) +
-                                         ", which has none or has one already");
-        next = {q.layer, q.gemm + 1};
-        GemmQuantizer probe(*settings, t.config.seed, gemm_quantizer_key(q.layer, q.gemm));
-        const auto& name = network.gemms(static_cast<size_t>(q.layer))[static_cast<size_t>(q.gemm)].name;
-        r.as_damage("section QUAN, layer " + network.gemm_label(static_cast<size_t>(q.layer), name),
-                    [&] { probe.load_state(q.state); });
+                                     " recipe quantizers, the network has " +
+                                     std::to_string(expected.size()));
+    for (size_t i = 0; i < s.quantizers.size(); ++i) {
+        const QuantizerCheckpoint& q = s.quantizers[i];
+        const Expected& e = expected[i];
+        if (q.layer != e.layer || q.gemm != e.gemm || q.slot != e.slot)
+            r.damage("section QUAN", "entry " + std::to_string(i) + " is for layer " +
+                                         std::to_string(q.layer) + " GEMM " + std::to_string(q.gemm) +
+                                         " quantizer " + std::to_string(q.slot) + ", the network's is for " +
+                                         e.label + " quantizer " + std::to_string(e.slot));
+        GemmQuantizer probe(e.settings, t.config.seed, gemm_quantizer_key(q.layer, q.gemm));
+        r.as_damage("section QUAN, " + e.label, [&] { probe.load_state(q.state); });
     }
 }
 
@@ -355,7 +363,9 @@ void restore_checkpoint(const CheckedCheckpoint& checked, Network& network, Loss
     scaler.restore_state(s.scaler);
     network.set_recipe_config(checked.reached.effective_recipe());
     for (const QuantizerCheckpoint& q : s.quantizers)
-        network.quantizer(static_cast<size_t>(q.layer), static_cast<size_t>(q.gemm))->load_state(q.state);
+        network.quantizers(static_cast<size_t>(q.layer), static_cast<size_t>(q.gemm))
+            ->slot(static_cast<size_t>(q.slot))
+            .load_state(q.state);
 }
 
 }  // namespace mpwb

@@ -39,9 +39,12 @@ struct RunSums {
 
 struct QuantizerCheckpoint {
     uint64_t layer = 0;  // the layer the quantizer belongs to
-    // Which of the layer's GEMMs (Network::gemms). In the file it shares the layer's 64-bit word
-    // (layer + gemm · 2³²), so a checkpoint from before named GEMMs reads as GEMM 0.
+    // Which of the layer's GEMMs (Network::gemms), and which of that GEMM's quantizers
+    // (GemmQuantizers::slot: one per recipe its passes use). In the file they share the layer's
+    // 64-bit word (layer + (gemm + slot · 2¹⁶) · 2³²), so a checkpoint from before named GEMMs
+    // reads as GEMM 0 and one from before precision rules as slot 0.
     uint64_t gemm = 0;
+    uint64_t slot = 0;
     GemmQuantizer::SavedState state;
 };
 

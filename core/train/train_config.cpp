@@ -101,6 +101,23 @@ ScaledRecipeConfig TrainConfig::effective_recipe() const {
     return c;
 }
 
+namespace {
+
+// Every recipe some GEMM of the run may quantize with: the policy's, the rules', the what-if ones.
+std::vector<ScaledRecipe> recipes_in_use(const TrainConfig& c) {
+    std::vector<ScaledRecipe> used = c.what_if;
+    used.push_back(PrecisionPolicy::make(c.precision).recipe);
+    for (const PrecisionRule& rule : c.precision_rules.rules)
+        for (const auto& pass : rule.passes)
+            if (pass) used.push_back(*pass);
+    std::erase(used, ScaledRecipe::None);
+    return used;
+}
+
+}  // namespace
+
+bool TrainConfig::uses_recipe_settings() const { return !recipes_in_use(*this).empty(); }
+
 void check_learning_rate(float lr) { check_rate("lr", lr, true); }
 
 namespace {
@@ -232,7 +249,18 @@ nlohmann::json to_json(const TrainConfig& c) {
                      {"stats_every", c.stats_every},
                      {"eval_every", c.eval_every},
                      {"eval_batch", c.eval_batch}};
-    if (c.policy().scaled()) j["recipe"] = scaled_recipe_config_to_json(c.effective_recipe());
+    if (c.uses_recipe_settings()) {
+        // The settings of every recipe in use, so a rule's or a what-if recipe's settings are stored too.
+        nlohmann::json recipe = nlohmann::json::object();
+        for (ScaledRecipe r : recipes_in_use(c)) {
+            ScaledRecipeConfig settings = c.recipe;
+            settings.recipe = r;
+            recipe.update(scaled_recipe_config_to_json(settings));
+        }
+        j["recipe"] = recipe;
+    }
+    write_precision_rules(c.precision_rules, j);
+    if (!c.what_if.empty()) j["what_if"] = what_if_to_json(c.what_if);
     if (c.dataset.is_text()) j["samples"] = samples_to_json(c.samples);
     if (c.fp32_residual) j["fp32_residual"] = true;
     return j;
@@ -287,14 +315,35 @@ void read_scalars(const nlohmann::json& j, TrainConfig& c) {
 }  // namespace
 
 TrainConfig train_config_from_json(const nlohmann::json& j, TrainConfig c) {
-    check_setting_keys(
-        j, "training settings",
-        {"dataset",  "epochs",       "max_steps",   "batch_size", "lr",         "optimizer",
-         "schedule", "clip_norm",    "seed",        "threads",    "precision",  "weight_grad_format",
-         "scaler",   "recipe",       "stats_every", "eval_every", "eval_batch", "device_graphs",
-         "samples",  "fp32_residual"});
+    check_setting_keys(j, "training settings",
+                       {"dataset",
+                        "epochs",
+                        "max_steps",
+                        "batch_size",
+                        "lr",
+                        "optimizer",
+                        "schedule",
+                        "clip_norm",
+                        "seed",
+                        "threads",
+                        "precision",
+                        "weight_grad_format",
+                        "scaler",
+                        "recipe",
+                        "stats_every",
+                        "eval_every",
+                        "eval_batch",
+                        "device_graphs",
+                        "samples",
+                        "fp32_residual",
+                        "precision_rules",
+                        "keep_ends_bf16",
+                        "backward_bf16",
+                        "what_if"});
     if (j.contains("dataset")) read_dataset(j["dataset"], c.dataset);
     read_scalars(j, c);
+    read_precision_rules(j, c.precision_rules);
+    if (j.contains("what_if")) c.what_if = what_if_from_json(j["what_if"], "what_if");
     if (j.contains("samples")) {
         TextSampleConfig s = c.samples;
         read_samples(j["samples"], s);

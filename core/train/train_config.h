@@ -11,6 +11,7 @@
 #include "core/optim/optimizer.h"
 #include "core/precision/loss_scaler_config.h"
 #include "core/precision/precision_policy.h"
+#include "core/precision/precision_rules.h"
 #include "core/precision/scaled_recipe_config.h"
 #include "core/train/sampling_settings.h"
 #include "core/train/train_limits.h"
@@ -70,6 +71,12 @@ struct TrainConfig {
     // `recipe` member is not read: effective_recipe() takes it from `precision`. In JSON as
     // "recipe", written only for a scaled policy.
     ScaledRecipeConfig recipe;
+    // A precision per GEMM and pass (core/precision/precision_rules.h). In JSON as
+    // "precision_rules", "keep_ends_bf16" and "backward_bf16", written when set.
+    PrecisionRules precision_rules;
+    // Recipes whose statistics every statistics step also takes of every GEMM operand, without
+    // the GEMM using them (DESIGN.md, "what-if"). In JSON as "what_if", written when set.
+    std::vector<ScaledRecipe> what_if;
     int64_t stats_every = 0;  // gradient statistics every K steps; 0 = off
     int64_t eval_every = 0;   // evaluate every N steps; 0 = at the end of every epoch
     int64_t eval_batch = 1000;
@@ -83,6 +90,9 @@ struct TrainConfig {
     PrecisionPolicy policy() const;
     LossScalerConfig effective_scaler() const;
     ScaledRecipeConfig effective_recipe() const;
+    // True when some GEMM may quantize with a recipe's settings (a scaled policy, a rule naming a
+    // recipe, a what-if recipe): the recipe settings are then part of the run.
+    bool uses_recipe_settings() const;
     // The one validation of training settings, whatever their source (CLI flags, presets,
     // network and spec files, stored runs, bundles): ConfigError naming the setting by its JSON
     // path, with the value and the range (TrainLimits).

@@ -160,7 +160,9 @@ Trainer::Trainer(Network& network, const Dataset& data, TrainConfig config, Back
     }
     network_.init(config_.seed);
     network_.prepare_weights(policy_);
-    network_.prepare_recipe(config_.effective_recipe(), config_.seed);
+    network_.prepare_precision(resolve_gemm_precisions(network_.all_gemms(), config_.precision_rules, policy_,
+                                                       config_.effective_recipe().fp8_attention),
+                               config_.effective_recipe(), config_.what_if, config_.seed);
     ScheduleConfig schedule = config_.schedule;
     if (schedule.kind == "cosine" && schedule.total_steps == 0) schedule.total_steps = total_steps();
     schedule_ = std::make_unique<LrSchedule>(schedule, config_.lr);
@@ -378,7 +380,15 @@ bool Trainer::uses_device_engine() const {
     // A scaled recipe the device does not run (device_fp8_support) trains on the host, and so
     // does a network with a layer the device has no op for (Network::missing_device_op).
     return has_device_steps(backend_) && network_.missing_device_op().empty() &&
+           host_only_precision().empty() &&
            (!policy_.scaled() || device_fp8_support(network_, config_.effective_recipe()).empty());
+}
+
+std::string Trainer::host_only_precision() const {
+    if (network_.precision_plan().departs_from_run())
+        return "precision rules give GEMMs their own recipes, which the host engine runs";
+    if (!config_.what_if.empty()) return "what-if statistics are taken by the host engine";
+    return {};
 }
 
 std::unique_ptr<StepEngine> Trainer::make_engine(int64_t total_steps) {
@@ -459,10 +469,10 @@ void Trainer::announce_start() {
         info.backend = "cpu";
         if (const auto* cpu = dynamic_cast<const CpuBackend*>(&backend_))
             info.device = cpu->CpuBackend::device_name();
-        const std::string missing = network_.missing_device_op();
-        info.device +=
-            " (" + (missing.empty() ? device_fp8_support(network_, config_.effective_recipe()) : missing) +
-            ": it trains on the host engine)";
+        std::string why = network_.missing_device_op();
+        if (why.empty()) why = host_only_precision();
+        if (why.empty()) why = device_fp8_support(network_, config_.effective_recipe());
+        info.device += " (" + why + ": it trains on the host engine)";
     }
     info.parameters = network_.parameter_count();
     info.steps_per_epoch = steps_per_epoch();
@@ -472,6 +482,8 @@ void Trainer::announce_start() {
     if (data_.vocabulary) info.vocabulary = data_.vocabulary->to_json();
     for (size_t i = 0; i < network_.size(); ++i) info.layer_labels.push_back(network_.layer_label(i));
     for (auto* o : observers_) o->on_run_start(info);
+    if (network_.quantizes() && !resume_)  // a resumed run has it from its start
+        emit_event({0, 0.0, "gemm_precisions", "trainer", to_json(network_.precision_plan())});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -554,8 +566,9 @@ TrainingCheckpoint Trainer::take_checkpoint(Run& run, int64_t epoch, int64_t bat
     s.scaler = scaler_.save_state();
     for (size_t i = 0; i < network_.size(); ++i)
         for (size_t g = 0; g < network_.gemms(i).size(); ++g)
-            if (const GemmQuantizer* q = network_.quantizer(i, g))
-                s.quantizers.push_back({i, g, q->save_state()});
+            if (const GemmQuantizers* q = network_.quantizers(i, g))
+                for (size_t slot = 0; slot < q->slot_count(); ++slot)
+                    s.quantizers.push_back({i, g, slot, q->slot(slot).save_state()});
     s.sums = run.sums();
     s.data_digest = data_digest();
     return {run.step, epoch, batch, run.seconds(), encode_checkpoint_state(s), {}};

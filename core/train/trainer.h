@@ -110,6 +110,9 @@ private:
     struct ResumePoint;  // what resume_from checked and run() starts from (trainer.cpp)
 
     bool uses_device_engine() const;
+    // Why the run trains on the host engine whatever the backend (precision rules, what-if
+    // statistics); empty when a device engine may run it.
+    std::string host_only_precision() const;
     std::unique_ptr<StepEngine> make_engine(int64_t total_steps);
     void start_engine(Run& run);
     // The first batch of the epoch; a resumed run's first epoch starts where the checkpoint was.

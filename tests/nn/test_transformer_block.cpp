@@ -359,8 +359,9 @@ private slots:
         recipe.recipe = ScaledRecipe::Fp8Current;
         recipe.fp8_attention = true;
         net.prepare_recipe(recipe, 1);
-        QVERIFY(net.quantizer(0) != nullptr);
-        QVERIFY(net.quantizer(1) == nullptr);
+        QVERIFY(net.quantizers(0) != nullptr);
+        QVERIFY(net.quantizers(0)->quantizes(GemmPass::Forward));
+        QVERIFY(net.quantizers(1) == nullptr);
         QCOMPARE(net.gemms(0).size(), size_t{1});
         QCOMPARE(QString::fromStdString(net.gemm_label(0, net.gemms(0)[0].name)), QStringLiteral("0 Linear"));
         QCOMPARE(gemm_quantizer_key(5, 0), uint64_t{5});
@@ -427,8 +428,8 @@ private slots:
         state.config = json::object();
         state.network = json::object();
         state.scaler = json::object();
-        state.quantizers.push_back({3, 0, {}});
-        state.quantizers.push_back({3, 5, {}});
+        state.quantizers.push_back({3, 0, 0, {}});
+        state.quantizers.push_back({3, 5, 2, {}});
         state.quantizers[1].state.histories[0] = {1.5f, 2.5f};
         const CheckpointState back = decode_checkpoint_state(encode_checkpoint_state(state));
         QCOMPARE(back.quantizers.size(), size_t{2});
@@ -436,6 +437,8 @@ private slots:
         QCOMPARE(back.quantizers[0].gemm, uint64_t{0});
         QCOMPARE(back.quantizers[1].layer, uint64_t{3});
         QCOMPARE(back.quantizers[1].gemm, uint64_t{5});
+        QCOMPARE(back.quantizers[0].slot, uint64_t{0});
+        QCOMPARE(back.quantizers[1].slot, uint64_t{2});
         QCOMPARE(back.quantizers[1].state.histories[0], (std::vector<float>{1.5f, 2.5f}));
     }
 
