@@ -7,6 +7,7 @@
 
 #include "core/numeric/element_formats.h"
 #include "core/numeric/bfloat16.h"
+#include "core/numeric/format.h"
 #include "core/precision/precision_rules.h"
 
 namespace mpwb {
@@ -44,8 +45,8 @@ std::vector<ScaledRecipeConfig> slot_settings(const PassRecipes& passes) {
     return slots;
 }
 
-GemmQuantizers::GemmQuantizers(const PassRecipes& passes, uint64_t seed, uint64_t key, bool record_bf16)
-    : seed_(seed), key_(key), record_bf16_(record_bf16) {
+GemmQuantizers::GemmQuantizers(const PassRecipes& passes, uint64_t seed, uint64_t key, bool bf16_passes)
+    : seed_(seed), key_(key), bf16_passes_(bf16_passes) {
     set_passes(passes);
 }
 
@@ -107,6 +108,7 @@ void GemmQuantizers::begin_step(int64_t step, bool take_stats) {
     take_stats_ = take_stats;
     bf16_stats_.clear();
     bf16_seen_.clear();
+    bf16_used_ = 0;
     for (Slot& s : slots_) s.quantizer->begin_step(step, take_stats);
     if (take_stats)
         for (WhatIf& w : what_if_)
@@ -129,8 +131,22 @@ const float* GemmQuantizers::operand(GemmOperand which, GemmPass pass, SumAlong 
     const int slot = slot_of_pass_[static_cast<size_t>(pass)];
     if (slot >= 0)
         return slots_[static_cast<size_t>(slot)].quantizer->operand(which, pass, along, values, rows, cols);
-    if (take_stats_ && record_bf16_) record_bf16(which, pass, values, rows * cols);
-    return values;
+    if (!bf16_passes_) return values;
+    if (take_stats_) record_bf16(which, pass, values, rows * cols);
+    return bf16_operand(values, rows * cols);
+}
+
+const float* GemmQuantizers::bf16_operand(const float* values, int64_t n) {
+    for (size_t i = 0; i < bf16_used_; ++i)
+        if (bf16_copies_[i].source == values && bf16_copies_[i].count == n)
+            return bf16_copies_[i].values.data();
+    if (bf16_used_ == bf16_copies_.size()) bf16_copies_.emplace_back();
+    Bf16Copy& copy = bf16_copies_[bf16_used_++];
+    copy.source = values;
+    copy.count = n;
+    copy.values.resize(static_cast<size_t>(n));
+    round_to_format(Format::BF16, values, copy.values.data(), static_cast<size_t>(n));
+    return copy.values.data();
 }
 
 void GemmQuantizers::record_bf16(GemmOperand which, GemmPass pass, const float* values, int64_t n) {

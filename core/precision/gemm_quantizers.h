@@ -39,10 +39,12 @@ struct WhatIfRecipe {
 class GemmQuantizers {
 public:
     // seed and key seed stochastic rounding and Hadamard signs (the first quantizer takes key
-    // itself, so a GEMM under one recipe draws as before passes had their own). record_bf16: a
-    // statistics step records BF16 statistics of the operands of unquantized passes (a run that
-    // quantizes other GEMMs shows which ones it kept in BF16).
-    GemmQuantizers(const PassRecipes& passes, uint64_t seed, uint64_t key, bool record_bf16);
+    // itself, so a GEMM under one recipe draws as before passes had their own). bf16_passes: an
+    // unquantized pass reads its operands rounded to BF16 (a scaled run's weights are FP32
+    // masters and the loss gradient is FP32; a BF16 GEMM reads BF16) and a statistics step
+    // records their BF16 statistics, so a run that quantizes other GEMMs shows which ones it
+    // kept in BF16. Off (attention products, runs that quantize nothing): operands as stored.
+    GemmQuantizers(const PassRecipes& passes, uint64_t seed, uint64_t key, bool bf16_passes);
     ~GemmQuantizers();
 
     // A live change: each pass's settings from the next begin_step. A quantizer whose recipe
@@ -90,7 +92,7 @@ private:
         std::unique_ptr<GemmQuantizer> quantizer;  // null: the recipe leaves this GEMM alone
     };
     uint64_t seed_, key_;
-    bool record_bf16_;
+    bool bf16_passes_;
     std::vector<Slot> slots_;
     std::array<int, 3> slot_of_pass_{-1, -1, -1};
     std::vector<WhatIf> what_if_;
@@ -98,7 +100,16 @@ private:
     GemmPass last_pass_ = GemmPass::Forward;
     std::vector<ScalingStats> bf16_stats_;
     std::vector<std::pair<GemmOperand, GemmPass>> bf16_seen_;
+    // This step's BF16 copies of unquantized passes' operands, by source; reused between steps.
+    struct Bf16Copy {
+        const float* source;
+        int64_t count;
+        std::vector<float> values;
+    };
+    std::vector<Bf16Copy> bf16_copies_;
+    size_t bf16_used_ = 0;
 
+    const float* bf16_operand(const float* values, int64_t n);
     uint64_t slot_key(size_t slot) const;
     void record_bf16(GemmOperand which, GemmPass pass, const float* values, int64_t n);
 };

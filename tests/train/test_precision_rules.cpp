@@ -16,6 +16,7 @@
 #include <QtTest/QtTest>
 
 #include <map>
+#include <set>
 
 using namespace mpwb;
 using json = nlohmann::json;
@@ -187,7 +188,7 @@ private slots:
             QCOMPARE(got[p + "mlp.fc1"], mlp);
             QCOMPARE(got[p + "mlp.fc2"], b == 2 ? std::string("fp8-current/fp8-current/fp8-current") : mlp);
         }
-        QCOMPARE(got["7"], std::string("bf16/bf16/bf16"));  // the head: the last layer with a GEMM
+        QCOMPARE(got["6"], std::string("bf16/bf16/bf16"));  // the head: the last layer with a GEMM
         QVERIFY(plan.departs_from_run());
 
         PrecisionRules backward;
@@ -240,7 +241,10 @@ private slots:
         for (const auto& r : run.recorder.scaling)
             if (r.stats.recipe == "bf16") {
                 QCOMPARE(r.stats.element, Format::BF16);
-                QCOMPARE(r.stats.sqnr_db, 999.0);  // the operands are BF16 values already
+                // Stored activations are BF16 values already; the FP32 masters a scaled run keeps
+                // and the FP32 loss gradient are rounded to BF16 for the GEMM (about 8 bits).
+                if (r.stats.operand[0] == 'x') QCOMPARE(r.stats.sqnr_db, 999.0);
+                QVERIFY(r.stats.sqnr_db > 40.0);
             }
         const auto event = std::find_if(run.recorder.events.begin(), run.recorder.events.end(),
                                         [](const TrainingEvent& e) { return e.kind == "gemm_precisions"; });
@@ -273,31 +277,39 @@ private slots:
         }
     }
 
-    // A bf16-mixed run's what-if statistics of the first GEMM's x and w at the first step equal
-    // a run in that recipe's, bit for bit: same weights, same batch, same operands.
-    void what_if_in_a_bf16_run_equals_the_recipes_run_on_the_same_operands() {
-        for (PrecisionKind kind : {PrecisionKind::Fp8Current, PrecisionKind::Fp8Block, PrecisionKind::MxFp8,
-                                   PrecisionKind::NvFp4}) {
-            const ScaledRecipe recipe = PrecisionPolicy::make(kind).recipe;
-            TrainConfig watching = spiral_config(PrecisionKind::BF16Mixed, 1, 1);
-            watching.what_if = {recipe};
-            SpiralRun bf16(watching);
-            SpiralRun real(spiral_config(kind, 1, 1));
-            const auto what_if = rows_at(bf16.recorder.scaling, 1);
-            const auto own = rows_at(real.recorder.scaling, 1);
-            const std::string name = scaled_recipe_name(recipe);
-            int compared = 0;
-            for (const char* operand : {"x", "w", "x (wgrad)", "w (dgrad)"}) {
-                const std::string key = std::string("0 Linear|") + operand + "|" + name;
-                if (!own.count(key + "|r")) continue;  // per-tensor recipes have no second copies
-                QVERIFY2(what_if.count(key + "|w"), key.c_str());
-                compare_stats(what_if.at(key + "|w"), own.at(key + "|r"), key);
-                ++compared;
+    // What-if statistics see the operands as the run stores them. A scaled run stores activations
+    // in BF16 and quantizes weights from the FP32 masters: at the first step a bf16-mixed run's
+    // what-if statistics of the first GEMM's input equal that run's bit for bit, and an FP32
+    // run's of its weights do.
+    void what_if_in_other_runs_equals_the_recipes_run_on_the_same_operands() {
+        struct Base {
+            PrecisionKind kind;
+            std::vector<const char*> shared;  // the operands both runs hold the same values of
+        };
+        const Base bases[] = {{PrecisionKind::BF16Mixed, {"x", "x (wgrad)"}},
+                              {PrecisionKind::FP32, {"w", "w (dgrad)"}}};
+        for (const Base& base : bases)
+            for (PrecisionKind kind : {PrecisionKind::Fp8Current, PrecisionKind::Fp8Block,
+                                       PrecisionKind::MxFp8, PrecisionKind::NvFp4}) {
+                const ScaledRecipe recipe = PrecisionPolicy::make(kind).recipe;
+                TrainConfig watching = spiral_config(base.kind, 1, 1);
+                watching.what_if = {recipe};
+                SpiralRun other(watching);
+                SpiralRun real(spiral_config(kind, 1, 1));
+                const auto what_if = rows_at(other.recorder.scaling, 1);
+                const auto own = rows_at(real.recorder.scaling, 1);
+                int compared = 0;
+                for (const char* operand : base.shared) {
+                    const std::string key =
+                        std::string("0 Linear|") + operand + "|" + scaled_recipe_name(recipe);
+                    if (!own.count(key + "|r")) continue;  // per-tensor recipes have no second copies
+                    QVERIFY2(what_if.count(key + "|w"), key.c_str());
+                    compare_stats(what_if.at(key + "|w"), own.at(key + "|r"), key);
+                    ++compared;
+                }
+                QVERIFY(compared >= 1);
+                for (const auto& r : other.recorder.scaling) QVERIFY(r.stats.what_if);  // nothing of its own
             }
-            QVERIFY(compared >= 2);
-            for (const auto& r : bf16.recorder.scaling)
-                QVERIFY(r.stats.what_if);  // bf16 itself records nothing
-        }
     }
 
     // fp8-delayed as a what-if: its history holds one amax per statistics step, not per step.
@@ -307,7 +319,10 @@ private slots:
         SpiralRun run(c);
         const GemmQuantizer* q = run.net.quantizers(0)->what_if_quantizer(ScaledRecipe::Fp8Delayed);
         QVERIFY(q != nullptr);
-        QCOMPARE(q->amax_history(GemmOperand::Weight).size(), size_t{3});
+        std::set<int64_t> statistics_steps;
+        for (const auto& r : run.recorder.scaling) statistics_steps.insert(r.step);
+        QVERIFY(statistics_steps.size() >= 3 && statistics_steps.size() < 9);
+        QCOMPARE(q->amax_history(GemmOperand::Weight).size(), statistics_steps.size());
         QVERIFY(run.net.quantizers(0)->slot_count() == 0);  // nothing quantizes the run's own GEMMs
     }
 };
