@@ -31,6 +31,9 @@ struct ScalingStats {
     int64_t clipped_blocks = 0;
     int block_exponent_min = 0;
     std::vector<int64_t> block_exponent_counts;
+    // nvfp4 with 4 over 6: the blocks that kept the candidate with their maximum mapped to 4.
+    // Live only: the run store has no column for it yet.
+    int64_t blocks_scaled_to_4 = 0;
 };
 
 // The statistics of one quantization, with the index of the layer whose GEMM it fed and that
