@@ -470,7 +470,7 @@ void TestCheckpoint::resumedRunEqualsUninterrupted_data() {
     QTest::newRow("fp8-delayed, history 4") << "fp8-delayed" << 11;
     QTest::newRow("nvfp4 stochastic rounding") << "nvfp4" << 7;
     QTest::newRow("mxfp8, epoch boundary") << "mxfp8" << 16;
-    // Settings away from their defaults reach the resumed run through the checkpoint's configuration.
+    // mxfp4 (stochastic dy, fixed Hadamard signs, FLOOR) and 4 over 6 resume bit for bit too.
     QTest::newRow("mxfp4 floor, fixed Hadamard signs") << "mxfp4" << 9;
     QTest::newRow("nvfp4 4 over 6 (mae)") << "nvfp4-4over6" << 6;
     QTest::newRow("conv batchnorm dropout sgd") << "conv" << 7;
