@@ -380,11 +380,17 @@ void choose_four_over_six(const float* x, int64_t r0, int64_t r1, int64_t cols, 
         const uint64_t index0 = static_cast<uint64_t>(r * cols);
         run(row, o6, cols, six, opt.tensor_scale, opt.random_key, index0, nullptr);
         run(row, o4, cols, four, opt.tensor_scale, opt.random_key, index0, nullptr);
-        for (int64_t c = 0; c < cols; ++c) {
-            const double d6 = static_cast<double>(row[c]) - o6[c], d4 = static_cast<double>(row[c]) - o4[c];
-            const size_t g = static_cast<size_t>(c / block_cols);
-            err6[g] += squared ? d6 * d6 : std::fabs(d6);
-            err4[g] += squared ? d4 * d4 : std::fabs(d4);
+        for (size_t g = 0; g < groups; ++g) {
+            const int64_t c0 = static_cast<int64_t>(g) * block_cols, c1 = std::min(cols, c0 + block_cols);
+            double e6 = err6[g], e4 = err4[g];
+            for (int64_t c = c0; c < c1; ++c) {
+                const double d6 = static_cast<double>(row[c]) - o6[c],
+                             d4 = static_cast<double>(row[c]) - o4[c];
+                e6 += squared ? d6 * d6 : std::fabs(d6);
+                e4 += squared ? d4 * d4 : std::fabs(d4);
+            }
+            err6[g] = e6;
+            err4[g] = e4;
         }
     }
     for (size_t g = 0; g < groups; ++g) {

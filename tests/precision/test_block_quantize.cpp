@@ -729,7 +729,7 @@ private slots:
         auto run = [&](int threads, BlockShape b, BlockScaleRule rule, bool stochastic, ScalingStats& st) {
             set_thread_count(threads);
             QuantizeOptions opt;
-            opt.element = rule == BlockScaleRule::NvFp4 ? Format::E2M1 : Format::E4M3;
+            opt.element = Format::E2M1;  // nvfp4, with or without 4 over 6
             opt.stochastic = stochastic;
             opt.random_key = 99;
             opt.tensor_scale = 0.01f;
@@ -745,6 +745,12 @@ private slots:
             QCOMPARE(count_mismatches(one, two, nullptr), 0);
             QCOMPARE(s1.sqnr_db, s2.sqnr_db);  // bit for bit: summed per panel in panel order
             QCOMPARE(s1.block_exponent_counts, s2.block_exponent_counts);
+            ScalingStats f1, f2;
+            const auto four1 = run(1, b, BlockScaleRule::NvFp4FourOverSix, true, f1);
+            const auto four2 = run(2, b, BlockScaleRule::NvFp4FourOverSix, true, f2);
+            QCOMPARE(count_mismatches(four1, four2, nullptr), 0);
+            QCOMPARE(f1.blocks_scaled_to_4, f2.blocks_scaled_to_4);
+            QCOMPARE(f1.sqnr_db, f2.sqnr_db);
         }
         set_thread_count(1);
         std::vector<float> a(x.size()), b2(x.size());
