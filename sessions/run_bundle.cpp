@@ -187,7 +187,7 @@ void check_bundle_scaling_stats(sqlite::Db& db, const std::string& path) {
                 ", s.id, coalesce(r.uuid, '') FROM scaling_stats s LEFT JOIN runs r ON r.id = s.run_id");
     while (rows.step("reading bundle scaling statistics")) {
         const std::string what = "bundle " + path + ": table scaling_stats, row " +
-                                 std::to_string(rows.col_int(17)) + " (run " + rows.col_text(18) + ")";
+                                 std::to_string(rows.col_int(18)) + " (run " + rows.col_text(19) + ")";
         try {
             (void)read_scaling_stats_row(rows, what);
         } catch (const DataError& e) {

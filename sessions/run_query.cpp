@@ -397,7 +397,7 @@ std::vector<ScalingStatsRecord> RunStore::scaling_stats(std::int64_t run_id) con
     s.bind(1, run_id);
     std::vector<ScalingStatsRecord> out;
     while (s.step("reading scaling statistics")) {
-        const std::string what = path() + ": table scaling_stats, row " + std::to_string(s.col_int(17));
+        const std::string what = path() + ": table scaling_stats, row " + std::to_string(s.col_int(18));
         try {
             out.push_back(read_scaling_stats_row(s, what));
         } catch (const DataError& e) {

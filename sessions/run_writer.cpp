@@ -73,7 +73,8 @@ void insert_scaling_row(sqlite::Stmt& s, std::int64_t run_id, const ScalingStats
     const auto blob = block_exponent_counts_to_blob(st.block_exponent_counts);
     s.bind_blob(16, blob.data(), blob.size())
         .bind(17, st.recipe)
-        .bind(18, static_cast<std::int64_t>(st.what_if));
+        .bind(18, static_cast<std::int64_t>(st.what_if))
+        .bind(19, st.blocks_scaled_to_4);
     s.run("writing scaling statistics");
     s.reset();
 }
@@ -129,8 +130,8 @@ RunWriter::RunWriter(const std::string& db_path, std::int64_t run_id, const Opti
         sqlite::Stmt(db,
                      "INSERT INTO scaling_stats(run_id, step, layer, layer_label, operand, element, amax, "
                      "scale, underflow_fraction, saturate_fraction, sqnr_db, value_count, blocks, "
-                     "clipped_blocks, block_exponent_min, block_exponent_counts, recipe, what_if) "
-                     "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+                     "clipped_blocks, block_exponent_min, block_exponent_counts, recipe, what_if, "
+                     "blocks_scaled_to_4) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
         sqlite::Stmt(db, "UPDATE runs SET status=?, ended=? WHERE id=?"),
     });
     thread_ = std::thread([this] { loop(); });

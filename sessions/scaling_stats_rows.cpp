@@ -38,7 +38,8 @@ std::string scaling_stats_columns(bool has_recipe_columns) {
                "step, layer, layer_label, operand, element, amax, scale, underflow_fraction, "
                "saturate_fraction, sqnr_db, value_count, blocks, clipped_blocks, block_exponent_min, "
                "block_exponent_counts, ") +
-           (has_recipe_columns ? "recipe, what_if" : "'' AS recipe, 0 AS what_if");
+           (has_recipe_columns ? "recipe, what_if, blocks_scaled_to_4"
+                               : "'' AS recipe, 0 AS what_if, 0 AS blocks_scaled_to_4");
 }
 
 bool has_recipe_columns(sqlite::Db& db) {
@@ -94,6 +95,10 @@ ScalingStatsRecord read_scaling_stats_row(const sqlite::Stmt& s, const std::stri
     if (what_if != 0 && what_if != 1)
         throw DataError(what + ", field what_if: " + std::to_string(what_if) + " is not 0 or 1");
     st.what_if = what_if == 1;
+    st.blocks_scaled_to_4 = non_negative(s, 17, "blocks_scaled_to_4", what);
+    if (st.blocks_scaled_to_4 > st.blocks)
+        throw DataError(what + ", field blocks_scaled_to_4: " + std::to_string(st.blocks_scaled_to_4) +
+                        " blocks of " + std::to_string(st.blocks));
     return r;
 }
 

@@ -27,9 +27,9 @@ std::vector<std::int64_t> block_exponent_counts_from_blob(std::span<const std::u
 // A recipe name longer than this is damage ("fp8-delayed" is the longest today).
 constexpr std::size_t kMaxRecipeNameLength = 32;
 
-// The columns read_scaling_stats_row expects first (0 to 16), in its order, for a SELECT on
-// scaling_stats; a query may select more after them. A table from before schema 9 has no recipe
-// and what_if columns: they read as '' and 0 (the run's own statistics).
+// The columns read_scaling_stats_row expects first (0 to 17), in its order, for a SELECT on
+// scaling_stats; a query may select more after them. A table from before schema 9 has no recipe,
+// what_if and blocks_scaled_to_4 columns: they read as '', 0 and 0 (the run's own statistics).
 std::string scaling_stats_columns(bool has_recipe_columns);
 // Whether db's scaling_stats table has schema 9's recipe columns.
 bool has_recipe_columns(sqlite::Db& db);

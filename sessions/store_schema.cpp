@@ -257,9 +257,11 @@ CREATE TABLE final_weight_tensors(
     // 9: a scaling_stats row names the recipe that took it ("mxfp8"; "bf16" for an operand a
     // precision rule keeps unquantized) and marks a what-if recipe's rows (what_if 1: statistics
     // of a recipe the GEMM did not use). Rows from before read as '' and 0: the run's own.
+    // blocks_scaled_to_4: nvfp4 with 4 over 6, the blocks scaled so their maximum maps to 4.
     R"sql(
 ALTER TABLE scaling_stats ADD COLUMN recipe TEXT NOT NULL DEFAULT '';
 ALTER TABLE scaling_stats ADD COLUMN what_if INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE scaling_stats ADD COLUMN blocks_scaled_to_4 INTEGER NOT NULL DEFAULT 0;
 )sql",
 };
 

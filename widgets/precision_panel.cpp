@@ -107,7 +107,7 @@ QWidget* PrecisionPanel::makePolicyBox() {
         tr("fp32: reference. tf32: FP32 storage, GEMM operands rounded to 10 mantissa bits.\n"
            "fp16-mixed / bf16-mixed: reduced math, FP32 master weights.\n"
            "fp16-pure: no FP32 master copy (the failure the mixed-precision paper shows).\n"
-           "fp8-delayed ... nvfp4: scaled low-precision GEMM operands (see the line below the policy)."));
+           "fp8-delayed ... mxfp4: scaled low-precision GEMM operands (see the line below the policy)."));
     device_ = new QComboBox;
     device_->setObjectName("deviceCombo");
     device_->addItem(tr("CPU (emulated)"), "cpu");

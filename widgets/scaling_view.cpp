@@ -155,7 +155,8 @@ QGridLayout* ScalingView::buildPlotGrid() {
     blocks->setContentsMargins(0, 0, 0, 0);
     blocks->addWidget(block_hist_);
     blocks->addWidget(heatmap_);
-    block_note_ = new QLabel(tr("Block-scale plots appear for the block recipes (fp8-block, mxfp8, nvfp4)."));
+    block_note_ =
+        new QLabel(tr("Block-scale plots appear for the block recipes (fp8-block, mxfp8, nvfp4, mxfp4)."));
     block_note_->setObjectName(QStringLiteral("scalingBlockNote"));
     block_note_->hide();
     auto* grid = new QGridLayout;
@@ -177,7 +178,7 @@ void ScalingView::clear() {
     updating_ = false;
     selectors_dirty_ = false;
     setEmptyText(
-        tr("Choose a scaled precision (fp8-delayed, fp8-current, fp8-block, mxfp8, nvfp4) in the "
+        tr("Choose a scaled precision (fp8-delayed, fp8-current, fp8-block, mxfp8, nvfp4, mxfp4) in the "
            "Precision panel and train to see the scales."));
     rebuildPlots();
 }
@@ -310,6 +311,9 @@ void ScalingView::appendToPlots(size_t from) {
                                                       : QString::number(last.stats.sqnr_db, 'f', 1));
         if (block)
             text += tr(" · clipped blocks %1 of %2").arg(last.stats.clipped_blocks).arg(last.stats.blocks);
+        // nvfp4's 4 over 6 (stored since schema 9).
+        if (last.stats.blocks_scaled_to_4 > 0)
+            text += tr(" · scaled to 4: %1 of %2").arg(last.stats.blocks_scaled_to_4).arg(last.stats.blocks);
         readout_->setText(text);
     }
     for (PlotWidget* p : {amax_, sqnr_}) {

@@ -118,7 +118,7 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
         ->check(whole_number(0, kMaxSteps));
     if (!with_precision) return;
     app.add_option("--precision", precision, precision_list());
-    recipe_flags.add_to(app, "Scaled recipes (fp8-delayed, fp8-current, fp8-block, mxfp8, nvfp4)");
+    recipe_flags.add_to(app, "Scaled recipes (fp8-delayed, fp8-current, fp8-block, mxfp8, nvfp4, mxfp4)");
     app.add_option("--weight-grad-format", weight_grad_format,
                    "Storage of weight gradients: fp32, fp16, bf16");
     app.add_flag("--fp32-residual", fp32_residual,

@@ -64,7 +64,7 @@ constexpr double kCurveMaxHz = 30;
 // rest on the next ticks.
 constexpr size_t kCurvePlotsPerTick = 1;
 
-// Whether a run's policy quantizes its GEMM operands with a scaled recipe (fp8-delayed ... nvfp4).
+// Whether a run's policy quantizes its GEMM operands with a scaled recipe (fp8-delayed ... mxfp4).
 bool is_scaled(const QString& precision) {
     try {
         return PrecisionPolicy::make(parse_precision(precision.toStdString())).scaled();
@@ -279,7 +279,7 @@ QString PlotBoard::scalingEmptyText(const RunView& r) const {
     if (!is_scaled(r.precision))
         return tr("%1 trains in %2, which has no scales. Choose a scaled precision (fp8-delayed, "
                   "fp8-current, "
-                  "fp8-block, mxfp8, nvfp4) in the Precision panel to see scales.")
+                  "fp8-block, mxfp8, nvfp4, mxfp4) in the Precision panel to see scales.")
             .arg(r.label, r.precision);
     return tr("No scaling statistics for %1 yet. They are taken with the gradient statistics: set "
               "\"Gradient stats every\" in the Training settings above 0.")

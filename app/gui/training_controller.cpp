@@ -519,7 +519,7 @@ void TrainingController::request_recipe_config(const ScaledRecipeConfig& config)
             w->request_change(config);
             any = true;
         }
-    if (!any) throw ConfigError("recipe settings: no run uses a scaled recipe (fp8-delayed ... nvfp4)");
+    if (!any) throw ConfigError("recipe settings: no run uses a scaled recipe (fp8-delayed ... mxfp4)");
 }
 
 void TrainingController::request_loss_scale(double scale) {

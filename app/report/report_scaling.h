@@ -1,5 +1,5 @@
 // Internal to mpwb_report: the scaling section of a report, for runs of a scaled recipe
-// (fp8-delayed ... nvfp4) that stored scaling statistics: the SQNR table per layer and operand,
+// (fp8-delayed ... mxfp4) that stored scaling statistics: the SQNR table per layer and operand,
 // amax and scale per layer over steps, and the block-scale exponent histograms of block recipes.
 #pragma once
 #include "app/report/report_html.h"

@@ -278,10 +278,18 @@ uint8_t mx_scale_code(float amax, Format element, bool rceil) {
     return static_cast<uint8_t>(e + 127);
 }
 
-float nvfp4_tensor_scale(float amax) {
+float nvfp4_tensor_scale(float amax, bool four_over_six) {
     if (!(amax > 0.0f) || !std::isfinite(amax)) return 1.0f;
-    const float s = amax / (E4M3Spec::kMax * E2M1Spec::kMax);
+    const float bound = four_over_six ? kFourOverSixScaleBound : E4M3Spec::kMax;
+    const float s = amax / (bound * E2M1Spec::kMax);
     return s >= FLT_MIN ? s : 1.0f;
+}
+
+BlockScale nvfp4_block_scale(float amax, float tensor_scale, float expansion) {
+    const float bs = round_element_saturating<E4M3Spec>(amax / E2M1Spec::kMax / tensor_scale * expansion);
+    // A zero block scale (an all-zero block, or one too small for E4M3): every element is 0.
+    const float divisor = bs == 0.0f ? INFINITY : bs * tensor_scale;
+    return {divisor, bs};
 }
 
 BlockScale block_scale(BlockScaleRule rule, float amax, Format element, float tensor_scale) {
@@ -298,57 +306,155 @@ BlockScale block_scale(BlockScaleRule rule, float amax, Format element, float te
             const uint8_t inverse = code == kE8M0NaN ? kE8M0NaN : static_cast<uint8_t>(254 - code);
             return {e8m0_to_float(inverse), e8m0_to_float(code)};
         }
-        case BlockScaleRule::NvFp4: {
-            const float bs = round_element_saturating<E4M3Spec>(amax / E2M1Spec::kMax / tensor_scale);
-            // A zero block scale (an all-zero block, or one too small for E4M3): every element is 0.
-            const float divisor = bs == 0.0f ? INFINITY : bs * tensor_scale;
-            return {divisor, bs};
-        }
+        case BlockScaleRule::NvFp4:
+        case BlockScaleRule::NvFp4FourOverSix:
+            return nvfp4_block_scale(amax, tensor_scale, 1.0f);
     }
     return {1.0f, 1.0f};
 }
 
+namespace {
+
+// One thread's scratch for the panels it quantizes: each column's maximum, each group's, the
+// scales spread over the columns, and under 4 over 6 the map-to-4 candidate's scales, both
+// candidates' outputs and each group's choice.
+struct PanelWork {
+    std::vector<uint32_t> col_amax, group_amax;
+    std::vector<float> mult, deq;
+    std::vector<float> mult4, deq4, out6, out4;
+    std::vector<uint8_t> to_four;
+
+    PanelWork(int64_t cols, int64_t groups, int64_t candidate_rows)
+        : col_amax(static_cast<size_t>(cols)),
+          group_amax(static_cast<size_t>(groups)),
+          mult(static_cast<size_t>(cols)),
+          deq(static_cast<size_t>(cols)),
+          to_four(static_cast<size_t>(groups)) {
+        if (candidate_rows == 0) return;
+        mult4.resize(static_cast<size_t>(cols));
+        deq4.resize(static_cast<size_t>(cols));
+        out6.resize(static_cast<size_t>(candidate_rows * cols));
+        out4.resize(static_cast<size_t>(candidate_rows * cols));
+    }
+};
+
+// The block maxima of rows [r0, r1) and each group's scale (and map-to-4 candidate) over its
+// columns.
+void panel_scales(const float* x, int64_t r0, int64_t r1, int64_t cols, int64_t block_cols,
+                  BlockScaleRule rule, const QuantizeOptions& opt, PanelWork& w) {
+    std::fill(w.col_amax.begin(), w.col_amax.end(), 0u);
+    for (int64_t r = r0; r < r1; ++r) {
+        const float* row = x + r * cols;
+        for (int64_t c = 0; c < cols; ++c) w.col_amax[c] = std::max(w.col_amax[c], abs_bits(row[c]));
+    }
+    for (size_t g = 0; g < w.group_amax.size(); ++g) {
+        const int64_t c0 = static_cast<int64_t>(g) * block_cols, c1 = std::min(cols, c0 + block_cols);
+        uint32_t m = 0;
+        for (int64_t c = c0; c < c1; ++c) m = std::max(m, w.col_amax[c]);
+        w.group_amax[g] = m;
+        const float amax = std::bit_cast<float>(m);
+        const BlockScale bs = block_scale(rule, amax, opt.element, opt.tensor_scale);
+        std::fill(w.mult.begin() + c0, w.mult.begin() + c1, bs.multiplier);
+        std::fill(w.deq.begin() + c0, w.deq.begin() + c1, bs.dequant);
+        if (rule != BlockScaleRule::NvFp4FourOverSix) continue;
+        const BlockScale four = nvfp4_block_scale(amax, opt.tensor_scale, kFourOverSixExpansion);
+        std::fill(w.mult4.begin() + c0, w.mult4.begin() + c1, four.multiplier);
+        std::fill(w.deq4.begin() + c0, w.deq4.begin() + c1, four.dequant);
+    }
+}
+
+// 4 over 6: quantizes rows [r0, r1) with both candidates (the same random bits for both, as the
+// kernel draws them by element index), sums each block's error in float64 (rows, then columns),
+// and moves the map-to-4 scales into w.mult / w.deq for the groups where that error is lower.
+// A NaN error (a NaN or inf in the block) compares false: the block keeps 6.
+void choose_four_over_six(const float* x, int64_t r0, int64_t r1, int64_t cols, int64_t block_cols,
+                          RunFn<ColumnScales> run, const QuantizeOptions& opt, PanelWork& w) {
+    const ColumnScales six{w.mult.data(), w.deq.data()}, four{w.mult4.data(), w.deq4.data()};
+    const size_t groups = w.group_amax.size();
+    std::vector<double> err6(groups, 0.0), err4(groups, 0.0);
+    const bool squared = opt.four_over_six_error == FourOverSixError::Mse;
+    for (int64_t r = r0; r < r1; ++r) {
+        const float* row = x + r * cols;
+        float* o6 = w.out6.data() + (r - r0) * cols;
+        float* o4 = w.out4.data() + (r - r0) * cols;
+        const uint64_t index0 = static_cast<uint64_t>(r * cols);
+        run(row, o6, cols, six, opt.tensor_scale, opt.random_key, index0, nullptr);
+        run(row, o4, cols, four, opt.tensor_scale, opt.random_key, index0, nullptr);
+        for (size_t g = 0; g < groups; ++g) {
+            const int64_t c0 = static_cast<int64_t>(g) * block_cols, c1 = std::min(cols, c0 + block_cols);
+            double e6 = err6[g], e4 = err4[g];
+            for (int64_t c = c0; c < c1; ++c) {
+                const double d6 = static_cast<double>(row[c]) - o6[c],
+                             d4 = static_cast<double>(row[c]) - o4[c];
+                e6 += squared ? d6 * d6 : std::fabs(d6);
+                e4 += squared ? d4 * d4 : std::fabs(d4);
+            }
+            err6[g] = e6;
+            err4[g] = e4;
+        }
+    }
+    for (size_t g = 0; g < groups; ++g) {
+        w.to_four[g] = err4[g] < err6[g];
+        if (!w.to_four[g]) continue;
+        const int64_t c0 = static_cast<int64_t>(g) * block_cols, c1 = std::min(cols, c0 + block_cols);
+        std::copy(w.mult4.begin() + c0, w.mult4.begin() + c1, w.mult.begin() + c0);
+        std::copy(w.deq4.begin() + c0, w.deq4.begin() + c1, w.deq.begin() + c0);
+    }
+}
+
+// Per-block statistics of one panel: whether its maximum clips, its scale's exponent, and
+// whether 4 over 6 chose 4.
+struct BlockRecords {
+    std::vector<int16_t> exponents;
+    std::vector<uint8_t> clipped, to_four;
+    std::vector<uint32_t> panel_amax;
+};
+
+void record_panel_blocks(int64_t p, int64_t block_cols, bool divide, Format element, const PanelWork& w,
+                         BlockRecords& records) {
+    const int64_t groups = static_cast<int64_t>(w.group_amax.size());
+    for (int64_t g = 0; g < groups; ++g) {
+        const size_t b = static_cast<size_t>(p * groups + g);
+        const int64_t c0 = g * block_cols;
+        const uint32_t m = w.group_amax[static_cast<size_t>(g)];
+        uint32_t& panel_max = records.panel_amax[static_cast<size_t>(p)];
+        panel_max = std::max(panel_max, m);
+        const float amax = std::bit_cast<float>(m), mult = w.mult[c0], deq = w.deq[c0];
+        const float scaled_max = divide ? amax / mult : amax * mult;
+        records.clipped[b] = element_rounds_past_max(element, scaled_max);
+        records.exponents[b] =
+            deq > 0.0f && std::isfinite(deq) ? static_cast<int16_t>(floor_log2(deq)) : kNoExponent;
+        records.to_four[b] = w.to_four[static_cast<size_t>(g)];
+    }
+}
+
+}  // namespace
+
 void quantize_blocks(const float* x, float* out, int64_t rows, int64_t cols, BlockShape block,
                      BlockScaleRule rule, const QuantizeOptions& opt) {
     const bool stats = opt.stats != nullptr;
-    const bool divide = rule == BlockScaleRule::NvFp4;
+    const bool four_over_six = rule == BlockScaleRule::NvFp4FourOverSix;
+    const bool divide = rule == BlockScaleRule::NvFp4 || four_over_six;
     const float post = divide ? opt.tensor_scale : 1.0f;
     const auto run = pick_run<ColumnScales>(opt.element, divide, opt.stochastic, stats);
+    const auto run_candidate =
+        four_over_six ? pick_run<ColumnScales>(opt.element, true, opt.stochastic, false) : nullptr;
     const int64_t panels = (rows + block.rows - 1) / block.rows;
     const int64_t groups = (cols + block.cols - 1) / block.cols;
     std::vector<UnitStats> panel_stats(stats ? static_cast<size_t>(panels) : 0);
-    std::vector<int16_t> exponents(stats ? static_cast<size_t>(panels * groups) : 0);
-    std::vector<uint8_t> clipped(exponents.size());
-    std::vector<uint32_t> panel_amax(panel_stats.size());
+    BlockRecords records;
+    records.exponents.resize(stats ? static_cast<size_t>(panels * groups) : 0);
+    records.clipped.resize(records.exponents.size());
+    records.to_four.resize(records.exponents.size());
+    records.panel_amax.resize(panel_stats.size());
     parallel_for(panels, grain_units(block.rows * cols), [&](int64_t p0, int64_t p1) {
-        std::vector<uint32_t> col_amax(static_cast<size_t>(cols));
-        std::vector<float> mult(static_cast<size_t>(cols)), deq(static_cast<size_t>(cols));
+        PanelWork w(cols, groups, four_over_six ? block.rows : 0);
         for (int64_t p = p0; p < p1; ++p) {
             const int64_t r0 = p * block.rows, r1 = std::min(rows, r0 + block.rows);
-            std::fill(col_amax.begin(), col_amax.end(), 0u);
-            for (int64_t r = r0; r < r1; ++r) {
-                const float* row = x + r * cols;
-                for (int64_t c = 0; c < cols; ++c) col_amax[c] = std::max(col_amax[c], abs_bits(row[c]));
-            }
-            for (int64_t g = 0; g < groups; ++g) {
-                const int64_t c0 = g * block.cols, c1 = std::min(cols, c0 + block.cols);
-                uint32_t m = 0;
-                for (int64_t c = c0; c < c1; ++c) m = std::max(m, col_amax[c]);
-                const float amax = std::bit_cast<float>(m);
-                const BlockScale bs = block_scale(rule, amax, opt.element, opt.tensor_scale);
-                std::fill(mult.begin() + c0, mult.begin() + c1, bs.multiplier);
-                std::fill(deq.begin() + c0, deq.begin() + c1, bs.dequant);
-                if (stats) {
-                    const size_t b = static_cast<size_t>(p * groups + g);
-                    panel_amax[static_cast<size_t>(p)] = std::max(panel_amax[static_cast<size_t>(p)], m);
-                    const float scaled_max = divide ? amax / bs.multiplier : amax * bs.multiplier;
-                    clipped[b] = element_rounds_past_max(opt.element, scaled_max);
-                    exponents[b] = bs.dequant > 0.0f && std::isfinite(bs.dequant)
-                                       ? static_cast<int16_t>(floor_log2(bs.dequant))
-                                       : kNoExponent;
-                }
-            }
-            const ColumnScales scales{mult.data(), deq.data()};
+            panel_scales(x, r0, r1, cols, block.cols, rule, opt, w);
+            if (four_over_six) choose_four_over_six(x, r0, r1, cols, block.cols, run_candidate, opt, w);
+            if (stats) record_panel_blocks(p, block.cols, divide, opt.element, w, records);
+            const ColumnScales scales{w.mult.data(), w.deq.data()};
             for (int64_t r = r0; r < r1; ++r)
                 run(x + r * cols, out + r * cols, cols, scales, post, opt.random_key,
                     static_cast<uint64_t>(r * cols), stats ? &panel_stats[static_cast<size_t>(p)] : nullptr);
@@ -358,15 +464,23 @@ void quantize_blocks(const float* x, float* out, int64_t rows, int64_t cols, Blo
     ScalingStats& s = *opt.stats;
     s.element = opt.element;
     s.amax = std::bit_cast<float>(
-        panel_amax.empty() ? 0u : *std::max_element(panel_amax.begin(), panel_amax.end()));
+        records.panel_amax.empty() ? 0u
+                                   : *std::max_element(records.panel_amax.begin(), records.panel_amax.end()));
     s.scale = divide ? opt.tensor_scale : 0.0f;
     finish_element_stats(panel_stats, rows * cols, s);
-    finish_block_stats(exponents, clipped, s);
+    finish_block_stats(records.exponents, records.clipped, s);
+    s.blocks_scaled_to_4 = std::count(records.to_four.begin(), records.to_four.end(), uint8_t{1});
 }
 
 std::array<float, 16> hadamard_signs(uint64_t seed) {
     std::array<float, 16> signs{};
     for (size_t i = 0; i < signs.size(); ++i) signs[i] = (counter_random_bits(seed, i) & 1u) ? -1.0f : 1.0f;
+    return signs;
+}
+
+std::array<float, 16> fixed_hadamard_signs() {
+    std::array<float, 16> signs{};
+    signs.fill(1.0f);
     return signs;
 }
 

@@ -23,6 +23,9 @@ constexpr int64_t kMxBlock = 32;
 constexpr int64_t kNvFp4Block = 16;
 
 bool is_per_tensor(ScaledRecipe r) { return r == ScaledRecipe::Fp8Delayed || r == ScaledRecipe::Fp8Current; }
+bool is_mx(ScaledRecipe r) { return r == ScaledRecipe::MxFp8 || r == ScaledRecipe::MxFp4; }
+// The recipes with E2M1 elements, stochastic rounding of dy and the Hadamard option.
+bool is_fp4(ScaledRecipe r) { return r == ScaledRecipe::NvFp4 || r == ScaledRecipe::MxFp4; }
 
 size_t index_of(GemmOperand which) { return static_cast<size_t>(which); }
 
@@ -171,26 +174,35 @@ float* GemmQuantizer::State::quantize_block_operand(GemmOperand which, GemmPass 
             opt.element = Format::E4M3;
             break;
         case ScaledRecipe::MxFp8:
+        case ScaledRecipe::MxFp4:
             shape = tile_along(along, kMxBlock);
             rule = config.mx_scale_rounding == MxScaleRounding::Floor ? BlockScaleRule::E8M0Floor
                                                                       : BlockScaleRule::E8M0RCeil;
-            opt.element = config.mx_element == MxElement::E5M2 ? Format::E5M2 : Format::E4M3;
+            opt.element = config.recipe == ScaledRecipe::MxFp4   ? Format::E2M1
+                          : config.mx_element == MxElement::E5M2 ? Format::E5M2
+                                                                 : Format::E4M3;
             break;
         default:  // NvFp4
             shape = weight ? BlockShape{kNvFp4Block, kNvFp4Block} : tile_along(along, kNvFp4Block);
-            rule = BlockScaleRule::NvFp4;
+            rule = config.nvfp4_4over6 ? BlockScaleRule::NvFp4FourOverSix : BlockScaleRule::NvFp4;
             opt.element = Format::E2M1;
-            opt.stochastic = config.stochastic_rounding && which == GemmOperand::OutputGrad;
-            opt.random_key = random_key(which, pass);
+            opt.four_over_six_error = config.nvfp4_4over6_error;
             break;
+    }
+    // The FP4 recipes round dy stochastically when asked (both of its GEMMs).
+    if (is_fp4(config.recipe)) {
+        opt.stochastic = config.stochastic_rounding && which == GemmOperand::OutputGrad;
+        opt.random_key = random_key(which, pass);
     }
     float* out = take_buffer(rows * cols);
     const float* source = values;
     if (hadamard) {
-        hadamard16_along_rows(values, out, rows, cols, signs);
+        hadamard16_along_rows(values, out, rows, cols,
+                              config.hadamard_signs == HadamardSigns::Fixed ? fixed_hadamard_signs() : signs);
         source = out;  // quantized in place
     }
-    if (rule == BlockScaleRule::NvFp4) opt.tensor_scale = nvfp4_tensor_scale(amax_of(source, rows * cols));
+    if (config.recipe == ScaledRecipe::NvFp4)
+        opt.tensor_scale = nvfp4_tensor_scale(amax_of(source, rows * cols), config.nvfp4_4over6);
     quantize_blocks(source, out, rows, cols, shape, rule, opt);
     return out;
 }
@@ -201,7 +213,8 @@ GemmQuantizer::GemmQuantizer(const ScaledRecipeConfig& config, uint64_t seed, si
     state_->pending = config;
     state_->seed = seed;
     state_->layer = layer;
-    state_->signs = hadamard_signs(mix(mix(seed, layer), 0x48414441u));  // fixed for the run
+    // Drawn once for the run; HadamardSigns::Fixed uses all +1 instead.
+    state_->signs = hadamard_signs(mix(mix(seed, layer), 0x48414441u));
 }
 
 GemmQuantizer::~GemmQuantizer() = default;
@@ -240,12 +253,12 @@ const float* GemmQuantizer::operand(GemmOperand which, GemmPass pass, SumAlong a
     if (recipe == ScaledRecipe::None) return values;
     const bool per_tensor = is_per_tensor(recipe);
     // Per-tensor recipes keep one copy per tensor; square weight blocks give the same copy
-    // whichever dimension is summed; the wgrad copy of nvfp4 carries the Hadamard transform.
-    const bool square_weight = which == GemmOperand::Weight && recipe != ScaledRecipe::MxFp8;
+    // whichever dimension is summed (MX has none: 1x32 tiles for weights too); the wgrad copy of
+    // nvfp4 and mxfp4 carries the Hadamard transform.
+    const bool square_weight = which == GemmOperand::Weight && !is_mx(recipe);
     const SumAlong key_along = per_tensor || square_weight ? SumAlong::Cols : along;
-    const bool hadamard = recipe == ScaledRecipe::NvFp4 && s.config.hadamard &&
-                          pass == GemmPass::WeightGrad && which != GemmOperand::Weight &&
-                          along == SumAlong::Rows;
+    const bool hadamard = is_fp4(recipe) && s.config.hadamard && pass == GemmPass::WeightGrad &&
+                          which != GemmOperand::Weight && along == SumAlong::Rows;
     const std::string name = gemm_operand_name(which, pass, per_tensor);
     if (const State::Copy* c = s.find_copy(which, key_along, hadamard, values, rows, cols)) {
         // A block recipe's weight copy serving its second GEMM still reports under that GEMM's name.

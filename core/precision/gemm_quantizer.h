@@ -1,5 +1,5 @@
 // GemmQuantizer: the operands of one layer's GEMMs under a scaled recipe (fp8-delayed,
-// fp8-current, fp8-block, mxfp8, nvfp4), quantized and dequantized on the CPU exactly as the
+// fp8-current, fp8-block, mxfp8, nvfp4, mxfp4), quantized and dequantized on the CPU exactly as the
 // recipe stores them, with the statistics of what the quantization did.
 //
 // A layer's three GEMMs (Transformer Engine's Linear):
@@ -56,7 +56,8 @@ public:
     void begin_step(int64_t step, bool take_stats);
     // The dequantized copy of values (rows x cols, row-major) for `pass`, which sums along
     // `along`. The pointer stays valid until the next begin_step. The weight-gradient pass of
-    // nvfp4 with hadamard returns the transformed values (the transform cancels in dyᵀ · x).
+    // nvfp4 and mxfp4 with hadamard returns the transformed values (the transform cancels in
+    // dyᵀ · x).
     const float* operand(GemmOperand which, GemmPass pass, SumAlong along, const float* values, int64_t rows,
                          int64_t cols);
     // Ends the step: fp8-delayed appends this step's amax of each tensor to its history.

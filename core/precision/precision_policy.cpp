@@ -24,6 +24,7 @@ constexpr PolicyName kPolicies[] = {
     {PrecisionKind::Fp8Block, "fp8-block", ScaledRecipe::Fp8Block},
     {PrecisionKind::MxFp8, "mxfp8", ScaledRecipe::MxFp8},
     {PrecisionKind::NvFp4, "nvfp4", ScaledRecipe::NvFp4},
+    {PrecisionKind::MxFp4, "mxfp4", ScaledRecipe::MxFp4},
 };
 
 const PolicyName& entry(PrecisionKind kind) {
@@ -62,6 +63,7 @@ PrecisionPolicy PrecisionPolicy::make(PrecisionKind kind) {
         case PrecisionKind::Fp8Block:
         case PrecisionKind::MxFp8:
         case PrecisionKind::NvFp4:
+        case PrecisionKind::MxFp4:
             // bf16-mixed for what layers store; the GEMM operands are quantized from the FP32
             // master weight and the BF16 activations and gradients, as Transformer Engine does.
             p.activations = p.weight_grads = Format::BF16;

@@ -12,7 +12,7 @@
 
 namespace mpwb {
 
-// The scaled recipes (Fp8Delayed ... NvFp4) follow bf16-mixed for every value a layer stores and
+// The scaled recipes (Fp8Delayed ... MxFp4) follow bf16-mixed for every value a layer stores and
 // quantize the operands of each GEMM and convolution by their recipe (scaled_recipe_config.h).
 enum class PrecisionKind {
     FP32,
@@ -24,7 +24,8 @@ enum class PrecisionKind {
     Fp8Current,
     Fp8Block,
     MxFp8,
-    NvFp4
+    NvFp4,
+    MxFp4  // last, so that the kinds before it keep their values
 };
 
 struct PrecisionPolicy {
@@ -52,7 +53,7 @@ struct PrecisionPolicy {
 };
 
 // "fp32", "tf32", "fp16-mixed", "bf16-mixed", "fp16-pure", "fp8-delayed", "fp8-current",
-// "fp8-block", "mxfp8", "nvfp4"; ConfigError names a bad value.
+// "fp8-block", "mxfp8", "nvfp4", "mxfp4"; ConfigError names a bad value.
 PrecisionKind parse_precision(std::string_view name);
 std::string precision_name(PrecisionKind kind);
 std::vector<std::string> precision_names();

@@ -22,14 +22,22 @@ constexpr SettingChoice kMxElements[] = {{int(MxElement::E4M3), "e4m3", "E4M3"},
                                          {int(MxElement::E5M2), "e5m2", "E5M2"}};
 constexpr SettingChoice kMxRoundings[] = {{int(MxScaleRounding::Floor), "floor", "FLOOR (OCP spec)"},
                                           {int(MxScaleRounding::RCeil), "rceil", "RCEIL (cuBLAS, TE)"}};
+constexpr SettingChoice kHadamardSigns[] = {{int(HadamardSigns::Random), "random", "random (seeded)"},
+                                            {int(HadamardSigns::Fixed), "fixed", "fixed (all +1)"}};
+constexpr SettingChoice kFourOverSixErrors[] = {{int(FourOverSixError::Mse), "mse", "squared error"},
+                                                {int(FourOverSixError::Mae), "mae", "absolute error"}};
 
 bool per_tensor(const ScaledRecipeConfig& c) {
     return c.recipe == ScaledRecipe::Fp8Delayed || c.recipe == ScaledRecipe::Fp8Current;
 }
 bool delayed(const ScaledRecipeConfig& c) { return c.recipe == ScaledRecipe::Fp8Delayed; }
 bool block(const ScaledRecipeConfig& c) { return c.recipe == ScaledRecipe::Fp8Block; }
-bool mx(const ScaledRecipeConfig& c) { return c.recipe == ScaledRecipe::MxFp8; }
+bool mxfp8(const ScaledRecipeConfig& c) { return c.recipe == ScaledRecipe::MxFp8; }
+bool mx(const ScaledRecipeConfig& c) { return mxfp8(c) || c.recipe == ScaledRecipe::MxFp4; }
 bool nvfp4(const ScaledRecipeConfig& c) { return c.recipe == ScaledRecipe::NvFp4; }
+bool fp4(const ScaledRecipeConfig& c) { return nvfp4(c) || c.recipe == ScaledRecipe::MxFp4; }
+bool hadamard_on(const ScaledRecipeConfig& c) { return fp4(c) && c.hadamard; }
+bool four_over_six(const ScaledRecipeConfig& c) { return nvfp4(c) && c.nvfp4_4over6; }
 bool any_recipe(const ScaledRecipeConfig& c) { return c.recipe != ScaledRecipe::None; }
 bool accumulating(const ScaledRecipeConfig& c) { return any_recipe(c) && c.accumulator_bits > 0; }
 
@@ -94,7 +102,7 @@ const RecipeField kFields[] = {
      block,
      MPWB_RECIPE_MEMBER(power_of_two_scales)},
     {"mx_element", "MX element", K::Choice, "Element format of the 32-value blocks", 0, 0, false, false, 1,
-     kMxElements, mx, MPWB_RECIPE_MEMBER(mx_element)},
+     kMxElements, mxfp8, MPWB_RECIPE_MEMBER(mx_element)},
     {"mx_scale_rounding", "MX scale rounding", K::Choice,
      "FLOOR: 2^(floor(log2 amax) - emax), block maxima can clip. RCEIL: the smallest power of two that holds "
      "the block maximum",
@@ -109,10 +117,10 @@ const RecipeField kFields[] = {
      false,
      1,
      {},
-     nvfp4,
+     fp4,
      MPWB_RECIPE_MEMBER(stochastic_rounding)},
     {"hadamard",
-     "Random Hadamard transform",
+     "Hadamard transform",
      K::Flag,
      "Spread outliers over 16 values before quantizing the weight-gradient GEMM's inputs",
      0,
@@ -121,8 +129,26 @@ const RecipeField kFields[] = {
      false,
      1,
      {},
-     nvfp4,
+     fp4,
      MPWB_RECIPE_MEMBER(hadamard)},
+    {"hadamard_signs", "Hadamard signs", K::Choice,
+     "random: 16 signs drawn from the run's seed per layer. fixed: all +1, the plain normalised H16", 0, 0,
+     false, false, 1, kHadamardSigns, hadamard_on, MPWB_RECIPE_MEMBER(hadamard_signs)},
+    {"nvfp4_4over6",
+     "4 over 6",
+     K::Flag,
+     "Scale each block so its maximum maps to 4 or to 6, whichever quantizes the block with less error",
+     0,
+     0,
+     false,
+     false,
+     1,
+     {},
+     nvfp4,
+     MPWB_RECIPE_MEMBER(nvfp4_4over6)},
+    {"nvfp4_4over6_error", "4 over 6 error", K::Choice,
+     "How a block's two candidates are compared: mse (sum of squared errors) or mae (sum of absolute errors)",
+     0, 0, false, false, 1, kFourOverSixErrors, four_over_six, MPWB_RECIPE_MEMBER(nvfp4_4over6_error)},
     {"accumulator_bits",
      "Accumulator mantissa bits",
      K::Integer,
@@ -182,6 +208,7 @@ constexpr RecipeText kRecipes[] = {
     {ScaledRecipe::MxFp8, "mxfp8", "OCP MX: a power-of-two E8M0 scale per 32 values, FP8 elements"},
     {ScaledRecipe::NvFp4, "nvfp4",
      "FP4 E2M1 values, an E4M3 scale per 16 values and one FP32 scale per tensor (NVIDIA NVFP4)"},
+    {ScaledRecipe::MxFp4, "mxfp4", "OCP MX: a power-of-two E8M0 scale per 32 values, FP4 E2M1 elements"},
 };
 
 const RecipeText& text_of(ScaledRecipe recipe) {
@@ -209,6 +236,14 @@ std::span<const SettingChoice> setting_choices<MxScaleRounding>() {
     return kMxRoundings;
 }
 template <>
+std::span<const SettingChoice> setting_choices<HadamardSigns>() {
+    return kHadamardSigns;
+}
+template <>
+std::span<const SettingChoice> setting_choices<FourOverSixError>() {
+    return kFourOverSixErrors;
+}
+template <>
 const char* enum_setting_name<AmaxAlgorithm>() {
     return "amax_algorithm";
 }
@@ -223,6 +258,14 @@ const char* enum_setting_name<MxElement>() {
 template <>
 const char* enum_setting_name<MxScaleRounding>() {
     return "mx_scale_rounding";
+}
+template <>
+const char* enum_setting_name<HadamardSigns>() {
+    return "hadamard_signs";
+}
+template <>
+const char* enum_setting_name<FourOverSixError>() {
+    return "nvfp4_4over6_error";
 }
 
 RecipeConfigError::RecipeConfigError(ConfigIssue issue)

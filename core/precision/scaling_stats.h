@@ -31,6 +31,8 @@ struct ScalingStats {
     int64_t clipped_blocks = 0;
     int block_exponent_min = 0;
     std::vector<int64_t> block_exponent_counts;
+    // nvfp4 with 4 over 6: the blocks that kept the candidate with their maximum mapped to 4.
+    int64_t blocks_scaled_to_4 = 0;
     // The recipe that took them ("mxfp8"; "bf16" for an operand a precision rule keeps
     // unquantized in a run that quantizes other GEMMs), and whether the GEMM did not use them:
     // a what-if recipe's view of the same operand. Empty recipe: recorded before recipes were

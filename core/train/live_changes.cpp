@@ -31,8 +31,9 @@ LiveChange checked_live_change(LiveChange change, const PrecisionPolicy& policy)
                 static_assert(is_kind<C, ScaledRecipeConfig>, "a live change without a check");
                 if (!policy.scaled())
                     throw ConfigError(
-                        "recipe settings need a scaled precision (fp8-delayed, fp8-current, fp8-block, mxfp8 "
-                        "or nvfp4), not " +
+                        "recipe settings need a scaled precision (fp8-delayed, fp8-current, fp8-block, "
+                        "mxfp8, "
+                        "nvfp4 or mxfp4), not " +
                         policy.name());
                 c.recipe = policy.recipe;  // the policy decides the recipe
                 c.validate();

@@ -2,7 +2,8 @@
 // scaled_recipe_fields() is a flag (its name with '_' as '-'), given values reach the stored
 // configuration, bad values and flags the precision does not use are refused naming the flag,
 // `compare --precisions` runs every scaled recipe beside fp32 and bf16-mixed, and `runs show`
-// lists the scaling summary of a scaled run.
+// lists the scaling summary of a scaled run. mxfp4 and the FP4 options (--hadamard-signs,
+// --nvfp4-4over6) reach the stored configuration.
 #include <QJsonDocument>
 #include <QJsonArray>
 #include <QJsonObject>
@@ -86,6 +87,48 @@ private slots:
         QVERIFY(!store.scaling_stats(runs[0].id).empty());
     }
 
+    void fp4OptionsReachTheStoredConfiguration() {
+        const QString db = fresh_db();
+        auto r = train(
+            db, {QStringLiteral("--precision"), QStringLiteral("mxfp4"), QStringLiteral("--hadamard-signs"),
+                 QStringLiteral("fixed"), QStringLiteral("--mx-scale-rounding"), QStringLiteral("floor")});
+        QVERIFY2(r.exit_code == 0, r.err.constData());
+        r = train(db,
+                  {QStringLiteral("--precision"), QStringLiteral("nvfp4"), QStringLiteral("--nvfp4-4over6"),
+                   QStringLiteral("true"), QStringLiteral("--nvfp4-4over6-error"), QStringLiteral("mae")});
+        QVERIFY2(r.exit_code == 0, r.err.constData());
+        mpwb::RunStore store(db.toStdString());
+        const auto runs = store.list_runs();
+        QCOMPARE(runs.size(), std::size_t(2));
+        for (const auto& run : runs) {
+            const auto recipe = QJsonDocument::fromJson(QByteArray::fromStdString(run.config_json))
+                                    .object()
+                                    .value(QStringLiteral("recipe"))
+                                    .toObject();
+            QVERIFY(!store.scaling_stats(run.id).empty());
+            if (run.precision == "mxfp4") {
+                QCOMPARE(recipe.value(QStringLiteral("hadamard_signs")).toString(), QStringLiteral("fixed"));
+                QCOMPARE(recipe.value(QStringLiteral("mx_scale_rounding")).toString(),
+                         QStringLiteral("floor"));
+                QVERIFY(!recipe.contains(QStringLiteral("nvfp4_4over6")));
+                for (const auto& rec : store.scaling_stats(run.id))
+                    QCOMPARE(rec.stats.element, mpwb::Format::E2M1);
+            } else {
+                QCOMPARE(QString::fromStdString(run.precision), QStringLiteral("nvfp4"));
+                QCOMPARE(recipe.value(QStringLiteral("nvfp4_4over6")).toBool(), true);
+                QCOMPARE(recipe.value(QStringLiteral("nvfp4_4over6_error")).toString(),
+                         QStringLiteral("mae"));
+                QCOMPARE(recipe.value(QStringLiteral("hadamard_signs")).toString(), QStringLiteral("random"));
+            }
+        }
+        expectRefused({QStringLiteral("--precision"), QStringLiteral("mxfp4"),
+                       QStringLiteral("--nvfp4-4over6"), QStringLiteral("true")},
+                      QStringLiteral("--nvfp4-4over6 is not a setting of --precision mxfp4"), QString());
+        expectRefused({QStringLiteral("--precision"), QStringLiteral("nvfp4"),
+                       QStringLiteral("--hadamard-signs"), QStringLiteral("sometimes")},
+                      QStringLiteral("--hadamard-signs"), QStringLiteral("random or fixed"));
+    }
+
     void badValuesAreRefusedNamingTheFlag() {
         const QStringList delayed = {QStringLiteral("--precision"), QStringLiteral("fp8-delayed")};
         expectRefused(delayed + QStringList{QStringLiteral("--margin"), QStringLiteral("99")},
@@ -113,9 +156,9 @@ private slots:
 
     void compareRunsEveryScaledRecipe() {
         const QString db = fresh_db();
-        const QStringList precisions = {QStringLiteral("fp32"), QStringLiteral("bf16-mixed"),
+        const QStringList precisions = {QStringLiteral("fp32"),        QStringLiteral("bf16-mixed"),
                                         QStringLiteral("fp8-delayed"), QStringLiteral("mxfp8"),
-                                        QStringLiteral("nvfp4")};
+                                        QStringLiteral("nvfp4"),       QStringLiteral("mxfp4")};
         const auto r =
             run_cli({QStringLiteral("compare"), QStringLiteral("--preset"), QStringLiteral("spiral-mlp"),
                      QStringLiteral("--max-steps"), QStringLiteral("4"), QStringLiteral("--stats-every"),
@@ -125,15 +168,15 @@ private slots:
         QVERIFY2(r.exit_code == 0, r.err.constData());
         mpwb::RunStore store(db.toStdString());
         const auto runs = store.list_runs();
-        QCOMPARE(runs.size(), std::size_t(5));
+        QCOMPARE(runs.size(), std::size_t(6));
         std::set<std::string> seen;
         for (const auto& run : runs) {
             seen.insert(run.precision);
-            const bool scaled =
-                run.precision == "fp8-delayed" || run.precision == "mxfp8" || run.precision == "nvfp4";
+            const bool scaled = run.precision == "fp8-delayed" || run.precision == "mxfp8" ||
+                                run.precision == "nvfp4" || run.precision == "mxfp4";
             QCOMPARE(!store.scaling_stats(run.id).empty(), scaled);
             const auto config = QJsonDocument::fromJson(QByteArray::fromStdString(run.config_json)).object();
-            if (run.precision == "mxfp8")
+            if (run.precision == "mxfp8" || run.precision == "mxfp4")
                 QCOMPARE(config.value(QStringLiteral("recipe"))
                              .toObject()
                              .value(QStringLiteral("mx_scale_rounding"))

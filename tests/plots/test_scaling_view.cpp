@@ -112,7 +112,15 @@ private slots:
         view.appendRecords({block_record(30, "0 Linear", "dy", 0.125f)});
         view.refresh();
         QCOMPARE(values_of(view.amaxPlot()->graph(0)), (QVector<double>{0.5, 0.25, 0.125}));
-        QVERIFY(view.findChild<QLabel*>("scalingReadout")->text().contains("clipped blocks 1 of 3"));
+        QLabel* readout = view.findChild<QLabel*>("scalingReadout");
+        QVERIFY(readout->text().contains("clipped blocks 1 of 3"));
+        QVERIFY(!readout->text().contains("scaled to 4"));
+        // nvfp4's 4 over 6 says how many blocks it scaled to 4.
+        ScalingStatsRecord four = block_record(40, "0 Linear", "dy", 0.125f);
+        four.stats.blocks_scaled_to_4 = 2;
+        view.appendRecords({four});
+        view.refresh();
+        QVERIFY2(readout->text().contains("scaled to 4: 2 of 3"), qPrintable(readout->text()));
     }
 
     // A per-tensor recipe: the scale is the second line; an exact quantization has no SQNR point;

@@ -41,15 +41,17 @@ int main() {
         std::function<void(ScalingStats*)> run;
     };
     // A block quantizer case; nvfp4 includes its tensor-amax pass, as GemmQuantizer runs it.
-    auto blocks = [&](BlockShape shape, BlockScaleRule rule, bool stochastic) {
-        return [&, shape, rule, stochastic](ScalingStats* st) {
+    auto blocks = [&](BlockShape shape, BlockScaleRule rule, bool stochastic, Format element = Format::E4M3) {
+        return [&, shape, rule, stochastic, element](ScalingStats* st) {
             QuantizeOptions o;
             o.stats = st;
-            if (rule == BlockScaleRule::NvFp4) {
+            o.element = element;
+            o.stochastic = stochastic;
+            o.random_key = 5;
+            const bool four_over_six = rule == BlockScaleRule::NvFp4FourOverSix;
+            if (rule == BlockScaleRule::NvFp4 || four_over_six) {
                 o.element = Format::E2M1;
-                o.stochastic = stochastic;
-                o.random_key = 5;
-                o.tensor_scale = nvfp4_tensor_scale(amax_of(x.data(), n));
+                o.tensor_scale = nvfp4_tensor_scale(amax_of(x.data(), n), four_over_six);
             }
             quantize_blocks(x.data(), out.data(), rows, cols, shape, rule, o);
         };
@@ -75,6 +77,9 @@ int main() {
         {"fp8-block 128x128", blocks({128, 128}, BlockScaleRule::Fp32, false)},
         {"nvfp4 1x16 (tensor amax + quantize)", blocks({1, 16}, BlockScaleRule::NvFp4, false)},
         {"nvfp4 1x16 stochastic", blocks({1, 16}, BlockScaleRule::NvFp4, true)},
+        {"nvfp4 1x16 4 over 6", blocks({1, 16}, BlockScaleRule::NvFp4FourOverSix, false)},
+        {"mxfp4 1x32 rceil", blocks({1, 32}, BlockScaleRule::E8M0RCeil, false, Format::E2M1)},
+        {"mxfp4 1x32 rceil stochastic", blocks({1, 32}, BlockScaleRule::E8M0RCeil, true, Format::E2M1)},
     };
     std::printf("256 x 784 floats, ns per element (best of 5 x 200 calls)\n");
     std::printf("%-40s %10s %10s %14s\n", "quantizer", "1 thread", "2 threads", "2 thr + stats");

@@ -4,7 +4,9 @@
 // to float, which is exact for one +, -, *, /). Random tensors and adversarial ones: zeros, one
 // huge outlier in a block, subnormals, NaN or inf inside a block (MX's NaN scale), tail blocks.
 // Then the statistics, thread-count independence, row-wise vs column-wise MX copies, stochastic
-// rounding, and the Hadamard transform's orthogonality.
+// rounding, and the Hadamard transform's orthogonality. MXFP4 (E2M1 under E8M0 scales) runs
+// through the same reference; NVFP4's 4 over 6 against a float64 brute force of both candidates
+// of every block; the fixed-sign Hadamard transform against Sylvester's matrix in float64.
 #include <QtTest>
 
 #include <array>
@@ -103,6 +105,14 @@ double ref_amax(const std::vector<float>& x, int64_t cols, int64_t r0, int64_t r
 struct RefScale {
     float mult, deq;
 };
+// NVFP4's block scale with the maximum mapped to 6 (expansion 1) or to 4 (1.5): every FP32 step
+// of E4M3(amax / 6 / s_tensor * expansion) rounded from float64.
+RefScale ref_nvfp4_scale(double amax, float tensor_scale, double expansion) {
+    const float base = f32(static_cast<double>(f32(amax / 6.0)) / tensor_scale);
+    const float bs = ref_round(f32(static_cast<double>(base) * expansion), ref_format(Format::E4M3));
+    return {bs == 0 ? INFINITY : f32(static_cast<double>(bs) * tensor_scale), bs};
+}
+
 RefScale ref_block_scale(BlockScaleRule rule, double amax, Format element, float tensor_scale) {
     const RefFormat f = ref_format(element);
     switch (rule) {
@@ -128,11 +138,9 @@ RefScale ref_block_scale(BlockScaleRule rule, double amax, Format element, float
             }
             return {f32(std::ldexp(1.0, -e)), f32(std::ldexp(1.0, e))};
         }
-        case BlockScaleRule::NvFp4: {
-            const float bs =
-                ref_round(f32(static_cast<double>(f32(amax / 6.0)) / tensor_scale), ref_format(Format::E4M3));
-            return {bs == 0 ? INFINITY : f32(static_cast<double>(bs) * tensor_scale), bs};
-        }
+        case BlockScaleRule::NvFp4:
+        case BlockScaleRule::NvFp4FourOverSix:
+            return ref_nvfp4_scale(amax, tensor_scale, 1.0);
     }
     return {1, 1};
 }
@@ -142,11 +150,59 @@ struct RefResult {
     ScalingStats stats;
 };
 
+// One element of x quantized with block scale s by the definitions: the FP32 value the GEMM reads.
+float ref_element(const std::vector<float>& x, size_t i, RefScale s, bool divide, const QuantizeOptions& opt,
+                  float* scaled_out = nullptr, float* q_out = nullptr) {
+    const RefFormat f = ref_format(opt.element);
+    const double v = x[i];
+    const float scaled = divide ? f32(v / s.mult) : f32(v * s.mult);
+    const float q = opt.stochastic ? ref_round_stochastic(scaled, f, counter_random_bits(opt.random_key, i))
+                                   : ref_round(scaled, f);
+    const float post = divide ? opt.tensor_scale : 1.0f;
+    if (scaled_out) *scaled_out = scaled;
+    if (q_out) *q_out = q;
+    return f32(static_cast<double>(f32(static_cast<double>(q) * s.deq)) * post);
+}
+
+// 4 over 6, brute force: both candidates of the block, their float64 errors (squared or absolute,
+// rows then columns), and the map-to-4 one only when its error is strictly lower.
+RefScale ref_four_over_six(const std::vector<float>& x, int64_t cols, int64_t r0, int64_t r1, int64_t c0,
+                           int64_t c1, double amax, const QuantizeOptions& opt, bool* to_four) {
+    const RefScale six = ref_nvfp4_scale(amax, opt.tensor_scale, 1.0);
+    const RefScale four = ref_nvfp4_scale(amax, opt.tensor_scale, 1.5);
+    double err6 = 0, err4 = 0;
+    for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+            const size_t i = static_cast<size_t>(r * cols + c);
+            const double d6 = static_cast<double>(x[i]) - ref_element(x, i, six, true, opt);
+            const double d4 = static_cast<double>(x[i]) - ref_element(x, i, four, true, opt);
+            const bool mse = opt.four_over_six_error == FourOverSixError::Mse;
+            err6 += mse ? d6 * d6 : std::fabs(d6);
+            err4 += mse ? d4 * d4 : std::fabs(d4);
+        }
+    *to_four = err4 < err6;
+    return *to_four ? four : six;
+}
+
+void ref_finish_stats(RefResult& res, int64_t values, int64_t nonzero, int64_t underflow, int64_t saturated,
+                      double signal, double noise, const std::map<int, int64_t>& hist) {
+    res.stats.values = values;
+    res.stats.underflow_fraction = nonzero ? static_cast<double>(underflow) / nonzero : 0;
+    res.stats.saturate_fraction = static_cast<double>(saturated) / std::max<int64_t>(1, values);
+    res.stats.sqnr_db = noise > 0 ? 10 * std::log10(signal / noise) : 999;
+    if (hist.empty()) return;
+    res.stats.block_exponent_min = hist.begin()->first;
+    res.stats.block_exponent_counts.assign(
+        static_cast<size_t>(hist.rbegin()->first - hist.begin()->first + 1), 0);
+    for (auto [e, n] : hist)
+        res.stats.block_exponent_counts[static_cast<size_t>(e - hist.begin()->first)] = n;
+}
+
 // Quantizes x (rows x cols) in blocks by the definitions, with the statistics.
 RefResult ref_quantize_blocks(const std::vector<float>& x, int64_t rows, int64_t cols, BlockShape b,
                               BlockScaleRule rule, const QuantizeOptions& opt) {
     const RefFormat f = ref_format(opt.element);
-    const bool divide = rule == BlockScaleRule::NvFp4;
+    const bool divide = rule == BlockScaleRule::NvFp4 || rule == BlockScaleRule::NvFp4FourOverSix;
     RefResult res;
     res.out.resize(x.size());
     int64_t nonzero = 0, underflow = 0, saturated = 0;
@@ -157,8 +213,12 @@ RefResult ref_quantize_blocks(const std::vector<float>& x, int64_t rows, int64_t
             const int64_t r1 = std::min(rows, r0 + b.rows), c1 = std::min(cols, c0 + b.cols);
             const double amax = ref_amax(x, cols, r0, r1, c0, c1);
             amax_all = std::isnan(amax) || std::isnan(amax_all) ? NAN : std::max(amax_all, amax);
-            const RefScale s = ref_block_scale(rule, amax, opt.element, opt.tensor_scale);
+            bool to_four = false;
+            const RefScale s = rule == BlockScaleRule::NvFp4FourOverSix
+                                   ? ref_four_over_six(x, cols, r0, r1, c0, c1, amax, opt, &to_four)
+                                   : ref_block_scale(rule, amax, opt.element, opt.tensor_scale);
             ++res.stats.blocks;
+            res.stats.blocks_scaled_to_4 += to_four;
             const double scaled_max = divide ? amax / s.mult : amax * s.mult;
             res.stats.clipped_blocks += ref_rounds_past_max(f32(scaled_max), f);
             if (s.deq > 0 && std::isfinite(s.deq)) ++hist[ref_floor_log2(s.deq)];
@@ -166,12 +226,8 @@ RefResult ref_quantize_blocks(const std::vector<float>& x, int64_t rows, int64_t
                 for (int64_t c = c0; c < c1; ++c) {
                     const size_t i = static_cast<size_t>(r * cols + c);
                     const double v = x[i];
-                    const float scaled = divide ? f32(v / s.mult) : f32(v * s.mult);
-                    const float q = opt.stochastic ? ref_round_stochastic(
-                                                         scaled, f, counter_random_bits(opt.random_key, i))
-                                                   : ref_round(scaled, f);
-                    const float post = divide ? opt.tensor_scale : 1.0f;
-                    const float o = f32(static_cast<double>(f32(static_cast<double>(q) * s.deq)) * post);
+                    float scaled = 0, q = 0;
+                    const float o = ref_element(x, i, s, divide, opt, &scaled, &q);
                     res.out[i] = o;
                     saturated += ref_rounds_past_max(f32(scaled), f);
                     if (std::isfinite(v)) {
@@ -183,17 +239,7 @@ RefResult ref_quantize_blocks(const std::vector<float>& x, int64_t rows, int64_t
                 }
         }
     res.stats.amax = f32(amax_all);
-    res.stats.values = rows * cols;
-    res.stats.underflow_fraction = nonzero ? static_cast<double>(underflow) / nonzero : 0;
-    res.stats.saturate_fraction = static_cast<double>(saturated) / std::max<int64_t>(1, rows * cols);
-    res.stats.sqnr_db = noise > 0 ? 10 * std::log10(signal / noise) : 999;
-    if (!hist.empty()) {
-        res.stats.block_exponent_min = hist.begin()->first;
-        res.stats.block_exponent_counts.assign(
-            static_cast<size_t>(hist.rbegin()->first - hist.begin()->first + 1), 0);
-        for (auto [e, n] : hist)
-            res.stats.block_exponent_counts[static_cast<size_t>(e - hist.begin()->first)] = n;
-    }
+    ref_finish_stats(res, rows * cols, nonzero, underflow, saturated, signal, noise, hist);
     return res;
 }
 
@@ -249,6 +295,7 @@ void compare_stats(const ScalingStats& got, const ScalingStats& ref) {
     QCOMPARE(got.clipped_blocks, ref.clipped_blocks);
     QCOMPARE(got.block_exponent_min, ref.block_exponent_min);
     QCOMPARE(got.block_exponent_counts, ref.block_exponent_counts);
+    QCOMPARE(got.blocks_scaled_to_4, ref.blocks_scaled_to_4);
 }
 
 void check_blocks(const std::vector<float>& x, int64_t rows, int64_t cols, BlockShape b, BlockScaleRule rule,
@@ -395,6 +442,13 @@ private slots:
             {"nvfp4 1x16", BlockScaleRule::NvFp4, Format::E2M1, 1, 16},
             {"nvfp4 16x1", BlockScaleRule::NvFp4, Format::E2M1, 16, 1},
             {"nvfp4 16x16", BlockScaleRule::NvFp4, Format::E2M1, 16, 16},
+            {"mxfp4 floor 1x32", BlockScaleRule::E8M0Floor, Format::E2M1, 1, 32},
+            {"mxfp4 floor 32x1", BlockScaleRule::E8M0Floor, Format::E2M1, 32, 1},
+            {"mxfp4 rceil 1x32", BlockScaleRule::E8M0RCeil, Format::E2M1, 1, 32},
+            {"mxfp4 rceil 32x1", BlockScaleRule::E8M0RCeil, Format::E2M1, 32, 1},
+            {"nvfp4 4over6 1x16", BlockScaleRule::NvFp4FourOverSix, Format::E2M1, 1, 16},
+            {"nvfp4 4over6 16x1", BlockScaleRule::NvFp4FourOverSix, Format::E2M1, 16, 1},
+            {"nvfp4 4over6 16x16", BlockScaleRule::NvFp4FourOverSix, Format::E2M1, 16, 16},
         };
         for (const Case& c : cases)
             for (bool adv : {false, true})
@@ -414,9 +468,18 @@ private slots:
             adversarial ? adversarial_tensor(rows, cols, 9) : random_tensor(rows * cols, 8);
         QuantizeOptions opt;
         opt.element = static_cast<Format>(element);
-        if (static_cast<BlockScaleRule>(rule) == BlockScaleRule::NvFp4)
-            opt.tensor_scale = nvfp4_tensor_scale(adversarial ? 3.0e30f : amax_of(x.data(), rows * cols));
-        check_blocks(x, rows, cols, {block_rows, block_cols}, static_cast<BlockScaleRule>(rule), opt);
+        const BlockScaleRule r = static_cast<BlockScaleRule>(rule);
+        if (r == BlockScaleRule::NvFp4 || r == BlockScaleRule::NvFp4FourOverSix)
+            opt.tensor_scale = nvfp4_tensor_scale(adversarial ? 3.0e30f : amax_of(x.data(), rows * cols),
+                                                  r == BlockScaleRule::NvFp4FourOverSix);
+        check_blocks(x, rows, cols, {block_rows, block_cols}, r, opt);
+        if (r != BlockScaleRule::NvFp4FourOverSix) return;
+        // The other error measure, and stochastic rounding (both candidates draw the same bits).
+        opt.four_over_six_error = FourOverSixError::Mae;
+        check_blocks(x, rows, cols, {block_rows, block_cols}, r, opt);
+        opt.stochastic = true;
+        opt.random_key = 77;
+        check_blocks(x, rows, cols, {block_rows, block_cols}, r, opt);
     }
 
     void nvfp4Stochastic() {
@@ -444,6 +507,166 @@ private slots:
             sum += out[1];
         }
         QVERIFY2(std::fabs(sum / draws - 2.4) < 0.03, qPrintable(QString::number(sum / draws)));
+    }
+
+    void fourOverSixChoosesTheLowerError() {
+        // s_tensor = amax / (256 * 6) under 4 over 6 (448 * 6 otherwise).
+        QCOMPARE(nvfp4_tensor_scale(3.0f, true), f32(3.0 / 1536.0));
+        QCOMPARE(nvfp4_tensor_scale(3.0f, false), f32(3.0 / 2688.0));
+        QCOMPARE(nvfp4_tensor_scale(0.0f, true), 1.0f);
+        // s_tensor 2^-8 and block amax 6: the map-to-6 scale is 256 (the E2M1 grid itself), the
+        // map-to-4 one 384 (the grid times 1.5: 0.75, 1.5, 2.25, 3, 4.5, 6, 9).
+        QuantizeOptions opt;
+        opt.element = Format::E2M1;
+        opt.tensor_scale = 1.0f / 256.0f;
+        ScalingStats st;
+        opt.stats = &st;
+        const BlockScale four = nvfp4_block_scale(6.0f, opt.tensor_scale, kFourOverSixExpansion);
+        QCOMPARE(four.dequant, 384.0f);
+        QCOMPARE(four.multiplier, 1.5f);
+        auto quantize = [&](std::vector<float> block) {
+            std::vector<float> out(block.size());
+            quantize_blocks(block.data(), out.data(), 1, int64_t(block.size()), {1, 16},
+                            BlockScaleRule::NvFp4FourOverSix, opt);
+            return out;
+        };
+        // 5 lies halfway between 4 and 6 (error 1 on the 6 grid; 4.5 on the 4 grid, error 0.5).
+        std::vector<float> fives(16, 5.0f);
+        fives[0] = 6.0f;
+        std::vector<float> got = quantize(fives);
+        QCOMPARE(st.blocks_scaled_to_4, int64_t{1});
+        QCOMPARE(got[0], 6.0f);
+        QCOMPARE(got[1], 4.5f);
+        // Values on the E2M1 grid have no error at 6; at 4, 2 becomes 2.25: 6 stays.
+        got = quantize({6.0f, 3.0f, 2.0f, 1.0f, 0.5f, -4.0f, 0.0f, 1.5f});
+        QCOMPARE(st.blocks_scaled_to_4, int64_t{0});
+        QCOMPARE(got, (std::vector<float>{6.0f, 3.0f, 2.0f, 1.0f, 0.5f, -4.0f, 0.0f, 1.5f}));
+        // A tie keeps 6: an all-zero block, and {6, 3} (exact on both grids).
+        quantize(std::vector<float>(16, 0.0f));
+        QCOMPARE(st.blocks_scaled_to_4, int64_t{0});
+        got = quantize({6.0f, 3.0f});
+        QCOMPARE(st.blocks_scaled_to_4, int64_t{0});
+        QCOMPARE(st.block_exponent_counts, (std::vector<int64_t>{1}));
+        QCOMPARE(st.block_exponent_min, 8);  // the scale 256, not 384
+        // NaN in a block: its scale and values are NaN, its errors too, and it counts as keeping 6;
+        // the NaN-free block beside it chooses 4.
+        std::vector<float> two(32, 5.0f);
+        two[0] = two[16] = 6.0f;
+        two[20] = NAN;
+        std::vector<float> out(two.size());
+        quantize_blocks(two.data(), out.data(), 1, 32, {1, 16}, BlockScaleRule::NvFp4FourOverSix, opt);
+        QCOMPARE(st.blocks_scaled_to_4, int64_t{1});
+        QCOMPARE(out[1], 4.5f);
+        QVERIFY(std::isnan(out[17]));
+        // On random data both choices occur, and 4 over 6 never has a larger error than 6 alone.
+        const std::vector<float> x = random_tensor(64 * 96, 13, 3);
+        ScalingStats six_stats, best_stats;
+        std::vector<float> q6(x.size()), q46(x.size());
+        opt.tensor_scale = nvfp4_tensor_scale(amax_of(x.data(), int64_t(x.size())), true);
+        opt.stats = &six_stats;
+        quantize_blocks(x.data(), q6.data(), 64, 96, {1, 16}, BlockScaleRule::NvFp4, opt);
+        opt.stats = &best_stats;
+        quantize_blocks(x.data(), q46.data(), 64, 96, {1, 16}, BlockScaleRule::NvFp4FourOverSix, opt);
+        QVERIFY2(best_stats.blocks_scaled_to_4 > 0 && best_stats.blocks_scaled_to_4 < best_stats.blocks,
+                 qPrintable(QString::number(best_stats.blocks_scaled_to_4)));
+        QVERIFY2(best_stats.sqnr_db > six_stats.sqnr_db,
+                 qPrintable(QString("%1 vs %2").arg(best_stats.sqnr_db).arg(six_stats.sqnr_db)));
+    }
+
+    void mxfp4ScalesAndElements() {
+        // E2M1's emax is 2: a block maximum of 6 gets X = 2^(2-2) = 1 under both roundings; 7 keeps
+        // X = 1 under FLOOR (7 clips to 6) and gets 2 under RCEIL (7/2 = 3.5, a tie, goes to 4: 8).
+        QCOMPARE(element_emax(Format::E2M1), 2);
+        QCOMPARE(int(mx_scale_code(6.0f, Format::E2M1, false)), 127);
+        QCOMPARE(int(mx_scale_code(6.0f, Format::E2M1, true)), 127);
+        QCOMPARE(int(mx_scale_code(7.0f, Format::E2M1, false)), 127);
+        QCOMPARE(int(mx_scale_code(7.0f, Format::E2M1, true)), 128);
+        QCOMPARE(int(mx_scale_code(4.0f, Format::E2M1, false)), 127);
+        QCOMPARE(int(mx_scale_code(3.9f, Format::E2M1, false)), 126);  // 2^(1-2): 3.9 / 0.5 = 7.8 clips
+        QCOMPARE(int(mx_scale_code(3.9f, Format::E2M1, true)), 127);   // 3.9 fits under 1
+        QCOMPARE(int(mx_scale_code(1e-40f, Format::E2M1, true)), 0);   // clamped at 2^-127
+        QCOMPARE(int(mx_scale_code(INFINITY, Format::E2M1, false)), 0xFF);
+        QuantizeOptions opt;
+        opt.element = Format::E2M1;
+        ScalingStats st;
+        opt.stats = &st;
+        // Block 0: 7 and E2M1's grid; block 1: zeros; block 2: a NaN; block 3: 0.2 underflows under X = 1.
+        std::vector<float> x(128, 0.0f), out(128);
+        for (int i = 0; i < 32; ++i)
+            x[i] = std::array<float, 8>{7.0f, 0.5f, 1.0f, 1.5f, 2.0f, -3.0f, 4.0f, 0.2f}[i % 8];
+        x[70] = NAN;
+        x[96] = 6.0f;
+        x[97] = 0.2f;
+        quantize_blocks(x.data(), out.data(), 1, 128, {1, 32}, BlockScaleRule::E8M0Floor, opt);
+        QCOMPARE(out[0], 6.0f);  // saturated
+        QCOMPARE(out[1], 0.5f);
+        QCOMPARE(out[5], -3.0f);
+        QCOMPARE(out[7], 0.0f);  // 0.2 is below half of the smallest subnormal 0.5
+        for (int i = 32; i < 64; ++i) QCOMPARE(out[i], 0.0f);
+        for (int i = 64; i < 96; ++i) QVERIFY(std::isnan(out[i]));
+        QCOMPARE(out[96], 6.0f);
+        QCOMPARE(out[97], 0.0f);
+        QCOMPARE(st.clipped_blocks, int64_t{1});
+        QCOMPARE(st.saturate_fraction, 4.0 / 128.0);  // the four 7s
+        quantize_blocks(x.data(), out.data(), 1, 128, {1, 32}, BlockScaleRule::E8M0RCeil, opt);
+        QCOMPARE(out[0], 8.0f);  // 7 / 2 = 3.5 rounds to the even 4
+        QCOMPARE(out[1], 0.0f);  // 0.5 / 2 = 0.25, a tie between 0 and 0.5: to the even 0
+        QCOMPARE(out[2], 1.0f);
+        QCOMPARE(st.clipped_blocks, int64_t{0});
+        QCOMPARE(st.saturate_fraction, 0.0);
+    }
+
+    void mxfp4Stochastic() {
+        const int64_t rows = 32, cols = 96;
+        QuantizeOptions opt;
+        opt.element = Format::E2M1;
+        opt.stochastic = true;
+        opt.random_key = 0x55;
+        check_blocks(random_tensor(rows * cols, 23, 3), rows, cols, {1, 32}, BlockScaleRule::E8M0RCeil, opt);
+        check_blocks(random_tensor(rows * cols, 24, 3), rows, cols, {32, 1}, BlockScaleRule::E8M0Floor, opt);
+        // Unbiased: a block maximum of 6 gives X = 1, so 2.4 lies between the grid points 2 and 3.
+        std::vector<float> v(32, 0.0f), out(32);
+        v[0] = 6.0f;
+        v[1] = 2.4f;
+        v[2] = -0.3f;  // between 0 and -0.5
+        double sum = 0, sum_small = 0;
+        const int draws = 4000;
+        for (int k = 0; k < draws; ++k) {
+            opt.random_key = static_cast<uint64_t>(k);
+            quantize_blocks(v.data(), out.data(), 1, 32, {1, 32}, BlockScaleRule::E8M0RCeil, opt);
+            QVERIFY(out[1] == 2.0f || out[1] == 3.0f);
+            QVERIFY(out[2] == 0.0f || out[2] == -0.5f);
+            sum += out[1];
+            sum_small += out[2];
+        }
+        QVERIFY2(std::fabs(sum / draws - 2.4) < 0.03, qPrintable(QString::number(sum / draws)));
+        QVERIFY2(std::fabs(sum_small / draws + 0.3) < 0.02, qPrintable(QString::number(sum_small / draws)));
+    }
+
+    void fixedHadamardIsThePlainMatrix() {
+        const std::array<float, 16> fixed = fixed_hadamard_signs();
+        for (float s : fixed) QCOMPARE(s, 1.0f);
+        // Small integers: every sum of the transform is exact in FP32, so it equals Sylvester's
+        // H16 (H[i][j] = (-1)^popcount(i & j)) divided by 4, computed in float64, bit for bit.
+        const int64_t rows = 48, cols = 5;
+        Rng rng(8);
+        std::vector<float> x(static_cast<size_t>(rows * cols)), hx(x.size()), back(x.size());
+        for (float& v : x) v = std::round(rng.uniform(-50.0f, 50.0f));
+        hadamard16_along_rows(x.data(), hx.data(), rows, cols, fixed);
+        for (int64_t g = 0; g < rows / 16; ++g)
+            for (int64_t i = 0; i < 16; ++i)
+                for (int64_t c = 0; c < cols; ++c) {
+                    double ref = 0;
+                    for (int64_t j = 0; j < 16; ++j)
+                        ref += (std::popcount(static_cast<unsigned>(i & j)) % 2 ? -1.0 : 1.0) *
+                               x[static_cast<size_t>((g * 16 + j) * cols + c)];
+                    QCOMPARE(hx[static_cast<size_t>((g * 16 + i) * cols + c)], f32(ref / 4.0));
+                }
+        // Orthogonal and symmetric: applied twice it gives back x exactly.
+        hadamard16_along_rows(hx.data(), back.data(), rows, cols, fixed);
+        QCOMPARE(back, x);
+        // The same for every seed: the random signs differ from it.
+        QVERIFY(hadamard_signs(42) != fixed);
     }
 
     void mxScaleCodes() {
@@ -506,7 +729,7 @@ private slots:
         auto run = [&](int threads, BlockShape b, BlockScaleRule rule, bool stochastic, ScalingStats& st) {
             set_thread_count(threads);
             QuantizeOptions opt;
-            opt.element = rule == BlockScaleRule::NvFp4 ? Format::E2M1 : Format::E4M3;
+            opt.element = Format::E2M1;  // nvfp4, with or without 4 over 6
             opt.stochastic = stochastic;
             opt.random_key = 99;
             opt.tensor_scale = 0.01f;
@@ -522,6 +745,12 @@ private slots:
             QCOMPARE(count_mismatches(one, two, nullptr), 0);
             QCOMPARE(s1.sqnr_db, s2.sqnr_db);  // bit for bit: summed per panel in panel order
             QCOMPARE(s1.block_exponent_counts, s2.block_exponent_counts);
+            ScalingStats f1, f2;
+            const auto four1 = run(1, b, BlockScaleRule::NvFp4FourOverSix, true, f1);
+            const auto four2 = run(2, b, BlockScaleRule::NvFp4FourOverSix, true, f2);
+            QCOMPARE(count_mismatches(four1, four2, nullptr), 0);
+            QCOMPARE(f1.blocks_scaled_to_4, f2.blocks_scaled_to_4);
+            QCOMPARE(f1.sqnr_db, f2.sqnr_db);
         }
         set_thread_count(1);
         std::vector<float> a(x.size()), b2(x.size());

@@ -4,7 +4,9 @@
 // scale 1; an amax of 0 or NaN keeps the previous scale), then current and fixed scaling, the
 // per-step copies (one per tensor, re-quantized for a new pointer), evaluation steps that leave
 // the state alone, live changes, the block recipes' two copies and their names, nvfp4's seeded
-// stochastic rounding and Hadamard transform, and the accumulator emulation against float64.
+// stochastic rounding and Hadamard transform, mxfp4's copies (row- and column-wise weights,
+// stochastic dy, Hadamard with random or fixed signs), nvfp4's 4 over 6 with its tensor scale,
+// and the accumulator emulation against float64.
 #include <QtTest>
 
 #include <algorithm>
@@ -307,6 +309,109 @@ private slots:
         opt.tensor_scale = nvfp4_tensor_scale(amax_of(x.data(), batch * in));
         quantize_blocks(x.data(), expected.data(), batch, in, {16, 1}, BlockScaleRule::NvFp4, opt);
         QVERIFY(std::equal(expected.begin(), expected.end(), px));
+    }
+
+    void mxfp4Copies() {
+        Rng rng(9);
+        const int64_t batch = 64, in = 96, out = 32;
+        std::vector<float> x(static_cast<size_t>(batch * in)), w(static_cast<size_t>(out * in)),
+            dy(static_cast<size_t>(batch * out));
+        for (auto* v : {&x, &w, &dy})
+            for (float& f : *v) f = rng.normal() * std::exp2(rng.uniform(-4.0f, 4.0f));
+        ScaledRecipeConfig c = recipe(ScaledRecipe::MxFp4);
+        c.mx_scale_rounding = MxScaleRounding::Floor;
+        c.hadamard = false;
+        GemmQuantizer q(c, 3, 1);
+        q.begin_step(1, true);
+        // The weight is quantized along each GEMM's summed dimension: two different 1x32 copies.
+        const float* wf =
+            q.operand(GemmOperand::Weight, GemmPass::Forward, SumAlong::Cols, w.data(), out, in);
+        const float* wd =
+            q.operand(GemmOperand::Weight, GemmPass::DataGrad, SumAlong::Rows, w.data(), out, in);
+        QVERIFY(wf != wd);
+        QCOMPARE(q.stats().size(), size_t{2});
+        QCOMPARE(q.stats()[0].element, Format::E2M1);
+        QCOMPARE(q.stats()[0].blocks, int64_t{32 * 3});
+        QCOMPARE(q.stats()[1].operand, std::string("w (dgrad)"));
+        QCOMPARE(q.stats()[1].blocks, int64_t{1 * 96});
+        QCOMPARE(q.stats()[0].scale, 0.0f);  // no per-tensor scale
+        std::vector<float> expected(w.size());
+        QuantizeOptions opt;
+        opt.element = Format::E2M1;
+        quantize_blocks(w.data(), expected.data(), out, in, {1, 32}, BlockScaleRule::E8M0Floor, opt);
+        QVERIFY(std::equal(expected.begin(), expected.end(), wf));
+        // dy rounds stochastically (seeded), x to nearest.
+        auto dy_copy = [&](const ScaledRecipeConfig& cfg) {
+            GemmQuantizer g(cfg, 3, 1);
+            g.begin_step(2, false);
+            const float* p =
+                g.operand(GemmOperand::OutputGrad, GemmPass::DataGrad, SumAlong::Cols, dy.data(), batch, out);
+            return std::vector<float>(p, p + dy.size());
+        };
+        ScaledRecipeConfig nearest = c;
+        nearest.stochastic_rounding = false;
+        QVERIFY(dy_copy(c) == dy_copy(c));
+        QVERIFY(dy_copy(c) != dy_copy(nearest));
+        std::vector<float> dy_nearest(dy.size());
+        quantize_blocks(dy.data(), dy_nearest.data(), batch, out, {1, 32}, BlockScaleRule::E8M0Floor, opt);
+        QCOMPARE(dy_copy(nearest), dy_nearest);
+        // wgrad with the Hadamard transform: fixed signs give the plain H16 / 4 of x, then the
+        // column-wise MX copy; random signs another copy.
+        ScaledRecipeConfig fixed = nearest;
+        fixed.hadamard = true;
+        fixed.hadamard_signs = HadamardSigns::Fixed;
+        ScaledRecipeConfig random = fixed;
+        random.hadamard_signs = HadamardSigns::Random;
+        auto x_wgrad = [&](const ScaledRecipeConfig& cfg) {
+            GemmQuantizer g(cfg, 3, 1);
+            g.begin_step(1, false);
+            const float* p =
+                g.operand(GemmOperand::Input, GemmPass::WeightGrad, SumAlong::Rows, x.data(), batch, in);
+            return std::vector<float>(p, p + x.size());
+        };
+        std::vector<float> hx(x.size()), hq(x.size());
+        hadamard16_along_rows(x.data(), hx.data(), batch, in, fixed_hadamard_signs());
+        quantize_blocks(hx.data(), hq.data(), batch, in, {32, 1}, BlockScaleRule::E8M0Floor, opt);
+        QCOMPARE(x_wgrad(fixed), hq);
+        QVERIFY(x_wgrad(random) != hq);
+        // Fixed signs do not depend on the seed or the layer.
+        GemmQuantizer other(fixed, 99, 7);
+        other.begin_step(1, false);
+        const float* p =
+            other.operand(GemmOperand::Input, GemmPass::WeightGrad, SumAlong::Rows, x.data(), batch, in);
+        QVERIFY(std::equal(hq.begin(), hq.end(), p));
+    }
+
+    void nvfp4FourOverSix() {
+        Rng rng(4);
+        const int64_t batch = 48, in = 64;
+        std::vector<float> x(static_cast<size_t>(batch * in));
+        for (float& f : x) f = rng.normal() * std::exp2(rng.uniform(-3.0f, 3.0f));
+        ScaledRecipeConfig c = recipe(ScaledRecipe::NvFp4);
+        c.nvfp4_4over6 = true;
+        c.nvfp4_4over6_error = FourOverSixError::Mae;
+        GemmQuantizer q(c, 1, 0);
+        q.begin_step(1, true);
+        const float* xf =
+            q.operand(GemmOperand::Input, GemmPass::Forward, SumAlong::Cols, x.data(), batch, in);
+        const ScalingStats& st = q.stats().at(0);
+        // s_tensor from the 256 bound, and the copy is quantize_blocks' 4 over 6 with it.
+        const float tensor_scale = nvfp4_tensor_scale(amax_of(x.data(), batch * in), true);
+        QCOMPARE(st.scale, tensor_scale);
+        QVERIFY(st.blocks_scaled_to_4 > 0);
+        std::vector<float> expected(x.size());
+        QuantizeOptions opt;
+        opt.element = Format::E2M1;
+        opt.tensor_scale = tensor_scale;
+        opt.four_over_six_error = FourOverSixError::Mae;
+        quantize_blocks(x.data(), expected.data(), batch, in, {1, 16}, BlockScaleRule::NvFp4FourOverSix, opt);
+        QVERIFY(std::equal(expected.begin(), expected.end(), xf));
+        // Off (the default), no block is scaled to 4 and s_tensor uses 448.
+        GemmQuantizer plain(recipe(ScaledRecipe::NvFp4), 1, 0);
+        plain.begin_step(1, true);
+        plain.operand(GemmOperand::Input, GemmPass::Forward, SumAlong::Cols, x.data(), batch, in);
+        QCOMPARE(plain.stats().at(0).blocks_scaled_to_4, int64_t{0});
+        QCOMPARE(plain.stats().at(0).scale, nvfp4_tensor_scale(amax_of(x.data(), batch * in)));
     }
 
     void limitedAccumulator() {

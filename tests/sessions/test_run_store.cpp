@@ -34,7 +34,7 @@ private slots:
         QVERIFY(std::filesystem::exists(path));
         Raw raw(path);
         QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
-        QCOMPARE(schema_version(), 8);
+        QCOMPARE(schema_version(), 9);
         QCOMPARE(raw.text("PRAGMA journal_mode"), std::string("wal"));
         for (const char* t :
              {"runs", "metrics", "latest_metrics", "metric_blocks", "histograms", "events", "tags", "notes",
@@ -49,7 +49,7 @@ private slots:
                  1LL);
         // Reopening an up-to-date file changes nothing.
         RunStore again(path);
-        QCOMPARE(again.opened_schema_version(), 8);
+        QCOMPARE(again.opened_schema_version(), 9);
     }
 
     void defaultPathFollowsXdg() {

@@ -117,6 +117,44 @@ private slots:
         QVERIFY(store.scaling_stats(run + 1).empty());
     }
 
+    // Schema 9: each row's recipe, what-if mark and 4-over-6 count survive the store; a damaged
+    // what_if value or a count above the blocks is an error naming the table and the field.
+    void recipeColumnsReadBack() {
+        auto own = record(2, 0, "x", 1.0f);
+        own.stats.recipe = "nvfp4";
+        own.stats.blocks_scaled_to_4 = 17;
+        auto what_if = record(2, 0, "x", 1.0f);
+        what_if.stats.recipe = "mxfp8";
+        what_if.stats.what_if = true;
+        const auto path = fresh("recipe");
+        const auto run = record_run(path, {own, what_if});
+        {
+            const auto got = RunStore(path).scaling_stats(run);
+            QCOMPARE(got.size(), std::size_t(2));
+            QCOMPARE(got[0].stats.recipe, std::string("nvfp4"));
+            QVERIFY(!got[0].stats.what_if);
+            QCOMPARE(got[0].stats.blocks_scaled_to_4, int64_t{17});
+            QCOMPARE(got[1].stats.recipe, std::string("mxfp8"));
+            QVERIFY(got[1].stats.what_if);
+            QCOMPARE(got[1].stats.blocks_scaled_to_4, int64_t{0});
+        }
+        for (const char* damage : {"UPDATE scaling_stats SET what_if=7", "UPDATE scaling_stats SET blocks_scaled_to_4=999"}) {
+            {
+                Raw raw(path);
+                QCOMPARE(raw.exec(damage), SQLITE_OK);
+            }
+            try {
+                (void)RunStore(path).scaling_stats(run);
+                QFAIL("a damaged row was read");
+            } catch (const StoreError& e) {
+                const QString m = e.what();
+                QVERIFY2(m.contains("scaling_stats") && (m.contains("what_if") || m.contains("blocks_scaled_to_4")),
+                         qPrintable(m));
+            }
+            Raw(path).exec("UPDATE scaling_stats SET what_if=0, blocks_scaled_to_4=0");
+        }
+    }
+
     void perTensorRowsHaveNoHistogram() {
         auto r = record(1, 0, "x", 1.0f);
         r.stats.blocks = 0;

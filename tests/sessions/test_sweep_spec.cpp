@@ -117,6 +117,27 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(ConfigError, plan_sweep_run(spec, 6));
     }
 
+    // The FP4 recipes and their options are axes like any other setting.
+    void fp4RecipeAxes() {
+        const SweepSpec spec = parse_sweep_spec(json::parse(R"({"name": "f", "preset": "spiral-mlp",
+            "training": {"max_steps": 5},
+            "axes": [{"setting": "precision", "values": ["nvfp4", "mxfp4"]},
+                     {"setting": "recipe.hadamard_signs", "values": ["random", "fixed"]}]})"),
+                                                "test");
+        const auto plan = plan_sweep(spec);
+        QCOMPARE(plan.size(), std::size_t(4));
+        QCOMPARE(plan[3].preset.training.precision, PrecisionKind::MxFp4);
+        QCOMPARE(plan[3].preset.training.effective_recipe().recipe, ScaledRecipe::MxFp4);
+        QCOMPARE(plan[3].preset.training.recipe.hadamard_signs, HadamardSigns::Fixed);
+        QCOMPARE(plan[0].preset.training.recipe.hadamard_signs, HadamardSigns::Random);
+        const SweepSpec four = parse_sweep_spec(json::parse(R"({"name": "f", "preset": "spiral-mlp",
+            "training": {"max_steps": 5, "precision": "nvfp4"},
+            "axes": [{"setting": "recipe.nvfp4_4over6", "values": [false, true]}]})"),
+                                                "test");
+        QVERIFY(plan_sweep(four)[1].preset.training.recipe.nvfp4_4over6);
+        QVERIFY(!plan_sweep(four)[0].preset.training.recipe.nvfp4_4over6);
+    }
+
     // A partial nested override keeps the preset's other values in that object.
     void nestedSettingsKeepTheRest() {
         const SweepSpec spec = parse_sweep_spec(json::parse(R"({"name": "n", "preset": "spiral-mlp",

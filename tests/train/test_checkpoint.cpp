@@ -169,6 +169,14 @@ Setup setup_named(const QString& name) {
         c.recipe.stochastic_rounding = true;
     } else if (name == "mxfp8") {
         c.precision = PrecisionKind::MxFp8;
+    } else if (name == "mxfp4") {
+        c.precision = PrecisionKind::MxFp4;
+        c.recipe.mx_scale_rounding = MxScaleRounding::Floor;
+        c.recipe.hadamard_signs = HadamardSigns::Fixed;
+    } else if (name == "nvfp4-4over6") {
+        c.precision = PrecisionKind::NvFp4;
+        c.recipe.nvfp4_4over6 = true;
+        c.recipe.nvfp4_4over6_error = FourOverSixError::Mae;
     } else if (name == "conv") {
         s.network = conv_network();
         s.data = &images();
@@ -462,6 +470,9 @@ void TestCheckpoint::resumedRunEqualsUninterrupted_data() {
     QTest::newRow("fp8-delayed, history 4") << "fp8-delayed" << 11;
     QTest::newRow("nvfp4 stochastic rounding") << "nvfp4" << 7;
     QTest::newRow("mxfp8, epoch boundary") << "mxfp8" << 16;
+    // mxfp4 (stochastic dy, fixed Hadamard signs, FLOOR) and 4 over 6 resume bit for bit too.
+    QTest::newRow("mxfp4 floor, fixed Hadamard signs") << "mxfp4" << 9;
+    QTest::newRow("nvfp4 4 over 6 (mae)") << "nvfp4-4over6" << 6;
     QTest::newRow("conv batchnorm dropout sgd") << "conv" << 7;
     QTest::newRow("conv, epoch boundary") << "conv" << 10;
     // BatchNorm's parameters get a reduced copy from the optimizer, not from prepare_weights.

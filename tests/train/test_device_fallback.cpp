@@ -138,6 +138,7 @@ private slots:
         };
         const Case cases[] = {
             {PrecisionKind::MxFp8, 0, "runs the scaled recipes fp8-delayed and fp8-current only"},
+            {PrecisionKind::MxFp4, 0, "runs the scaled recipes fp8-delayed and fp8-current only"},
             {PrecisionKind::Fp8Delayed, 8, "no emulation of a narrow accumulator (accumulator_bits 8)"}};
         qputenv("MPWB_CUDA_FP8", "1");
         for (const Case& c : cases) {

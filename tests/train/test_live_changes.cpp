@@ -123,7 +123,7 @@ private slots:
         QTest::newRow("recipe without one")
             << bf16 << 3 << 16.0
             << "recipe settings need a scaled precision (fp8-delayed, fp8-current, "
-               "fp8-block, mxfp8 or nvfp4), not bf16-mixed";
+               "fp8-block, mxfp8, nvfp4 or mxfp4), not bf16-mixed";
     }
 
     void anInvalidChangeIsRefusedWithItsMessage() {

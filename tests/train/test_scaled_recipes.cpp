@@ -4,7 +4,10 @@
 // quantized operand of every GEMM layer; a live recipe change lands on the next step as a
 // "recipe_changed" event and is refused for a policy without a recipe; evaluation leaves the
 // delayed-scaling history alone; the same seed repeats a run bit for bit, stochastic rounding
-// included; the recipe settings survive the configuration's JSON.
+// included; the recipe settings survive the configuration's JSON (mxfp4, 4 over 6 and the
+// Hadamard signs too, and the JSON of runs made before them reads as before). mxfp4 trains the
+// spiral without NaN; nvfp4 with 4 over 6 and fixed Hadamard signs trains and reports blocks
+// scaled to 4.
 #include "core/backend/backend.h"
 #include "core/common/error.h"
 #include "core/train/dataset_source.h"
@@ -74,7 +77,8 @@ void run_into(Outcome& out, const TrainConfig& config, int64_t change_at = 0,
 }
 
 const PrecisionKind kRecipes[] = {PrecisionKind::Fp8Delayed, PrecisionKind::Fp8Current,
-                                  PrecisionKind::Fp8Block, PrecisionKind::MxFp8, PrecisionKind::NvFp4};
+                                  PrecisionKind::Fp8Block,   PrecisionKind::MxFp8,
+                                  PrecisionKind::NvFp4,      PrecisionKind::MxFp4};
 
 }  // namespace
 
@@ -159,6 +163,25 @@ private slots:
                 std::vector<double>(plain.recorder.losses.begin() + 12, plain.recorder.losses.end()));
     }
 
+    void fourOverSixAndFixedHadamardTrain() {
+        TrainConfig c = config_for(PrecisionKind::NvFp4, 30);
+        Outcome plain, options;
+        run_into(plain, c);
+        c.recipe.nvfp4_4over6 = true;
+        c.recipe.hadamard_signs = HadamardSigns::Fixed;
+        run_into(options, c);
+        QCOMPARE(options.summary.status, RunStatus::Finished);
+        for (double l : options.recorder.losses) QVERIFY(std::isfinite(l));
+        QVERIFY(options.recorder.losses != plain.recorder.losses);
+        int64_t to_four = 0, blocks = 0;
+        for (const auto& r : options.recorder.scaling) {
+            to_four += r.stats.blocks_scaled_to_4;
+            blocks += r.stats.blocks;
+        }
+        QVERIFY2(to_four > 0 && to_four < blocks, qPrintable(QString("%1 of %2").arg(to_four).arg(blocks)));
+        for (const auto& r : plain.recorder.scaling) QCOMPARE(r.stats.blocks_scaled_to_4, int64_t{0});
+    }
+
     void recipeRequestsAreValidated() {
         auto backend = make_cpu_backend();
         Network net = Network::from_json(spiral().network);
@@ -197,6 +220,38 @@ private slots:
         const TrainConfig back = train_config_from_json(j);
         QCOMPARE(back.effective_recipe(), c.effective_recipe());
         QVERIFY(!to_json(config_for(PrecisionKind::BF16Mixed)).contains("recipe"));
+        // The FP4 options, and a run's JSON from before them: "hadamard": true keeps random signs.
+        TrainConfig fp4 = config_for(PrecisionKind::NvFp4);
+        fp4.recipe.nvfp4_4over6 = true;
+        fp4.recipe.nvfp4_4over6_error = FourOverSixError::Mae;
+        fp4.recipe.hadamard_signs = HadamardSigns::Fixed;
+        const nlohmann::json fp4_json = to_json(fp4);
+        QCOMPARE(fp4_json["recipe"]["nvfp4_4over6"].get<bool>(), true);
+        QCOMPARE(fp4_json["recipe"]["nvfp4_4over6_error"].get<std::string>(), std::string("mae"));
+        QCOMPARE(fp4_json["recipe"]["hadamard_signs"].get<std::string>(), std::string("fixed"));
+        QCOMPARE(train_config_from_json(fp4_json).effective_recipe(), fp4.effective_recipe());
+        nlohmann::json old = to_json(config_for(PrecisionKind::NvFp4));
+        for (const char* key : {"hadamard_signs", "nvfp4_4over6", "nvfp4_4over6_error"})
+            old["recipe"].erase(key);
+        QCOMPARE(old["recipe"]["hadamard"].get<bool>(), true);
+        const ScaledRecipeConfig old_recipe = train_config_from_json(old).effective_recipe();
+        QCOMPARE(old_recipe.hadamard_signs, HadamardSigns::Random);
+        QVERIFY(!old_recipe.nvfp4_4over6);
+        TrainConfig mx4 = config_for(PrecisionKind::MxFp4);
+        mx4.recipe.mx_scale_rounding = MxScaleRounding::Floor;
+        mx4.recipe.stochastic_rounding = false;
+        const nlohmann::json mx4_json = to_json(mx4);
+        QCOMPARE(mx4_json["precision"].get<std::string>(), std::string("mxfp4"));
+        QCOMPARE(mx4_json["recipe"]["mx_scale_rounding"].get<std::string>(), std::string("floor"));
+        QVERIFY(!mx4_json["recipe"].contains("mx_element"));    // E2M1, always
+        QVERIFY(!mx4_json["recipe"].contains("nvfp4_4over6"));  // an nvfp4 setting
+        QCOMPARE(train_config_from_json(mx4_json).effective_recipe(), mx4.effective_recipe());
+        try {
+            (void)train_config_from_json(nlohmann::json{{"recipe", {{"hadamard_signs", "sometimes"}}}});
+            QFAIL("hadamard_signs 'sometimes' was accepted");
+        } catch (const ConfigError& e) {
+            QVERIFY2(std::string(e.what()).find("recipe.hadamard_signs") != std::string::npos, e.what());
+        }
         // An MX element format cannot store weight gradients without its block scale.
         TrainConfig fp4_grads = config_for(PrecisionKind::BF16Mixed);
         fp4_grads.weight_grad_format = Format::E2M1;

@@ -169,7 +169,7 @@ private slots:
             }
             QVERIFY2(enabled > 0 && disabled > 0, scaled_recipe_name(recipe));
         }
-        QCOMPARE(recipes, 5);
+        QCOMPARE(recipes, 6);  // fp8-delayed, fp8-current, fp8-block, mxfp8, nvfp4, mxfp4
     }
 
     // While a run goes on, a recipe setting typed or clicked is posted at once with the run's
@@ -209,6 +209,34 @@ private slots:
         sent = requested.takeFirst().at(0).value<ScaledRecipeConfig>();
         QCOMPARE(sent.stochastic_rounding, !before);
         QCOMPARE(sent.recipe, ScaledRecipe::NvFp4);
+    }
+
+    // mxfp4 is a policy of the combo; its form enables the FP4 settings it has (stochastic
+    // rounding, Hadamard and its signs, MX scale rounding) and not nvfp4's 4 over 6, whose error
+    // measure is enabled only while 4 over 6 is on.
+    void fp4SettingsFollowTheirRecipe() {
+        PrecisionPanel p;
+        auto* combo = p.findChild<QComboBox*>("policyCombo");
+        QVERIFY(combo->findData(QStringLiteral("mxfp4")) >= 0);
+        p.setPrecision(PrecisionKind::MxFp4);
+        QCOMPARE(p.precision(), PrecisionKind::MxFp4);
+        QVERIFY(p.policySummary().contains(QStringLiteral("E8M0")));
+        auto enabled = [&](const char* field) {
+            QWidget* w = p.recipeFieldEditor(field);
+            return w && w->isEnabled();
+        };
+        for (const char* field : {"stochastic_rounding", "hadamard", "hadamard_signs", "mx_scale_rounding"})
+            QVERIFY2(enabled(field), field);
+        for (const char* field : {"nvfp4_4over6", "nvfp4_4over6_error", "mx_element", "margin"})
+            QVERIFY2(!enabled(field), field);
+        p.setPrecision(PrecisionKind::NvFp4);
+        QVERIFY(enabled("nvfp4_4over6"));
+        QVERIFY(!enabled("nvfp4_4over6_error"));
+        auto* four = qobject_cast<QCheckBox*>(p.recipeFieldEditor("nvfp4_4over6"));
+        QVERIFY(four && !four->isChecked());
+        click_box(four);
+        QVERIFY(enabled("nvfp4_4over6_error"));
+        QVERIFY(p.applyTo(TrainConfig{}).recipe.nvfp4_4over6);
     }
 };
 
