@@ -208,7 +208,7 @@ private slots:
         const QString section = out.mid(out.indexOf(QStringLiteral("scaling (last")));
         for (const auto& [label, operand] : pairs) {
             const QRegularExpression line(
-                QStringLiteral("\\n%1 +%2 +e4m3 +%3 ")
+                QStringLiteral("\\n%1 +%2 +mxfp8 +e4m3 +%3 ")
                     .arg(QRegularExpression::escape(QString::fromStdString(label)),
                          QRegularExpression::escape(QString::fromStdString(operand)))
                     .arg(last));

@@ -207,7 +207,7 @@ private slots:
         QCOMPARE(Raw(path).integer("PRAGMA user_version"), 7LL);
         RunStore store(path);
         QCOMPARE(store.opened_schema_version(), 7);
-        QCOMPARE(Raw(path).integer("PRAGMA user_version"), static_cast<long long>(kFinalWeightsSchema));
+        QCOMPARE(Raw(path).integer("PRAGMA user_version"), static_cast<long long>(schema_version()));
         QVERIFY(!store.final_weights(1));
     }
 

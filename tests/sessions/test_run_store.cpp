@@ -33,7 +33,7 @@ private slots:
         { RunStore store(path); }
         QVERIFY(std::filesystem::exists(path));
         Raw raw(path);
-        QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
+        QCOMPARE(raw.integer("PRAGMA user_version"), 9LL);
         QCOMPARE(schema_version(), 9);
         QCOMPARE(raw.text("PRAGMA journal_mode"), std::string("wal"));
         for (const char* t :
@@ -113,7 +113,7 @@ PRAGMA user_version=1;
         QCOMPARE(store.opened_schema_version(), 1);
         {
             Raw raw(path);
-            QCOMPARE(raw.integer("PRAGMA user_version"), 8LL);
+            QCOMPARE(raw.integer("PRAGMA user_version"), 9LL);
         }
         const Run r = store.get_run(7);
         QCOMPARE(r.name, std::string("old run"));
@@ -145,16 +145,16 @@ PRAGMA user_version=1;
         {
             Raw raw(path);
             QCOMPARE(raw.exec("CREATE TABLE runs(id INTEGER PRIMARY KEY, future_column BLOB); "
-                              "INSERT INTO runs VALUES(1, x'0102'); PRAGMA user_version=9"),
+                              "INSERT INTO runs VALUES(1, x'0102'); PRAGMA user_version=10"),
                      SQLITE_OK);
         }
         const auto before = testsupport::file_bytes(path);
         EXPECT_STORE_ERROR(RunStore store(path), Kind::NewerSchema,
-                           "database schema version 9 is newer than this build supports (" +
+                           "database schema version 10 is newer than this build supports (" +
                                std::to_string(schema_version()) + "); upgrade MP Workbench");
         RunStore::Options ro;
         ro.read_only = true;
-        EXPECT_STORE_ERROR(RunStore store(path, ro), Kind::NewerSchema, "version 9 is newer");
+        EXPECT_STORE_ERROR(RunStore store(path, ro), Kind::NewerSchema, "version 10 is newer");
         QCOMPARE(testsupport::file_bytes(path), before);
         QVERIFY(!std::filesystem::exists(path + "-wal") || std::filesystem::file_size(path + "-wal") == 0);
     }

@@ -138,7 +138,8 @@ private slots:
             QVERIFY(got[1].stats.what_if);
             QCOMPARE(got[1].stats.blocks_scaled_to_4, int64_t{0});
         }
-        for (const char* damage : {"UPDATE scaling_stats SET what_if=7", "UPDATE scaling_stats SET blocks_scaled_to_4=999"}) {
+        for (const char* damage :
+             {"UPDATE scaling_stats SET what_if=7", "UPDATE scaling_stats SET blocks_scaled_to_4=999"}) {
             {
                 Raw raw(path);
                 QCOMPARE(raw.exec(damage), SQLITE_OK);
@@ -148,7 +149,8 @@ private slots:
                 QFAIL("a damaged row was read");
             } catch (const StoreError& e) {
                 const QString m = e.what();
-                QVERIFY2(m.contains("scaling_stats") && (m.contains("what_if") || m.contains("blocks_scaled_to_4")),
+                QVERIFY2(m.contains("scaling_stats") &&
+                             (m.contains("what_if") || m.contains("blocks_scaled_to_4")),
                          qPrintable(m));
             }
             Raw(path).exec("UPDATE scaling_stats SET what_if=0, blocks_scaled_to_4=0");
