@@ -17,8 +17,7 @@ struct StabilityPlotSpec {
 };
 
 inline constexpr StabilityPlotSpec kStabilityPlots[] = {
-    {"Largest attention logit", "stabilityLogitPlot", metric_key::attn_logit_max, nullptr,
-     "max q·k/√d over unmasked"},
+    {"Largest attention logit", "stabilityLogitPlot", metric_key::attn_logit_max, nullptr, "logit"},
     {"Attention entropy (solid: mean over heads, dashed: min)", "stabilityEntropyPlot",
      metric_key::attn_entropy_mean, metric_key::attn_entropy_min, "nats"},
     {"Residual stream RMS (block output)", "stabilityRmsPlot", metric_key::residual_rms, nullptr, "RMS"},
