@@ -33,6 +33,11 @@ StabilitySection stability_section(RunStore& store, const std::vector<RunRow>& r
         PlotWidget* plot = view.plot(i);
         if (plot->graphCount() == 0) continue;
         plot->setBackground(Qt::white);
+        // The figure's own title says what the plot shows; the view's title row would repeat it.
+        if (auto* title = plot->plotLayout()->element(0, 0)) {
+            plot->plotLayout()->remove(title);
+            plot->plotLayout()->simplify();
+        }
         section.figures.push_back(
             render_plot(plot, QString::fromUtf8(kStabilityPlots[i].title),
                         QStringLiteral("One line per run and block, over the statistics "
