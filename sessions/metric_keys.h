@@ -39,6 +39,19 @@ inline constexpr char headroom_log2[] = "headroom_log2";
 inline constexpr char activation_grad[] = "activation_grad";
 inline constexpr char weight_grad_prefix[] = "weight_grad:";  // + parameter name
 
+// Instability indicators per statistics step of a transformer run (RunRecorder::on_stability):
+// "stability/<block label>/<indicator>" ("stability/2 TransformerBlock/attn_logit_max") and
+// "stability/output/<indicator>" (stability_key; sessions/stability_series.h reads them back).
+inline constexpr char stability_prefix[] = "stability/";
+inline constexpr char stability_output[] = "output";  // never a layer label: those start with a digit
+inline constexpr char attn_logit_max[] = "attn_logit_max";
+inline constexpr char attn_entropy_mean[] = "attn_entropy_mean";
+inline constexpr char attn_entropy_min[] = "attn_entropy_min";
+inline constexpr char residual_rms[] = "residual_rms";
+inline constexpr char outlier_ratio[] = "outlier_ratio";
+inline constexpr char logit_max[] = "logit_max";
+inline constexpr char log_z_mean[] = "log_z_mean";
+
 // The event the recorder writes last: RunSummary::to_json().
 inline constexpr char summary_event[] = "summary";
 
@@ -48,6 +61,14 @@ inline std::string gradient_stat(std::string_view stat, std::string_view layer, 
     key += layer;
     key += '/';
     key += kind;
+    return key;
+}
+
+inline std::string stability_key(std::string_view source, std::string_view indicator) {
+    std::string key(stability_prefix);
+    key += source;
+    key += '/';
+    key += indicator;
     return key;
 }
 

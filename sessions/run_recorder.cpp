@@ -4,6 +4,7 @@
 #include "sessions/run_vocabulary.h"
 
 #include "sessions/metric_keys.h"
+#include "sessions/stability_series.h"
 
 #include <sqlite3.h>
 #include <unistd.h>
@@ -257,6 +258,13 @@ void RunRecorder::on_gradient_stats(const GradientStatsRecord& r) {
 
 void RunRecorder::on_scaling_stats(const ScalingStatsRecord& r) {
     if (writer_) writer_->log_scaling_stats(r);
+}
+
+void RunRecorder::on_stability(const StabilityRecord& r) {
+    if (!writer_) return;
+    const double t = store_now();  // right after on_step of the same step, as the statistics
+    for (const StabilityValue& v : stability_values(r))
+        writer_->log_metric(metric_key::stability_key(v.source, v.indicator), r.step, t, v.value);
 }
 
 void RunRecorder::on_event(const TrainingEvent& e) {

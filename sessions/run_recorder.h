@@ -20,7 +20,10 @@
 //            grad_norm (when nonzero); test_loss, test_accuracy, epoch_train_loss,
 //            epoch_train_accuracy at each evaluation; per gradient statistic
 //            "<stat>/<layer label>/<kind>" with stat in underflow, subnormal, overflow, max_abs,
-//            headroom_log2 (infinite headroom, from an all-zero tensor, is not stored).
+//            headroom_log2 (infinite headroom, from an all-zero tensor, is not stored); per
+//            statistics step of a transformer run, its instability indicators
+//            "stability/<block label>/<indicator>" and "stability/output/<indicator>"
+//            (sessions/stability_series.h).
 //   histograms  layer label, kind "activation_grad" or "weight_grad:<parameter>", the exponent
 //            histogram blob (ExponentHistogram::to_blob).
 //   scaling_stats  every ScalingStatsRecord of a scaled recipe (RunStore::scaling_stats).
@@ -109,6 +112,7 @@ public:
     void on_eval(const EvalMetrics& m) override;
     void on_gradient_stats(const GradientStatsRecord& r) override;
     void on_scaling_stats(const ScalingStatsRecord& r) override;
+    void on_stability(const StabilityRecord& r) override;
     void on_event(const TrainingEvent& e) override;
     void on_checkpoint(const TrainingCheckpoint& checkpoint) override;
     void on_final_weights(const NetworkWeights& weights) override;

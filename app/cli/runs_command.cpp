@@ -36,6 +36,7 @@
 #include "sessions/run_store.h"
 #include "sessions/recipe_advisor.h"
 #include "sessions/scaling_summary.h"
+#include "sessions/stability_series.h"
 
 namespace mpwb::cli {
 namespace {
@@ -513,6 +514,7 @@ void print_last_metrics(const Run& r) {
     std::map<std::string, int> per_layer;
     for (const auto& [k, m] : r.latest) {
         const auto slash = k.find('/');
+        if (k.rfind(metric_key::stability_prefix, 0) == 0) continue;  // print_stability lists them
         if (slash != std::string::npos) {
             ++per_layer[k.substr(0, slash)];
             continue;
@@ -530,6 +532,30 @@ void print_last_metrics(const Run& r) {
             text += (text.empty() ? "" : ", ") + stat + " (" + std::to_string(n) + ")";
         std::printf("gradient statistics per layer and kind: %s; --json lists them\n", text.c_str());
     }
+}
+
+// The last instability indicators of a transformer run: a row per block and one for the output.
+void print_stability(const Run& r) {
+    const std::vector<StabilityLatest> latest = latest_stability(r);
+    if (latest.empty()) return;
+    namespace key = metric_key;
+    const char* const columns[] = {key::attn_logit_max, key::attn_entropy_mean, key::attn_entropy_min,
+                                   key::residual_rms,   key::outlier_ratio,     key::logit_max,
+                                   key::log_z_mean};
+    std::vector<std::vector<std::string>> rows;
+    for (const StabilityLatest& l : latest) {
+        if (rows.empty() || rows.back()[0] != l.source) {
+            rows.push_back({l.source, std::to_string(l.step)});
+            rows.back().resize(2 + std::size(columns), "-");
+        }
+        for (size_t c = 0; c < std::size(columns); ++c)
+            if (l.indicator == columns[c]) rows.back()[2 + c] = format_number(l.value, 4);
+    }
+    std::printf(
+        "\nstability (last statistics step; entropy in nats, outlier = largest / median channel RMS)\n");
+    print_table({"source", "step", "attn logit max", "entropy mean", "entropy min", "residual rms", "outlier",
+                 "logit max", "log Z mean"},
+                rows, {1, 2, 3, 4, 5, 6, 7, 8});
 }
 
 // A text run's figures per token, named with their units (a summary's test_accuracy and
@@ -563,6 +589,7 @@ void cmd_show(const RunsArgs& a) {
     }
     print_text_run_figures(figures_or_fewer(*store, r));
     print_last_metrics(r);
+    print_stability(r);
     if (!j["scaling_damaged"].is_null())
         std::printf("\nscaling DAMAGED: %s\n", j["scaling_damaged"].get<std::string>().c_str());
     else

@@ -64,6 +64,7 @@ void LiveRuns::routeOne(const RunUpdate& u, bool readout_run) {
     board_->appendEvals(run, u.evals);
     board_->appendStats(run, u.stats);
     board_->appendScaling(run, u.scaling);
+    board_->appendStability(run, u.stability);
     if (u.boundary) board_->setBoundary(run, *u.boundary);
     if (readout_run && !u.steps.empty()) showReadout(u);
     addEvents(u, label, readout_run);

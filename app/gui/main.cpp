@@ -90,13 +90,18 @@ struct Options {
         {QStringLiteral("max-steps")},
         QStringLiteral("Override the preset's step limit (a run ends after n steps)"),
         QStringLiteral("n")};
+    QCommandLineOption stats_every{
+        {QStringLiteral("stats-every")},
+        QStringLiteral("Override the preset's statistics steps: gradient and scaling statistics and "
+                       "instability indicators every n steps (0: none)"),
+        QStringLiteral("n")};
     QCommandLineOption precision{
         {QStringLiteral("precision")},
         QStringLiteral("Override the preset's precision policy: %1").arg(precision_list()),
         QStringLiteral("name")};
     QCommandLineOption tab{
         {QStringLiteral("tab")},
-        QStringLiteral("Plot tab to show: Curves, Gradients, Scaling, Samples, Decision boundary"),
+        QStringLiteral("Plot tab to show: Curves, Gradients, Scaling, Stability, Samples, Decision boundary"),
         QStringLiteral("title")};
     QCommandLineOption open{{QStringLiteral("open-runs")},
                             QStringLiteral("Show stored runs (comma-separated ids, at most %1 different)")
@@ -125,8 +130,9 @@ struct Options {
         QStringLiteral("n")};
 
     void add_to(QCommandLineParser& cli) const {
-        for (const auto* o : {&db, &preset, &start, &epochs, &max_steps, &precision, &tab, &open, &sweep,
-                              &quit_after, &quit_done, &fresh, &bench, &bench_steps, &bench_rounds})
+        for (const auto* o :
+             {&db, &preset, &start, &epochs, &max_steps, &stats_every, &precision, &tab, &open, &sweep,
+              &quit_after, &quit_done, &fresh, &bench, &bench_steps, &bench_rounds})
             cli.addOption(*o);
     }
 };
@@ -143,6 +149,9 @@ int check_numbers(const QCommandLineParser& cli, const Options& o) {
     if (cli.isSet(o.max_steps) && !whole_in(cli.value(o.max_steps), 1, kMaxEpochs))
         return option_error(QStringLiteral("max-steps"), cli.value(o.max_steps),
                             QStringLiteral("is not a whole number from 1 to 1000000000"));
+    if (cli.isSet(o.stats_every) && !whole_in(cli.value(o.stats_every), 0, kMaxEpochs))
+        return option_error(QStringLiteral("stats-every"), cli.value(o.stats_every),
+                            QStringLiteral("is not a whole number from 0 to 1000000000"));
     if (cli.isSet(o.bench_steps) && !whole_in(cli.value(o.bench_steps), 1, kMaxEpochs))
         return option_error(QStringLiteral("benchmark-steps"), cli.value(o.bench_steps),
                             QStringLiteral("is not a whole number from 1 to 1000000000"));
@@ -256,13 +265,14 @@ private:
         return true;
     }
 
-    // --epochs, --max-steps, --precision, --open-runs and --sweep, through the panels so the window
-    // shows them.
+    // --epochs, --max-steps, --stats-every, --precision, --open-runs and --sweep, through the panels so the
+    // window shows them.
     void applyOverrides() {
-        if (cli_.isSet(o_.epochs) || cli_.isSet(o_.max_steps)) {
+        if (cli_.isSet(o_.epochs) || cli_.isSet(o_.max_steps) || cli_.isSet(o_.stats_every)) {
             auto c = window_.currentConfig();
             if (cli_.isSet(o_.epochs)) c.epochs = cli_.value(o_.epochs).toLongLong();
             if (cli_.isSet(o_.max_steps)) c.max_steps = cli_.value(o_.max_steps).toLongLong();
+            if (cli_.isSet(o_.stats_every)) c.stats_every = cli_.value(o_.stats_every).toLongLong();
             window_.trainingPanel()->setFromConfig(c);
         }
         if (cli_.isSet(o_.precision))

@@ -23,12 +23,14 @@
 #include "sessions/plot_series.h"
 #include "sessions/run_figures.h"
 #include "sessions/run_store.h"
+#include "sessions/stability_series.h"
 #include "widgets/samples_view.h"
 #include "widgets/plots/decision_boundary_plot.h"
 #include "widgets/plots/heatmap_plot.h"
 #include "widgets/plots/histogram_plot.h"
 #include "widgets/plots/metric_plots.h"
 #include "widgets/plots/series_plot.h"
+#include "widgets/plots/stability_view.h"
 #include "widgets/scaling_view.h"
 
 namespace mpwb {
@@ -102,6 +104,9 @@ PlotBoard::PlotBoard(QWidget* parent) : QWidget(parent) {
     tabs_->addTab(makeCurvesTab(), tr("Curves"));
     tabs_->addTab(makeGradientsTab(), tr("Gradients"));
     tabs_->addTab(makeScalingTab(), tr("Scaling"));
+    stability_ = new StabilityView;
+    stability_->setObjectName(QStringLiteral("stabilityView"));
+    tabs_->addTab(stability_, tr("Stability"));
     samples_ = new SamplesView;
     tabs_->addTab(samples_, tr("Samples"));
     auto* bl = new QVBoxLayout;
@@ -385,6 +390,7 @@ int PlotBoard::addRun(const QString& label, const QString& precision, Format ref
     r->reference = reference;
     r->run_id = run_id;
     for (SeriesPlot* p : curve_plots_) r->key = p->addRun(label, precision);  // the same key in each
+    stability_->addRun(label);                                                // the same index as the board's
     runs_.push_back(std::move(r));
     updateScaleEmptyText();
     updating_selectors_ = true;
@@ -430,6 +436,7 @@ void PlotBoard::clear() {
     boundary_hint_->show();
     if (const int tab = tabs_->indexOf(boundary_page_); tab >= 0) tabs_->removeTab(tab);
     scaling_->clear();
+    stability_->clear();
     samples_->clearSamples();
     updateScaleEmptyText();
 }
@@ -503,7 +510,12 @@ void PlotBoard::queue(SeriesPlot* plot, int key, SeriesPlot::Curve curve, const 
     batch.second += values;
 }
 
+void PlotBoard::appendStability(int run, const std::vector<StabilityRecord>& records) {
+    if (!records.empty()) stability_->appendRecords(run, records);
+}
+
 void PlotBoard::flushAll() {
+    stability_->refresh(true);
     for (auto& [key, batch] : pending_) {
         if (batch.first.isEmpty()) continue;
         std::get<0>(key)->appendPoints(std::get<1>(key), static_cast<SeriesPlot::Curve>(std::get<2>(key)),
@@ -615,6 +627,7 @@ void PlotBoard::replot() {
     const QWidget* current = tabs_->currentWidget();
     const bool gradients_visible = current == histogram_->parentWidget()->parentWidget();
     const bool boundary_visible = current == boundary_host_->parentWidget();
+    if (current == stability_) stability_->refresh();  // throttled by the view itself
     if (dirty_scaling_ && current == scaling_->parentWidget()) {
         dirty_scaling_ = false;
         refreshScalingView();
@@ -834,6 +847,11 @@ int PlotBoard::addStoredRun(RunStore& store, int64_t id, int max_points) {
         // Damaged scaling rows lose the Scaling view of this run, not the run.
     }
     if (scaling_run_->currentIndex() == index) showScalingRun();
+    try {
+        stability_->setStoredSeries(index, read_stability_series(store, run, max_points));
+    } catch (const std::exception&) {
+        // Unreadable indicator series lose the Stability view of this run, not the run.
+    }
     // The stored histograms carry no scale; the loss_scale series has it at each step.
     if (!r.stats.empty() && run.latest.count(metric_key::loss_scale)) {
         const auto scales = store.series(id, metric_key::loss_scale);

@@ -4,7 +4,8 @@
 // gradient against the format zones, chosen by run, layer, kind and step, and the heatmap of the
 // same gradient over the steps; with a scaled recipe the histogram also shows the zone of the
 // operand's element format shifted by its current scale), "Scaling" (ScalingView: amax, scale,
-// SQNR and block scales of one layer's GEMM operand, for one run) and "Decision boundary" (2-D
+// SQNR and block scales of one layer's GEMM operand, for one run), "Stability" (StabilityView:
+// the instability indicators of transformer runs, every run overlaid) and "Decision boundary" (2-D
 // sets, one plot per live run; the tab is there only while a 2-D run is on the board) and
 // "Samples" (SamplesView: what a text run writes; LiveRuns and the window fill it).
 // The curve plots share an x axis choice (step, wall time, time since start; log or linear),
@@ -44,6 +45,7 @@ struct Run;
 class SamplesView;
 class ScalingView;
 class SeriesPlot;
+class StabilityView;
 struct BoundaryGrid;
 
 class PlotBoard : public QWidget {
@@ -65,6 +67,7 @@ public:
     void appendEvals(int run, const std::vector<EvalMetrics>& evals);
     void appendStats(int run, const std::vector<GradientStatsRecord>& stats);
     void appendScaling(int run, const std::vector<ScalingStatsRecord>& records);
+    void appendStability(int run, const std::vector<StabilityRecord>& records);
     void setBoundary(int run, const BoundaryGrid& grid);
     void setBoundaryPoints(int run, const Dataset& data);
     // Hands the batched points to the plots (two of the four curve plots per call, so no tick
@@ -95,6 +98,7 @@ public:
     QComboBox* layerSelector() const { return layer_; }
     QComboBox* runSelector() const { return run_select_; }
     ScalingView* scalingView() const { return scaling_; }
+    StabilityView* stabilityView() const { return stability_; }
     SamplesView* samplesView() const { return samples_; }
     QComboBox* scalingRunSelector() const { return scaling_run_; }
     // Scaling records held for a run.
@@ -183,6 +187,7 @@ private:
     QSlider* step_ = nullptr;
     QLabel* step_label_ = nullptr;
     ScalingView* scaling_ = nullptr;
+    StabilityView* stability_ = nullptr;
     SamplesView* samples_ = nullptr;
     QComboBox* scaling_run_ = nullptr;
     bool dirty_scaling_ = false;

@@ -159,6 +159,10 @@ public:
         std::lock_guard lock(shared_->mu);
         shared_->slot(slot_).scaling.push_back(r);
     }
+    void on_stability(const StabilityRecord& r) override {
+        std::lock_guard lock(shared_->mu);
+        shared_->slot(slot_).stability.push_back(r);
+    }
     void on_event(const TrainingEvent& e) override {
         std::lock_guard lock(shared_->mu);
         shared_->slot(slot_).events.push_back(e);

@@ -49,6 +49,7 @@ struct RunUpdate {
     std::vector<EvalMetrics> evals;
     std::vector<GradientStatsRecord> stats;
     std::vector<ScalingStatsRecord> scaling;  // a scaled recipe's quantization statistics
+    std::vector<StabilityRecord> stability;   // a transformer's instability indicators
     std::vector<TrainingEvent> events;
     std::optional<BoundaryGrid> boundary;  // the newest only
     std::optional<RunSummary> end;

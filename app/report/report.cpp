@@ -5,6 +5,7 @@
 #include "app/report/report_html.h"
 #include "app/report/report_pdf.h"
 #include "app/report/report_scaling.h"
+#include "app/report/report_stability.h"
 #include "app/report/report_sections.h"
 #include "core/numeric/exponent_histogram.h"
 #include "core/common/text_format.h"
@@ -42,6 +43,7 @@ constexpr int kPlotHeight = 380;
 constexpr int kCellWidth = 330;  // the small multiples of the gradient histograms
 constexpr int kCellHeight = 220;
 constexpr int kBoundarySize = 420;
+constexpr int kStabilityHeight = 300;           // the Stability section's plots, one per family of indicators
 constexpr std::int64_t kMaxPlotPoints = 20000;  // longer series are read downsampled
 
 QString run_label(const Run& r) {
@@ -370,6 +372,8 @@ ReportContent collect_content(const ReportRequest& request, const std::vector<st
         content.gradient_grids = report_detail::gradient_grids(*store, content.rows, kCellWidth, kCellHeight);
         content.boundaries = report_detail::boundary_figures(*store, content.rows, data, kBoundarySize);
         content.scaling = report_detail::scaling_sections(*store, content.rows, kPlotWidth);
+        content.stability =
+            report_detail::stability_section(*store, content.rows, kPlotWidth, kStabilityHeight);
         content.text_samples = report_detail::text_samples(*store, content.rows, data);
     } catch (const StoreError& e) {
         throw ReportError(std::string("reading the runs failed: ") + e.what());

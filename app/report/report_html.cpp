@@ -537,6 +537,11 @@ QString browser_figures(const ReportContent& c) {
             h += table_html(sqnr_table(section), kTableAttributes) + figures_html(section.figures);
         }
     }
+    if (!c.stability.latest.empty()) {
+        h += QStringLiteral("<h2>Stability</h2>\n<p class=\"note\">") + html_escape(kStabilityNote) +
+             QStringLiteral("</p>\n");
+        h += table_html(stability_table(c.stability), kTableAttributes) + figures_html(c.stability.figures);
+    }
     return h;
 }
 

@@ -6,6 +6,7 @@
 #include "sessions/run_figures.h"
 #include "sessions/run_types.h"
 #include "sessions/scaling_summary.h"
+#include "sessions/stability_series.h"
 
 #include <QByteArray>
 #include <QString>
@@ -108,6 +109,13 @@ struct TextSamples {
     QString windows_error;            // why there are none (no final weights, data unreadable)
 };
 
+// The instability indicators of the runs that stored them (report_stability.h): one figure per
+// family of indicators, the runs overlaid, and each run's last values.
+struct StabilitySection {
+    std::vector<Figure> figures;
+    std::vector<std::pair<QString, std::vector<StabilityLatest>>> latest;  // run label, its last values
+};
+
 struct ReportContent {
     QString title;
     QString generated;  // date and time
@@ -125,6 +133,7 @@ struct ReportContent {
     std::vector<Figure> curves;
     std::vector<Figure> histograms;
     std::vector<ScalingSection> scaling;    // only runs that stored scaling statistics
+    StabilitySection stability;             // empty unless a run stored instability indicators
     std::vector<TextSamples> text_samples;  // text runs only
 };
 
@@ -151,6 +160,8 @@ Table architecture_table(const Architecture& a);
 QString architecture_heading(const Architecture& a);
 Table events_table(const RunEvents& e);
 Table sqnr_table(const ScalingSection& section);
+Table stability_table(const StabilitySection& section);  // report_stability.cpp
+extern const QString kStabilityNote;
 Table machine_table(const ReportContent& c);  // machine and library versions only
 QString table_html(const Table& t, const QString& attrs, const QString& head_attrs = {});
 QString target_note(const ReportContent& c);

@@ -241,6 +241,12 @@ std::vector<Block> build_blocks(const ReportContent& c, PdfLayout* layout) {
             for (const Figure& f : section.figures) b.figure(f);
         }
     }
+    if (!c.stability.latest.empty()) {
+        b.heading(3, QStringLiteral("Stability"));
+        b.note(kStabilityNote);
+        b.table(stability_table(c.stability));
+        for (const Figure& f : c.stability.figures) b.figure(f);
+    }
     b.heading(3, QStringLiteral("Network architecture"));
     for (const Architecture& a : c.architectures) {
         b.heading(4, architecture_heading(a));

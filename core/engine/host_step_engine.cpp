@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/data/batcher.h"
+#include "core/nn/stability_indicators.h"
 #include "core/optim/grad_clip.h"
 
 namespace mpwb {
@@ -26,7 +27,9 @@ public:
           optimizer_(make_optimizer(config.optimizer)),
           scaler_(std::make_unique<LossScaler>()) {}
 
-    StepCapabilities capabilities() const override { return {.checkpoints = true}; }
+    StepCapabilities capabilities() const override {
+        return {.checkpoints = true, .stability_indicators = true};
+    }
     void set_epoch_order(std::span<const int64_t> order) override {
         order_.assign(order.begin(), order.end());
     }
@@ -80,7 +83,8 @@ void HostStepEngine::launch(const StepLaunch& attempt) {
     const auto rows = std::span<const int64_t>(order_).subspan(static_cast<size_t>(attempt.batch_offset),
                                                                static_cast<size_t>(attempt.batch_size));
     network_.begin_quantized_step(attempt.step, attempt.probe != nullptr);
-    const Backend::LossResult loss = pass_.run(rows, r.scale_used, attempt.probe);
+    const Backend::LossResult loss =
+        pass_.run(rows, r.scale_used, attempt.probe, attempt.probe ? &r.stability : nullptr);
     r.scaling = network_.scaling_stats();
     network_.end_quantized_step();
     r.loss = loss.loss;
@@ -144,14 +148,44 @@ HostGradientPass::HostGradientPass(Network& network, const Dataset& data, Backen
       dropout_rng_(seed ^ kDropoutSeedSalt),
       ctx_{backend, policy.gemm_operands, true, &dropout_rng_} {}
 
-Backend::LossResult HostGradientPass::run(std::span<const int64_t> rows, float scale, GradientProbe* probe) {
+Backend::LossResult HostGradientPass::run(std::span<const int64_t> rows, float scale, GradientProbe* probe,
+                                          StabilityIndicators* stability) {
     gather_train_batch(data_, window_phase_, rows, bx_, by_);
-    const Tensor& out = network_.forward(ctx_, bx_, policy_);
+    const Tensor& out = stability ? forward_measured(*stability) : network_.forward(ctx_, bx_, policy_);
     dout_.resize(out.shape());
     const Backend::LossResult loss =
         loss_.on_host(backend_, out, by_, dout_.data(), scale, network_.z_loss());
     network_.backward(ctx_, dout_, policy_, probe);
     return loss;
+}
+
+// The forward pass with the blocks' indicators, then the output's when the network has blocks
+// and a softmax cross-entropy loss (a run without blocks records none: nothing in the store or
+// the views changes for it).
+const Tensor& HostGradientPass::forward_measured(StabilityIndicators& stability) {
+    StabilitySink sink;
+    ctx_.stability = &sink;
+    const Tensor* out = nullptr;
+    try {
+        out = &network_.forward(ctx_, bx_, policy_);
+    } catch (...) {
+        ctx_.stability = nullptr;
+        throw;
+    }
+    ctx_.stability = nullptr;
+    stability = {};
+    for (const auto& [source, values] : sink.blocks)
+        for (size_t i = 0; i < network_.size(); ++i)
+            if (&network_.layer(i) == source) {
+                stability.blocks.push_back(values);
+                stability.blocks.back().layer = i;
+            }
+    if (!stability.blocks.empty() && loss_.softmax_rows && out->rank() >= 2) {
+        const int64_t classes = out->dim(out->rank() - 1);
+        stability.output = output_stability(out->data(), out->numel() / classes, classes);
+        stability.has_output = true;
+    }
+    return *out;
 }
 
 std::unique_ptr<StepEngine> make_host_step_engine(Network& network, const Dataset& data, Backend& backend,

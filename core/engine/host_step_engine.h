@@ -34,8 +34,11 @@ public:
     HostGradientPass(const HostGradientPass&) = delete;  // ctx_ points at dropout_rng_
     HostGradientPass& operator=(const HostGradientPass&) = delete;
     // rows: indices into the train split (windows at the phase set, for a text dataset).
-    // probe (may be null) sees the scaled FP32 gradients.
-    Backend::LossResult run(std::span<const int64_t> rows, float scale, GradientProbe* probe);
+    // probe (may be null) sees the scaled FP32 gradients. stability (may be null: nothing is
+    // computed) receives the instability indicators of the forward pass, when the network has
+    // transformer blocks.
+    Backend::LossResult run(std::span<const int64_t> rows, float scale, GradientProbe* probe,
+                            StabilityIndicators* stability = nullptr);
     void set_window_phase(int64_t phase) { window_phase_ = phase; }
     // The dropout generator, for checkpoints.
     Rng::State dropout_state() const { return dropout_rng_.state(); }
@@ -51,6 +54,7 @@ private:
     LayerContext ctx_;
     Tensor bx_, by_, dout_;
     int64_t window_phase_ = 0;
+    const Tensor& forward_measured(StabilityIndicators& stability);
 };
 
 // The host engine for this network and dataset (both outlive it).

@@ -29,6 +29,7 @@
 #include "core/common/rng.h"
 #include "core/data/dataset.h"
 #include "core/nn/network.h"
+#include "core/nn/stability_values.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
 #include "core/precision/gemm_quantizer.h"
@@ -61,6 +62,9 @@ struct StepEngineConfig {
 struct StepCapabilities {
     // save_state / load_state work (a run on an engine without them takes no checkpoints).
     bool checkpoints = false;
+    // Statistics steps carry the instability indicators (StepResult::stability). The host engine
+    // does; the CUDA engine does not (it runs no transformer op, and so no network they measure).
+    bool stability_indicators = false;
 };
 
 // One attempt of one step: the batch order[batch_offset, batch_offset + batch_size).
@@ -89,6 +93,9 @@ struct StepResult {
     double seconds = 0;  // the attempt's time (a device's share of the time between read-backs)
     // A scaled recipe's statistics, on a statistics step (StepLaunch::probe set).
     std::vector<LayerScalingStats> scaling;
+    // The instability indicators of a network with transformer blocks, on a statistics step of
+    // an engine that measures them (StepCapabilities::stability_indicators); empty otherwise.
+    StabilityIndicators stability;
 };
 
 // What an engine carries from step to step besides the weights (which download_weights hands to

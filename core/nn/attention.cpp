@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/common/parallel.h"
+#include "core/nn/stability_indicators.h"
 
 namespace mpwb {
 namespace {
@@ -61,7 +62,7 @@ void store(LayerContext& ctx, float* values, int64_t n) { ctx.backend.round(ctx.
 
 void attention_forward(LayerContext& ctx, const AttentionGemms& gemms, const AttentionShape& shape,
                        float dropout, const float* q, const float* k, const float* v, float* out,
-                       AttentionSaved& saved) {
+                       AttentionSaved& saved, AttentionStability* stability) {
     const int64_t S = shape.sequences, T = shape.tokens, hs = shape.head_size;
     saved.probabilities.resize({S, T, T});
     float* p = saved.probabilities.data();
@@ -71,7 +72,13 @@ void attention_forward(LayerContext& ctx, const AttentionGemms& gemms, const Att
         const float* kq = ctx.operand(GemmOperand::Weight, GemmPass::Forward, SumAlong::Cols, k, S * T, hs);
         ctx.gemm_batched(Batch{false, true, T, T, hs, hs, hs, T, T * hs, T * hs, T * T, S}, qq, kq, p);
     }
+    if (stability) stability->logit_max = max_causal_logit(p, S, T, score_scale(shape));
     causal_softmax(shape, score_scale(shape), p);
+    if (stability) {
+        const HeadEntropy e = attention_entropy(p, S / stability->heads, stability->heads, T);
+        stability->entropy_mean = e.mean;
+        stability->entropy_min = e.min;
+    }
     store(ctx, p, S * T * T);
     const float* used = p;
     saved.dropped = Tensor();

@@ -51,11 +51,19 @@ struct AttentionSaved {
     Tensor scratch;        // dP and dS in backward
 };
 
+// The instability indicators of the attention core (stability_indicators.h), asked for on a
+// statistics step: heads is given, the rest is written.
+struct AttentionStability {
+    int64_t heads = 1;  // sequence i is head i % heads
+    double logit_max = 0;
+    double entropy_mean = 0, entropy_min = 0;
+};
+
 // out = dropout(softmax(mask(Q·Kᵀ / sqrt(head size)))) · V; q, k, v and out are
-// [sequences, T, head size].
+// [sequences, T, head size]. stability (may be null) receives the indicators.
 void attention_forward(LayerContext& ctx, const AttentionGemms& gemms, const AttentionShape& shape,
                        float dropout, const float* q, const float* k, const float* v, float* out,
-                       AttentionSaved& saved);
+                       AttentionSaved& saved, AttentionStability* stability = nullptr);
 
 // Given dout, writes dq, dk and dv (each [sequences, T, head size]). q, k, v are the forward's.
 void attention_backward(LayerContext& ctx, const AttentionGemms& gemms, const AttentionShape& shape,

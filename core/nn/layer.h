@@ -63,6 +63,8 @@ struct NamedGemm {
     bool attention_product = false;
 };
 
+struct StabilitySink;  // core/nn/stability_indicators.h
+
 struct LayerContext {
     Backend& backend;
     Format gemm_operands = Format::FP32;  // TF32 rounds GEMM/conv operands; other policies store them rounded
@@ -81,6 +83,9 @@ struct LayerContext {
     // The residual stream stays FP32 whatever the storage format (Megatron's
     // fp32_residual_connection); set by the Network from the policy.
     bool fp32_residual = false;
+    // Set by the engine around a statistics step's forward pass: the layers that have
+    // instability indicators (a transformer block) compute them into it. Null: nothing computed.
+    StabilitySink* stability = nullptr;
 
     GemmQuantizers* quantizers_of(size_t gemm) const {
         return gemm < layer_quantizers.size() ? layer_quantizers[gemm] : nullptr;

@@ -40,7 +40,8 @@ std::vector<LossDefinition> make_registry() {
          .host = &cross_entropy_op,
          .device = DeviceLoss::SoftmaxCrossEntropy,
          .pytorch = "nn.CrossEntropyLoss()",
-         .pytorch_outputs = "logits (the run trained them with softmax cross-entropy)"},
+         .pytorch_outputs = "logits (the run trained them with softmax cross-entropy)",
+         .softmax_rows = true},
         {.name = "mse",
          .help = "mean squared error",
          .targets = TargetKind::Regression,
@@ -60,7 +61,8 @@ std::vector<LossDefinition> make_registry() {
                     "targets.flatten().long())",
          .pytorch_outputs = "next-token logits [batch, T, vocabulary] (the run trained them with "
                             "softmax cross-entropy at every position)",
-         .takes_z_loss = true},
+         .takes_z_loss = true,
+         .softmax_rows = true},
     };
 }
 

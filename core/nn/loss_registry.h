@@ -49,6 +49,9 @@ struct LossDefinition {
     std::string pytorch;          // the torch.nn module that computes the same loss
     std::string pytorch_outputs;  // what the trained outputs are, for the exported script's docstring
     bool takes_z_loss = false;    // a network with this loss may set "z_loss"
+    // The op normalises each row of outputs with a softmax (logits in): the row's log Z is an
+    // instability indicator of the output (core/nn/stability_indicators.h).
+    bool softmax_rows = false;
 
     // The loss of a batch of outputs [n, ...] against its targets through the host op: one row
     // per sample, or per position (rows n x T of the last dimension) for per-position targets.

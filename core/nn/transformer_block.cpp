@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/common/parallel.h"
+#include "core/nn/stability_indicators.h"
 
 namespace mpwb {
 namespace {
@@ -304,6 +305,13 @@ void TransformerBlock::forward(LayerContext& ctx, const Tensor& x, Tensor& y) {
     store(ctx, norm2_.out);
     run_mlp(ctx);
     add(h_, mlp_out_, y);  // the Network stores y as the residual stream
+    if (ctx.stability) {
+        // The stream as the block hands it over, before the Network's rounding to its format.
+        const ResidualStability r = residual_stability(y.data(), samples * tokens_, d_);
+        attention_stability_.residual_rms = r.rms;
+        attention_stability_.outlier_ratio = r.outlier_ratio;
+        ctx.stability->blocks.emplace_back(this, attention_stability_);
+    }
 }
 
 void TransformerBlock::run_attention(LayerContext& ctx, int64_t samples) {
@@ -325,8 +333,12 @@ void TransformerBlock::run_attention(LayerContext& ctx, int64_t samples) {
         store(ctx, q_);
         store(ctx, k_);
     }
+    AttentionStability measured{.heads = settings_.heads};
     mpwb::attention_forward(ctx, attention_gemms(), shape, settings_.attention_dropout, q_.data(), k_.data(),
-                            v_.data(), heads_out_.data(), attention_);
+                            v_.data(), heads_out_.data(), attention_, ctx.stability ? &measured : nullptr);
+    attention_stability_ = {.attn_logit_max = measured.logit_max,
+                            .attn_entropy_mean = measured.entropy_mean,
+                            .attn_entropy_min = measured.entropy_min};
     merged_.resize({samples * tokens_, d_});
     merge_heads(head_layout(samples, d_, 0), heads_out_.data(), merged_.data());
     store(ctx, merged_);

@@ -18,6 +18,7 @@
 #include "core/nn/attention.h"
 #include "core/nn/layer.h"
 #include "core/nn/row_norm.h"
+#include "core/nn/stability_values.h"
 
 namespace mpwb {
 
@@ -92,6 +93,7 @@ private:
     Tensor qkv_out_, q_, k_, v_, q_raw_, k_raw_, heads_out_, merged_, attn_proj_, attn_mask_, h_;
     Tensor hidden_in_, up_out_, gate_sigmoid_, hidden_act_, mlp_out_, mlp_mask_;
     AttentionSaved attention_;
+    BlockStability attention_stability_;  // a statistics step's attention indicators, until forward's end
     // Backward scratch.
     Tensor dqkv_, dq_, dk_, dv_, dheads_, dmerged_, dhidden_, dhidden2_, dnorm_, dnorm2_, dh_, dbranch_;
 };

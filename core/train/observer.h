@@ -17,6 +17,9 @@ public:
     virtual void on_eval(const EvalMetrics&) {}
     virtual void on_gradient_stats(const GradientStatsRecord&) {}
     virtual void on_scaling_stats(const ScalingStatsRecord&) {}
+    // A statistics step's instability indicators (transformer networks, on an engine that
+    // measures them: StepCapabilities::stability_indicators), after that step's on_step.
+    virtual void on_stability(const StabilityRecord&) {}
     virtual void on_event(const TrainingEvent&) {}
     // A checkpoint the trainer took (Trainer::set_checkpoint_policy, checkpoint_and_stop), on the
     // training thread, at a step boundary with every step before it narrated.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/nn/gradient_kind.h"
+#include "core/nn/stability_values.h"
 #include "core/numeric/exponent_histogram.h"
 #include "core/numeric/format.h"
 #include "core/precision/scaling_stats.h"
@@ -89,6 +90,14 @@ struct ScalingStatsRecord {
     size_t layer = 0;
     std::string layer_label;  // "3 Linear"
     ScalingStats stats;       // stats.operand: "x", "w", "dy", "x (wgrad)", ...
+};
+
+// The instability indicators of one statistics step of a network with transformer blocks
+// (core/nn/stability_values.h), with the blocks' labels ("2 TransformerBlock", the layer label).
+struct StabilityRecord {
+    int64_t step = 0;
+    StabilityIndicators indicators;
+    std::vector<std::string> block_labels;  // one per indicators.blocks entry
 };
 
 struct TrainingEvent {

@@ -761,6 +761,11 @@ void Trainer::finish_step(Run& run, StepMetrics& m, const StepOutcome& outcome, 
         const ScalingStatsRecord r{m.step, s.layer, network_.gemm_label(s.layer, s.gemm), s.stats};
         for (auto* o : observers_) o->on_scaling_stats(r);
     }
+    if (!record.stability.empty()) {
+        StabilityRecord r{m.step, record.stability, {}};
+        for (const auto& b : r.indicators.blocks) r.block_labels.push_back(network_.layer_label(b.layer));
+        for (auto* o : observers_) o->on_stability(r);
+    }
     drain_scaler_events(m.wall_time);
 }
 

@@ -17,12 +17,19 @@ struct BlockMasks {
     const Vec* after_mlp = nullptr;        // [samples · T, d]
 };
 
+// What the attention saw, for the instability indicators' checks: the largest scaled score over
+// unmasked positions, and per head the sum over samples and rows of -Σ p log p.
+struct AttentionTrace {
+    double logit_max = -INFINITY;
+    std::vector<double> head_entropy_sum;
+};
+
 class ReferenceBlock {
 public:
     ReferenceBlock(const TransformerBlockSettings& s, int64_t tokens, int64_t d) : s_(s), T_(tokens), d_(d) {}
 
-    Vec forward(int64_t samples, const Vec& x, const std::vector<Vec>& params,
-                const BlockMasks& masks = {}) const {
+    Vec forward(int64_t samples, const Vec& x, const std::vector<Vec>& params, const BlockMasks& masks = {},
+                AttentionTrace* trace = nullptr) const {
         size_t next = 0;
         auto take = [&] { return &params.at(next++); };
         const bool norm_bias = s_.bias && s_.norm == NormKind::LayerNorm;
@@ -46,7 +53,7 @@ public:
         const int64_t rows = samples * T_, F = TransformerBlock::hidden_width(s_, d_);
         const Vec n1 = norm(x, rows, d_, *g1, b1);
         const Vec qkv = linear(n1, rows, d_, 3 * d_, *wqkv, bqkv);
-        Vec attn = attention(qkv, samples, gq, gk, masks.attention);
+        Vec attn = attention(qkv, samples, gq, gk, masks.attention, trace);
         Vec proj = linear(attn, rows, d_, d_, *wo, bo);
         apply(proj, masks.after_attention);
         Vec h = x;
@@ -102,8 +109,10 @@ private:
     }
 
     // Per sample and head: softmax over tokens ≤ t of q_t · k_j / sqrt(hs), then · v.
-    Vec attention(const Vec& qkv, int64_t samples, const Vec* gq, const Vec* gk, const Vec* mask) const {
+    Vec attention(const Vec& qkv, int64_t samples, const Vec* gq, const Vec* gk, const Vec* mask,
+                  AttentionTrace* trace) const {
         const int64_t H = s_.heads, hs = d_ / H;
+        if (trace) trace->head_entropy_sum.assign(static_cast<size_t>(H), 0.0);
         Vec out(static_cast<size_t>(samples * T_ * d_));
         auto head = [&](int64_t s, int64_t part, int64_t h, const Vec* gain) {
             Vec v(static_cast<size_t>(T_ * hs));
@@ -124,9 +133,12 @@ private:
                         p[j] = dotp / std::sqrt(static_cast<double>(hs));
                         top = std::max(top, p[j]);
                     }
+                    if (trace) trace->logit_max = std::max(trace->logit_max, top);
                     for (double& e : p) sum += (e = std::exp(e - top));
                     for (int64_t j = 0; j <= t; ++j) {
                         p[j] /= sum;
+                        if (trace && p[j] > 0)
+                            trace->head_entropy_sum[static_cast<size_t>(h)] -= p[j] * std::log(p[j]);
                         if (mask) p[j] *= (*mask)[((s * H + h) * T_ + t) * T_ + j];
                     }
                     for (int64_t c = 0; c < hs; ++c) {
