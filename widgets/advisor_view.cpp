@@ -65,7 +65,7 @@ AdvisorView::AdvisorView(QWidget* parent) : QWidget(parent) {
                        .arg(kGoodColor.name(), kFairColor.name(), kPoorColor.name())
                        .arg(kAdvisorGoodSqnrDb)
                        .arg(kAdvisorPoorSqnrDb)
-                       .arg(percent(kAdvisorPoorUnderflow)));
+                       .arg(QString::number(100 * kAdvisorPoorUnderflow) + QLatin1Char('%')));
     legend_->setObjectName(QStringLiteral("advisorLegend"));
     legend_->setWordWrap(true);
     status_ = new QLabel;

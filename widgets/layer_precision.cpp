@@ -15,9 +15,11 @@ namespace mpwb {
 
 namespace {
 
+// "mxfp8 / mxfp8 / bf16" (fprop / dgrad / wgrad); one name when the three passes agree.
 QString passes_text(const GemmPrecisionPlan& plan, const GemmPrecision& g) {
     QStringList parts;
     for (const PassRecipe recipe : g.passes) parts << QString::fromStdString(plan.pass_label(recipe));
+    if (parts[0] == parts[1] && parts[1] == parts[2]) return parts[0];
     return parts.join(QStringLiteral(" / "));
 }
 
@@ -55,16 +57,14 @@ GemmPrecisionPlan resolve_editor_precisions(const nlohmann::json& network, const
 }
 
 QString layer_precision_text(const GemmPrecisionPlan& plan, size_t layer) {
-    QString shared;
-    bool any = false;
+    QStringList distinct;
     for (const GemmPrecision& g : plan.gemms) {
         if (g.layer != layer || g.attention_product) continue;
         const QString text = passes_text(plan, g);
-        if (any && text != shared) return QObject::tr("mixed");
-        shared = text;
-        any = true;
+        if (!distinct.contains(text)) distinct << text;
     }
-    return shared;
+    if (distinct.size() <= 1) return distinct.isEmpty() ? QString() : distinct.front();
+    return QObject::tr("mixed: %1").arg(distinct.join(QStringLiteral(", ")));
 }
 
 QString layer_precision_tooltip(const GemmPrecisionPlan& plan, size_t layer) {

@@ -34,10 +34,11 @@ struct EditorPrecisionSettings {
 GemmPrecisionPlan resolve_editor_precisions(const nlohmann::json& network, const Shape& input, int classes,
                                             const EditorPrecisionSettings& settings, std::string& error);
 
-// "mxfp8 / mxfp8 / bf16" (fprop / dgrad / wgrad) of a layer's GEMMs when they agree (the attention
-// products aside), "mixed" otherwise; empty for a layer without GEMMs in the plan.
+// "mxfp8 / mxfp8 / bf16" (fprop / dgrad / wgrad; "mxfp8" when the three agree) of a layer's GEMMs
+// when they agree (the attention products aside), else "mixed: " and each distinct one; empty for
+// a layer without GEMMs in the plan.
 QString layer_precision_text(const GemmPrecisionPlan& plan, size_t layer);
-// Every GEMM of the layer on a line: "3.attn.qkv: mxfp8 / mxfp8 / bf16".
+// Every GEMM of the layer on a line: "3.attn.qkv: mxfp8 / mxfp8 / bf16", "3.mlp.fc1: mxfp8".
 QString layer_precision_tooltip(const GemmPrecisionPlan& plan, size_t layer);
 
 // For the selected layer: which GEMM (one of its labels, or all of a block's with "3.*") and the

@@ -179,12 +179,12 @@ private slots:
             return model->index(row, 5).data(role).toString();
         };
         QCOMPARE(cell(0), QString());                             // an Embedding has no GEMM
-        QCOMPARE(cell(1), QStringLiteral("bf16 / bf16 / bf16"));  // the first GEMM layer, kept
-        QCOMPARE(cell(2), QStringLiteral("mxfp8 / mxfp8 / mxfp8"));
-        QCOMPARE(cell(6), QStringLiteral("bf16 / bf16 / bf16"));  // the last
+        QCOMPARE(cell(1), QStringLiteral("bf16"));  // the first GEMM layer, kept
+        QCOMPARE(cell(2), QStringLiteral("mxfp8"));
+        QCOMPARE(cell(6), QStringLiteral("bf16"));  // the last
         settings.rules.keep_ends_bf16 = false;
         editor.setPrecisionSettings(settings);
-        QCOMPARE(cell(1), QStringLiteral("mixed"));  // qkv's wgrad differs from the block's others
+        QCOMPARE(cell(1), QStringLiteral("mixed: mxfp8 / mxfp8 / bf16, mxfp8"));  // qkv's wgrad differs
         QVERIFY(cell(1, Qt::ToolTipRole).contains(QStringLiteral("1.attn.qkv: mxfp8 / mxfp8 / bf16")));
 
         // The inspector's form: block 2's mlp.fc2 with dgrad and wgrad in bf16.
