@@ -178,7 +178,7 @@ private slots:
         const auto cell = [&](int row, int role = Qt::DisplayRole) {
             return model->index(row, 5).data(role).toString();
         };
-        QCOMPARE(cell(0), QString());                             // an Embedding has no GEMM
+        QCOMPARE(cell(0), QString());               // an Embedding has no GEMM
         QCOMPARE(cell(1), QStringLiteral("bf16"));  // the first GEMM layer, kept
         QCOMPARE(cell(2), QStringLiteral("mxfp8"));
         QCOMPARE(cell(6), QStringLiteral("bf16"));  // the last
