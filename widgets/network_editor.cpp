@@ -101,11 +101,11 @@ public:
     int rowCount(const QModelIndex& parent = {}) const override {
         return parent.isValid() ? 0 : editor_->layerCount();
     }
-    int columnCount(const QModelIndex& parent = {}) const override { return parent.isValid() ? 0 : 5; }
+    int columnCount(const QModelIndex& parent = {}) const override { return parent.isValid() ? 0 : 6; }
 
     QVariant headerData(int section, Qt::Orientation o, int role) const override {
         if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-        static const char* names[] = {"#", "Layer", "Settings", "Output shape", "Parameters"};
+        static const char* names[] = {"#", "Layer", "Settings", "Output shape", "Parameters", "Precision"};
         return QString::fromLatin1(names[section]);
     }
 
@@ -133,11 +133,17 @@ public:
                     return shape_known ? shape_text(rep->output) : QStringLiteral("?");
                 case 4:
                     return shape_known ? QLocale().toString(qlonglong(rep->parameters)) : QString();
+                case 5:
+                    return layer_precision_text(editor_->plan_, size_t(row));
             }
         }
         if (role == Qt::TextAlignmentRole && (index.column() == 0 || index.column() == 4))
             return int(Qt::AlignRight | Qt::AlignVCenter);
         if (role == Qt::ToolTipRole && !err.empty()) return QString::fromStdString(err);
+        if (role == Qt::ToolTipRole && index.column() == 5) {
+            const QString tip = layer_precision_tooltip(editor_->plan_, size_t(row));
+            return tip.isEmpty() ? QString::fromStdString(editor_->precision_error_) : tip;
+        }
         // A fitting layer's tooltip: the GEMMs it runs, as the inspector lists them.
         if (role == Qt::ToolTipRole && shape_known)
             return gemm_list_html(spec, row, editor_->layerInput(row), editor_->classes_);
@@ -410,6 +416,12 @@ QWidget* NetworkEditor::makeLayerTable() {
     table_box->setContentsMargins(0, 0, 0, 0);
     table_box->addWidget(table_, 1);
     table_box->addWidget(summary_);
+    precision_error_label_ = new QLabel;
+    precision_error_label_->setObjectName("precisionError");
+    precision_error_label_->setWordWrap(true);
+    precision_error_label_->setStyleSheet("color: #b00000;");
+    precision_error_label_->hide();
+    table_box->addWidget(precision_error_label_);
     auto* host = new QWidget;
     host->setLayout(table_box);
     return host;
@@ -467,6 +479,10 @@ QWidget* NetworkEditor::makeSettingsForm() {
            "precision rules and reports use"));
     gemm_list_->hide();
     form_box->addWidget(gemm_list_);
+    precision_form_ = new LayerPrecisionForm;
+    connect(precision_form_, &LayerPrecisionForm::ruleRequested, this,
+            &NetworkEditor::precisionRuleRequested);
+    form_box->addWidget(precision_form_);
     form_box->addStretch(1);
     auto* inner = new QWidget;
     inner->setLayout(form_box);
@@ -685,11 +701,30 @@ void NetworkEditor::reinspect() {
                               .arg(QLocale().toString(qlonglong(totalParameters())))
                               .arg(shape_text(reports_.back().output)));
     }
+    resolvePrecisions();
     if (valid != valid_) {
         valid_ = valid;
         emit validityChanged(valid_);
     }
 }
+
+void NetworkEditor::resolvePrecisions() {
+    plan_ =
+        resolve_editor_precisions(network_, input_shape_, classes_, precision_settings_, precision_error_);
+    precision_error_label_->setText(
+        precision_error_.empty() ? QString()
+                                 : tr("Precision rules: %1").arg(QString::fromStdString(precision_error_)));
+    precision_error_label_->setVisible(!precision_error_.empty());
+}
+
+void NetworkEditor::setPrecisionSettings(const EditorPrecisionSettings& settings) {
+    precision_settings_ = settings;
+    resolvePrecisions();
+    model_->refreshAll();
+    refreshFormExtras();
+}
+
+QString NetworkEditor::precisionErrorText() const { return QString::fromStdString(precision_error_); }
 
 // A loss reads one kind of targets (loss_registry.h): scores at every position need the
 // per-position loss, one score vector per sample a per-sample one.
@@ -727,6 +762,7 @@ void NetworkEditor::rebuildForm() {
         form_title_->setText(tr("<b>Settings</b><br><i>Select a layer to edit it.</i>"));
         form_error_->hide();
         gemm_list_->hide();
+        precision_form_->hide();
         return;
     }
     const nlohmann::json& spec = network_["layers"][size_t(current_)];
@@ -773,6 +809,7 @@ void NetworkEditor::refreshFormExtras() {
     const QString gemms = gemm_list_html(spec, current_, layerInput(current_), classes_);
     gemm_list_->setText(gemms);
     gemm_list_->setVisible(!gemms.isEmpty());
+    precision_form_->showLayer(plan_, size_t(current_));
 }
 
 // The value the form shows for a field: the layer's own, else what the core uses in its place

@@ -3,7 +3,11 @@
 // settings with the layer's GEMMs and their shapes, undo/redo of every edit ("Add ×N" inserts
 // N layers as one), the loss, JSON open/save and presets. Errors are marked on the row they
 // belong to and on the field they name, and isValid()/validityChanged() let the app keep Train disabled until
-// the network fits the dataset. The editor only edits a description; it never builds or trains.
+// the network fits the dataset. A "Precision" column shows each layer's GEMMs' fprop / dgrad /
+// wgrad precision under the training settings' rules (widgets/layer_precision.h); the
+// inspector's LayerPrecisionForm turns a choice into a rule (precisionRuleRequested), and a rule
+// that does not resolve is shown in red under the table. The editor only edits a description; it
+// never builds or trains.
 #pragma once
 #include <QByteArray>
 #include <QString>
@@ -13,6 +17,7 @@
 
 #include "core/nn/network.h"
 #include "core/tensor/shape.h"
+#include "widgets/layer_precision.h"
 
 class QComboBox;
 class QFormLayout;
@@ -75,6 +80,13 @@ public:
     int currentLayer() const;
     void setCurrentLayer(int row);
 
+    // The training settings the Precision column resolves rules with; re-resolves at once.
+    void setPrecisionSettings(const EditorPrecisionSettings& settings);
+    const GemmPrecisionPlan& precisionPlan() const { return plan_; }
+    // The resolution's error (empty when the rules resolve).
+    QString precisionErrorText() const;
+    LayerPrecisionForm* precisionForm() const { return precision_form_; }
+
     // Shape inference results of the current description, one per layer.
     const std::vector<LayerReport>& reports() const { return reports_; }
     // True when there is at least one layer, every layer fits and the output fits the classes.
@@ -90,6 +102,8 @@ signals:
     void networkChanged();
     void validityChanged(bool valid);
     void presetLoaded(const QString& name);
+    // The inspector's precision form asks for this rule in the next run's settings.
+    void precisionRuleRequested(const mpwb::PrecisionRule& rule);
 
 private:
     // Writes the network as indented JSON to path; empty on success, else the reason.
@@ -100,6 +114,7 @@ private:
     void applyState(const nlohmann::json& network, int select_row);
     QString loadParsed(nlohmann::json j);
     void reinspect();
+    void resolvePrecisions();
     void rebuildForm();
     // The constructor's parts, each a piece of the layout.
     QLayout* makeToolbar();
@@ -130,6 +145,9 @@ private:
     bool valid_ = false;
     bool form_editing_ = false;  // a form edit is being pushed: keep the form (and its focus)
     int current_ = -1;
+    EditorPrecisionSettings precision_settings_;
+    GemmPrecisionPlan plan_;
+    std::string precision_error_;
 
     QUndoStack* undo_ = nullptr;
     LayerTableModel* model_ = nullptr;
@@ -142,6 +160,8 @@ private:
     QLabel* gemm_list_ = nullptr;   // the selected layer's GEMMs and their shapes
     QLabel* input_label_ = nullptr;
     QLabel* summary_ = nullptr;
+    QLabel* precision_error_label_ = nullptr;  // a rule that does not resolve
+    LayerPrecisionForm* precision_form_ = nullptr;
     QComboBox* presets_ = nullptr;
     QPushButton* add_ = nullptr;
     QSpinBox* add_count_ = nullptr;

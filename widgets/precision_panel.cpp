@@ -14,10 +14,12 @@
 #include <QLineEdit>
 #include <QAbstractSpinBox>
 #include <QBoxLayout>
+#include <QCheckBox>
 #include <QResizeEvent>
 #include <QPushButton>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "core/common/error.h"
@@ -49,6 +51,20 @@ QDoubleSpinBox* log2_spin(const char* name) {
 
 }  // namespace
 
+QString precision_rule_text(const PrecisionRule& rule) {
+    const QString match = QString::fromStdString(rule.match);
+    const auto& p = rule.passes;
+    if (p[0] && p[0] == p[1] && p[1] == p[2])
+        return QStringLiteral("%1 → %2").arg(match, QString::fromStdString(pass_recipe_name(*p[0])));
+    QStringList parts;
+    for (size_t i = 0; i < p.size(); ++i)
+        if (p[i])
+            parts << QStringLiteral("%1 %2").arg(
+                QString::fromLatin1(gemm_pass_name(static_cast<GemmPass>(i))),
+                QString::fromStdString(pass_recipe_name(*p[i])));
+    return QStringLiteral("%1 → %2").arg(match, parts.join(QStringLiteral(", ")));
+}
+
 PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     qRegisterMetaType<mpwb::LossScalerConfig>("mpwb::LossScalerConfig");
     qRegisterMetaType<mpwb::ScaledRecipeConfig>("mpwb::ScaledRecipeConfig");
@@ -60,6 +76,7 @@ PrecisionPanel::PrecisionPanel(QWidget* parent) : QWidget(parent) {
     auto* left = new QVBoxLayout;
     left->addWidget(makePolicyBox());
     left->addWidget(recipe_);
+    left->addWidget(makeGemmPrecisionBox());
     left->addWidget(scaler_);
     left->addStretch(1);
     auto* right = new QVBoxLayout;
@@ -127,6 +144,111 @@ QWidget* PrecisionPanel::makePolicyBox() {
     form->addRow(tr("Device"), device_);
     form->addRow(tr("Weight gradients"), wgrad_);
     return box;
+}
+
+QWidget* PrecisionPanel::makeGemmPrecisionBox() {
+    auto* box = new QGroupBox(tr("Per-GEMM precision and what-if"));
+    auto* column = new QVBoxLayout(box);
+    auto* ticks = new QGridLayout;
+    ticks->addWidget(new QLabel(tr("What-if statistics:")), 0, 0, 1, 3);
+    int i = 0;
+    for (const ScaledRecipe recipe : scaled_recipes()) {
+        const QString name = QString::fromLatin1(scaled_recipe_name(recipe));
+        auto* tick = new QCheckBox(name);
+        tick->setObjectName(QStringLiteral("whatIf_") + name);
+        tick->setToolTip(tr("On statistics steps, also quantize each GEMM's operands in %1 and record "
+                            "what it would lose (the run does not use them; the Scaling tab's advisor "
+                            "compares).")
+                             .arg(name));
+        connect(tick, &QCheckBox::toggled, this, [this] { emit settingsChanged(); });
+        ticks->addWidget(tick, 1 + i / 3, i % 3);
+        what_if_.emplace_back(recipe, tick);
+        ++i;
+    }
+    column->addLayout(ticks);
+    keep_ends_ = new QCheckBox(tr("Keep the first and last GEMM layers in BF16"));
+    keep_ends_->setObjectName(QStringLiteral("keepEndsBf16"));
+    backward_bf16_ = new QCheckBox(tr("Backward (dgrad, wgrad) in BF16"));
+    backward_bf16_->setObjectName(QStringLiteral("backwardBf16"));
+    for (QCheckBox* tick : {keep_ends_, backward_bf16_}) {
+        connect(tick, &QCheckBox::toggled, this, [this] {
+            rules_.keep_ends_bf16 = keep_ends_->isChecked();
+            rules_.backward_bf16 = backward_bf16_->isChecked();
+            emit settingsChanged();
+        });
+        column->addWidget(tick);
+    }
+    rules_text_ = new QLabel;
+    rules_text_->setObjectName(QStringLiteral("precisionRulesText"));
+    rules_text_->setWordWrap(true);
+    clear_rules_ = new QPushButton(tr("Clear rules"));
+    clear_rules_->setObjectName(QStringLiteral("clearRulesButton"));
+    connect(clear_rules_, &QPushButton::clicked, this, [this] {
+        rules_.rules.clear();
+        showRules();
+        emit settingsChanged();
+    });
+    auto* rules_row = new QHBoxLayout;
+    rules_row->addWidget(rules_text_, 1);
+    rules_row->addWidget(clear_rules_, 0, Qt::AlignTop);
+    column->addLayout(rules_row);
+    showRules();
+    return box;
+}
+
+void PrecisionPanel::showRules() {
+    QStringList lines;
+    for (const PrecisionRule& rule : rules_.rules) lines << precision_rule_text(rule);
+    rules_text_->setText(lines.isEmpty()
+                             ? tr("Rules: none (every GEMM in the policy's precision). The "
+                                  "Network panel's Precision column and the Scaling "
+                                  "advisor add rules.")
+                             : tr("Rules, first match wins:\n%1").arg(lines.join(QLatin1Char('\n'))));
+    clear_rules_->setVisible(!rules_.rules.empty());
+}
+
+void PrecisionPanel::setPrecisionRules(const PrecisionRules& rules) {
+    rules_ = rules;
+    const QSignalBlocker keep(keep_ends_), backward(backward_bf16_);
+    keep_ends_->setChecked(rules.keep_ends_bf16);
+    backward_bf16_->setChecked(rules.backward_bf16);
+    showRules();
+}
+
+void PrecisionPanel::addPrecisionRule(const PrecisionRule& rule) {
+    const auto same = std::find_if(rules_.rules.begin(), rules_.rules.end(),
+                                   [&](const PrecisionRule& r) { return r.match == rule.match; });
+    const bool names_a_pass = std::any_of(rule.passes.begin(), rule.passes.end(),
+                                          [](const std::optional<PassRecipe>& p) { return p.has_value(); });
+    if (!names_a_pass) {  // every pass "as the run": the match's rule goes
+        if (same != rules_.rules.end()) rules_.rules.erase(same);
+    } else if (same != rules_.rules.end()) {
+        *same = rule;
+    } else {
+        rules_.rules.push_back(rule);
+    }
+    showRules();
+    emit settingsChanged();
+}
+
+std::vector<ScaledRecipe> PrecisionPanel::whatIf() const {
+    std::vector<ScaledRecipe> recipes;
+    for (const auto& [recipe, tick] : what_if_)
+        if (tick->isChecked()) recipes.push_back(recipe);
+    return recipes;
+}
+
+void PrecisionPanel::setWhatIf(const std::vector<ScaledRecipe>& recipes) {
+    for (const auto& [recipe, tick] : what_if_) {
+        const QSignalBlocker block(tick);
+        tick->setChecked(std::find(recipes.begin(), recipes.end(), recipe) != recipes.end());
+    }
+}
+
+QCheckBox* PrecisionPanel::whatIfBox(ScaledRecipe recipe) const {
+    for (const auto& [r, tick] : what_if_)
+        if (r == recipe) return tick;
+    return nullptr;
 }
 
 QWidget* PrecisionPanel::makeLiveBox() {
@@ -287,6 +409,8 @@ TrainConfig PrecisionPanel::applyTo(TrainConfig config) const {
     config.recipe = recipeConfig();
     config.weight_grad_format = weightGradFormat();
     config.scaler = scalerConfig();
+    config.precision_rules = rules_;
+    config.what_if = whatIf();
     return config;
 }
 
@@ -331,6 +455,9 @@ void PrecisionPanel::updateEnabled() {
     policy_->setEnabled(!running_);
     device_->setEnabled(!running_);
     wgrad_->setEnabled(!running_);
+    for (const auto& [recipe, tick] : what_if_) tick->setEnabled(!running_);
+    keep_ends_->setEnabled(!running_);
+    backward_bf16_->setEnabled(!running_);
     apply_->setEnabled(running_ && scaler_->issues().empty());
     set_scale_->setEnabled(running_ && scaled);
     set_scale_log2_->setEnabled(running_ && scaled);

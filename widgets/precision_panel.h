@@ -6,7 +6,9 @@
 // shown inline, on the field they name, and an invalid configuration is never emitted. While a run goes on,
 // the scaler settings, the loss scale and the learning rate can be changed: "Apply" emits a request that the
 // app forwards to the trainer, which applies it at the next step boundary. A readout and an event list show
-// what the scaler and the user did, step by step.
+// what the scaler and the user did, step by step. A "Per-GEMM precision" box holds the precision
+// rules (TrainConfig::precision_rules: the list the advisor and the network editor add to, and the
+// two shortcuts as ticks) and the what-if recipes (TrainConfig::what_if), one tick per recipe.
 #pragma once
 #include <QMetaType>
 #include <QString>
@@ -23,6 +25,7 @@
 #include "core/train/train_config.h"
 
 class QBoxLayout;
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -68,7 +71,16 @@ public:
     QWidget* recipeFieldEditor(std::string_view field) const;
     // The line under the policy: scaled_recipe_summary of a scaled policy.
     QString policySummary() const;
-    // Precision, weight-grad format, recipe and scaler into a TrainConfig.
+    // The precision rules and what-if recipes the next run gets.
+    PrecisionRules precisionRules() const { return rules_; }
+    void setPrecisionRules(const PrecisionRules& rules);
+    // Replaces the rule with the same match, else appends it; emits settingsChanged.
+    void addPrecisionRule(const PrecisionRule& rule);
+    std::vector<ScaledRecipe> whatIf() const;
+    void setWhatIf(const std::vector<ScaledRecipe>& recipes);
+    // The tick of a what-if recipe (object name "whatIf_<recipe>").
+    QCheckBox* whatIfBox(ScaledRecipe recipe) const;
+    // Precision, weight-grad format, recipe, scaler, rules and what-if into a TrainConfig.
     TrainConfig applyTo(TrainConfig config) const;
 
     // Live mode: policy and device are locked; Apply / Set scale / Set LR emit requests.
@@ -110,6 +122,8 @@ private:
     QWidget* makePolicyBox();
     QWidget* makeLiveBox();
     QWidget* makeReadoutBox();
+    QWidget* makeGemmPrecisionBox();
+    void showRules();
     void makeEventTable();
 
     bool running_ = false;
@@ -135,7 +149,17 @@ private:
     QLabel* overflow_readout_ = nullptr;
     QLabel* headroom_readout_ = nullptr;
     QTableWidget* events_ = nullptr;
+    PrecisionRules rules_;
+    std::vector<std::pair<ScaledRecipe, QCheckBox*>> what_if_;
+    QCheckBox* keep_ends_ = nullptr;
+    QCheckBox* backward_bf16_ = nullptr;
+    QLabel* rules_text_ = nullptr;
+    QPushButton* clear_rules_ = nullptr;
 };
+
+// "3.attn.qkv → mxfp8" when the rule gives its three passes one recipe, else
+// "3.attn.qkv → fprop mxfp8, wgrad bf16".
+QString precision_rule_text(const PrecisionRule& rule);
 
 }  // namespace mpwb
 

@@ -6,12 +6,14 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QStackedWidget>
+#include <QTabWidget>
 #include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
 
 #include "core/common/text_format.h"
+#include "widgets/advisor_view.h"
 #include "widgets/plots/heatmap_plot.h"
 #include "widgets/plots/plot_widget.h"
 #include "widgets/plots/series_plot.h"
@@ -76,13 +78,21 @@ ScalingView::ScalingView(QWidget* parent) : QWidget(parent) {
     v->setContentsMargins(0, 0, 0, 0);
     v->addLayout(buildSelectorBar());
     v->addLayout(buildPlotGrid(), 1);
+    advisor_ = new AdvisorView;
+    advisor_->setObjectName(QStringLiteral("advisorView"));
+    pages_ = new QTabWidget;
+    pages_->setObjectName(QStringLiteral("scalingPages"));
+    pages_->setDocumentMode(true);
+    pages_->addTab(plots, tr("Plots"));
+    pages_->addTab(advisor_, tr("Advisor: GEMMs × recipes"));
+    connect(pages_, &QTabWidget::currentChanged, this, [this] { advisor_->refresh(); });
     empty_ = new QLabel;
     empty_->setObjectName(QStringLiteral("scalingEmpty"));
     empty_->setAlignment(Qt::AlignCenter);
     empty_->setWordWrap(true);
     stack_ = new QStackedWidget;
     stack_->addWidget(empty_);
-    stack_->addWidget(plots);
+    stack_->addWidget(pages_);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(stack_);
@@ -172,6 +182,7 @@ QGridLayout* ScalingView::buildPlotGrid() {
 
 void ScalingView::clear() {
     records_.clear();
+    advisor_->clear();
     updating_ = true;
     layer_->clear();
     operand_->clear();
@@ -185,7 +196,7 @@ void ScalingView::clear() {
 
 void ScalingView::setEmptyText(const QString& text) {
     empty_->setText(text);
-    stack_->setCurrentIndex(records_.empty() ? 0 : 1);
+    stack_->setCurrentIndex(records_.empty() && advisor_->table().empty() ? 0 : 1);
 }
 
 QString ScalingView::emptyText() const { return empty_->text(); }
@@ -193,16 +204,21 @@ QString ScalingView::emptyText() const { return empty_->text(); }
 bool ScalingView::showsPlots() const { return stack_->currentIndex() == 1; }
 
 void ScalingView::appendRecords(const std::vector<ScalingStatsRecord>& records) {
+    advisor_->appendRecords(records);
     for (const auto& r : records) {
+        if (r.stats.what_if) continue;  // the advisor's: the plots show what the run did
         auto& list =
             records_[{QString::fromStdString(r.layer_label), QString::fromStdString(r.stats.operand)}];
         if (list.empty()) selectors_dirty_ = true;
         list.push_back(r);
     }
-    if (!records_.empty()) stack_->setCurrentIndex(1);
+    if (!records.empty()) stack_->setCurrentIndex(1);
 }
 
 void ScalingView::refresh() {
+    advisor_->refresh();
+    // A run with what-if statistics only (its own GEMMs unquantized) has nothing to plot.
+    if (records_.empty() && !advisor_->table().empty()) pages_->setCurrentWidget(advisor_);
     if (selectors_dirty_) {
         selectors_dirty_ = false;
         const auto* before = selected();

@@ -4,7 +4,8 @@
 // with the scale as a second line on a log-2 axis, the SQNR over steps, and for block recipes
 // the latest block-scale exponent histogram and a heatmap of block-scale exponents over the
 // steps (HeatmapPlot, like the gradient heatmap). Without records the view says what to do
-// instead of showing empty axes.
+// instead of showing empty axes. The plots show the run's own statistics; the "Advisor" tab
+// (AdvisorView) shows every GEMM under the run's precision and each what-if recipe.
 #pragma once
 #include <QString>
 #include <QWidget>
@@ -21,9 +22,11 @@ class QHBoxLayout;
 class QCPBars;
 class QLabel;
 class QStackedWidget;
+class QTabWidget;
 
 namespace mpwb {
 
+class AdvisorView;
 class HeatmapPlot;
 class PlotWidget;
 
@@ -42,6 +45,9 @@ public:
     // Redraws the chosen series with what arrived since the last call.
     void refresh();
 
+    AdvisorView* advisor() const { return advisor_; }
+    // The inner tabs: "Plots" and "Advisor".
+    QTabWidget* pages() const { return pages_; }
     QComboBox* layerSelector() const { return layer_; }
     QComboBox* operandSelector() const { return operand_; }
     PlotWidget* amaxPlot() const { return amax_; }
@@ -71,6 +77,8 @@ private:
     bool selectors_dirty_ = false;
     bool updating_ = false;
     QStackedWidget* stack_ = nullptr;
+    QTabWidget* pages_ = nullptr;
+    AdvisorView* advisor_ = nullptr;
     QLabel* empty_ = nullptr;
     QComboBox* layer_ = nullptr;
     QComboBox* operand_ = nullptr;

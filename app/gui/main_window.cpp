@@ -66,6 +66,7 @@ MainWindow::MainWindow(Options options, QWidget* parent) : QMainWindow(parent), 
     connectPanels();
     connectRunBrowser();
     connectSamples();
+    connectPrecisionRules();
 
     default_state_ = saveState(1);
     resize(defaultSize());
@@ -314,6 +315,9 @@ void MainWindow::showExperiment(const TrainConfig& c, const nlohmann::json& netw
     // whatever the fields held before.
     precision_->setScalerConfig(c.scaler ? *c.scaler : c.effective_scaler());
     precision_->setRecipeConfig(c.recipe);
+    precision_->setPrecisionRules(c.precision_rules);
+    precision_->setWhatIf(c.what_if);
+    syncEditorPrecision();
     precision_->setLearningRate(c.lr);
     board_->samplesView()->setSampleConfig(c.samples);
     board_->samplesView()->setTextExperiment(c.dataset.is_text());

@@ -167,6 +167,9 @@ private:
     // undoable edit named undo_text.
     void showExperiment(const TrainConfig& config, const nlohmann::json& network, const QString& undo_text);
     void updateActions();
+    // main_window_precision.cpp: precision rules between the panel, the editor and the advisor.
+    void connectPrecisionRules();
+    void syncEditorPrecision();
     void onDatasetChanged();
     void showError(const QString& title, const QString& text);
 

@@ -281,19 +281,20 @@ QString sqnr_text(double db) {
 
 }  // namespace
 
-Table sqnr_table(const ScalingSection& section) {
+Table sqnr_table(const std::vector<ScalingSummaryRow>& summary) {
     Table t;
     t.header = {
-        QStringLiteral("layer"),          QStringLiteral("operand"),       QStringLiteral("format"),
-        QStringLiteral("amax"),           QStringLiteral("scale"),         QStringLiteral("under&shy;flow"),
-        QStringLiteral("satu&shy;rated"), QStringLiteral("SQNR first"),    QStringLiteral("SQNR last"),
-        QStringLiteral("SQNR min"),       QStringLiteral("clipped blocks")};
-    t.widths = {9, 11, 8, 10, 9, 10, 10, 8, 8, 8, 9};
-    for (const ScalingSummaryRow& r : section.summary) {
+        QStringLiteral("layer"),          QStringLiteral("operand"),        QStringLiteral("recipe"),
+        QStringLiteral("format"),         QStringLiteral("amax"),           QStringLiteral("scale"),
+        QStringLiteral("under&shy;flow"), QStringLiteral("satu&shy;rated"), QStringLiteral("SQNR first"),
+        QStringLiteral("SQNR last"),      QStringLiteral("SQNR min"),       QStringLiteral("clipped blocks")};
+    t.widths = {8, 9, 8, 7, 9, 8, 9, 9, 8, 8, 8, 9};
+    for (const ScalingSummaryRow& r : summary) {
         const ScalingStats& st = r.last;
         t.rows << QStringList{
             html_escape(QString::fromStdString(r.layer_label)),
             html_escape(QString::fromStdString(r.operand)),
+            html_escape(QString::fromStdString(r.recipe.empty() ? std::string("—") : r.recipe)),
             QString::fromStdString(format_name(r.element)).toUpper(),
             number_text(st.amax),
             st.scale > 0 ? number_text(st.scale) : QStringLiteral("per block"),
@@ -326,9 +327,16 @@ QString table_html(const Table& t, const QString& attrs, const QString& head_att
         s += QStringLiteral("<th %1%2>%3</th>").arg(head_attrs, width, t.header[i]);
     }
     s += QStringLiteral("</tr></thead><tbody>");
-    for (const QStringList& row : t.rows) {
+    for (int r = 0; r < t.rows.size(); ++r) {
         s += QStringLiteral("<tr>");
-        for (const QString& cell : row) s += QStringLiteral("<td>") + cell + QStringLiteral("</td>");
+        const QStringList& row = t.rows[r];
+        for (int i = 0; i < row.size(); ++i) {
+            const QString background =
+                r < t.backgrounds.size() && i < t.backgrounds[r].size() ? t.backgrounds[r][i] : QString();
+            s += (background.isEmpty() ? QStringLiteral("<td>")
+                                       : QStringLiteral("<td style=\"background:%1\">").arg(background)) +
+                 row[i] + QStringLiteral("</td>");
+        }
         s += QStringLiteral("</tr>");
     }
     return s + QStringLiteral("</tbody></table>\n");
@@ -489,6 +497,19 @@ QString figures_html(const std::vector<Figure>& list) {
     return h;
 }
 
+// A run's precision per GEMM (when it stored one) and its advisor (when it has what-if columns).
+QString browser_precision_html(const ScalingSection& section) {
+    QString h;
+    if (!section.gemm_precisions.isEmpty())
+        h += QStringLiteral("<h4>Precision per GEMM</h4>\n<p class=\"note\">") +
+             html_escape(kGemmPrecisionNote) + QStringLiteral("</p>\n") +
+             table_html(gemm_precision_table(section), kTableAttributes);
+    if (section.advisor.columns.size() > 1)
+        h += QStringLiteral("<h4>Recipe advisor</h4>\n<p class=\"note\">") + html_escape(kAdvisorNote) +
+             QStringLiteral("</p>\n") + table_html(advisor_table(section.advisor), kTableAttributes);
+    return h;
+}
+
 // The curves, decision boundaries, gradient histograms and scaling figures.
 QString browser_figures(const ReportContent& c) {
     QString h;
@@ -534,7 +555,13 @@ QString browser_figures(const ReportContent& c) {
              QStringLiteral("</p>\n");
         for (const ScalingSection& section : c.scaling) {
             h += QStringLiteral("<h3>") + html_escape(section.run_label) + QStringLiteral("</h3>\n");
-            h += table_html(sqnr_table(section), kTableAttributes) + figures_html(section.figures);
+            h += browser_precision_html(section);
+            if (!section.summary.empty()) h += table_html(sqnr_table(section.summary), kTableAttributes);
+            h += figures_html(section.figures);
+            if (!section.what_if_summary.empty())
+                h += QStringLiteral("<h4>What-if recipes</h4>\n<p class=\"note\">") +
+                     html_escape(kWhatIfNote) + QStringLiteral("</p>\n") +
+                     table_html(sqnr_table(section.what_if_summary), kTableAttributes);
         }
     }
     if (!c.stability.latest.empty()) {

@@ -3,6 +3,7 @@
 // printed from (QTextDocument knows only a subset of CSS, so it gets its own simpler markup).
 #pragma once
 #include "core/numeric/format.h"
+#include "sessions/recipe_advisor.h"
 #include "sessions/run_figures.h"
 #include "sessions/run_types.h"
 #include "sessions/scaling_summary.h"
@@ -75,8 +76,12 @@ struct HistogramGrid {
 // The scaling statistics of one run of a scaled recipe (report_scaling.h).
 struct ScalingSection {
     QString run_label;
-    std::vector<ScalingSummaryRow> summary;  // per layer and operand
-    std::vector<Figure> figures;             // amax, scale, block-scale histograms
+    std::vector<ScalingSummaryRow> summary;          // the run's own rows, per layer and operand
+    std::vector<ScalingSummaryRow> what_if_summary;  // the what-if recipes' rows
+    std::vector<Figure> figures;                     // amax, scale, block-scale histograms
+    // The "gemm_precisions" event: {gemm, fprop, dgrad, wgrad} per GEMM; empty without one.
+    QList<QStringList> gemm_precisions;
+    AdvisorTable advisor;  // recipe_advisor of every row; shown when it has what-if columns
 };
 
 // One stored sample of a text run (a "sample" event: what the model wrote after an evaluation),
@@ -150,6 +155,9 @@ struct Table {
     // Column widths in percent, or empty: QTextDocument otherwise shares a wide table's width
     // out evenly and breaks numbers like "4.919e+06" inside narrow columns.
     QList<int> widths;
+    // Per row, per cell: a CSS colour for the cell's background ("" for none); the browser
+    // rendering uses them (the advisor's grades), the PDF prints the plain table.
+    QList<QStringList> backgrounds;
 };
 Table runs_table(const ReportContent& c);
 Table notes_table(const ReportContent& c);
@@ -159,7 +167,13 @@ Table config_table(const ReportContent& c);  // every setting; differing values 
 Table architecture_table(const Architecture& a);
 QString architecture_heading(const Architecture& a);
 Table events_table(const RunEvents& e);
-Table sqnr_table(const ScalingSection& section);
+Table sqnr_table(const std::vector<ScalingSummaryRow>& summary);
+// report_precision.cpp: the precision of each GEMM and pass, and the recipe advisor.
+Table gemm_precision_table(const ScalingSection& section);
+Table advisor_table(const AdvisorTable& advisor);
+extern const QString kGemmPrecisionNote;
+extern const QString kAdvisorNote;
+extern const QString kWhatIfNote;
 Table stability_table(const StabilitySection& section);  // report_stability.cpp
 extern const QString kStabilityNote;
 Table machine_table(const ReportContent& c);  // machine and library versions only

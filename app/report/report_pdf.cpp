@@ -191,6 +191,31 @@ void add_test_windows(BlockBuilder& b, const ReportContent& c) {
     }
 }
 
+// The scaling section: per run, its precision per GEMM, its advisor (coloured in the browser,
+// plain here), the SQNR table of its own rows, its plots and its what-if rows.
+void add_scaling(BlockBuilder& b, const ReportContent& c) {
+    if (c.scaling.empty()) return;
+    b.heading(3, QStringLiteral("Scaling"));
+    b.note(kScalingNote);
+    for (const ScalingSection& section : c.scaling) {
+        b.heading(4, html_escape(section.run_label));
+        if (!section.gemm_precisions.isEmpty()) {
+            b.note(kGemmPrecisionNote);
+            b.table(gemm_precision_table(section));
+        }
+        if (section.advisor.columns.size() > 1) {
+            b.note(kAdvisorNote);
+            b.table(advisor_table(section.advisor));
+        }
+        if (!section.summary.empty()) b.table(sqnr_table(section.summary));
+        for (const Figure& f : section.figures) b.figure(f);
+        if (!section.what_if_summary.empty()) {
+            b.note(kWhatIfNote);
+            b.table(sqnr_table(section.what_if_summary));
+        }
+    }
+}
+
 std::vector<Block> build_blocks(const ReportContent& c, PdfLayout* layout) {
     BlockBuilder b;
     b.blocks.push_back(
@@ -232,15 +257,7 @@ std::vector<Block> build_blocks(const ReportContent& c, PdfLayout* layout) {
         b.grid(g.cells, kGridColumns, false);
     }
     for (const Figure& f : c.histograms) b.figure(f);
-    if (!c.scaling.empty()) {
-        b.heading(3, QStringLiteral("Scaling"));
-        b.note(kScalingNote);
-        for (const ScalingSection& section : c.scaling) {
-            b.heading(4, html_escape(section.run_label));
-            b.table(sqnr_table(section));
-            for (const Figure& f : section.figures) b.figure(f);
-        }
-    }
+    add_scaling(b, c);
     if (!c.stability.latest.empty()) {
         b.heading(3, QStringLiteral("Stability"));
         b.note(kStabilityNote);

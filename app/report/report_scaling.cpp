@@ -230,21 +230,44 @@ constexpr OverStepsPlot kOverStepsPlots[] = {
      "not drawn."},
 };
 
+// The "gemm_precisions" event's entries as {gemm, fprop, dgrad, wgrad}; a malformed entry is
+// left out (the report only displays it).
+QList<QStringList> gemm_precision_rows(RunStore& store, std::int64_t run_id) {
+    QList<QStringList> rows;
+    const auto events = store.events(run_id, "gemm_precisions");
+    if (events.empty()) return rows;
+    const nlohmann::json stored = nlohmann::json::parse(events.front().json, nullptr, false);
+    if (!stored.is_object() || !stored.contains("detail") || !stored["detail"].is_array()) return rows;
+    for (const auto& g : stored["detail"]) {
+        if (!g.is_object()) continue;
+        QStringList row;
+        for (const char* key : {"gemm", "fprop", "dgrad", "wgrad"}) {
+            const auto it = g.find(key);
+            row << QString::fromStdString(it != g.end() && it->is_string() ? it->get<std::string>() : "?");
+        }
+        rows << row;
+    }
+    return rows;
+}
+
 }  // namespace
 
-std::vector<ScalingSection> scaling_sections(const RunStore& store, const std::vector<RunRow>& rows,
-                                             int width) {
+std::vector<ScalingSection> scaling_sections(RunStore& store, const std::vector<RunRow>& rows, int width) {
     std::vector<ScalingSection> sections;
     for (const RunRow& row : rows) {
         const auto all = store.scaling_stats(row.run.id);
-        if (all.empty()) continue;
+        const QList<QStringList> precisions = gemm_precision_rows(store, row.run.id);
+        if (all.empty() && precisions.isEmpty()) continue;
         // The plots draw what the run's GEMMs used; what-if recipes are in the summary and the advisor.
         std::vector<ScalingStatsRecord> records;
         std::copy_if(all.begin(), all.end(), std::back_inserter(records),
                      [](const ScalingStatsRecord& r) { return !r.stats.what_if; });
         ScalingSection section;
         section.run_label = row.label;
-        section.summary = summarize_scaling(all);
+        for (ScalingSummaryRow& r : summarize_scaling(all))
+            (r.what_if ? section.what_if_summary : section.summary).push_back(std::move(r));
+        section.gemm_precisions = precisions;
+        section.advisor = recipe_advisor(all);
         const auto labels = layer_labels(records);
         for (const OverStepsPlot& p : kOverStepsPlots)
             if (auto f = over_steps_figure(

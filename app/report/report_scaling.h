@@ -1,6 +1,7 @@
 // Internal to mpwb_report: the scaling section of a report, for runs of a scaled recipe
 // (fp8-delayed ... mxfp4) that stored scaling statistics: the SQNR table per layer and operand,
-// amax and scale per layer over steps, and the block-scale exponent histograms of block recipes.
+// amax and scale per layer over steps, and the block-scale exponent histograms of block recipes;
+// with the precision of each GEMM and pass (the "gemm_precisions" event) and the recipe advisor.
 #pragma once
 #include "app/report/report_html.h"
 #include "sessions/run_store.h"
@@ -19,7 +20,6 @@ Figure render_plot(QCustomPlot* plot, const QString& title, const QString& capti
 
 // The section of each run in rows that has scaling statistics (none for the others), with its
 // plots rendered at width x (height as each plot needs) CSS pixels.
-std::vector<ScalingSection> scaling_sections(const RunStore& store, const std::vector<RunRow>& rows,
-                                             int width);
+std::vector<ScalingSection> scaling_sections(RunStore& store, const std::vector<RunRow>& rows, int width);
 
 }  // namespace mpwb::report_detail

@@ -113,10 +113,11 @@ private slots:
             QVERIFY(!expected.empty());
             for (const auto& [key, e] : expected) {
                 QCOMPARE(e.last_step, std::int64_t(60));
-                const QString row = QStringLiteral("<td>%1</td><td>%2</td><td>%3</td>")
+                // layer, operand, recipe (the run's own: its precision), format
+                const QString row = QStringLiteral("<td>%1</td><td>%2</td><td>%3</td><td>%4</td>")
                                         .arg(QString::fromStdString(key.first).toHtmlEscaped(),
                                              QString::fromStdString(key.second).toHtmlEscaped(),
-                                             QString::fromStdString(e.format));
+                                             QString::fromLatin1(p), QString::fromStdString(e.format));
                 const QRegularExpression cells(
                     QRegularExpression::escape(row) +
                     QStringLiteral("(?:<td>[^<]*</td>){4}<td>%1</td><td>%2</td><td>%3</td>")
