@@ -116,6 +116,7 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
         ->check(whole_number(0, kMaxSteps));
     app.add_option("--stats-every", stats_every, "Gradient exponent statistics every K steps (0 = off)")
         ->check(whole_number(0, kMaxSteps));
+    add_precision_rule_flags(app);  // bench too: what a rule or a what-if recipe costs
     if (!with_precision) return;
     app.add_option("--precision", precision, precision_list());
     recipe_flags.add_to(app, "Scaled recipes (fp8-delayed, fp8-current, fp8-block, mxfp8, nvfp4, mxfp4)");
@@ -123,7 +124,6 @@ void TrainingOptions::add_to(CLI::App& app, bool with_precision) {
                    "Storage of weight gradients: fp32, fp16, bf16");
     app.add_flag("--fp32-residual", fp32_residual,
                  "Keep a transformer's residual stream in FP32 whatever the precision");
-    add_precision_rule_flags(app);
     const std::string scaler_group = "Loss scaler";
     app.add_option("--scaler-like", scaler_like,
                    "Start from a known system's rules: pytorch, deepspeed, megatron, nnabla; the flags "
