@@ -164,6 +164,13 @@ Setup setup_named(const QString& name) {
         c.precision = PrecisionKind::Fp8Delayed;
         c.recipe.amax_history_len = 4;
         c.stats_every = 5;
+    } else if (name == "split-passes") {
+        // Precision rules: each GEMM keeps two quantizers (fp8-delayed forward, mxfp8 dgrad) and a
+        // BF16 wgrad; the checkpoint holds both quantizers' states.
+        c.precision = PrecisionKind::Fp8Delayed;
+        c.recipe.amax_history_len = 4;
+        c.stats_every = 5;
+        c.precision_rules.rules.push_back(parse_precision_rule("*=dgrad:mxfp8,wgrad:bf16"));
     } else if (name == "nvfp4") {
         c.precision = PrecisionKind::NvFp4;
         c.recipe.stochastic_rounding = true;
@@ -468,6 +475,7 @@ void TestCheckpoint::resumedRunEqualsUninterrupted_data() {
     QTest::newRow("max_steps, eval_every, clipping") << "max-steps" << 14;
     QTest::newRow("bf16") << "bf16" << 12;
     QTest::newRow("fp8-delayed, history 4") << "fp8-delayed" << 11;
+    QTest::newRow("precision rules: fp8-delayed fprop, mxfp8 dgrad, bf16 wgrad") << "split-passes" << 11;
     QTest::newRow("nvfp4 stochastic rounding") << "nvfp4" << 7;
     QTest::newRow("mxfp8, epoch boundary") << "mxfp8" << 16;
     // mxfp4 (stochastic dy, fixed Hadamard signs, FLOOR) and 4 over 6 resume bit for bit too.
