@@ -590,12 +590,14 @@ void cmd_show(const RunsArgs& a) {
     print_text_run_figures(figures_or_fewer(*store, r));
     print_last_metrics(r);
     print_stability(r);
-    if (!j["scaling_damaged"].is_null())
-        std::printf("\nscaling DAMAGED: %s\n", j["scaling_damaged"].get<std::string>().c_str());
-    else
-        print_scaling_summary(summarize_scaling(store->scaling_stats(id)));
     print_gemm_precisions(j["gemm_precisions"]);
-    if (j.contains("advisor")) print_recipe_advisor(recipe_advisor(store->scaling_stats(id)));
+    if (!j["scaling_damaged"].is_null()) {
+        std::printf("\nscaling DAMAGED: %s\n", j["scaling_damaged"].get<std::string>().c_str());
+        return;
+    }
+    const auto records = store->scaling_stats(id);  // read once for both tables
+    print_scaling_summary(summarize_scaling(records));
+    print_recipe_advisor(recipe_advisor(records));
 }
 
 // --- mutations ---------------------------------------------------------------------------------
