@@ -95,6 +95,10 @@ StabilityView::StabilityView(QWidget* parent) : QWidget(parent) {
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(stack_);
     last_refresh_.start();
+    deferred_refresh_.setSingleShot(true);
+    connect(&deferred_refresh_, &QTimer::timeout, this, [this] {
+        if (isVisible()) refresh();  // a hidden tab refreshes when it is shown again
+    });
 }
 
 int StabilityView::addRun(const QString& label) {
@@ -113,6 +117,7 @@ void StabilityView::clear() {
     colour_index_.clear();
     runs_.clear();
     pending_ = false;
+    deferred_refresh_.stop();
     stack_->setCurrentWidget(empty_);
 }
 
@@ -172,7 +177,13 @@ void StabilityView::renameLegends() {
 }
 
 void StabilityView::refresh(bool force) {
-    if (!pending_ || (!force && last_refresh_.elapsed() < kMinRefreshMs)) return;
+    if (!pending_) return;
+    const qint64 too_soon_by = kMinRefreshMs - last_refresh_.elapsed();
+    if (!force && too_soon_by > 0) {
+        if (!deferred_refresh_.isActive()) deferred_refresh_.start(static_cast<int>(too_soon_by));
+        return;
+    }
+    deferred_refresh_.stop();
     last_refresh_.restart();
     std::vector<bool> touched(plots_.size(), false);
     for (auto& [key, l] : lines_) {

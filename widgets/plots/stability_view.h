@@ -7,6 +7,7 @@
 #pragma once
 #include <QElapsedTimer>
 #include <QString>
+#include <QTimer>
 #include <QVector>
 #include <QWidget>
 
@@ -39,7 +40,9 @@ public:
     // A stored run's series (read_stability_series); batched until refresh().
     void setStoredSeries(int run, const std::vector<StabilitySeries>& series);
     // Hands the batched points to their plots, one queued replot each, when the last refresh is
-    // at least kMinRefreshMs old or force is set. Call from the GUI timer while the tab is shown.
+    // at least kMinRefreshMs old or force is set; a refresh that comes too soon is retried once
+    // the interval is up, so points that arrive with no live run to tick (a stored run opened
+    // just after another refresh) are drawn too. Call while the tab is shown.
     void refresh(bool force = false);
     bool hasPending() const { return pending_; }
 
@@ -71,6 +74,7 @@ private:
     QStackedWidget* stack_ = nullptr;
     QLabel* empty_ = nullptr;
     QElapsedTimer last_refresh_;
+    QTimer deferred_refresh_;  // single shot: the refresh that came too soon
     bool pending_ = false;
 };
 
