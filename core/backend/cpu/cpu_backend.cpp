@@ -10,6 +10,7 @@
 #include <limits>
 #include <thread>
 
+#include "core/backend/cpu/cpu_conv_kernels.h"
 #include "core/common/checked_arith.h"
 #include "core/common/error.h"
 #include "core/common/parallel.h"
@@ -39,62 +40,6 @@ const float* rounded_operand(Format f, const float* src, int64_t count, std::vec
     scratch.resize(static_cast<size_t>(count));
     round_to_format(f, src, scratch.data(), static_cast<size_t>(count));
     return scratch.data();
-}
-
-// im2col for samples [n0, n0+nb): columns[(c*kh + i)*kw + j][s*ohw + oy*ow + ox].
-void im2col(const ConvGeometry& g, const float* x, int64_t n0, int64_t nb, float* cols) {
-    const int64_t oh = g.out_h(), ow = g.out_w(), ohw = oh * ow, width = nb * ohw;
-    const int64_t rows = g.in_channels * g.kernel_h * g.kernel_w;
-    parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-            const int64_t c = r / (g.kernel_h * g.kernel_w);
-            const int64_t ki = (r / g.kernel_w) % g.kernel_h;
-            const int64_t kj = r % g.kernel_w;
-            float* out = cols + r * width;
-            for (int64_t s = 0; s < nb; ++s) {
-                const float* plane = x + ((n0 + s) * g.in_channels + c) * g.in_h * g.in_w;
-                for (int64_t oy = 0; oy < oh; ++oy) {
-                    const int64_t iy = oy * g.stride - g.padding + ki;
-                    float* dst = out + s * ohw + oy * ow;
-                    if (iy < 0 || iy >= g.in_h) {
-                        std::fill(dst, dst + ow, 0.0f);
-                        continue;
-                    }
-                    const float* row = plane + iy * g.in_w;
-                    for (int64_t ox = 0; ox < ow; ++ox) {
-                        const int64_t ix = ox * g.stride - g.padding + kj;
-                        dst[ox] = (ix >= 0 && ix < g.in_w) ? row[ix] : 0.0f;
-                    }
-                }
-            }
-        }
-    });
-}
-
-// col2im adds column gradients back into dx; parallel over (sample, channel) planes so no two
-// chunks write the same element.
-void col2im(const ConvGeometry& g, const float* cols, int64_t n0, int64_t nb, float* dx) {
-    const int64_t oh = g.out_h(), ow = g.out_w(), ohw = oh * ow, width = nb * ohw;
-    parallel_for(nb * g.in_channels, 1, [&](int64_t p0, int64_t p1) {
-        for (int64_t p = p0; p < p1; ++p) {
-            const int64_t s = p / g.in_channels, c = p % g.in_channels;
-            float* plane = dx + ((n0 + s) * g.in_channels + c) * g.in_h * g.in_w;
-            std::fill(plane, plane + g.in_h * g.in_w, 0.0f);
-            for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
-                for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
-                    const float* src = cols + ((c * g.kernel_h + ki) * g.kernel_w + kj) * width + s * ohw;
-                    for (int64_t oy = 0; oy < oh; ++oy) {
-                        const int64_t iy = oy * g.stride - g.padding + ki;
-                        if (iy < 0 || iy >= g.in_h) continue;
-                        for (int64_t ox = 0; ox < ow; ++ox) {
-                            const int64_t ix = ox * g.stride - g.padding + kj;
-                            if (ix >= 0 && ix < g.in_w) plane[iy * g.in_w + ix] += src[oy * ow + ox];
-                        }
-                    }
-                }
-            }
-        }
-    });
 }
 
 // BLAS takes its sizes as int: a larger one cast down wraps to a negative or a small int, which
@@ -337,36 +282,7 @@ void CpuBackend::conv2d_backward(const ConvGeometry& g, const float* x, const fl
 }
 
 void CpuBackend::maxpool_forward(const PoolGeometry& g, const float* x, float* y, int32_t* argmax) {
-    const int64_t oh = g.out_h(), ow = g.out_w();
-    parallel_for(g.batch * g.channels, 1, [&](int64_t p0, int64_t p1) {
-        for (int64_t p = p0; p < p1; ++p) {
-            const int64_t base = p * g.in_h * g.in_w;
-            for (int64_t oy = 0; oy < oh; ++oy) {
-                for (int64_t ox = 0; ox < ow; ++ox) {
-                    float best = -std::numeric_limits<float>::infinity();
-                    int64_t best_index = -1;
-                    for (int64_t ki = 0; ki < g.kernel; ++ki) {
-                        const int64_t iy = oy * g.stride - g.padding + ki;
-                        if (iy < 0 || iy >= g.in_h) continue;
-                        for (int64_t kj = 0; kj < g.kernel; ++kj) {
-                            const int64_t ix = ox * g.stride - g.padding + kj;
-                            if (ix < 0 || ix >= g.in_w) continue;
-                            const float v = x[base + iy * g.in_w + ix];
-                            // NaN propagates, as in PyTorch, so overflow is never hidden by pooling.
-                            if (v > best || std::isnan(v) || best_index < 0) {
-                                best = v;
-                                best_index = base + iy * g.in_w + ix;
-                                if (std::isnan(v)) break;
-                            }
-                        }
-                    }
-                    const int64_t o = p * oh * ow + oy * ow + ox;
-                    y[o] = best;
-                    argmax[o] = static_cast<int32_t>(best_index);
-                }
-            }
-        }
-    });
+    maxpool_forward_planes(g, x, y, argmax);
 }
 
 void CpuBackend::maxpool_backward(const PoolGeometry& g, const float* dy, const int32_t* argmax, float* dx) {

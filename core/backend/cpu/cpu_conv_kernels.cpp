@@ -1,0 +1,158 @@
+// Convolution layout kernels and max pooling of the CPU backend; see cpu_conv_kernels.h.
+#include "core/backend/cpu/cpu_conv_kernels.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/common/parallel.h"
+
+namespace mpwb {
+namespace {
+
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+// The outputs [lo, hi) of a window offset whose input index o*stride - padding + offset lies in
+// [0, in); empty (lo == hi) when none does.
+struct OutputRange {
+    int64_t lo = 0, hi = 0;
+};
+OutputRange outputs_inside(int64_t out, int64_t in, int64_t stride, int64_t padding, int64_t offset) {
+    OutputRange r;
+    r.lo = std::max<int64_t>(0, ceil_div(padding - offset, stride));
+    r.hi = std::min(out, floor_div(in - 1 + padding - offset, stride) + 1);
+    if (r.hi < r.lo) r.hi = r.lo;
+    return r;
+}
+
+// One output row of a column: zeros outside the input, the input row's samples inside.
+void gather_row(const float* row, OutputRange cols, int64_t width, int64_t stride, int64_t first_input,
+                float* dst) {
+    // Rows are short (tens of floats): one loop, not a memcpy call per row (a call costs more
+    // than the copy here, and g++ turns a unit-stride copy loop into one).
+    for (int64_t o = 0; o < cols.lo; ++o) dst[o] = 0.0f;
+    for (int64_t o = cols.lo; o < cols.hi; ++o) dst[o] = row[o * stride + first_input];
+    for (int64_t o = cols.hi; o < width; ++o) dst[o] = 0.0f;
+}
+
+// A row of 2x2 windows wholly inside the input (padding 0), the usual pooling: the rules of
+// maxpool_forward_planes written branch-free, so the loop vectorises.
+void maxpool_row_2x2(const float* top, const float* bottom, int64_t stride, int64_t ow, int64_t top_index,
+                     int64_t in_w, float* y, int32_t* argmax) {
+    for (int64_t ox = 0; ox < ow; ++ox) {
+        const int64_t j = ox * stride;
+        float best = top[j];
+        int at = 0;  // 0, 1: top row; 2, 3: bottom row
+        const bool top_nan = best != best;
+        float v = top[j + 1];
+        bool take = v > best || (v != v && !top_nan);
+        best = take ? v : best;
+        at = take ? 1 : at;
+        v = bottom[j];
+        const bool bottom_nan = v != v;
+        take = v > best || bottom_nan;
+        best = take ? v : best;
+        at = take ? 2 : at;
+        v = bottom[j + 1];
+        take = v > best || (v != v && !bottom_nan);
+        best = take ? v : best;
+        at = take ? 3 : at;
+        y[ox] = best;
+        argmax[ox] = static_cast<int32_t>(top_index + j + (at & 1) + (at >> 1) * in_w);
+    }
+}
+
+}  // namespace
+
+void im2col(const ConvGeometry& g, const float* x, int64_t n0, int64_t nb, float* cols) {
+    const int64_t oh = g.out_h(), ow = g.out_w(), ohw = oh * ow, width = nb * ohw;
+    const int64_t rows = g.in_channels * g.kernel_h * g.kernel_w;
+    parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const int64_t c = r / (g.kernel_h * g.kernel_w);
+            const int64_t ki = (r / g.kernel_w) % g.kernel_h;
+            const int64_t kj = r % g.kernel_w;
+            const OutputRange ys = outputs_inside(oh, g.in_h, g.stride, g.padding, ki);
+            const OutputRange xs = outputs_inside(ow, g.in_w, g.stride, g.padding, kj);
+            float* out = cols + r * width;
+            for (int64_t s = 0; s < nb; ++s) {
+                const float* plane = x + ((n0 + s) * g.in_channels + c) * g.in_h * g.in_w;
+                float* sample = out + s * ohw;
+                std::fill(sample, sample + ys.lo * ow, 0.0f);
+                for (int64_t oy = ys.lo; oy < ys.hi; ++oy)
+                    gather_row(plane + (oy * g.stride - g.padding + ki) * g.in_w, xs, ow, g.stride,
+                               kj - g.padding, sample + oy * ow);
+                std::fill(sample + ys.hi * ow, sample + ohw, 0.0f);
+            }
+        }
+    });
+}
+
+void col2im(const ConvGeometry& g, const float* cols, int64_t n0, int64_t nb, float* dx) {
+    const int64_t oh = g.out_h(), ow = g.out_w(), ohw = oh * ow, width = nb * ohw;
+    parallel_for(nb * g.in_channels, 1, [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {
+            const int64_t s = p / g.in_channels, c = p % g.in_channels;
+            float* plane = dx + ((n0 + s) * g.in_channels + c) * g.in_h * g.in_w;
+            std::fill(plane, plane + g.in_h * g.in_w, 0.0f);
+            for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
+                const OutputRange ys = outputs_inside(oh, g.in_h, g.stride, g.padding, ki);
+                for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
+                    const OutputRange xs = outputs_inside(ow, g.in_w, g.stride, g.padding, kj);
+                    const float* src = cols + ((c * g.kernel_h + ki) * g.kernel_w + kj) * width + s * ohw;
+                    for (int64_t oy = ys.lo; oy < ys.hi; ++oy) {
+                        float* row = plane + (oy * g.stride - g.padding + ki) * g.in_w + kj - g.padding;
+                        const float* grad = src + oy * ow;
+                        if (g.stride == 1) {
+                            for (int64_t ox = xs.lo; ox < xs.hi; ++ox) row[ox] += grad[ox];
+                        } else {
+                            for (int64_t ox = xs.lo; ox < xs.hi; ++ox) row[ox * g.stride] += grad[ox];
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+void maxpool_forward_planes(const PoolGeometry& g, const float* x, float* y, int32_t* argmax) {
+    const int64_t oh = g.out_h(), ow = g.out_w(), ihw = g.in_h * g.in_w;
+    parallel_for(g.batch * g.channels, 1, [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {
+            const int64_t base = p * ihw;
+            for (int64_t oy = 0; oy < oh; ++oy) {
+                const int64_t top = oy * g.stride - g.padding;
+                if (g.kernel == 2 && g.padding == 0) {
+                    const float* row = x + base + top * g.in_w;
+                    maxpool_row_2x2(row, row + g.in_w, g.stride, ow, base + top * g.in_w, g.in_w,
+                                    y + p * oh * ow + oy * ow, argmax + p * oh * ow + oy * ow);
+                    continue;
+                }
+                const int64_t i0 = std::max<int64_t>(0, -top), i1 = std::min(g.kernel, g.in_h - top);
+                for (int64_t ox = 0; ox < ow; ++ox) {
+                    const int64_t left = ox * g.stride - g.padding;
+                    const int64_t j0 = std::max<int64_t>(0, -left), j1 = std::min(g.kernel, g.in_w - left);
+                    float best = -std::numeric_limits<float>::infinity();
+                    int64_t best_index = -1;  // a window wholly in the padding
+                    for (int64_t ki = i0; ki < i1; ++ki) {
+                        bool nan_in_row = false;  // a row's first NaN ends that row, not the window
+                        for (int64_t kj = j0; kj < j1; ++kj) {
+                            const int64_t index = base + (top + ki) * g.in_w + left + kj;
+                            const float v = x[index];
+                            const bool is_nan = v != v;
+                            const bool take = is_nan ? !nan_in_row : (best_index < 0 || v > best);
+                            nan_in_row = nan_in_row || (take && is_nan);
+                            best = take ? v : best;
+                            best_index = take ? index : best_index;
+                        }
+                    }
+                    const int64_t o = p * oh * ow + oy * ow + ox;
+                    y[o] = best;
+                    argmax[o] = static_cast<int32_t>(best_index);
+                }
+            }
+        }
+    });
+}
+
+}  // namespace mpwb

@@ -1,0 +1,23 @@
+// The CPU backend's convolution layout kernels (im2col, col2im) and pooling loops. Each computes
+// the valid output range of a window offset once instead of testing every element against the
+// border, so the inner loops are plain copies, adds and branch-free selects the compiler
+// vectorises. Every output element sums its terms in the same order as the element-by-element
+// loops they replace, so results are bit for bit those of before and do not depend on the thread
+// count (parallel_for gives each output to exactly one chunk).
+#pragma once
+#include <cstdint>
+
+#include "core/backend/backend.h"
+
+namespace mpwb {
+
+// columns[(c*kh + i)*kw + j][s*ohw + oy*ow + ox] for samples [n0, n0+nb).
+void im2col(const ConvGeometry& g, const float* x, int64_t n0, int64_t nb, float* cols);
+// Writes dx for samples [n0, n0+nb): each element the sum of its column gradients, in (i, j) order.
+void col2im(const ConvGeometry& g, const float* cols, int64_t n0, int64_t nb, float* dx);
+
+// Max pooling: the first NaN of a window wins (so overflow is never hidden), else the first
+// largest value; argmax is its index in x.
+void maxpool_forward_planes(const PoolGeometry& g, const float* x, float* y, int32_t* argmax);
+
+}  // namespace mpwb
