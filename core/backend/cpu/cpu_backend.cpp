@@ -19,6 +19,8 @@ namespace mpwb {
 namespace {
 
 constexpr int64_t kGrain = 1 << 14;
+// gemm() cuts C into blocks of this many rows or columns (conv2d_forward cuts the same way).
+constexpr int64_t kGemmBlock = 128;
 // Elementwise loops capture their pointers by value: captured by reference, every iteration
 // reloads them (a store through the output might change them), and the loop stays scalar.
 
@@ -95,7 +97,7 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     // its results change in the last bits with the thread count. C is cut instead into blocks
     // that depend on the shape only (rows when m >= n, else columns), each computed by
     // single-threaded OpenBLAS: every block is summed the same way whatever the thread count.
-    constexpr int64_t kBlock = 128;
+    constexpr int64_t kBlock = kGemmBlock;
     const bool by_rows = m >= n;
     const int64_t extent = by_rows ? m : n;
     const int64_t blocks = (extent + kBlock - 1) / kBlock;
@@ -227,29 +229,71 @@ void CpuBackend::activation_backward(Activation kind, float slope, const float* 
     });
 }
 
+// The product W · columns is cut into the column blocks gemm() cuts (kGemmBlock wide), so every
+// output is summed exactly as a whole-chunk gemm() sums it (OpenBLAS's sums depend on the shape of
+// the call); but each block's columns are gathered just before its product, into a buffer that
+// stays in cache, and its outputs go straight to NCHW with the bias, instead of a chunk-sized
+// column matrix and product making two round trips through memory.
 void CpuBackend::conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                                 float* y, Format operand_format) {
     const int64_t ohw = g.out_h() * g.out_w();
-    const int64_t ckk = g.in_channels * g.kernel_h * g.kernel_w;
+    const int64_t ckk = g.in_channels * g.kernel_h * g.kernel_w, chw = g.in_channels * g.in_h * g.in_w;
     const int64_t chunk = conv_chunk(g);
+    check_blas_sizes({{"m", g.out_channels}, {"n", kGemmBlock}, {"k", ckk}});
+    sync_blas_threads();
+    const float* xr = rounded_operand(operand_format, x, g.batch * chw, round_a_);
+    const float* wr = rounded_operand(operand_format, w, g.out_channels * ckk, round_b_);
     for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
-        const int64_t nb = std::min(chunk, g.batch - n0);
-        columns_.resize(static_cast<size_t>(ckk * nb * ohw));
-        gathered_.resize(static_cast<size_t>(g.out_channels * nb * ohw));
-        im2col(g, x, n0, nb, columns_.data());
-        gemm(false, false, g.out_channels, nb * ohw, ckk, 1.0f, w, ckk, columns_.data(), nb * ohw, 0.0f,
-             gathered_.data(), nb * ohw, operand_format);
-        // [out_c, nb*ohw] -> NCHW
-        parallel_for(nb * g.out_channels, 1, [&](int64_t p0, int64_t p1) {
-            for (int64_t p = p0; p < p1; ++p) {
-                const int64_t s = p / g.out_channels, oc = p % g.out_channels;
-                const float* src = gathered_.data() + oc * nb * ohw + s * ohw;
-                float* dst = y + ((n0 + s) * g.out_channels + oc) * ohw;
-                const float b = bias ? bias[oc] : 0.0f;
-                for (int64_t i = 0; i < ohw; ++i) dst[i] = src[i] + b;
+        const int64_t width = std::min(chunk, g.batch - n0) * ohw;
+        if (g.out_channels >= width) {  // gemm() cuts rows then
+            conv2d_chunk_by_rows(g, xr, wr, bias, n0, std::min(chunk, g.batch - n0), y);
+            continue;
+        }
+        parallel_for((width + kGemmBlock - 1) / kGemmBlock, 1, [&](int64_t b0, int64_t b1) {
+            thread_local std::vector<float> columns, product;
+            columns.resize(static_cast<size_t>(ckk * kGemmBlock));
+            product.resize(static_cast<size_t>(g.out_channels * kGemmBlock));
+            for (int64_t blk = b0; blk < b1; ++blk) {
+                const int64_t first = blk * kGemmBlock, count = std::min(kGemmBlock, width - first);
+                im2col_columns(g, xr, n0, first, count, columns.data());
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(g.out_channels),
+                            static_cast<blasint>(count), static_cast<blasint>(ckk), 1.0f, wr,
+                            static_cast<blasint>(ckk), columns.data(), static_cast<blasint>(count), 0.0f,
+                            product.data(), static_cast<blasint>(count));
+                scatter_block(g, product.data(), bias, n0, first, count, y);
             }
         });
     }
+}
+
+// [out_c x count] block of outputs (columns first.. of the chunk from n0) to NCHW, plus the bias.
+void CpuBackend::scatter_block(const ConvGeometry& g, const float* product, const float* bias, int64_t n0,
+                               int64_t first, int64_t count, float* y) {
+    const int64_t ohw = g.out_h() * g.out_w();
+    for (int64_t j = first; j < first + count;) {
+        const int64_t s = j / ohw, i0 = j % ohw, run = std::min(ohw - i0, first + count - j);
+        for (int64_t oc = 0; oc < g.out_channels; ++oc) {
+            const float b = bias ? bias[oc] : 0.0f;
+            const float* src = product + oc * count + (j - first);
+            float* dst = y + ((n0 + s) * g.out_channels + oc) * ohw + i0;
+            for (int64_t i = 0; i < run; ++i) dst[i] = src[i] + b;
+        }
+        j += run;
+    }
+}
+
+// A chunk with fewer outputs than channels (tiny images, small batches): gemm() cuts rows then, so
+// the chunk's product runs as one gemm() (operands already rounded) and is rearranged after.
+void CpuBackend::conv2d_chunk_by_rows(const ConvGeometry& g, const float* x, const float* w,
+                                      const float* bias, int64_t n0, int64_t nb, float* y) {
+    const int64_t ohw = g.out_h() * g.out_w();
+    const int64_t ckk = g.in_channels * g.kernel_h * g.kernel_w;
+    columns_.resize(static_cast<size_t>(ckk * nb * ohw));
+    gathered_.resize(static_cast<size_t>(g.out_channels * nb * ohw));
+    im2col(g, x, n0, nb, columns_.data());
+    gemm(false, false, g.out_channels, nb * ohw, ckk, 1.0f, w, ckk, columns_.data(), nb * ohw, 0.0f,
+         gathered_.data(), nb * ohw, Format::FP32);
+    scatter_block(g, gathered_.data(), bias, n0, 0, nb * ohw, y);
 }
 
 void CpuBackend::conv2d_backward(const ConvGeometry& g, const float* x, const float* w, const float* dy,

@@ -54,6 +54,10 @@ public:
 
 private:
     void sync_blas_threads();
+    void conv2d_chunk_by_rows(const ConvGeometry& g, const float* x, const float* w, const float* bias,
+                              int64_t n0, int64_t nb, float* y);
+    static void scatter_block(const ConvGeometry& g, const float* product, const float* bias, int64_t n0,
+                              int64_t first, int64_t count, float* y);
     int blas_threads_ = 0;
     // Scratch reused across calls so the step loop does not allocate.
     std::vector<float> round_a_, round_b_, columns_, gathered_, weights_rounded_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "core/common/parallel.h"
 
@@ -62,55 +63,98 @@ void maxpool_row_2x2(const float* top, const float* bottom, int64_t stride, int6
     }
 }
 
+// Column row r (channel c, offset ki, kj) of one sample: [ohw] from that sample's plane of c.
+void im2col_row(const ConvGeometry& g, int64_t r, const float* sample_x, float* out) {
+    const int64_t oh = g.out_h(), ow = g.out_w();
+    const int64_t c = r / (g.kernel_h * g.kernel_w);
+    const int64_t ki = (r / g.kernel_w) % g.kernel_h;
+    const int64_t kj = r % g.kernel_w;
+    const OutputRange ys = outputs_inside(oh, g.in_h, g.stride, g.padding, ki);
+    const OutputRange xs = outputs_inside(ow, g.in_w, g.stride, g.padding, kj);
+    const float* plane = sample_x + c * g.in_h * g.in_w;
+    std::fill(out, out + ys.lo * ow, 0.0f);
+    for (int64_t oy = ys.lo; oy < ys.hi; ++oy)
+        gather_row(plane + (oy * g.stride - g.padding + ki) * g.in_w, xs, ow, g.stride, kj - g.padding,
+                   out + oy * ow);
+    std::fill(out + ys.hi * ow, out + oh * ow, 0.0f);
+}
+
+// Channel c's plane of one sample's dx: its column rows (row stride width) added back in (i, j) order.
+void col2im_channel(const ConvGeometry& g, int64_t c, const float* cols, int64_t width, float* plane) {
+    const int64_t oh = g.out_h(), ow = g.out_w();
+    std::fill(plane, plane + g.in_h * g.in_w, 0.0f);
+    for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
+        const OutputRange ys = outputs_inside(oh, g.in_h, g.stride, g.padding, ki);
+        for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
+            const OutputRange xs = outputs_inside(ow, g.in_w, g.stride, g.padding, kj);
+            const float* src = cols + ((c * g.kernel_h + ki) * g.kernel_w + kj) * width;
+            for (int64_t oy = ys.lo; oy < ys.hi; ++oy) {
+                float* row = plane + (oy * g.stride - g.padding + ki) * g.in_w + kj - g.padding;
+                const float* grad = src + oy * ow;
+                if (g.stride == 1) {
+                    for (int64_t ox = xs.lo; ox < xs.hi; ++ox) row[ox] += grad[ox];
+                } else {
+                    for (int64_t ox = xs.lo; ox < xs.hi; ++ox) row[ox * g.stride] += grad[ox];
+                }
+            }
+        }
+    }
+}
+
 }  // namespace
 
 void im2col(const ConvGeometry& g, const float* x, int64_t n0, int64_t nb, float* cols) {
-    const int64_t oh = g.out_h(), ow = g.out_w(), ohw = oh * ow, width = nb * ohw;
-    const int64_t rows = g.in_channels * g.kernel_h * g.kernel_w;
-    parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-            const int64_t c = r / (g.kernel_h * g.kernel_w);
-            const int64_t ki = (r / g.kernel_w) % g.kernel_h;
-            const int64_t kj = r % g.kernel_w;
-            const OutputRange ys = outputs_inside(oh, g.in_h, g.stride, g.padding, ki);
-            const OutputRange xs = outputs_inside(ow, g.in_w, g.stride, g.padding, kj);
-            float* out = cols + r * width;
-            for (int64_t s = 0; s < nb; ++s) {
-                const float* plane = x + ((n0 + s) * g.in_channels + c) * g.in_h * g.in_w;
-                float* sample = out + s * ohw;
-                std::fill(sample, sample + ys.lo * ow, 0.0f);
-                for (int64_t oy = ys.lo; oy < ys.hi; ++oy)
-                    gather_row(plane + (oy * g.stride - g.padding + ki) * g.in_w, xs, ow, g.stride,
-                               kj - g.padding, sample + oy * ow);
-                std::fill(sample + ys.hi * ow, sample + ohw, 0.0f);
-            }
-        }
+    const int64_t ohw = g.out_h() * g.out_w(), width = nb * ohw;
+    const int64_t chw = g.in_channels * g.in_h * g.in_w;
+    parallel_for(g.in_channels * g.kernel_h * g.kernel_w, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r)
+            for (int64_t s = 0; s < nb; ++s) im2col_row(g, r, x + (n0 + s) * chw, cols + r * width + s * ohw);
     });
 }
 
+void im2col_columns(const ConvGeometry& g, const float* x, int64_t n0, int64_t first, int64_t count,
+                    float* cols) {
+    const int64_t ohw = g.out_h() * g.out_w(), ow = g.out_w();
+    const int64_t chw = g.in_channels * g.in_h * g.in_w, ihw = g.in_h * g.in_w;
+    // The block's stretches of output rows, the same for every column row: found once.
+    struct Stretch {
+        int64_t sample, oy, ox0, ox1, at;
+    };
+    thread_local std::vector<Stretch> stretches;
+    stretches.clear();
+    for (int64_t j = first; j < first + count;) {
+        const int64_t ox0 = j % ow, ox1 = std::min(ow, ox0 + (first + count - j));
+        stretches.push_back({n0 + j / ohw, j % ohw / ow, ox0, ox1, j - first - ox0});
+        j += ox1 - ox0;
+    }
+    for (int64_t r = 0; r < g.in_channels * g.kernel_h * g.kernel_w; ++r) {
+        const int64_t c = r / (g.kernel_h * g.kernel_w);
+        const int64_t ki = (r / g.kernel_w) % g.kernel_h;
+        const int64_t kj = r % g.kernel_w;
+        const OutputRange xs = outputs_inside(ow, g.in_w, g.stride, g.padding, kj);
+        float* out = cols + r * count;
+        for (const Stretch& st : stretches) {
+            float* dst = out + st.at;  // indexed by ox
+            const int64_t iy = st.oy * g.stride - g.padding + ki;
+            if (iy < 0 || iy >= g.in_h) {
+                for (int64_t o = st.ox0; o < st.ox1; ++o) dst[o] = 0.0f;
+                continue;
+            }
+            const float* row = x + st.sample * chw + c * ihw + iy * g.in_w + kj - g.padding;
+            const int64_t lo = std::clamp(xs.lo, st.ox0, st.ox1), hi = std::clamp(xs.hi, lo, st.ox1);
+            for (int64_t o = st.ox0; o < lo; ++o) dst[o] = 0.0f;
+            for (int64_t o = lo; o < hi; ++o) dst[o] = row[o * g.stride];
+            for (int64_t o = hi; o < st.ox1; ++o) dst[o] = 0.0f;
+        }
+    }
+}
+
 void col2im(const ConvGeometry& g, const float* cols, int64_t n0, int64_t nb, float* dx) {
-    const int64_t oh = g.out_h(), ow = g.out_w(), ohw = oh * ow, width = nb * ohw;
+    const int64_t ohw = g.out_h() * g.out_w(), width = nb * ohw, ihw = g.in_h * g.in_w;
     parallel_for(nb * g.in_channels, 1, [&](int64_t p0, int64_t p1) {
         for (int64_t p = p0; p < p1; ++p) {
             const int64_t s = p / g.in_channels, c = p % g.in_channels;
-            float* plane = dx + ((n0 + s) * g.in_channels + c) * g.in_h * g.in_w;
-            std::fill(plane, plane + g.in_h * g.in_w, 0.0f);
-            for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
-                const OutputRange ys = outputs_inside(oh, g.in_h, g.stride, g.padding, ki);
-                for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
-                    const OutputRange xs = outputs_inside(ow, g.in_w, g.stride, g.padding, kj);
-                    const float* src = cols + ((c * g.kernel_h + ki) * g.kernel_w + kj) * width + s * ohw;
-                    for (int64_t oy = ys.lo; oy < ys.hi; ++oy) {
-                        float* row = plane + (oy * g.stride - g.padding + ki) * g.in_w + kj - g.padding;
-                        const float* grad = src + oy * ow;
-                        if (g.stride == 1) {
-                            for (int64_t ox = xs.lo; ox < xs.hi; ++ox) row[ox] += grad[ox];
-                        } else {
-                            for (int64_t ox = xs.lo; ox < xs.hi; ++ox) row[ox * g.stride] += grad[ox];
-                        }
-                    }
-                }
-            }
+            col2im_channel(g, c, cols + s * ohw, width, dx + ((n0 + s) * g.in_channels + c) * ihw);
         }
     });
 }
