@@ -26,14 +26,15 @@ OutputRange outputs_inside(int64_t out, int64_t in, int64_t stride, int64_t padd
     return r;
 }
 
-// One output row of a column: zeros outside the input, the input row's samples inside.
-void gather_row(const float* row, OutputRange cols, int64_t width, int64_t stride, int64_t first_input,
-                float* dst) {
+// Outputs [ox0, ox1) of one output row of a column (dst and row indexed by ox, row already
+// offset by the window's column): zeros outside the input, the input row's samples inside.
+void gather_row(const float* row, OutputRange inside, int64_t ox0, int64_t ox1, int64_t stride, float* dst) {
+    const int64_t lo = std::clamp(inside.lo, ox0, ox1), hi = std::clamp(inside.hi, lo, ox1);
     // Rows are short (tens of floats): one loop, not a memcpy call per row (a call costs more
     // than the copy here, and g++ turns a unit-stride copy loop into one).
-    for (int64_t o = 0; o < cols.lo; ++o) dst[o] = 0.0f;
-    for (int64_t o = cols.lo; o < cols.hi; ++o) dst[o] = row[o * stride + first_input];
-    for (int64_t o = cols.hi; o < width; ++o) dst[o] = 0.0f;
+    for (int64_t o = ox0; o < lo; ++o) dst[o] = 0.0f;
+    for (int64_t o = lo; o < hi; ++o) dst[o] = row[o * stride];
+    for (int64_t o = hi; o < ox1; ++o) dst[o] = 0.0f;
 }
 
 // A row of 2x2 windows wholly inside the input (padding 0), the usual pooling: the rules of
@@ -74,7 +75,7 @@ void im2col_row(const ConvGeometry& g, int64_t r, const float* sample_x, float* 
     const float* plane = sample_x + c * g.in_h * g.in_w;
     std::fill(out, out + ys.lo * ow, 0.0f);
     for (int64_t oy = ys.lo; oy < ys.hi; ++oy)
-        gather_row(plane + (oy * g.stride - g.padding + ki) * g.in_w, xs, ow, g.stride, kj - g.padding,
+        gather_row(plane + (oy * g.stride - g.padding + ki) * g.in_w + kj - g.padding, xs, 0, ow, g.stride,
                    out + oy * ow);
     std::fill(out + ys.hi * ow, out + oh * ow, 0.0f);
 }
@@ -140,11 +141,8 @@ void im2col_columns(const ConvGeometry& g, const float* x, int64_t n0, int64_t f
                 for (int64_t o = st.ox0; o < st.ox1; ++o) dst[o] = 0.0f;
                 continue;
             }
-            const float* row = x + st.sample * chw + c * ihw + iy * g.in_w + kj - g.padding;
-            const int64_t lo = std::clamp(xs.lo, st.ox0, st.ox1), hi = std::clamp(xs.hi, lo, st.ox1);
-            for (int64_t o = st.ox0; o < lo; ++o) dst[o] = 0.0f;
-            for (int64_t o = lo; o < hi; ++o) dst[o] = row[o * g.stride];
-            for (int64_t o = hi; o < st.ox1; ++o) dst[o] = 0.0f;
+            gather_row(x + st.sample * chw + c * ihw + iy * g.in_w + kj - g.padding, xs, st.ox0, st.ox1,
+                       g.stride, dst);
         }
     }
 }
