@@ -62,6 +62,77 @@ int64_t conv_chunk(const ConvGeometry& g) {
     return std::clamp<int64_t>((int64_t{8} << 20) / std::max<int64_t>(per_sample, 1), 1, g.batch);
 }
 
+// OpenBLAS's threaded GEMM blocks the K loop differently for different thread counts, so its
+// results change in the last bits with the thread count. C is cut instead into blocks that depend
+// on the shape only (rows when m >= n, else columns, kGemmBlock at a time), each computed by
+// single-threaded OpenBLAS: every block is summed the same way whatever the thread count. The
+// operands are already rounded. A block's product depends on the block's width too (OpenBLAS's
+// Haswell kernels sum a narrower call differently), so a caller that schedules blocks itself
+// runs exactly these.
+struct BlockedGemm {
+    bool trans_a, trans_b;
+    int64_t m, n, k;
+    float alpha;
+    const float* a;
+    int64_t lda;
+    const float* b;
+    int64_t ldb;
+    float beta;
+
+    bool by_rows() const { return m >= n; }
+    int64_t blocks() const { return ((by_rows() ? m : n) + kGemmBlock - 1) / kGemmBlock; }
+    int64_t block_start(int64_t blk) const { return blk * kGemmBlock; }
+    int64_t block_size(int64_t blk) const {
+        return std::min(kGemmBlock, (by_rows() ? m : n) - block_start(blk));
+    }
+
+    // Block blk of C = alpha op(A) op(B) + beta C, C given at its origin with leading dimension ldc.
+    void run_block(int64_t blk, float* c, int64_t ldc) const {
+        const int64_t s = block_start(blk);
+        run_block_into(blk, by_rows() ? c + s * ldc : c + s, ldc);
+    }
+    // The same, with C given at the block's own first element (a buffer holding just the block).
+    void run_block_into(int64_t blk, float* block_c, int64_t ldc) const {
+        const int64_t s = block_start(blk), len = block_size(blk);
+        const auto ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+        const bool rows = by_rows();
+        const float* block_a = !rows ? a : trans_a ? a + s : a + s * lda;
+        const float* block_b = rows ? b : trans_b ? b + s * ldb : b + s;
+        cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(rows ? len : m),
+                    static_cast<blasint>(rows ? n : len), static_cast<blasint>(k), alpha, block_a,
+                    static_cast<blasint>(lda), block_b, static_cast<blasint>(ldb), beta, block_c,
+                    static_cast<blasint>(ldc));
+    }
+};
+
+// dw's blocks, then dx in groups of samples whose column product fits in about 2 MB.
+void backward_tasks(const ConvGeometry& g, int64_t n0, int64_t nb, const BlockedGemm& dw_product, float* dw,
+                    const BlockedGemm& dx_product, float* dx) {
+    const int64_t ohw = g.out_h() * g.out_w(), ckk = dx_product.m, width = dx_product.n;
+    const int64_t in_chw = g.in_channels * g.in_h * g.in_w;
+    const int64_t group = std::clamp<int64_t>((int64_t{512} << 10) / std::max<int64_t>(ckk * ohw, 1), 1, nb);
+    const int64_t groups = (nb + group - 1) / group, dw_blocks = dw_product.blocks();
+    parallel_for(dw_blocks + groups, 1, [&](int64_t t0, int64_t t1) {
+        thread_local std::vector<float> product;
+        for (int64_t t = t0; t < t1; ++t) {
+            if (t < dw_blocks) {
+                dw_product.run_block(t, dw, ckk);
+                continue;
+            }
+            const int64_t s0 = (t - dw_blocks) * group, s1 = std::min(nb, s0 + group);
+            const int64_t first_block = s0 * ohw / kGemmBlock,
+                          end_block = (s1 * ohw + kGemmBlock - 1) / kGemmBlock;
+            const int64_t origin = first_block * kGemmBlock;
+            const int64_t span = std::min(end_block * kGemmBlock, width) - origin;
+            product.resize(static_cast<size_t>(ckk * span));
+            for (int64_t blk = first_block; blk < end_block; ++blk)
+                dx_product.run_block_into(blk, product.data() + (dx_product.block_start(blk) - origin), span);
+            for (int64_t s = s0; s < s1; ++s)
+                col2im_sample(g, product.data() + (s * ohw - origin), span, dx + (n0 + s) * in_chw);
+        }
+    });
+}
+
 }  // namespace
 
 CpuBackend::CpuBackend() { sync_blas_threads(); }
@@ -91,33 +162,22 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     auto span = [](int64_t rows, int64_t cols, int64_t ld) { return rows > 0 ? (rows - 1) * ld + cols : 0; };
     const int64_t a_count = trans_a ? span(k, m, lda) : span(m, k, lda);
     const int64_t b_count = trans_b ? span(n, k, ldb) : span(k, n, ldb);
-    const float* ra = rounded_operand(operand_format, a, a_count, round_a_);
-    const float* rb = rounded_operand(operand_format, b, b_count, round_b_);
-    // OpenBLAS's threaded GEMM blocks the K loop differently for different thread counts, so
-    // its results change in the last bits with the thread count. C is cut instead into blocks
-    // that depend on the shape only (rows when m >= n, else columns), each computed by
-    // single-threaded OpenBLAS: every block is summed the same way whatever the thread count.
-    constexpr int64_t kBlock = kGemmBlock;
-    const bool by_rows = m >= n;
-    const int64_t extent = by_rows ? m : n;
-    const int64_t blocks = (extent + kBlock - 1) / kBlock;
-    const auto ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+    const BlockedGemm product{trans_a,
+                              trans_b,
+                              m,
+                              n,
+                              k,
+                              alpha,
+                              rounded_operand(operand_format, a, a_count, round_a_),
+                              lda,
+                              rounded_operand(operand_format, b, b_count, round_b_),
+                              ldb,
+                              beta};
     // Small products stay on the calling thread (the blocks are the same either way).
-    const int64_t grain = saturating_mul(saturating_mul(m, n), k) < (int64_t{1} << 18) ? blocks + 1 : 1;
-    parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
-        for (int64_t blk = b0; blk < b1; ++blk) {
-            const int64_t s = blk * kBlock, len = std::min(kBlock, extent - s);
-            if (by_rows)
-                cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(len), static_cast<blasint>(n),
-                            static_cast<blasint>(k), alpha, trans_a ? ra + s : ra + s * lda,
-                            static_cast<blasint>(lda), rb, static_cast<blasint>(ldb), beta, c + s * ldc,
-                            static_cast<blasint>(ldc));
-            else
-                cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(len),
-                            static_cast<blasint>(k), alpha, ra, static_cast<blasint>(lda),
-                            trans_b ? rb + s * ldb : rb + s, static_cast<blasint>(ldb), beta, c + s,
-                            static_cast<blasint>(ldc));
-        }
+    const int64_t grain =
+        saturating_mul(saturating_mul(m, n), k) < (int64_t{1} << 18) ? product.blocks() + 1 : 1;
+    parallel_for(product.blocks(), grain, [&](int64_t b0, int64_t b1) {
+        for (int64_t blk = b0; blk < b1; ++blk) product.run_block(blk, c, ldc);
     });
 }
 
@@ -296,30 +356,53 @@ void CpuBackend::conv2d_chunk_by_rows(const ConvGeometry& g, const float* x, con
     scatter_block(g, gathered_.data(), bias, n0, 0, nb * ohw, y);
 }
 
+// dw = dY · columnsᵀ and dx = col2im(Wᵀ · dY), both cut into gemm()'s blocks, so every output is
+// summed as before. dx's product is not stored whole: each task takes a group of samples,
+// computes the blocks that cover their columns into a buffer that stays in cache and adds them
+// back into dx at once (a block shared by two groups is computed by both, identically). dw's few
+// blocks and dx's groups run as one list of tasks, so a thread whose dw block is narrow (a
+// 144-wide dw is cut 128 + 16) goes on with dx instead of waiting.
 void CpuBackend::conv2d_backward(const ConvGeometry& g, const float* x, const float* w, const float* dy,
                                  float* dx, float* dw, float* db, Format operand_format) {
     const int64_t ohw = g.out_h() * g.out_w();
     const int64_t ckk = g.in_channels * g.kernel_h * g.kernel_w;
     const int64_t chunk = conv_chunk(g);
+    check_blas_sizes({{"out_c", g.out_channels}, {"ckk", ckk}, {"width", chunk * ohw}});
+    sync_blas_threads();
     if (db) bias_grad_channels(dy, db, g.batch, g.out_channels, ohw);
+    const float* wr =
+        dx ? rounded_operand(operand_format, w, g.out_channels * ckk, weights_rounded_) : nullptr;
     for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
-        const int64_t nb = std::min(chunk, g.batch - n0);
-        columns_.resize(static_cast<size_t>(ckk * nb * ohw));
-        gathered_.resize(static_cast<size_t>(g.out_channels * nb * ohw));
+        const int64_t nb = std::min(chunk, g.batch - n0), width = nb * ohw;
+        columns_.resize(static_cast<size_t>(ckk * width));
+        gathered_.resize(static_cast<size_t>(g.out_channels * width));
         // NCHW dy -> [out_c, nb*ohw]
         parallel_for(nb * g.out_channels, 1, [&](int64_t p0, int64_t p1) {
             for (int64_t p = p0; p < p1; ++p) {
                 const int64_t s = p / g.out_channels, oc = p % g.out_channels;
                 const float* src = dy + ((n0 + s) * g.out_channels + oc) * ohw;
-                std::copy(src, src + ohw, gathered_.data() + oc * nb * ohw + s * ohw);
+                std::copy(src, src + ohw, gathered_.data() + oc * width + s * ohw);
             }
         });
         im2col(g, x, n0, nb, columns_.data());
-        gemm(false, true, g.out_channels, ckk, nb * ohw, 1.0f, gathered_.data(), nb * ohw, columns_.data(),
-             nb * ohw, n0 == 0 ? 0.0f : 1.0f, dw, ckk, operand_format);
-        if (dx) {
-            gemm(true, false, ckk, nb * ohw, g.out_channels, 1.0f, w, ckk, gathered_.data(), nb * ohw, 0.0f,
-                 columns_.data(), nb * ohw, operand_format);
+        const float* dyr =
+            rounded_operand(operand_format, gathered_.data(), g.out_channels * width, round_a_);
+        const float* colr = rounded_operand(operand_format, columns_.data(), ckk * width, round_b_);
+        const BlockedGemm dw_product{false, true,  g.out_channels,       ckk, width, 1.0f, dyr, width,
+                                     colr,  width, n0 == 0 ? 0.0f : 1.0f};
+        const BlockedGemm dx_product{true, false, ckk,   width, g.out_channels, 1.0f, wr,
+                                     ckk,  dyr,   width, 0.0f};
+        if (dx && !dx_product.by_rows()) {
+            backward_tasks(g, n0, nb, dw_product, dw, dx_product, dx);
+            continue;
+        }
+        parallel_for(dw_product.blocks(), 1, [&](int64_t b0, int64_t b1) {
+            for (int64_t blk = b0; blk < b1; ++blk) dw_product.run_block(blk, dw, ckk);
+        });
+        if (dx) {  // a product with fewer columns than rows (tiny images, small batches): whole
+            parallel_for(dx_product.blocks(), 1, [&](int64_t b0, int64_t b1) {
+                for (int64_t blk = b0; blk < b1; ++blk) dx_product.run_block(blk, columns_.data(), width);
+            });
             col2im(g, columns_.data(), n0, nb, dx);
         }
     }

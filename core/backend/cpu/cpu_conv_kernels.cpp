@@ -157,6 +157,11 @@ void col2im(const ConvGeometry& g, const float* cols, int64_t n0, int64_t nb, fl
     });
 }
 
+void col2im_sample(const ConvGeometry& g, const float* cols, int64_t width, float* sample_dx) {
+    const int64_t ihw = g.in_h * g.in_w;
+    for (int64_t c = 0; c < g.in_channels; ++c) col2im_channel(g, c, cols, width, sample_dx + c * ihw);
+}
+
 void maxpool_forward_planes(const PoolGeometry& g, const float* x, float* y, int32_t* argmax) {
     const int64_t oh = g.out_h(), ow = g.out_w(), ihw = g.in_h * g.in_w;
     parallel_for(g.batch * g.channels, 1, [&](int64_t p0, int64_t p1) {

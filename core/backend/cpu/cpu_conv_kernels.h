@@ -15,6 +15,8 @@ namespace mpwb {
 void im2col(const ConvGeometry& g, const float* x, int64_t n0, int64_t nb, float* cols);
 // Writes dx for samples [n0, n0+nb): each element the sum of its column gradients, in (i, j) order.
 void col2im(const ConvGeometry& g, const float* cols, int64_t n0, int64_t nb, float* dx);
+// col2im for one sample on the calling thread: cols is its first column, width the row stride.
+void col2im_sample(const ConvGeometry& g, const float* cols, int64_t width, float* sample_dx);
 // Columns [first, first+count) of im2col's matrix for samples from n0, as [ckk x count], on the
 // calling thread: a block small enough to stay in cache between its gathering and its product.
 void im2col_columns(const ConvGeometry& g, const float* x, int64_t n0, int64_t first, int64_t count,
