@@ -93,18 +93,29 @@ void row_input_grad(const RowNormShape& s, const float* xr, const float* gain, f
 void row_norm_backward(const RowNormShape& s, const float* x, const float* gain, const float* mean,
                        const float* rstd, const float* dy, float* dx, float* dgain, float* dbias) {
     const auto row_mean = [&](int64_t r) { return s.kind == NormKind::LayerNorm ? mean[r] : 0.0f; };
-    // Parameter gradients first: dx may alias dy. Columns in parallel, rows summed in order.
+    // Parameter gradients first: dx may alias dy. Columns in parallel, each summed over the rows
+    // in order; a chunk walks the rows once and keeps its columns' sums, so every row is read a
+    // cache line at a time instead of once per column.
     if (dgain || dbias) {
         parallel_for(s.d, kRowGrain, [&](int64_t begin, int64_t end) {
-            for (int64_t j = begin; j < end; ++j) {
-                double gain_sum = 0.0, bias_sum = 0.0;
-                for (int64_t r = 0; r < s.rows; ++r) {
-                    const float d = dy[r * s.d + j];
-                    gain_sum += static_cast<double>(d) * ((x[r * s.d + j] - row_mean(r)) * rstd[r]);
-                    bias_sum += d;
+            thread_local std::vector<double> gain_sum, bias_sum;
+            const int64_t width = end - begin;
+            gain_sum.assign(static_cast<size_t>(width), 0.0);
+            bias_sum.assign(static_cast<size_t>(width), 0.0);
+            double* gs = gain_sum.data();
+            double* bs = bias_sum.data();
+            for (int64_t r = 0; r < s.rows; ++r) {
+                const float* dyr = dy + r * s.d + begin;
+                const float* xr = x + r * s.d + begin;
+                const float m = row_mean(r), rs = rstd[r];
+                for (int64_t j = 0; j < width; ++j) {
+                    gs[j] += static_cast<double>(dyr[j]) * ((xr[j] - m) * rs);
+                    bs[j] += dyr[j];
                 }
-                if (dgain) dgain[j] = static_cast<float>(gain_sum);
-                if (dbias) dbias[j] = static_cast<float>(bias_sum);
+            }
+            for (int64_t j = 0; j < width; ++j) {
+                if (dgain) dgain[begin + j] = static_cast<float>(gs[j]);
+                if (dbias) dbias[begin + j] = static_cast<float>(bs[j]);
             }
         });
     }
