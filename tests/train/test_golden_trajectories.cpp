@@ -15,6 +15,7 @@
 #include "core/train/dataset_source.h"
 #include "core/train/trainer.h"
 #include "resources/presets.h"
+#include "tests/train/first_rows.h"
 
 #include <QtTest/QtTest>
 
@@ -25,6 +26,7 @@
 #include <map>
 
 using namespace mpwb;
+using mpwb::test::first_rows;
 
 namespace {
 
@@ -75,16 +77,6 @@ std::string weights_hash(const Network& network) {
         mix(p->value.data(), static_cast<size_t>(p->value.numel()) * sizeof(float));
     }
     return hex(h);
-}
-
-Tensor first_rows(const Tensor& t, int64_t n) {
-    Shape shape = t.shape();
-    n = std::min(n, shape[0]);
-    const int64_t row = t.numel() / shape[0];
-    shape[0] = n;
-    Tensor out(shape);
-    std::memcpy(out.data(), t.data(), static_cast<size_t>(n * row) * sizeof(float));
-    return out;
 }
 
 struct Case {

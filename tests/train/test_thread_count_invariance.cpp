@@ -10,6 +10,7 @@
 #include "core/train/dataset_source.h"
 #include "core/train/trainer.h"
 #include "resources/presets.h"
+#include "tests/train/first_rows.h"
 
 #include <QtTest/QtTest>
 
@@ -17,6 +18,7 @@
 #include <map>
 
 using namespace mpwb;
+using mpwb::test::first_rows;
 
 namespace {
 
@@ -34,16 +36,6 @@ struct Outcome {
     std::vector<double> losses;
     std::vector<std::vector<float>> weights;  // every parameter, in the network's order
 };
-
-Tensor first_rows(const Tensor& t, int64_t n) {
-    Shape shape = t.shape();
-    n = std::min(n, shape[0]);
-    const int64_t row = t.numel() / shape[0];
-    shape[0] = n;
-    Tensor out(shape);
-    std::memcpy(out.data(), t.data(), static_cast<size_t>(n * row) * sizeof(float));
-    return out;
-}
 
 Outcome train(const Preset& preset, const Dataset& data, PrecisionKind policy, int threads) {
     TrainConfig config = preset.training;
