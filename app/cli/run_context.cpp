@@ -11,6 +11,7 @@
 namespace mpwb::cli {
 namespace {
 std::atomic<Trainer*> g_trainer{nullptr};
+std::atomic<bool> g_checkpoint_requested{false};
 
 void on_interrupt(int) {
     if (Trainer* t = g_trainer.load()) {
@@ -20,7 +21,10 @@ void on_interrupt(int) {
 }
 
 void on_terminate(int) {
-    if (Trainer* t = g_trainer.load()) t->checkpoint_and_stop();
+    if (Trainer* t = g_trainer.load()) {
+        t->checkpoint_and_stop();
+        g_checkpoint_requested = true;
+    }
 }
 }  // namespace
 
@@ -49,10 +53,15 @@ InterruptGuard::InterruptGuard(Trainer& trainer) {
     std::signal(SIGTERM, on_terminate);
 }
 
+// Once a SIGTERM was answered with a checkpoint, later ones are ignored: the process is already
+// ending as asked, and one more must not kill it while it stores the run's end. A sweep task can
+// get several: the kernel sends PR_SET_PDEATHSIG's signal at each reparenting, and a killed
+// sweep's threads (OpenBLAS's pool) exit one after another. test_sweep's
+// sigkillToTheSweepEndsItsTasks saw a checkpointed task die of SIGTERM (exit 143) under ASan.
 InterruptGuard::~InterruptGuard() {
     g_trainer = nullptr;
     std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
+    std::signal(SIGTERM, g_checkpoint_requested ? SIG_IGN : SIG_DFL);
 }
 
 }  // namespace mpwb::cli
